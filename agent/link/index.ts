@@ -1,0 +1,185 @@
+/**
+ * The agent's link to its scheduler: dials out, authenticates with the node token, registers its
+ * pools and hardware, sends heartbeats, runs the completions it is sent and streams them back.
+ * Reconnects with capped exponential backoff and jitter whenever the stream ends.
+ */
+import { EventEmitter } from "node:events";
+import { freemem, totalmem } from "node:os";
+import * as grpc from "@grpc/grpc-js";
+import { formatHostPort, type HostPort } from "../../config/index.js";
+import type { Logger } from "../../core/log.js";
+import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
+import { LlmEngineError, type LlmEngine } from "../llm/index.js";
+import { Backoff } from "./backoff.js";
+
+export interface FleetLinkOptions {
+  scheduler: HostPort;
+  nodeToken: string;
+  nodeId: string;
+  engine: LlmEngine;
+  hardware: Hardware;
+  logger: Logger;
+  /** Reconnect backoff; default 250 ms doubling to 30 s. */
+  backoff?: Backoff;
+}
+
+export type LinkState = "connecting" | "connected" | "disconnected" | "stopped";
+
+type Stream = grpc.ClientDuplexStream<AgentMessage, SchedulerMessage__Output>;
+
+export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
+  private readonly client: FleetClient;
+  private readonly backoff: Backoff;
+  private readonly running = new Map<string, AbortController>();
+  private stream: Stream | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private reconnect: NodeJS.Timeout | undefined;
+  private draining = false;
+  state: LinkState = "disconnected";
+
+  constructor(private readonly options: FleetLinkOptions) {
+    super();
+    const Fleet = fleetProto().kiln.v1.Fleet;
+    this.client = new Fleet(formatHostPort(options.scheduler), grpc.credentials.createInsecure(), {
+      "grpc.keepalive_time_ms": 10_000,
+      "grpc.keepalive_timeout_ms": 5_000,
+      "grpc.keepalive_permit_without_calls": 1,
+    });
+    this.backoff = options.backoff ?? new Backoff();
+  }
+
+  /** Completions running now. */
+  get inflight(): number {
+    return this.running.size;
+  }
+
+  start(): void {
+    if (this.state === "stopped") return;
+    this.setState("connecting");
+    const metadata = new grpc.Metadata();
+    metadata.set(NODE_TOKEN_METADATA, `Bearer ${this.options.nodeToken}`);
+    const stream = this.client.Connect(metadata);
+    this.stream = stream;
+    const { engine, hardware, nodeId } = this.options;
+    stream.write({
+      register: {
+        node_id: nodeId,
+        agent_version: "0.1.0",
+        hardware,
+        pools: engine.modelPools.map((p) => ({ model_ids: p.modelIds, slots: p.slots, context_size: p.contextSize })),
+      },
+    });
+    stream.on("data", (message: SchedulerMessage__Output) => this.onMessage(stream, message));
+    stream.on("error", (err: grpc.ServiceError) => {
+      if (err.code === grpc.status.UNAUTHENTICATED) this.options.logger.error({ details: err.details }, "the scheduler refused this node's token; check --node-token");
+      else if (err.code !== grpc.status.CANCELLED) this.options.logger.warn({ code: err.code, details: err.details }, "scheduler stream failed");
+    });
+    stream.on("close", () => this.onClosed(stream));
+  }
+
+  /**
+   * Stops taking work, tells the scheduler, lets running completions finish within `deadlineMs`,
+   * then closes the link.
+   */
+  async drain(deadlineMs: number): Promise<void> {
+    this.draining = true;
+    this.stream?.write({ draining: { deadline_ms: deadlineMs } });
+    const until = Date.now() + deadlineMs;
+    while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await this.stop();
+  }
+
+  async stop(): Promise<void> {
+    this.setState("stopped");
+    clearTimeout(this.reconnect);
+    clearInterval(this.heartbeat);
+    for (const ac of this.running.values()) ac.abort();
+    this.stream?.cancel();
+    this.client.close();
+  }
+
+  private onMessage(stream: Stream, message: SchedulerMessage__Output): void {
+    switch (message.body) {
+      case "registered":
+        this.backoff.reset();
+        this.setState("connected");
+        this.options.logger.info({ scheduler: formatHostPort(this.options.scheduler), heartbeatMs: message.registered!.heartbeat_interval_ms }, "registered with the scheduler");
+        clearInterval(this.heartbeat);
+        this.heartbeat = setInterval(() => void this.sendHeartbeat(stream), Math.max(100, message.registered!.heartbeat_interval_ms));
+        return;
+      case "completion":
+        void this.run(stream, message.completion!);
+        return;
+      case "cancel":
+        this.running.get(message.cancel!.request_id)?.abort();
+        return;
+      case "drain":
+        void this.drain(message.drain!.deadline_ms);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private async run(stream: Stream, req: CompletionRequest__Output): Promise<void> {
+    const id = req.request_id;
+    const send = (m: AgentMessage): void => { if (this.stream === stream && !stream.destroyed) stream.write(m); };
+    if (this.draining) {
+      send({ error: { request_id: id, code: "draining", message: "the node is draining", retryable: true } });
+      return;
+    }
+    const ac = new AbortController();
+    this.running.set(id, ac);
+    let sentText = false;
+    try {
+      const result = await this.options.engine.generate(req.model, req.messages.map((m) => ({ role: m.role as "user", content: m.content })), {
+        ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
+        ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+        signal: ac.signal,
+        onText: (text) => { sentText = true; send({ chunk: { request_id: id, text } }); },
+      });
+      send({ done: { request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens } } });
+    } catch (err) {
+      const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
+      if (e.code !== "cancelled") this.options.logger.warn({ request: id, code: e.code, err: e.message }, "completion failed");
+      send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentText } });
+    } finally {
+      this.running.delete(id);
+    }
+  }
+
+  private async sendHeartbeat(stream: Stream): Promise<void> {
+    const device = await this.options.engine.memory().catch(() => ({ used: 0, total: 0 }));
+    if (this.stream !== stream || stream.destroyed) return;
+    stream.write({
+      heartbeat: {
+        busy_slots: this.options.engine.modelPools.map((p) => p.busy),
+        memory_used_bytes: totalmem() - freemem(),
+        memory_free_bytes: freemem(),
+        device_memory_used_bytes: device.used,
+        device_memory_total_bytes: device.total,
+      },
+    });
+  }
+
+  private onClosed(stream: Stream): void {
+    if (this.stream !== stream) return;
+    this.stream = undefined;
+    clearInterval(this.heartbeat);
+    // Work from a lost stream cannot be delivered; the scheduler re-routes or fails it.
+    for (const ac of this.running.values()) ac.abort();
+    if (this.state === "stopped") return;
+    this.setState("disconnected");
+    const delay = this.backoff.next();
+    this.options.logger.info({ delayMs: delay }, "scheduler link down; reconnecting");
+    this.reconnect = setTimeout(() => this.start(), delay);
+  }
+
+  private setState(state: LinkState): void {
+    if (this.state === state) return;
+    this.state = state;
+    this.emit("state", state);
+  }
+}
+
+export { Backoff } from "./backoff.js";

@@ -1,0 +1,186 @@
+/**
+ * The agent's chat engine on node-llama-cpp: loads each GGUF file once, serves one or more catalog
+ * ids from it, and generates OpenAI-style chat completions with the model's own chat template.
+ * Knows nothing of gRPC or HTTP.
+ */
+import { resolve } from "node:path";
+import { getLlama, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaGpuType } from "node-llama-cpp";
+import type { Logger } from "../../core/log.js";
+import { ContextLengthExceededError, GenerationAbortedError, LlmEngineError, ModelNotServedError } from "./errors.js";
+import { ModelPool } from "./pool.js";
+
+export interface LlmEngineOptions {
+  /** Catalog ids and the GGUF file each is served from; ids sharing a file share one loaded model. */
+  models: { id: string; path: string }[];
+  /** Parallel sequences (slots) per loaded file. */
+  sequences: number;
+  /** Context tokens per sequence, capped at the model's trained size. */
+  contextSize: number;
+  /** Compute threads. */
+  threads: number;
+  /** Tokens per batch; node-llama-cpp's default when unset. */
+  batchSize?: number;
+  /** Backend: `"auto"` tries CUDA/Vulkan/Metal prebuilt binaries, then falls back to CPU. Never builds from source. */
+  gpu: "auto" | "cuda" | "vulkan" | "metal" | "cpu";
+  logger: Logger;
+}
+
+export type ChatRole = "system" | "user" | "assistant";
+
+export interface ChatTurn {
+  role: ChatRole;
+  content: string;
+}
+
+export interface GenerateOptions {
+  /** Most tokens to generate; default and ceiling: what is left of the context after the prompt. */
+  maxTokens?: number;
+  /** Sampling temperature, 0 (greedy) to 2. Default 1, as OpenAI's. */
+  temperature?: number;
+  signal?: AbortSignal;
+  /** Called with each piece of generated text as it becomes final. */
+  onText?: (text: string) => void;
+}
+
+export interface GenerateResult {
+  text: string;
+  finishReason: "stop" | "length";
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** What the engine runs on: "cuda", "vulkan", "metal" or "cpu". */
+export type Compute = Exclude<LlamaGpuType, false> | "cpu";
+
+export class LlmEngine {
+  private constructor(
+    private readonly llama: Llama,
+    private readonly pools: ModelPool[],
+    private readonly byId: Map<string, ModelPool>,
+    private readonly logger: Logger,
+  ) {}
+
+  static async load(options: LlmEngineOptions): Promise<LlmEngine> {
+    const log = options.logger;
+    const llama = await loadBackend(options.gpu, options.threads, log);
+    const byPath = new Map<string, ModelPool>();
+    const byId = new Map<string, ModelPool>();
+    try {
+      for (const { id, path } of options.models) {
+        const file = resolve(path);
+        let pool = byPath.get(file);
+        if (!pool) {
+          const started = performance.now();
+          const model = await llama.loadModel({ modelPath: file });
+          pool = await ModelPool.create(file, model, options);
+          byPath.set(file, pool);
+          log.info({ file, sequences: pool.slots, contextSize: pool.contextSize, threads: options.threads, ms: Math.round(performance.now() - started) }, "model loaded");
+        }
+        pool.modelIds.push(id);
+        byId.set(id, pool);
+      }
+    } catch (err) {
+      await Promise.all([...byPath.values()].map((p) => p.dispose()));
+      await llama.dispose();
+      throw err;
+    }
+    return new LlmEngine(llama, [...byPath.values()], byId, log);
+  }
+
+  get compute(): Compute {
+    return this.llama.gpu === false ? "cpu" : this.llama.gpu;
+  }
+
+  /** The loaded pools, in load order (their index is the pool's number on the wire). */
+  get modelPools(): readonly ModelPool[] {
+    return this.pools;
+  }
+
+  serves(id: string): boolean {
+    return this.byId.has(id);
+  }
+
+  /** Device memory as llama.cpp sees it (VRAM on a GPU, system memory on CPU). */
+  async memory(): Promise<{ used: number; total: number }> {
+    const state = await this.llama.getVramState();
+    return { used: state.used, total: state.total };
+  }
+
+  /** Counts the tokens of a conversation as the model would be prompted with it. */
+  countPromptTokens(modelId: string, messages: ChatTurn[]): number {
+    return this.pool(modelId).countPromptTokens(toHistory(messages));
+  }
+
+  /**
+   * Generates the assistant's reply to `messages`. Waits for a free slot when all are busy.
+   * A trailing assistant message is continued (prefill), as llama.cpp's server does.
+   */
+  async generate(modelId: string, messages: ChatTurn[], options: GenerateOptions = {}): Promise<GenerateResult> {
+    const pool = this.pool(modelId);
+    const history = toHistory(messages);
+    const promptTokens = pool.countPromptTokens(history);
+    const room = pool.contextSize - promptTokens;
+    if (room < 1) throw new ContextLengthExceededError(promptTokens, pool.contextSize);
+    const maxTokens = Math.min(options.maxTokens ?? room, room);
+
+    const slot = await pool.acquire(options.signal);
+    try {
+      const before = slot.sequence.tokenMeter.usedOutputTokens;
+      const response = await slot.chat.generateResponse(history, {
+        maxTokens,
+        temperature: options.temperature ?? 1,
+        ...(options.signal ? { signal: options.signal, stopOnAbortSignal: true } : {}),
+        ...(options.onText ? { onTextChunk: options.onText } : {}),
+      });
+      if (response.metadata.stopReason === "abort") throw new GenerationAbortedError();
+      return {
+        text: response.response,
+        finishReason: response.metadata.stopReason === "maxTokens" ? "length" : "stop",
+        promptTokens,
+        completionTokens: slot.sequence.tokenMeter.usedOutputTokens - before,
+      };
+    } catch (err) {
+      if (err instanceof LlmEngineError) throw err;
+      if (options.signal?.aborted) throw new GenerationAbortedError();
+      throw new LlmEngineError("engine_error", `generation failed: ${(err as Error).message}`);
+    } finally {
+      pool.release(slot);
+    }
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all(this.pools.map((p) => p.dispose()));
+    await this.llama.dispose();
+  }
+
+  private pool(modelId: string): ModelPool {
+    const pool = this.byId.get(modelId);
+    if (!pool) throw new ModelNotServedError(modelId);
+    return pool;
+  }
+}
+
+function toHistory(messages: ChatTurn[]): ChatHistoryItem[] {
+  return messages.map((m): ChatHistoryItem =>
+    m.role === "assistant" ? { type: "model", response: [m.content] } : { type: m.role, text: m.content },
+  );
+}
+
+/**
+ * Loads the llama.cpp binding for the asked backend from the prebuilt binaries only
+ * (`build: "never"`): "auto" degrades to CPU when no GPU binary loads; an explicit GPU kind
+ * that cannot load is an error rather than a silent CPU run.
+ */
+async function loadBackend(gpu: LlmEngineOptions["gpu"], threads: number, log: Logger): Promise<Llama> {
+  const common = { build: "never", maxThreads: threads, logLevel: LlamaLogLevel.warn, logger: (level: LlamaLogLevel, message: string) => log.debug({ level }, message.trim()) } as const;
+  if (gpu === "cpu") return getLlama({ ...common, gpu: false });
+  try {
+    const llama = await getLlama({ ...common, gpu });
+    log.info({ compute: llama.gpu || "cpu" }, "llama.cpp backend loaded");
+    return llama;
+  } catch (err) {
+    if (gpu !== "auto") throw new LlmEngineError("backend_unavailable", `--gpu ${gpu}: no usable prebuilt ${gpu} binary (${(err as Error).message})`);
+    log.warn({ err: (err as Error).message }, "no GPU backend could be loaded; falling back to CPU");
+    return getLlama({ ...common, gpu: false });
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * `kiln dev`: a scheduler and one agent in one process, with a fresh dev API key printed.
+ * With no `--serve`, the agent serves the fabricated random-weight model (noise, but every path is real).
+ */
+import { randomBytes } from "node:crypto";
+import { resolve } from "node:path";
+import { parseAgentConfig, parseSchedulerConfig, formatHostPort } from "../config/index.js";
+import { createLogger } from "../core/log.js";
+import { DEV_MODEL_ID } from "../models/catalog.js";
+import { ensureTestModel } from "../scripts/make-test-models.js";
+import { startAgent } from "../agent/index.js";
+import { startScheduler } from "../scheduler/index.js";
+import { onShutdown } from "./shutdown.js";
+
+const DEV_KEY_DAYS = 30;
+
+export async function runDev(raw: Record<string, string | string[] | undefined>): Promise<void> {
+  const nodeToken = raw.nodeTokens ? String(raw.nodeTokens).split(",")[0]! : randomBytes(24).toString("base64url");
+  const schedulerConfig = parseSchedulerConfig({ ...raw, nodeTokens: raw.nodeTokens ?? nodeToken });
+  const logger = createLogger("kiln-dev", schedulerConfig.logLevel);
+
+  let serve = raw.serve as string[] | undefined;
+  if (!serve?.length) {
+    const path = await ensureTestModel("tiny", resolve(".kiln", "models"));
+    logger.warn({ model: DEV_MODEL_ID, path }, "no --serve given: serving the fabricated random-weight test model (its replies are noise)");
+    serve = [`${DEV_MODEL_ID}=${path}`];
+  }
+
+  const scheduler = await startScheduler(schedulerConfig, logger.child({ component: "scheduler" }));
+  const agentConfig = parseAgentConfig({ ...raw, serve, nodeToken, scheduler: formatHostPort({ host: connectable(scheduler.grpc.host), port: scheduler.grpc.port }) });
+  const agent = await startAgent(agentConfig, logger.child({ component: "agent" })).catch(async (err: unknown) => { await scheduler.close(); throw err; });
+  const { token, id } = await scheduler.keys.create({ account: "dev", tier: "pro", expiresInSeconds: DEV_KEY_DAYS * 86_400 });
+  const base = `http://${formatHostPort({ host: connectable(scheduler.http.host), port: scheduler.http.port })}/v1`;
+
+  process.stdout.write([
+    "",
+    "  Kiln dev is up.",
+    `  API base:  ${base}`,
+    `  Models:    ${agentConfig.serve.map((s) => s.id).join(", ")}`,
+    `  Dev key:   ${token}`,
+    `             (key id ${id}, pro tier, expires in ${DEV_KEY_DAYS} days)`,
+    "",
+    `  curl ${base}/chat/completions -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" \\`,
+    `    -d '{"model":"${agentConfig.serve[0]?.id ?? DEV_MODEL_ID}","messages":[{"role":"user","content":"Hello"}],"max_tokens":16}'`,
+    "",
+    "",
+  ].join("\n"));
+
+  onShutdown(logger, async () => {
+    await agent.close(0);
+    await scheduler.close();
+  });
+}
+
+/** A listen address a local client can dial (0.0.0.0 / :: mean "this machine"). */
+function connectable(host: string): string {
+  return host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+}

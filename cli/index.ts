@@ -1,0 +1,92 @@
+/**
+ * The `kiln` command: `dev`, `scheduler`, `agent`, `keys`. Every flag has a `KILN_*` twin;
+ * configuration is validated by `config/` before anything starts.
+ */
+import { Command } from "commander";
+import { AGENT_OPTIONS, SCHEDULER_OPTIONS, parseAgentConfig, parseSchedulerConfig } from "../config/index.js";
+import { ConfigError } from "../core/errors.js";
+import { createLogger } from "../core/log.js";
+import { startAgent } from "../agent/index.js";
+import { startScheduler } from "../scheduler/index.js";
+import { KeyService, TIERS, isTier } from "../scheduler/auth/index.js";
+import { openDatabase } from "../scheduler/store/index.js";
+import { runDev } from "./dev.js";
+import { addOptions } from "./options.js";
+import { onShutdown } from "./shutdown.js";
+
+type Raw = Record<string, string | string[] | undefined>;
+
+const program = new Command("kiln")
+  .description("Kiln: chat completions and transcription on a fleet of GPU nodes")
+  .showHelpAfterError();
+
+addOptions(
+  addOptions(program.command("dev").description("scheduler + agent on this machine; prints a dev API key"), SCHEDULER_OPTIONS),
+  AGENT_OPTIONS,
+  ["scheduler", "nodeToken", "logLevel"],
+).action((opts: Raw) => runDev(opts));
+
+addOptions(program.command("scheduler").description("the control plane: public HTTP API and the gRPC endpoint agents dial"), SCHEDULER_OPTIONS)
+  .action(async (opts: Raw) => {
+    const config = parseSchedulerConfig(opts);
+    const logger = createLogger("scheduler", config.logLevel);
+    const scheduler = await startScheduler(config, logger);
+    onShutdown(logger, () => scheduler.close());
+  });
+
+addOptions(program.command("agent").description("a GPU node: loads models and joins the scheduler's fleet"), AGENT_OPTIONS)
+  .action(async (opts: Raw) => {
+    const config = parseAgentConfig(opts);
+    const logger = createLogger("agent", config.logLevel);
+    const agent = await startAgent(config, logger);
+    onShutdown(logger, () => agent.close(0));
+  });
+
+const keys = program.command("keys").description("API keys (works on the scheduler's --db)");
+const withKeyService = (cmd: Command): Command => addOptions(cmd, { db: SCHEDULER_OPTIONS.db, jwtSecret: SCHEDULER_OPTIONS.jwtSecret });
+const openKeys = (opts: Raw): KeyService => {
+  const { db, jwtSecret } = parseSchedulerConfig({ ...opts, nodeTokens: "unused-by-keys-commands" });
+  return new KeyService(openDatabase(db), jwtSecret);
+};
+
+withKeyService(keys.command("create").description("issue a key (printed once; only its hash is stored)"))
+  .requiredOption("--account <name>", "account the key belongs to")
+  .requiredOption("--tier <tier>", `account tier (${TIERS.join(", ")})`)
+  .option("--rpm <n>", "requests per minute (required for enterprise)")
+  .option("--expires-in <seconds>", "lifetime of the key in seconds (default: no expiry)")
+  .action(async (opts: Raw) => {
+    const tier = String(opts.tier);
+    if (!isTier(tier)) throw new ConfigError("--tier", `expected one of ${TIERS.join(", ")}, got "${tier}"`);
+    const number = (flag: string, v: unknown): number | undefined => {
+      if (v === undefined) return undefined;
+      if (!/^\d+$/.test(String(v)) || Number(v) < 1) throw new ConfigError(flag, `expected a whole number of at least 1, got "${String(v)}"`);
+      return Number(v);
+    };
+    const rpm = number("--rpm", opts.rpm);
+    const expiresInSeconds = number("--expires-in", opts.expiresIn);
+    const { id, token } = await openKeys(opts).create({ account: String(opts.account), tier, ...(rpm ? { rpm } : {}), ...(expiresInSeconds ? { expiresInSeconds } : {}) });
+    process.stdout.write(`key id: ${id}\nkey:    ${token}\n`);
+  });
+
+withKeyService(keys.command("revoke").description("revoke a key at once").argument("<key-id>"))
+  .action((keyId: string, opts: Raw) => {
+    if (!openKeys(opts).revoke(keyId)) throw new ConfigError("key-id", `no active key "${keyId}"`);
+    process.stdout.write(`revoked ${keyId}\n`);
+  });
+
+withKeyService(keys.command("list").description("list keys (never their secrets)"))
+  .action((opts: Raw) => {
+    for (const k of openKeys(opts).list()) {
+      const state = k.revokedAt ? "revoked" : k.expiresAt && k.expiresAt * 1000 < Date.now() ? "expired" : "active";
+      process.stdout.write(`${k.keyId}\t${k.account}\t${k.tier}\t${k.rpm ?? "-"}\t${state}\n`);
+    }
+  });
+
+program.parseAsync().catch((err: unknown) => {
+  if (err instanceof ConfigError || (err instanceof Error && err.name.endsWith("Error") && !(err instanceof TypeError))) {
+    process.stderr.write(`kiln: ${err.message}\n`);
+  } else {
+    process.stderr.write(`kiln: ${String((err as Error)?.stack ?? err)}\n`);
+  }
+  process.exit(1);
+});

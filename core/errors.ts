@@ -1,0 +1,102 @@
+/**
+ * Named errors that carry their HTTP meaning. Every public error body is
+ * `{"error": {"message", "type", "code"}}` (DESIGN.md, "Contract decisions"); these classes are
+ * the one place where a status, a `type` and a `code` meet.
+ */
+
+/** The `type` values of the error contract. */
+export type ErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "permission_error"
+  | "not_found_error"
+  | "rate_limit_error"
+  | "service_unavailable_error"
+  | "upstream_error"
+  | "server_error";
+
+export interface ErrorBody {
+  error: { message: string; type: ErrorType; code: string };
+}
+
+export class KilnError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: ErrorType,
+    readonly code: string,
+    message: string,
+    /** Extra response headers (e.g. `Retry-After`). */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+
+  toBody(): ErrorBody {
+    return { error: { message: this.message, type: this.type, code: this.code } };
+  }
+}
+
+/** 400: malformed JSON, a missing or invalid field, an unknown model. `message` names the field. */
+export class InvalidRequestError extends KilnError {
+  constructor(code: string, message: string, readonly field?: string) {
+    super(400, "invalid_request_error", code, message);
+  }
+}
+
+/** 401: a missing, malformed, expired, revoked or wrongly signed key. */
+export class AuthenticationError extends KilnError {
+  constructor(code: string, message: string) {
+    super(401, "authentication_error", code, message, { "WWW-Authenticate": 'Bearer realm="kiln"' });
+  }
+}
+
+/** 403: a feature above the key's tier. */
+export class PermissionError extends KilnError {
+  constructor(code: string, message: string) {
+    super(403, "permission_error", code, message);
+  }
+}
+
+/** 404: an unknown job id, MCP server id or route. */
+export class NotFoundError extends KilnError {
+  constructor(code: string, message: string) {
+    super(404, "not_found_error", code, message);
+  }
+}
+
+/** 413: a body or upload over its limit. */
+export class PayloadTooLargeError extends KilnError {
+  constructor(code: string, message: string) {
+    super(413, "invalid_request_error", code, message);
+  }
+}
+
+/** 429: the key's requests-per-minute limit is spent; `retryAfterSeconds` goes into `Retry-After`. */
+export class RateLimitError extends KilnError {
+  constructor(message: string, readonly retryAfterSeconds: number) {
+    super(429, "rate_limit_error", "rate_limit_exceeded", message, { "Retry-After": String(retryAfterSeconds) });
+  }
+}
+
+/** 503: no agent can serve the request now (none serves the model, or the queue is full or timed out). */
+export class ServiceUnavailableError extends KilnError {
+  constructor(code: string, message: string) {
+    super(503, "service_unavailable_error", code, message);
+  }
+}
+
+/** 502: the agent running the request failed or went away after it had started answering. */
+export class UpstreamError extends KilnError {
+  constructor(code: string, message: string) {
+    super(502, "upstream_error", code, message);
+  }
+}
+
+/** A configuration value that fails validation; `key` names it as the user wrote it (flag or env). */
+export class ConfigError extends Error {
+  constructor(readonly key: string, message: string) {
+    super(`${key}: ${message}`);
+    this.name = "ConfigError";
+  }
+}

@@ -1,0 +1,51 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { AgentMessage as _kiln_v1_AgentMessage, AgentMessage__Output as _kiln_v1_AgentMessage__Output } from './kiln/v1/AgentMessage.js';
+import type { CancelCompletion as _kiln_v1_CancelCompletion, CancelCompletion__Output as _kiln_v1_CancelCompletion__Output } from './kiln/v1/CancelCompletion.js';
+import type { ChatMessage as _kiln_v1_ChatMessage, ChatMessage__Output as _kiln_v1_ChatMessage__Output } from './kiln/v1/ChatMessage.js';
+import type { CompletionChunk as _kiln_v1_CompletionChunk, CompletionChunk__Output as _kiln_v1_CompletionChunk__Output } from './kiln/v1/CompletionChunk.js';
+import type { CompletionDone as _kiln_v1_CompletionDone, CompletionDone__Output as _kiln_v1_CompletionDone__Output } from './kiln/v1/CompletionDone.js';
+import type { CompletionError as _kiln_v1_CompletionError, CompletionError__Output as _kiln_v1_CompletionError__Output } from './kiln/v1/CompletionError.js';
+import type { CompletionRequest as _kiln_v1_CompletionRequest, CompletionRequest__Output as _kiln_v1_CompletionRequest__Output } from './kiln/v1/CompletionRequest.js';
+import type { Drain as _kiln_v1_Drain, Drain__Output as _kiln_v1_Drain__Output } from './kiln/v1/Drain.js';
+import type { Draining as _kiln_v1_Draining, Draining__Output as _kiln_v1_Draining__Output } from './kiln/v1/Draining.js';
+import type { FleetClient as _kiln_v1_FleetClient, FleetDefinition as _kiln_v1_FleetDefinition } from './kiln/v1/Fleet.js';
+import type { Gpu as _kiln_v1_Gpu, Gpu__Output as _kiln_v1_Gpu__Output } from './kiln/v1/Gpu.js';
+import type { Hardware as _kiln_v1_Hardware, Hardware__Output as _kiln_v1_Hardware__Output } from './kiln/v1/Hardware.js';
+import type { Heartbeat as _kiln_v1_Heartbeat, Heartbeat__Output as _kiln_v1_Heartbeat__Output } from './kiln/v1/Heartbeat.js';
+import type { ModelPool as _kiln_v1_ModelPool, ModelPool__Output as _kiln_v1_ModelPool__Output } from './kiln/v1/ModelPool.js';
+import type { Register as _kiln_v1_Register, Register__Output as _kiln_v1_Register__Output } from './kiln/v1/Register.js';
+import type { Registered as _kiln_v1_Registered, Registered__Output as _kiln_v1_Registered__Output } from './kiln/v1/Registered.js';
+import type { SchedulerMessage as _kiln_v1_SchedulerMessage, SchedulerMessage__Output as _kiln_v1_SchedulerMessage__Output } from './kiln/v1/SchedulerMessage.js';
+import type { Usage as _kiln_v1_Usage, Usage__Output as _kiln_v1_Usage__Output } from './kiln/v1/Usage.js';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  kiln: {
+    v1: {
+      AgentMessage: MessageTypeDefinition<_kiln_v1_AgentMessage, _kiln_v1_AgentMessage__Output>
+      CancelCompletion: MessageTypeDefinition<_kiln_v1_CancelCompletion, _kiln_v1_CancelCompletion__Output>
+      ChatMessage: MessageTypeDefinition<_kiln_v1_ChatMessage, _kiln_v1_ChatMessage__Output>
+      CompletionChunk: MessageTypeDefinition<_kiln_v1_CompletionChunk, _kiln_v1_CompletionChunk__Output>
+      CompletionDone: MessageTypeDefinition<_kiln_v1_CompletionDone, _kiln_v1_CompletionDone__Output>
+      CompletionError: MessageTypeDefinition<_kiln_v1_CompletionError, _kiln_v1_CompletionError__Output>
+      CompletionRequest: MessageTypeDefinition<_kiln_v1_CompletionRequest, _kiln_v1_CompletionRequest__Output>
+      Drain: MessageTypeDefinition<_kiln_v1_Drain, _kiln_v1_Drain__Output>
+      Draining: MessageTypeDefinition<_kiln_v1_Draining, _kiln_v1_Draining__Output>
+      Fleet: SubtypeConstructor<typeof grpc.Client, _kiln_v1_FleetClient> & { service: _kiln_v1_FleetDefinition }
+      Gpu: MessageTypeDefinition<_kiln_v1_Gpu, _kiln_v1_Gpu__Output>
+      Hardware: MessageTypeDefinition<_kiln_v1_Hardware, _kiln_v1_Hardware__Output>
+      Heartbeat: MessageTypeDefinition<_kiln_v1_Heartbeat, _kiln_v1_Heartbeat__Output>
+      ModelPool: MessageTypeDefinition<_kiln_v1_ModelPool, _kiln_v1_ModelPool__Output>
+      Register: MessageTypeDefinition<_kiln_v1_Register, _kiln_v1_Register__Output>
+      Registered: MessageTypeDefinition<_kiln_v1_Registered, _kiln_v1_Registered__Output>
+      SchedulerMessage: MessageTypeDefinition<_kiln_v1_SchedulerMessage, _kiln_v1_SchedulerMessage__Output>
+      Usage: MessageTypeDefinition<_kiln_v1_Usage, _kiln_v1_Usage__Output>
+    }
+  }
+}
+

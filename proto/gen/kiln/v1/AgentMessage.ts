@@ -1,0 +1,28 @@
+// Original file: proto/kiln/v1/fleet.proto
+
+import type { Register as _kiln_v1_Register, Register__Output as _kiln_v1_Register__Output } from '../../kiln/v1/Register.js';
+import type { Heartbeat as _kiln_v1_Heartbeat, Heartbeat__Output as _kiln_v1_Heartbeat__Output } from '../../kiln/v1/Heartbeat.js';
+import type { CompletionChunk as _kiln_v1_CompletionChunk, CompletionChunk__Output as _kiln_v1_CompletionChunk__Output } from '../../kiln/v1/CompletionChunk.js';
+import type { CompletionDone as _kiln_v1_CompletionDone, CompletionDone__Output as _kiln_v1_CompletionDone__Output } from '../../kiln/v1/CompletionDone.js';
+import type { CompletionError as _kiln_v1_CompletionError, CompletionError__Output as _kiln_v1_CompletionError__Output } from '../../kiln/v1/CompletionError.js';
+import type { Draining as _kiln_v1_Draining, Draining__Output as _kiln_v1_Draining__Output } from '../../kiln/v1/Draining.js';
+
+export interface AgentMessage {
+  'register'?: (_kiln_v1_Register | null);
+  'heartbeat'?: (_kiln_v1_Heartbeat | null);
+  'chunk'?: (_kiln_v1_CompletionChunk | null);
+  'done'?: (_kiln_v1_CompletionDone | null);
+  'error'?: (_kiln_v1_CompletionError | null);
+  'draining'?: (_kiln_v1_Draining | null);
+  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining";
+}
+
+export interface AgentMessage__Output {
+  'register'?: (_kiln_v1_Register__Output | null);
+  'heartbeat'?: (_kiln_v1_Heartbeat__Output | null);
+  'chunk'?: (_kiln_v1_CompletionChunk__Output | null);
+  'done'?: (_kiln_v1_CompletionDone__Output | null);
+  'error'?: (_kiln_v1_CompletionError__Output | null);
+  'draining'?: (_kiln_v1_Draining__Output | null);
+  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining";
+}

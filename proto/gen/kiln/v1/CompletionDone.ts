@@ -1,0 +1,15 @@
+// Original file: proto/kiln/v1/fleet.proto
+
+import type { Usage as _kiln_v1_Usage, Usage__Output as _kiln_v1_Usage__Output } from '../../kiln/v1/Usage.js';
+
+export interface CompletionDone {
+  'request_id'?: (string);
+  'finish_reason'?: (string);
+  'usage'?: (_kiln_v1_Usage | null);
+}
+
+export interface CompletionDone__Output {
+  'request_id': (string);
+  'finish_reason': (string);
+  'usage': (_kiln_v1_Usage__Output | null);
+}

@@ -1,0 +1,19 @@
+// Original file: proto/kiln/v1/fleet.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface Heartbeat {
+  'busy_slots'?: (number)[];
+  'memory_used_bytes'?: (number | string | Long);
+  'memory_free_bytes'?: (number | string | Long);
+  'device_memory_used_bytes'?: (number | string | Long);
+  'device_memory_total_bytes'?: (number | string | Long);
+}
+
+export interface Heartbeat__Output {
+  'busy_slots': (number)[];
+  'memory_used_bytes': (number);
+  'memory_free_bytes': (number);
+  'device_memory_used_bytes': (number);
+  'device_memory_total_bytes': (number);
+}

@@ -1,0 +1,14 @@
+// Original file: proto/kiln/v1/fleet.proto
+
+
+export interface ModelPool {
+  'model_ids'?: (string)[];
+  'slots'?: (number);
+  'context_size'?: (number);
+}
+
+export interface ModelPool__Output {
+  'model_ids': (string)[];
+  'slots': (number);
+  'context_size': (number);
+}

@@ -1,0 +1,18 @@
+// Original file: proto/kiln/v1/fleet.proto
+
+import type { Hardware as _kiln_v1_Hardware, Hardware__Output as _kiln_v1_Hardware__Output } from '../../kiln/v1/Hardware.js';
+import type { ModelPool as _kiln_v1_ModelPool, ModelPool__Output as _kiln_v1_ModelPool__Output } from '../../kiln/v1/ModelPool.js';
+
+export interface Register {
+  'node_id'?: (string);
+  'agent_version'?: (string);
+  'hardware'?: (_kiln_v1_Hardware | null);
+  'pools'?: (_kiln_v1_ModelPool)[];
+}
+
+export interface Register__Output {
+  'node_id': (string);
+  'agent_version': (string);
+  'hardware': (_kiln_v1_Hardware__Output | null);
+  'pools': (_kiln_v1_ModelPool__Output)[];
+}

@@ -1,0 +1,12 @@
+// Original file: proto/kiln/v1/fleet.proto
+
+
+export interface Registered {
+  'node_id'?: (string);
+  'heartbeat_interval_ms'?: (number);
+}
+
+export interface Registered__Output {
+  'node_id': (string);
+  'heartbeat_interval_ms': (number);
+}

@@ -1,0 +1,12 @@
+// Original file: proto/kiln/v1/fleet.proto
+
+
+export interface Usage {
+  'prompt_tokens'?: (number);
+  'completion_tokens'?: (number);
+}
+
+export interface Usage__Output {
+  'prompt_tokens': (number);
+  'completion_tokens': (number);
+}

@@ -1,0 +1,2 @@
+export { KeyService, type KeyIdentity, type KeyRecord, type CreateKeyOptions } from "./keys.js";
+export { TIERS, isTier, tierAtLeast, requestsPerMinute, type Tier } from "./tiers.js";

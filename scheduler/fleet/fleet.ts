@@ -1,0 +1,291 @@
+/**
+ * The fleet registry and router.
+ *
+ * Agents register pools of slots; the fleet counts each pool's in-flight requests itself (a request
+ * holds its slot from dispatch until the agent answers done or error), so routing never waits for a
+ * heartbeat to learn about capacity. A request goes to the least-loaded pool serving its model;
+ * when none has a free slot it waits in a bounded FIFO queue with a timeout.
+ *
+ * Failure rules: an agent lost (or answering a retryable error) before a request produced any text
+ * puts that request back at the head of the queue; one that had produced text ends with a 502.
+ */
+import { randomUUID } from "node:crypto";
+import type { Logger } from "../../core/log.js";
+import { InvalidRequestError, ServiceUnavailableError, UpstreamError, type KilnError } from "../../core/errors.js";
+import type { AgentMessage__Output, Register__Output } from "../../proto/index.js";
+import { Channel } from "./channel.js";
+import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState } from "./types.js";
+
+export interface FleetOptions {
+  /** Requests that may wait for a slot; more are refused with 503. */
+  queueSize: number;
+  /** How long a request may wait for a slot, in ms, before a 503. */
+  queueTimeoutMs: number;
+  /** Heartbeat interval told to agents, in ms; an agent silent for 3 intervals is dropped. */
+  heartbeatMs: number;
+  /** Dispatch attempts per request (the first plus retries on other agents). Default 3. */
+  maxAttempts?: number;
+  logger: Logger;
+}
+
+interface Job {
+  id: string;
+  request: CompletionRequest;
+  channel: Channel<CompletionEvent>;
+  attempts: number;
+  /** True once any text reached the client: from then on the request cannot move to another agent. */
+  started: boolean;
+  assigned?: { agent: Agent; pool: PoolState & { peak: number } };
+  queuedTimer?: NodeJS.Timeout;
+  cancelled: boolean;
+}
+
+class Agent {
+  readonly jobs = new Map<string, Job>();
+  draining = false;
+  lastSeen = Date.now();
+  readonly connectedAt = Date.now();
+  constructor(
+    readonly nodeId: string,
+    readonly link: AgentLink,
+    readonly register: Register__Output,
+    readonly pools: (PoolState & { peak: number })[],
+  ) {}
+}
+
+export class Fleet {
+  private readonly agents = new Map<string, Agent>();
+  private readonly queue: Job[] = [];
+  private readonly maxAttempts: number;
+  private readonly sweeper: NodeJS.Timeout;
+  private readonly log: Logger;
+
+  constructor(private readonly options: FleetOptions) {
+    this.maxAttempts = options.maxAttempts ?? 3;
+    this.log = options.logger;
+    this.sweeper = setInterval(() => this.dropSilentAgents(), options.heartbeatMs).unref();
+  }
+
+  // --- the client side: HTTP handlers call these ---------------------------------------------
+
+  /** True when some connected, non-draining agent serves `model`. */
+  serves(model: string): boolean {
+    for (const a of this.agents.values()) if (!a.draining && a.pools.some((p) => p.modelIds.has(model))) return true;
+    return false;
+  }
+
+  /**
+   * Runs a completion somewhere in the fleet. Events arrive on the returned iterable; errors are
+   * thrown from it as `KilnError`s. Aborting `signal` (client gone) cancels the work on the agent.
+   */
+  submit(request: CompletionRequest, signal?: AbortSignal): AsyncIterable<CompletionEvent> {
+    if (!this.serves(request.model)) {
+      throw new ServiceUnavailableError("model_unavailable", `model: no connected agent serves "${request.model}" right now`);
+    }
+    const job: Job = { id: randomUUID(), request, attempts: 0, started: false, cancelled: false, channel: undefined! };
+    job.channel = new Channel<CompletionEvent>(() => this.cancel(job));
+    signal?.addEventListener("abort", () => this.cancel(job), { once: true });
+    if (!this.dispatch(job)) this.enqueue(job);
+    return job.channel;
+  }
+
+  snapshot(): AgentSnapshot[] {
+    return [...this.agents.values()].map((a) => ({
+      nodeId: a.nodeId,
+      hardware: a.register.hardware,
+      draining: a.draining,
+      connectedAt: a.connectedAt,
+      pools: a.pools.map((p) => ({ modelIds: [...p.modelIds], slots: p.slots, inflight: p.inflight, contextSize: p.contextSize, peakInflight: p.peak })),
+    }));
+  }
+
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  // --- the agent side: the gRPC server calls these ------------------------------------------
+
+  /** Adds an agent after its Register message; returns the heartbeat interval to tell it. */
+  attach(register: Register__Output, link: AgentLink): { heartbeatMs: number } {
+    const existing = this.agents.get(register.node_id);
+    if (existing) {
+      this.log.warn({ node: register.node_id }, "agent registered again; replacing its previous stream");
+      this.detach(register.node_id, existing.link, "replaced by a new connection");
+      existing.link.close("replaced by a new connection");
+    }
+    const pools = register.pools.map((p) => ({ modelIds: new Set(p.model_ids), slots: p.slots, contextSize: p.context_size, inflight: 0, peak: 0 }));
+    this.agents.set(register.node_id, new Agent(register.node_id, link, register, pools));
+    this.log.info({ node: register.node_id, pools: register.pools.map((p) => ({ models: p.model_ids, slots: p.slots })), compute: register.hardware?.compute }, "agent joined");
+    this.pump();
+    return { heartbeatMs: this.options.heartbeatMs };
+  }
+
+  /** Handles one message from an attached agent. */
+  receive(nodeId: string, link: AgentLink, message: AgentMessage__Output): void {
+    const agent = this.agents.get(nodeId);
+    if (!agent || agent.link !== link) return; // a replaced stream's stragglers
+    agent.lastSeen = Date.now();
+    switch (message.body) {
+      case "chunk": {
+        const job = agent.jobs.get(message.chunk!.request_id);
+        if (!job || job.cancelled || !message.chunk!.text) return;
+        job.started = true;
+        job.channel.push({ type: "text", text: message.chunk!.text });
+        return;
+      }
+      case "done": {
+        const done = message.done!;
+        const job = this.finish(agent, done.request_id);
+        if (!job || job.cancelled) return;
+        job.channel.push({ type: "done", finishReason: done.finish_reason, promptTokens: done.usage?.prompt_tokens ?? 0, completionTokens: done.usage?.completion_tokens ?? 0 });
+        job.channel.end();
+        return;
+      }
+      case "error": {
+        const err = message.error!;
+        const job = this.finish(agent, err.request_id);
+        if (!job || job.cancelled) return;
+        if (err.retryable && !job.started) this.retry(job, `${nodeId}: ${err.message}`);
+        else job.channel.fail(toClientError(err.code, err.message, job.started));
+        return;
+      }
+      case "draining": {
+        agent.draining = true;
+        this.log.info({ node: nodeId, deadlineMs: message.draining!.deadline_ms }, "agent draining");
+        return;
+      }
+      case "heartbeat":
+      case "register":
+      default:
+        return;
+    }
+  }
+
+  /** Removes an agent whose stream ended; its unstarted requests move to other agents. */
+  detach(nodeId: string, link: AgentLink, reason: string): void {
+    const agent = this.agents.get(nodeId);
+    if (!agent || agent.link !== link) return;
+    this.agents.delete(nodeId);
+    this.log.warn({ node: nodeId, reason, inflight: agent.jobs.size }, "agent left");
+    for (const job of agent.jobs.values()) {
+      job.assigned = undefined;
+      if (job.cancelled) continue;
+      if (job.started) job.channel.fail(new UpstreamError("agent_lost", `the node generating this completion (${nodeId}) went away: ${reason}`));
+      else this.retry(job, `${nodeId} went away`);
+    }
+    agent.jobs.clear();
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+    for (const job of this.queue.splice(0)) { clearTimeout(job.queuedTimer); job.channel.fail(new ServiceUnavailableError("shutting_down", "the scheduler is shutting down")); }
+  }
+
+  // --- routing ------------------------------------------------------------------------------
+
+  /** Sends the job to the least-loaded pool with a free slot; false when there is none. */
+  private dispatch(job: Job): boolean {
+    let best: { agent: Agent; pool: PoolState & { peak: number } } | undefined;
+    let bestLoad = Infinity;
+    for (const agent of this.agents.values()) {
+      if (agent.draining) continue;
+      for (const pool of agent.pools) {
+        if (!pool.modelIds.has(job.request.model) || pool.inflight >= pool.slots) continue;
+        const load = pool.inflight / pool.slots + agent.jobs.size * 1e-6; // tie-break: fewer requests overall
+        if (load < bestLoad) { best = { agent, pool }; bestLoad = load; }
+      }
+    }
+    if (!best) return false;
+    const { agent, pool } = best;
+    pool.inflight++;
+    pool.peak = Math.max(pool.peak, pool.inflight);
+    agent.jobs.set(job.id, job);
+    job.assigned = best;
+    job.attempts++;
+    const r = job.request;
+    agent.link.send({
+      completion: {
+        request_id: job.id,
+        model: r.model,
+        messages: r.messages,
+        ...(r.maxTokens !== undefined ? { max_tokens: r.maxTokens } : {}),
+        ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
+      },
+    });
+    return true;
+  }
+
+  private enqueue(job: Job, atHead = false): void {
+    if (this.queue.length >= this.options.queueSize) {
+      job.channel.fail(new ServiceUnavailableError("queue_full", `model: every slot serving "${job.request.model}" is busy and the wait queue is full; retry later`));
+      return;
+    }
+    job.queuedTimer = setTimeout(() => {
+      this.unqueue(job);
+      job.channel.fail(new ServiceUnavailableError("queue_timeout", `model: no slot serving "${job.request.model}" came free within ${Math.round(this.options.queueTimeoutMs / 1000)} s`));
+    }, this.options.queueTimeoutMs);
+    if (atHead) this.queue.unshift(job);
+    else this.queue.push(job);
+  }
+
+  private unqueue(job: Job): boolean {
+    const i = this.queue.indexOf(job);
+    if (i < 0) return false;
+    this.queue.splice(i, 1);
+    clearTimeout(job.queuedTimer);
+    return true;
+  }
+
+  /** Dispatches queued jobs, oldest first, while slots are free. */
+  private pump(): void {
+    for (let i = 0; i < this.queue.length; ) {
+      const job = this.queue[i]!;
+      if (this.dispatch(job)) { this.queue.splice(i, 1); clearTimeout(job.queuedTimer); }
+      else i++;
+    }
+  }
+
+  private retry(job: Job, why: string): void {
+    if (job.attempts >= this.maxAttempts) {
+      job.channel.fail(new UpstreamError("agents_failed", `the request failed on ${job.attempts} nodes; last: ${why}`));
+      return;
+    }
+    this.log.info({ request: job.id, attempt: job.attempts, why }, "retrying completion on another agent");
+    if (!this.dispatch(job)) this.enqueue(job, true);
+  }
+
+  /** Releases the job's slot; the freed capacity goes to the queue. */
+  private finish(agent: Agent, requestId: string): Job | undefined {
+    const job = agent.jobs.get(requestId);
+    if (!job) return undefined;
+    agent.jobs.delete(requestId);
+    if (job.assigned) job.assigned.pool.inflight--;
+    job.assigned = undefined;
+    this.pump();
+    return job;
+  }
+
+  private cancel(job: Job): void {
+    if (job.cancelled || job.channel.closed && !job.assigned) return;
+    job.cancelled = true;
+    if (this.unqueue(job)) return;
+    // The slot stays held until the agent confirms (its error "cancelled" releases it).
+    job.assigned?.agent.link.send({ cancel: { request_id: job.id } });
+  }
+
+  private dropSilentAgents(): void {
+    const limit = Date.now() - 3 * this.options.heartbeatMs;
+    for (const agent of [...this.agents.values()]) {
+      if (agent.lastSeen < limit) {
+        this.detach(agent.nodeId, agent.link, "no heartbeat for 3 intervals");
+        agent.link.close("no heartbeat");
+      }
+    }
+  }
+}
+
+/** Maps an agent's error code to what the client sees. */
+function toClientError(code: string, message: string, started: boolean): KilnError {
+  if (code === "context_length_exceeded" && !started) return new InvalidRequestError(code, message, "messages");
+  return new UpstreamError(code || "agent_error", message);
+}

@@ -1,0 +1,42 @@
+import type { Hardware__Output, SchedulerMessage } from "../../proto/index.js";
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+/** A validated chat completion to run somewhere in the fleet. */
+export interface CompletionRequest {
+  model: string;
+  messages: ChatMessage[];
+  maxTokens?: number;
+  temperature?: number;
+}
+
+export type CompletionEvent =
+  | { type: "text"; text: string }
+  | { type: "done"; finishReason: string; promptTokens: number; completionTokens: number };
+
+/** What the fleet needs from one connected agent's stream (the gRPC server implements it). */
+export interface AgentLink {
+  send(message: SchedulerMessage): void;
+  /** Ends the stream from the scheduler's side (agent replaced or silent too long). */
+  close(reason: string): void;
+}
+
+export interface PoolState {
+  modelIds: ReadonlySet<string>;
+  slots: number;
+  contextSize: number;
+  /** Requests dispatched to this pool and not yet answered with done/error. */
+  inflight: number;
+}
+
+/** A snapshot of one agent, for `/v1/models` and observability. */
+export interface AgentSnapshot {
+  nodeId: string;
+  hardware: Hardware__Output | null;
+  pools: { modelIds: string[]; slots: number; inflight: number; contextSize: number; peakInflight: number }[];
+  draining: boolean;
+  connectedAt: number;
+}

@@ -1,0 +1,2 @@
+export { createHttpApp } from "./app.js";
+export type { HttpDeps, AppEnv } from "./env.js";

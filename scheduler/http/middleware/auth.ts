@@ -1,0 +1,21 @@
+/** Bearer API-key authentication, then the key's per-minute rate limit (with `x-ratelimit-*` headers). */
+import type { MiddlewareHandler } from "hono";
+import { requestsPerMinute, type KeyService } from "../../auth/index.js";
+import { rateHeaders, type RateLimiter } from "../../ratelimit/index.js";
+import type { AppEnv } from "../env.js";
+
+export function authenticate(keys: KeyService): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    c.set("identity", await keys.authenticate(c.req.header("authorization")));
+    await next();
+  };
+}
+
+export function rateLimit(limiter: RateLimiter, standardRpm: number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const id = c.get("identity");
+    const decision = limiter.hit(id.keyId, requestsPerMinute(id.tier, id.rpm, standardRpm));
+    for (const [k, v] of Object.entries(rateHeaders(decision))) c.header(k, v);
+    await next();
+  };
+}

@@ -1,0 +1,14 @@
+import { randomUUID } from "node:crypto";
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "../env.js";
+
+/** Takes the caller's `x-request-id` (when sane) or makes one; echoes it on the response. */
+export function requestId(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const given = c.req.header("x-request-id");
+    const id = given && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    c.set("requestId", id);
+    c.header("x-request-id", id);
+    await next();
+  };
+}

@@ -1,0 +1,36 @@
+/** `GET /v1/models`: both shapes of the spec in one body (DESIGN.md). */
+import { Hono } from "hono";
+import { CATALOG_CREATED, CHAT_MODELS } from "../../../models/catalog.js";
+import type { AgentSnapshot, Fleet } from "../../fleet/index.js";
+import type { AppEnv } from "../env.js";
+
+const GIB = 1024 ** 3;
+
+/** The strongest hardware among the agents serving a model: its GPU, or the CPU node's memory. */
+function hardwareOf(agents: AgentSnapshot[]): { gpu_type: string; memory_gb: number } {
+  let best = { gpu_type: "", memory_gb: 0 };
+  for (const a of agents) {
+    const hw = a.hardware;
+    if (!hw) continue;
+    const gpu = hw.gpus[0];
+    const candidate = gpu && hw.compute !== "cpu"
+      ? { gpu_type: gpu.model, memory_gb: Math.round(gpu.memory_total_bytes / GIB) }
+      : { gpu_type: "none (CPU)", memory_gb: Math.round(hw.memory_total_bytes / GIB) };
+    if (candidate.memory_gb > best.memory_gb || !best.gpu_type) best = candidate;
+  }
+  return best;
+}
+
+export function modelRoutes(fleet: Fleet): Hono<AppEnv> {
+  return new Hono<AppEnv>().get("/", (c) => {
+    const agents = fleet.snapshot().filter((a) => !a.draining);
+    return c.json({
+      object: "list",
+      data: CHAT_MODELS.map((m) => ({ id: m.id, object: "model", created: CATALOG_CREATED, owned_by: m.family })),
+      models: CHAT_MODELS.map((m) => {
+        const serving = agents.filter((a) => a.pools.some((p) => p.modelIds.includes(m.id)));
+        return { id: m.id, name: m.name, status: serving.length > 0 ? "available" : "unavailable", ...hardwareOf(serving) };
+      }),
+    });
+  });
+}

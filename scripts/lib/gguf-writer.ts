@@ -1,0 +1,148 @@
+/**
+ * A minimal GGUF (v3) writer: enough of the format to fabricate llama-architecture
+ * test models with random weights. Format reference: ggml's docs/gguf.md.
+ *
+ * Layout: header (magic, version, tensor count, metadata count) → metadata key/values →
+ * tensor infos (name, dims innermost-first, type, offset) → padding → aligned tensor data.
+ */
+import { createWriteStream } from "node:fs";
+import { rename, unlink } from "node:fs/promises";
+import { once } from "node:events";
+
+const GGUF_MAGIC = 0x46554747; // "GGUF" read as a little-endian u32
+const GGUF_VERSION = 3;
+const ALIGNMENT = 32;
+
+/** GGUF metadata value types. */
+export const enum GgufType {
+  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
+  BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+}
+
+/** ggml tensor types this writer can emit. */
+export type TensorType = "f32" | "f16";
+const GGML_TYPE_ID: Record<TensorType, number> = { f32: 0, f16: 1 };
+const BYTES_PER_ELEMENT: Record<TensorType, number> = { f32: 4, f16: 2 };
+
+export type MetadataValue =
+  | { type: GgufType.UINT32 | GgufType.INT32 | GgufType.FLOAT32 | GgufType.BOOL; value: number | boolean }
+  | { type: GgufType.STRING; value: string }
+  | { type: GgufType.ARRAY; itemType: GgufType.STRING; value: string[] }
+  | { type: GgufType.ARRAY; itemType: GgufType.FLOAT32 | GgufType.INT32; value: number[] };
+
+export interface TensorSpec {
+  name: string;
+  /** Dimensions innermost first (ggml's `ne`): a [rows × cols] matrix is `[cols, rows]`. */
+  dims: number[];
+  type: TensorType;
+  /** Writes the tensor's values, in order, into `out` (length = product of dims). */
+  fill(out: Float32Array): void;
+}
+
+class ByteSink {
+  private chunks: Buffer[] = [];
+  length = 0;
+  push(buf: Buffer): void { this.chunks.push(buf); this.length += buf.length; }
+  u32(v: number): void { const b = Buffer.alloc(4); b.writeUInt32LE(v); this.push(b); }
+  i32(v: number): void { const b = Buffer.alloc(4); b.writeInt32LE(v); this.push(b); }
+  u64(v: number): void { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); this.push(b); }
+  f32(v: number): void { const b = Buffer.alloc(4); b.writeFloatLE(v); this.push(b); }
+  str(s: string): void { const b = Buffer.from(s, "utf8"); this.u64(b.length); this.push(b); }
+  pad(to: number): void { const r = this.length % to; if (r !== 0) this.push(Buffer.alloc(to - r)); }
+  toBuffer(): Buffer { return Buffer.concat(this.chunks); }
+}
+
+function writeValue(sink: ByteSink, v: MetadataValue): void {
+  sink.u32(v.type);
+  switch (v.type) {
+    case GgufType.STRING: sink.str(v.value); return;
+    case GgufType.UINT32: sink.u32(Number(v.value)); return;
+    case GgufType.INT32: sink.i32(Number(v.value)); return;
+    case GgufType.FLOAT32: sink.f32(Number(v.value)); return;
+    case GgufType.BOOL: sink.push(Buffer.from([v.value ? 1 : 0])); return;
+    case GgufType.ARRAY: {
+      sink.u32(v.itemType);
+      sink.u64(v.value.length);
+      for (const item of v.value) {
+        if (v.itemType === GgufType.STRING) sink.str(item as string);
+        else if (v.itemType === GgufType.FLOAT32) sink.f32(item as number);
+        else sink.i32(item as number);
+      }
+      return;
+    }
+  }
+}
+
+/** IEEE-754 half from a float (round to nearest even; subnormals flushed). */
+function toHalf(value: number): number {
+  const f = new Float32Array([value]);
+  const x = new Uint32Array(f.buffer)[0]!;
+  const sign = (x >>> 16) & 0x8000;
+  let exp = ((x >>> 23) & 0xff) - 127 + 15;
+  let mant = (x & 0x7fffff) + 0x1000; // round to nearest
+  if (mant & 0x800000) { mant = 0; exp += 1; } // the rounding carried into the exponent
+  if (exp <= 0) return sign;
+  if (exp >= 31) return sign | 0x7c00;
+  return sign | (exp << 10) | (mant >>> 13);
+}
+
+function encodeTensor(spec: TensorSpec): Buffer {
+  const count = spec.dims.reduce((a, b) => a * b, 1);
+  const values = new Float32Array(count);
+  spec.fill(values);
+  if (spec.type === "f32") return Buffer.from(values.buffer, values.byteOffset, values.byteLength);
+  const half = new Uint16Array(count);
+  for (let i = 0; i < count; i++) half[i] = toHalf(values[i]!);
+  return Buffer.from(half.buffer);
+}
+
+/**
+ * Writes a GGUF file atomically (to `path + ".partial"`, then renamed), streaming tensor
+ * data so that models of hundreds of megabytes never sit in memory at once.
+ */
+export async function writeGguf(path: string, metadata: Record<string, MetadataValue>, tensors: TensorSpec[]): Promise<void> {
+  const head = new ByteSink();
+  head.u32(GGUF_MAGIC);
+  head.u32(GGUF_VERSION);
+  head.u64(tensors.length);
+  head.u64(Object.keys(metadata).length);
+  for (const [key, value] of Object.entries(metadata)) {
+    head.str(key);
+    writeValue(head, value);
+  }
+  let offset = 0;
+  const offsets: number[] = [];
+  for (const t of tensors) {
+    head.str(t.name);
+    head.u32(t.dims.length);
+    for (const d of t.dims) head.u64(d);
+    head.u32(GGML_TYPE_ID[t.type]);
+    head.u64(offset);
+    offsets.push(offset);
+    const size = t.dims.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[t.type];
+    offset += Math.ceil(size / ALIGNMENT) * ALIGNMENT;
+  }
+  head.pad(ALIGNMENT);
+
+  const partial = `${path}.partial`;
+  const out = createWriteStream(partial);
+  try {
+    const write = async (buf: Buffer): Promise<void> => {
+      if (!out.write(buf)) await once(out, "drain");
+    };
+    await write(head.toBuffer());
+    for (const t of tensors) {
+      const data = encodeTensor(t);
+      await write(data);
+      const rem = data.length % ALIGNMENT;
+      if (rem !== 0) await write(Buffer.alloc(ALIGNMENT - rem));
+    }
+    out.end();
+    await once(out, "finish");
+    await rename(partial, path);
+  } catch (err) {
+    out.destroy();
+    await unlink(partial).catch(() => undefined);
+    throw err;
+  }
+}
