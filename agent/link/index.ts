@@ -73,7 +73,10 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     stream.on("error", (err: grpc.ServiceError) => {
       if (err.code === grpc.status.UNAUTHENTICATED) this.options.logger.error({ details: err.details }, "the scheduler refused this node's token; check --node-token");
       else if (err.code !== grpc.status.CANCELLED) this.options.logger.warn({ code: err.code, details: err.details }, "scheduler stream failed");
+      this.onClosed(stream);
     });
+    // grpc-js always ends a call with "status" (not always with "close").
+    stream.on("status", () => this.onClosed(stream));
     stream.on("close", () => this.onClosed(stream));
   }
 

@@ -1,0 +1,96 @@
+/** API keys (JWT, checked by signature and active key id) and per-key tier rate limits. */
+import { SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SchedulerHandle } from "../scheduler/index.js";
+import { httpBase, inProcessScheduler } from "./helpers/fleet.js";
+
+let scheduler: SchedulerHandle;
+let base: string;
+
+beforeAll(async () => {
+  scheduler = await inProcessScheduler();
+  base = httpBase(scheduler);
+});
+afterAll(() => scheduler?.close());
+
+const models = (authorization?: string) => fetch(`${base}/v1/models`, { headers: authorization === undefined ? {} : { authorization } });
+
+async function expect401(res: Response, code: string): Promise<void> {
+  expect(res.status).toBe(401);
+  expect((await res.json()).error).toEqual({ type: "authentication_error", code, message: expect.stringMatching(/^Authorization:/) });
+}
+
+describe("401 authentication_error", () => {
+  it("missing header", async () => expect401(await models(), "missing_api_key"));
+
+  it("wrong scheme, or extra spaces", async () => {
+    const { token } = await scheduler.keys.create({ account: "a", tier: "free" });
+    await expect401(await models(`Basic ${token}`), "invalid_auth_scheme");
+    await expect401(await models(`Bearer  ${token}`), "invalid_auth_scheme");
+    expect((await models(`Bearer ${token}`)).status).toBe(200);
+  });
+
+  it("wrong signature", async () => {
+    const forged = await new SignJWT({ tier: "enterprise" }).setProtectedHeader({ alg: "HS256" }).setIssuer("kiln").setSubject("mallory").setJti("key_x").sign(new TextEncoder().encode("not-the-scheduler-secret-0123456789abcdef"));
+    await expect401(await models(`Bearer ${forged}`), "invalid_api_key");
+    await expect401(await models("Bearer not.a.jwt"), "invalid_api_key");
+  });
+
+  it("a key is case-sensitive", async () => {
+    const { token } = await scheduler.keys.create({ account: "a", tier: "free" });
+    const flipped = token.slice(0, -1) + (token.at(-1) === "A" ? "B" : "A");
+    await expect401(await models(`Bearer ${flipped}`), "invalid_api_key");
+  });
+
+  it("expired", async () => {
+    const { token } = await scheduler.keys.create({ account: "a", tier: "free", expiresInSeconds: 1 });
+    expect((await models(`Bearer ${token}`)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 2100));
+    await expect401(await models(`Bearer ${token}`), "expired_api_key");
+  });
+
+  it("revoked", async () => {
+    const { id, token } = await scheduler.keys.create({ account: "a", tier: "free" });
+    expect((await models(`Bearer ${token}`)).status).toBe(200);
+    expect(scheduler.keys.revoke(id)).toBe(true);
+    await expect401(await models(`Bearer ${token}`), "revoked_api_key");
+  });
+
+  it("keys are stored hashed, never in clear", async () => {
+    const { token } = await scheduler.keys.create({ account: "b", tier: "pro" });
+    const listed = JSON.stringify(scheduler.keys.list());
+    expect(listed).not.toContain(token);
+  });
+});
+
+describe("rate limits", () => {
+  it("the free tier's 101st request in a minute → 429 with Retry-After; headers count down", async () => {
+    const { token } = await scheduler.keys.create({ account: "free-co", tier: "free" });
+    let last: Response | undefined;
+    for (let i = 1; i <= 100; i++) {
+      last = await models(`Bearer ${token}`);
+      expect(last.status).toBe(200);
+      await last.arrayBuffer();
+    }
+    expect(last!.headers.get("x-ratelimit-limit-requests")).toBe("100");
+    expect(last!.headers.get("x-ratelimit-remaining-requests")).toBe("0");
+    expect(last!.headers.get("x-ratelimit-reset-requests")).toMatch(/^\d+s$/);
+    const limited = await models(`Bearer ${token}`);
+    expect(limited.status).toBe(429);
+    const retryAfter = Number(limited.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect((await limited.json()).error).toMatchObject({ type: "rate_limit_error", code: "rate_limit_exceeded" });
+    // Limits count per key: another key of the same tier is unaffected.
+    const other = await scheduler.keys.create({ account: "free-co", tier: "free" });
+    expect((await models(`Bearer ${other.token}`)).status).toBe(200);
+  });
+
+  it("pro gets 1000 per minute; enterprise its own figure", async () => {
+    const pro = await scheduler.keys.create({ account: "pro-co", tier: "pro" });
+    expect((await models(`Bearer ${pro.token}`)).headers.get("x-ratelimit-limit-requests")).toBe("1000");
+    const ent = await scheduler.keys.create({ account: "big-co", tier: "enterprise", rpm: 5000 });
+    expect((await models(`Bearer ${ent.token}`)).headers.get("x-ratelimit-limit-requests")).toBe("5000");
+    await expect(scheduler.keys.create({ account: "big-co", tier: "enterprise" })).rejects.toThrow(/rpm/);
+  });
+});

@@ -1,0 +1,115 @@
+/**
+ * Starts real schedulers and agents for tests: in this process (real gRPC and HTTP sockets on
+ * loopback ports the OS picks) or as `kiln` child processes (for kill and restart scenarios).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { parseAgentConfig, parseSchedulerConfig, formatHostPort } from "../../config/index.js";
+import { createLogger } from "../../core/log.js";
+import { startAgent, type AgentHandle } from "../../agent/index.js";
+import { startScheduler, type SchedulerHandle } from "../../scheduler/index.js";
+import { defaultModelDir, TEST_MODELS } from "../../scripts/make-test-models.js";
+
+export const NODE_TOKEN = "test-node-token-0123456789";
+export const TINY_MODEL = join(defaultModelDir(), TEST_MODELS.tiny.file);
+export const MODEL_ID = "famB-v3.1";
+
+export const tempDir = (): string => mkdtempSync(join(tmpdir(), "kiln-test-"));
+
+const quiet = () => createLogger("test", (process.env.KILN_TEST_LOG_LEVEL as "info" | undefined) ?? "silent");
+
+export async function inProcessScheduler(raw: Record<string, string> = {}): Promise<SchedulerHandle> {
+  return startScheduler(parseSchedulerConfig({
+    http: "127.0.0.1:0", grpc: "127.0.0.1:0", db: join(tempDir(), "kiln.db"), nodeTokens: NODE_TOKEN, heartbeatMs: "500", ...raw,
+  }), quiet());
+}
+
+export async function inProcessAgent(scheduler: { grpc: { host: string; port: number } }, raw: Record<string, string | string[]> = {}): Promise<AgentHandle> {
+  const agent = await startAgent(parseAgentConfig({
+    scheduler: formatHostPort(scheduler.grpc), nodeToken: NODE_TOKEN, serve: [`${MODEL_ID}=${TINY_MODEL}`], sequences: "4", contextSize: "2048", threads: "1", gpu: "cpu", ...raw,
+  }), quiet());
+  return agent;
+}
+
+/** Resolves once `predicate` holds, polling every 20 ms; rejects after `timeoutMs`. */
+export async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export async function waitForAgents(scheduler: SchedulerHandle, count: number): Promise<void> {
+  await until(() => scheduler.fleet.snapshot().length === count, 15_000, `${count} agent(s) to join`);
+}
+
+/** A `kiln` child process whose JSON log lines can be awaited. */
+export class KilnProcess {
+  readonly lines: string[] = [];
+  private readonly waiters: { test: (line: string) => boolean; resolve: (line: string) => void }[] = [];
+  readonly exited: Promise<number | null>;
+
+  constructor(readonly child: ChildProcess) {
+    const onLine = (line: string): void => {
+      this.lines.push(line);
+      for (const w of [...this.waiters]) if (w.test(line)) { this.waiters.splice(this.waiters.indexOf(w), 1); w.resolve(line); }
+    };
+    createInterface({ input: child.stdout! }).on("line", onLine);
+    createInterface({ input: child.stderr! }).on("line", onLine);
+    this.exited = new Promise((r) => child.once("exit", (code) => r(code)));
+  }
+
+  /** Waits for a line matching `pattern` (seen already or still to come). */
+  waitFor(pattern: RegExp, timeoutMs = 20_000): Promise<string> {
+    const seen = this.lines.find((l) => pattern.test(l));
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern} in:\n${this.lines.slice(-20).join("\n")}`)), timeoutMs);
+      this.waiters.push({ test: (l) => pattern.test(l), resolve: (l) => { clearTimeout(timer); resolve(l); } });
+    });
+  }
+
+  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    await this.exited;
+  }
+}
+
+export function spawnKiln(args: string[], env: Record<string, string> = {}): KilnProcess {
+  const child = spawn(process.execPath, [resolve("bin/kiln.js"), ...args], {
+    env: { ...process.env, KILN_LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return new KilnProcess(child);
+}
+
+/** Starts `kiln scheduler` on OS-picked ports (or the given ones); returns its bound addresses. */
+export async function spawnScheduler(db: string, ports: { http?: number; grpc?: number } = {}): Promise<{ proc: KilnProcess; http: number; grpc: number }> {
+  const proc = spawnKiln(["scheduler", "--http", `127.0.0.1:${ports.http ?? 0}`, "--grpc", `127.0.0.1:${ports.grpc ?? 0}`, "--db", db, "--heartbeat-ms", "500"], { KILN_NODE_TOKENS: NODE_TOKEN });
+  const line = JSON.parse(await proc.waitFor(/scheduler listening/)) as { http: string; grpc: string };
+  return { proc, http: Number(line.http.split(":").pop()), grpc: Number(line.grpc.split(":").pop()) };
+}
+
+export function spawnAgent(grpcPort: number, nodeId: string, extra: string[] = []): KilnProcess {
+  return spawnKiln(["agent", "--scheduler", `127.0.0.1:${grpcPort}`, "--node-id", nodeId, "--serve", `${MODEL_ID}=${TINY_MODEL}`, "--threads", "1", "--gpu", "cpu", "--context-size", "2048", ...extra], { KILN_NODE_TOKEN: NODE_TOKEN });
+}
+
+/** POSTs a chat completion with a key; returns status, headers and parsed body. */
+export async function postChat(base: string, key: string, body: unknown, init: RequestInit = {}): Promise<{ status: number; headers: Headers; body: any }> {
+  const res = await fetch(`${base}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    ...init,
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try { parsed = JSON.parse(text); } catch { /* SSE or plain */ }
+  return { status: res.status, headers: res.headers, body: parsed };
+}
+
+export const httpBase = (s: { http: { host: string; port: number } }): string => `http://${formatHostPort(s.http)}`;

@@ -1,0 +1,9 @@
+/** Fabricates the test models once per run; subprocess suites need the compiled CLI in dist/. */
+import { existsSync } from "node:fs";
+import { ensureTestModel } from "../../scripts/make-test-models.js";
+
+export default async function setup(): Promise<void> {
+  await ensureTestModel("tiny");
+  if (!existsSync("dist/cli/index.js")) throw new Error("dist/ is missing: run `npm test` (which builds first) or `npm run build`");
+  if (!process.env.KILN_TEST_DATA) console.log("[kiln] KILN_TEST_DATA is not set: suites that need ../shared/data (stories260K.gguf) are skipped");
+}

@@ -1,0 +1,74 @@
+/**
+ * The official `openai` npm client pointed at a real `kiln dev` process: a completion, a streamed
+ * completion and the model list. With KILN_TEST_DATA, the same against the real stories260K.gguf.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnKiln, tempDir, type KilnProcess } from "./helpers/fleet.js";
+
+const STORIES = process.env.KILN_TEST_DATA ? join(process.env.KILN_TEST_DATA, "models", "stories260K.gguf") : undefined;
+
+async function startDev(serve?: string): Promise<{ proc: KilnProcess; client: OpenAI }> {
+  const proc = spawnKiln(["dev", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--db", join(tempDir(), "kiln.db"), "--threads", "1", "--gpu", "cpu", ...(serve ? ["--serve", serve] : [])]);
+  const base = (await proc.waitFor(/API base:/, 30_000)).split("API base:")[1]!.trim();
+  const key = (await proc.waitFor(/Dev key:/)).split("Dev key:")[1]!.trim();
+  await proc.waitFor(/agent joined/);
+  return { proc, client: new OpenAI({ baseURL: base, apiKey: key, maxRetries: 0 }) };
+}
+
+function clientSuite(name: string, model: string, serve: () => string | undefined): void {
+  describe(name, () => {
+    let dev: { proc: KilnProcess; client: OpenAI };
+    beforeAll(async () => { dev = await startDev(serve()); });
+    afterAll(() => dev?.proc.stop());
+
+    it("a completion", async () => {
+      const c = await dev.client.chat.completions.create({ model, messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Once upon a time" }], max_tokens: 16, temperature: 0 });
+      expect(c.id).toMatch(/^chatcmpl-/);
+      expect(c.object).toBe("chat.completion");
+      expect(c.model).toBe(model);
+      expect(c.choices[0]!.message.role).toBe("assistant");
+      expect(typeof c.choices[0]!.message.content).toBe("string");
+      expect(["stop", "length"]).toContain(c.choices[0]!.finish_reason);
+      expect(c.usage!.total_tokens).toBe(c.usage!.prompt_tokens + c.usage!.completion_tokens);
+      expect(c.usage!.completion_tokens).toBeLessThanOrEqual(16);
+      expect(c.usage!.prompt_tokens).toBeGreaterThan(0);
+    });
+
+    it("a streamed completion", async () => {
+      const stream = await dev.client.chat.completions.create({ model, messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 16, stream: true, stream_options: { include_usage: true } });
+      let text = "";
+      let finish: string | null = null;
+      let usage: OpenAI.CompletionUsage | undefined;
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta.content ?? "";
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+        usage = chunk.usage ?? usage;
+      }
+      expect(["stop", "length"]).toContain(finish);
+      expect(usage!.completion_tokens).toBeGreaterThan(0);
+      expect(typeof text).toBe("string");
+    });
+
+    it("the model list", async () => {
+      const page = await dev.client.models.list();
+      const ids = page.data.map((m) => m.id);
+      expect(ids).toContain(model);
+      for (const m of page.data) expect(m).toMatchObject({ object: "model", owned_by: expect.any(String), created: expect.any(Number) });
+    });
+
+    it("errors surface as the client's typed errors", async () => {
+      await expect(dev.client.chat.completions.create({ model, messages: [{ role: "user", content: "x" }], temperature: 2.5 })).rejects.toMatchObject({ status: 400, code: "invalid_temperature", type: "invalid_request_error" });
+    });
+  });
+}
+
+clientSuite("openai client → kiln dev (fabricated tiny model)", "famE-code-fast-1", () => undefined);
+
+const realData = STORIES && existsSync(STORIES);
+describe.skipIf(!realData)("with KILN_TEST_DATA (stories260K.gguf)", () => {
+  clientSuite("openai client → kiln dev (stories260K.gguf)", "famB-v3.1", () => `famB-v3.1=${STORIES}`);
+});
+if (!realData) describe.skip("with KILN_TEST_DATA (skipped: KILN_TEST_DATA is not set or has no models/stories260K.gguf)", () => { it("stories260K suite", () => undefined); });
