@@ -1,0 +1,27 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../core/errors.js";
+import { parseAgentConfig, parseSchedulerConfig } from "./index.js";
+
+describe("configuration", () => {
+  it("applies defaults and parses addresses and sizes", () => {
+    const c = parseSchedulerConfig({ nodeTokens: "a-long-enough-token-123", maxBody: "2mb", http: "[::1]:9000" });
+    expect(c.http).toEqual({ host: "::1", port: 9000 });
+    expect(c.grpc).toEqual({ host: "127.0.0.1", port: 50051 });
+    expect(c.maxBody).toBe(2 * 1024 * 1024);
+    expect(c.nodeTokens).toEqual(["a-long-enough-token-123"]);
+  });
+
+  it("names the flag and the variable of a bad value", () => {
+    expect(() => parseSchedulerConfig({ nodeTokens: "a-long-enough-token-123", queueSize: "-1" })).toThrow(/--queue-size \/ KILN_QUEUE_SIZE/);
+    expect(() => parseSchedulerConfig({ nodeTokens: "a-long-enough-token-123", http: "nowhere" })).toThrow(/--http \/ KILN_HTTP: expected HOST:PORT/);
+    expect(() => parseSchedulerConfig({})).toThrow(ConfigError);
+    expect(() => parseAgentConfig({ scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", serve: ["no-equals-sign"] })).toThrow(/--serve \/ KILN_SERVE: expected ID=GGUF/);
+    expect(() => parseAgentConfig({ scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", gpu: "tpu" })).toThrow(/--gpu/);
+  });
+
+  it("defaults threads to cores − 1 (at least 1) and parses --serve pairs", () => {
+    const c = parseAgentConfig({ scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", serve: ["famB-v3.1=/m/a.gguf", "famC-k2=/m/a.gguf"] });
+    expect(c.threads).toBeGreaterThanOrEqual(1);
+    expect(c.serve).toEqual([{ id: "famB-v3.1", path: "/m/a.gguf" }, { id: "famC-k2", path: "/m/a.gguf" }]);
+  });
+});
