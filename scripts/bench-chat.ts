@@ -40,6 +40,22 @@ interface Sample { tokens: number; seconds: number; ttftMs: number[] }
 const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s.length ? (s[Math.floor((s.length - 1) / 2)]! + s[Math.ceil((s.length - 1) / 2)]!) / 2 : NaN; };
 const prompt = (i: number) => `Story number ${i}: once upon a time`;
 
+/** Runs `rounds` rounds of c concurrent streams for each concurrency; stream s of round r gets prompt r·8+s and slot s. */
+async function measure(rounds: number, one: (prompt: number, slot: number) => Promise<{ tokens: number; ttft: number }>): Promise<Map<number, Sample>> {
+  const out = new Map<number, Sample>();
+  for (const c of CONCURRENCY) {
+    const sample: Sample = { tokens: 0, seconds: 0, ttftMs: [] };
+    for (let r = 0; r < rounds; r++) {
+      const t0 = performance.now();
+      const results = await Promise.all(Array.from({ length: c }, (_, s) => one(r * 8 + s, s)));
+      sample.seconds += (performance.now() - t0) / 1000;
+      for (const x of results) { sample.tokens += x.tokens; if (!Number.isNaN(x.ttft)) sample.ttftMs.push(x.ttft); }
+    }
+    out.set(c, sample);
+  }
+  return out;
+}
+
 async function benchDirect(modelPath: string, a: Args): Promise<Map<number, Sample>> {
   const llama = await getLlama({ gpu: false, build: "never", maxThreads: a.threads });
   const model = await llama.loadModel({ modelPath });
@@ -55,17 +71,7 @@ async function benchDirect(modelPath: string, a: Args): Promise<Map<number, Samp
     return { tokens: seq.tokenMeter.usedOutputTokens - before, ttft };
   };
   await one(0, 0); // warm-up
-  const out = new Map<number, Sample>();
-  for (const c of CONCURRENCY) {
-    const sample: Sample = { tokens: 0, seconds: 0, ttftMs: [] };
-    for (let r = 0; r < a.rounds; r++) {
-      const t0 = performance.now();
-      const results = await Promise.all(Array.from({ length: c }, (_, s) => one(r * 8 + s, s)));
-      sample.seconds += (performance.now() - t0) / 1000;
-      for (const x of results) { sample.tokens += x.tokens; if (!Number.isNaN(x.ttft)) sample.ttftMs.push(x.ttft); }
-    }
-    out.set(c, sample);
-  }
+  const out = await measure(a.rounds, one);
   await context.dispose();
   await model.dispose();
   await llama.dispose();
@@ -103,18 +109,7 @@ async function benchFleet(modelPath: string, a: Args): Promise<Map<number, Sampl
       return { tokens, ttft };
     };
     await one(0); // warm-up
-    const out = new Map<number, Sample>();
-    for (const c of CONCURRENCY) {
-      const sample: Sample = { tokens: 0, seconds: 0, ttftMs: [] };
-      for (let r = 0; r < a.rounds; r++) {
-        const t0 = performance.now();
-        const results = await Promise.all(Array.from({ length: c }, (_, s) => one(r * 8 + s)));
-        sample.seconds += (performance.now() - t0) / 1000;
-        for (const x of results) { sample.tokens += x.tokens; if (!Number.isNaN(x.ttft)) sample.ttftMs.push(x.ttft); }
-      }
-      out.set(c, sample);
-    }
-    return out;
+    return await measure(a.rounds, (i) => one(i));
   } finally {
     child.kill("SIGTERM");
   }

@@ -1,0 +1,42 @@
+/** The chat engine on the real node-llama-cpp binding with the fabricated tiny model. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../core/log.js";
+import { TINY_MODEL } from "../../test/helpers/fleet.js";
+import { GenerationAbortedError, LlmEngine, ModelNotServedError } from "./index.js";
+
+let engine: LlmEngine;
+
+beforeAll(async () => {
+  engine = await LlmEngine.load({
+    models: [{ id: "famB-v3.1", path: TINY_MODEL }, { id: "famC-k2", path: TINY_MODEL }],
+    sequences: 2, contextSize: 512, threads: 1, gpu: "auto", logger: createLogger("test", "silent"),
+  });
+});
+afterAll(() => engine?.dispose());
+
+describe("LlmEngine", () => {
+  it("loads a file shared by several ids once; gpu auto falls back to CPU cleanly here", () => {
+    expect(engine.modelPools).toHaveLength(1);
+    expect(engine.modelPools[0]!.modelIds).toEqual(["famB-v3.1", "famC-k2"]);
+    expect(engine.compute).toBe("cpu");
+    expect(engine.modelPools[0]!.contextSize).toBeGreaterThanOrEqual(512);
+  });
+
+  it("generates for either id, streaming text", async () => {
+    let streamed = "";
+    const r = await engine.generate("famC-k2", [{ role: "user", content: "hi" }], { maxTokens: 10, onText: (t) => { streamed += t; } });
+    expect(r).toMatchObject({ finishReason: "length", completionTokens: 10 });
+    expect(r.text).toBe(streamed);
+  });
+
+  it("an aborted signal stops generation and frees the slot", async () => {
+    const ac = new AbortController();
+    const pending = engine.generate("famB-v3.1", [{ role: "user", content: "go" }], { maxTokens: 400, signal: ac.signal, onText: () => ac.abort() });
+    await expect(pending).rejects.toBeInstanceOf(GenerationAbortedError);
+    expect(engine.modelPools[0]!.busy).toBe(0);
+  });
+
+  it("refuses an id it does not serve", async () => {
+    await expect(engine.generate("famA4:70b", [{ role: "user", content: "x" }])).rejects.toBeInstanceOf(ModelNotServedError);
+  });
+});

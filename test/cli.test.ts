@@ -1,0 +1,42 @@
+/** The `kiln` command itself: help, key management on a database, config errors. */
+import { execFile } from "node:child_process";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { tempDir } from "./helpers/fleet.js";
+
+const run = promisify(execFile);
+const kiln = (args: string[], env: Record<string, string> = {}) =>
+  run(process.execPath, [resolve("bin/kiln.js"), ...args], { env: { ...process.env, ...env } }).catch((e: { code: number; stdout: string; stderr: string }) => e);
+
+describe("kiln CLI", () => {
+  it("--help on every command", async () => {
+    for (const cmd of [[], ["dev"], ["scheduler"], ["agent"], ["keys"], ["keys", "create"]]) {
+      const r = await kiln([...cmd, "--help"]);
+      expect(r.stdout).toMatch(/Usage: kiln/);
+    }
+    expect((await kiln(["scheduler", "--help"])).stdout).toMatch(/KILN_DB/);
+  });
+
+  it("keys create, list and revoke work on a database", async () => {
+    const db = join(tempDir(), "k.db");
+    const created = await kiln(["keys", "create", "--db", db, "--account", "acme", "--tier", "pro"]);
+    const id = /key id: (\S+)/.exec(created.stdout)![1]!;
+    const token = /key:\s+(\S+)/.exec(created.stdout.split("\n")[1]!)![1]!;
+    expect(token.split(".")).toHaveLength(3); // a JWT
+    const listed = await kiln(["keys", "list", "--db", db]);
+    expect(listed.stdout).toContain(`${id}\tacme\tpro`);
+    expect(listed.stdout).not.toContain(token);
+    expect((await kiln(["keys", "revoke", "--db", db, id])).stdout).toContain(`revoked ${id}`);
+    expect((await kiln(["keys", "list", "--db", db])).stdout).toMatch(/revoked/);
+  });
+
+  it("bad input exits 1 with a message naming the flag", async () => {
+    const bad = await kiln(["keys", "create", "--db", join(tempDir(), "k.db"), "--account", "a", "--tier", "gold"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/--tier/);
+    const noTokens = await kiln(["scheduler", "--db", join(tempDir(), "k.db")], { KILN_NODE_TOKENS: "" });
+    expect(noTokens.code).toBe(1);
+    expect(noTokens.stderr).toMatch(/--node-tokens \/ KILN_NODE_TOKENS/);
+  });
+});
