@@ -17,7 +17,7 @@ const models = (authorization?: string) => fetch(`${base}/v1/models`, { headers:
 
 async function expect401(res: Response, code: string): Promise<void> {
   expect(res.status).toBe(401);
-  expect((await res.json()).error).toEqual({ type: "authentication_error", code, message: expect.stringMatching(/^Authorization:/) });
+  expect(((await res.json()) as { error: unknown }).error).toEqual({ type: "authentication_error", code, message: expect.stringMatching(/^Authorization:/) });
 }
 
 describe("401 authentication_error", () => {
@@ -80,7 +80,7 @@ describe("rate limits", () => {
     const retryAfter = Number(limited.headers.get("retry-after"));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
-    expect((await limited.json()).error).toMatchObject({ type: "rate_limit_error", code: "rate_limit_exceeded" });
+    expect(((await limited.json()) as { error: unknown }).error).toMatchObject({ type: "rate_limit_error", code: "rate_limit_exceeded" });
     // Limits count per key: another key of the same tier is unaffected.
     const other = await scheduler.keys.create({ account: "free-co", tier: "free" });
     expect((await models(`Bearer ${other.token}`)).status).toBe(200);

@@ -87,7 +87,7 @@ describe("request rules (SPEC request table, DESIGN error table)", () => {
   it("an unknown route → 404 with the Error body", async () => {
     const res = await fetch(`${base}/v1/nothing`, { headers: { authorization: `Bearer ${key}` } });
     expect(res.status).toBe(404);
-    expect((await res.json()).error).toMatchObject({ type: "not_found_error" });
+    expect(((await res.json()) as { error: unknown }).error).toMatchObject({ type: "not_found_error" });
   });
 
   it("a prompt longer than the context → 400 context_length_exceeded naming messages", async () => {
@@ -202,7 +202,7 @@ describe("GET /v1/models", () => {
   it("carries both shapes; the served model is available with the agent's hardware", async () => {
     const res = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
     expect(res.status).toBe(200);
-    const body = await res.json();
+    const body = (await res.json()) as any; // shape checked field by field below
     expect(body.object).toBe("list");
     expect(body.data).toHaveLength(8);
     for (const m of body.data) expect(m).toMatchObject({ id: expect.any(String), object: "model", created: expect.any(Number), owned_by: expect.any(String) });

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { tempDir } from "./helpers/fleet.js";
 
 const run = promisify(execFile);
-const kiln = (args: string[], env: Record<string, string> = {}) =>
+const kiln = (args: string[], env: Record<string, string> = {}): Promise<{ code?: number; stdout: string; stderr: string }> =>
   run(process.execPath, [resolve("bin/kiln.js"), ...args], { env: { ...process.env, ...env } }).catch((e: { code: number; stdout: string; stderr: string }) => e);
 
 describe("kiln CLI", () => {

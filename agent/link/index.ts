@@ -9,7 +9,7 @@ import * as grpc from "@grpc/grpc-js";
 import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
-import { LlmEngineError, type LlmEngine } from "../llm/index.js";
+import { LlmEngineError, type ChatRole, type ChatTurn, type LlmEngine } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
 
 export interface FleetLinkOptions {
@@ -135,7 +135,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     this.running.set(id, ac);
     let sentText = false;
     try {
-      const result = await this.options.engine.generate(req.model, req.messages.map((m) => ({ role: m.role as "user", content: m.content })), {
+      const result = await this.options.engine.generate(req.model, req.messages.map(toTurn), {
         ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
         ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
         signal: ac.signal,
@@ -183,6 +183,14 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     this.state = state;
     this.emit("state", state);
   }
+}
+
+const ROLES: ReadonlySet<string> = new Set<ChatRole>(["system", "user", "assistant"]);
+
+/** A wire message as an engine turn; the scheduler validated roles, but the wire is checked anyway. */
+function toTurn(m: { role: string; content: string }, i: number): ChatTurn {
+  if (!ROLES.has(m.role)) throw new LlmEngineError("invalid_request", `messages[${i}].role: "${m.role}" is not one of system, user, assistant`);
+  return { role: m.role as ChatRole, content: m.content };
 }
 
 export { Backoff } from "./backoff.js";

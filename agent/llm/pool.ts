@@ -77,7 +77,9 @@ export class ModelPool {
         reject,
       };
       const onAbort = (): void => {
-        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        const i = this.waiters.indexOf(waiter);
+        if (i < 0) return; // already handed a slot
+        this.waiters.splice(i, 1);
         reject(new GenerationAbortedError());
       };
       signal?.addEventListener("abort", onAbort, { once: true });

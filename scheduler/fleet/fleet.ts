@@ -266,7 +266,8 @@ export class Fleet {
   }
 
   private cancel(job: Job): void {
-    if (job.cancelled || job.channel.closed && !job.assigned) return;
+    const finished = job.channel.closed && !job.assigned;
+    if (job.cancelled || finished) return;
     job.cancelled = true;
     if (this.unqueue(job)) return;
     // The slot stays held until the agent confirms (its error "cancelled" releases it).
