@@ -4,7 +4,8 @@
  */
 import { Command } from "commander";
 import { AGENT_OPTIONS, SCHEDULER_OPTIONS, parseAgentConfig, parseSchedulerConfig } from "../config/index.js";
-import { ConfigError } from "../core/errors.js";
+import { ConfigError, KilnError } from "../core/errors.js";
+import { LlmEngineError } from "../agent/llm/index.js";
 import { createLogger } from "../core/log.js";
 import { startAgent } from "../agent/index.js";
 import { startScheduler } from "../scheduler/index.js";
@@ -83,10 +84,9 @@ withKeyService(keys.command("list").description("list keys (never their secrets)
   });
 
 program.parseAsync().catch((err: unknown) => {
-  if (err instanceof ConfigError || (err instanceof Error && err.name.endsWith("Error") && !(err instanceof TypeError))) {
-    process.stderr.write(`kiln: ${err.message}\n`);
-  } else {
-    process.stderr.write(`kiln: ${String((err as Error)?.stack ?? err)}\n`);
-  }
+  // Errors Kiln names (bad configuration, an engine that cannot load) are for the operator: their message.
+  // Anything else is a bug: its stack.
+  const known = err instanceof ConfigError || err instanceof LlmEngineError || err instanceof KilnError;
+  process.stderr.write(`kiln: ${known ? err.message : String((err as Error)?.stack ?? err)}\n`);
   process.exit(1);
 });

@@ -2,6 +2,7 @@
  * The fleet gRPC contract, loaded from `kiln/v1/fleet.proto` at run time (proto-loader over
  * protobufjs) and typed by the interfaces `npm run gen:proto` writes into `proto/gen/`.
  */
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
@@ -11,16 +12,14 @@ import type { ProtoGrpcType } from "./gen/fleet.js";
 export type { AgentMessage, AgentMessage__Output } from "./gen/kiln/v1/AgentMessage.js";
 export type { SchedulerMessage, SchedulerMessage__Output } from "./gen/kiln/v1/SchedulerMessage.js";
 export type { Register__Output } from "./gen/kiln/v1/Register.js";
-export type { ModelPool } from "./gen/kiln/v1/ModelPool.js";
 export type { Hardware, Hardware__Output } from "./gen/kiln/v1/Hardware.js";
-export type { Heartbeat__Output } from "./gen/kiln/v1/Heartbeat.js";
 export type { CompletionRequest__Output } from "./gen/kiln/v1/CompletionRequest.js";
-export type { FleetClient, FleetHandlers } from "./gen/kiln/v1/Fleet.js";
+export type { FleetClient } from "./gen/kiln/v1/Fleet.js";
 
-/** Where the .proto files live: next to this module in the source tree, one level up from `dist/proto`. */
+/** Where the .proto files live: beside this module in the source tree; from `dist/proto`, back in `proto/`. */
 function protoRoot(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  return here.includes(`${"dist"}`) ? join(here, "..", "..", "proto") : here;
+  return existsSync(join(here, "kiln", "v1", "fleet.proto")) ? here : join(here, "..", "..", "proto");
 }
 
 let cached: ProtoGrpcType | undefined;

@@ -2,7 +2,8 @@
  * `kiln scheduler`: the control plane. Opens the database, then serves the public HTTP API and the
  * gRPC endpoint agents dial. Ports may be 0: the bound addresses are in the returned handle.
  */
-import { serve, type ServerType } from "@hono/node-server";
+import type { Server } from "node:http";
+import { serve } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
 import { formatHostPort, type HostPort, type SchedulerConfig } from "../config/index.js";
 import { createLogger, type Logger } from "../core/log.js";
@@ -26,13 +27,14 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   const keys = new KeyService(db, config.jwtSecret);
   const fleet = new Fleet({ queueSize: config.queueSize, queueTimeoutMs: config.queueTimeout * 1000, heartbeatMs: config.heartbeatMs, logger });
   const grpcServer = createFleetServer({ fleet, nodeTokens: config.nodeTokens, logger });
-  let httpServer: ServerType | undefined;
+  let httpServer: Server | undefined; // serve() makes an HTTP/1 server unless told otherwise
   try {
     const grpcPort = await bindFleetServer(grpcServer, formatHostPort(config.grpc));
     const app = createHttpApp({ keys, limiter: new RateLimiter(), fleet, logger, maxBodyBytes: config.maxBody, standardRpm: config.standardRpm });
     const httpPort = await new Promise<number>((resolve, reject) => {
-      httpServer = serve({ fetch: app.fetch, hostname: config.http.host, port: config.http.port }, (info: AddressInfo) => resolve(info.port));
-      httpServer.once("error", reject);
+      const server = serve({ fetch: app.fetch, hostname: config.http.host, port: config.http.port }, (info: AddressInfo) => resolve(info.port)) as Server;
+      httpServer = server;
+      server.once("error", reject);
     });
     const handle: SchedulerHandle = {
       http: { host: config.http.host, port: httpPort },
@@ -43,9 +45,8 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
         fleet.close();
         grpcServer.forceShutdown(); // agent streams never end on their own; agents reconnect
         await new Promise<void>((resolve) => {
-          const s = httpServer as import("node:http").Server;
-          s.close(() => resolve());
-          s.closeAllConnections?.();
+          httpServer?.close(() => resolve());
+          httpServer?.closeAllConnections();
         });
         db.close();
       },
@@ -55,7 +56,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   } catch (err) {
     fleet.close();
     grpcServer.forceShutdown();
-    (httpServer as import("node:http").Server | undefined)?.close();
+    httpServer?.close();
     db.close();
     throw err;
   }

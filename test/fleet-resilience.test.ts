@@ -8,7 +8,7 @@ import type { SchedulerHandle } from "../scheduler/index.js";
 import { KeyService } from "../scheduler/auth/index.js";
 import { openDatabase } from "../scheduler/store/index.js";
 import type { AgentHandle } from "../agent/index.js";
-import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, postChat, spawnAgent, spawnScheduler, tempDir, until, waitForAgents, type KilnProcess } from "./helpers/fleet.js";
+import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, NODE_TOKEN, postChat, spawnAgent, spawnScheduler, tempDir, until, waitForAgents, type KilnProcess } from "./helpers/fleet.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -93,6 +93,10 @@ describe("scheduler restart", () => {
     // The key survives the restart (same database, same signing secret).
     const res = await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "hi again" }], max_tokens: 4 });
     expect(res.status).toBe(200);
+    // No secret ever reaches a log line: node token, API key, signing secret.
+    const logs = [...agent.lines, ...sched.proc.lines].join("\n");
+    expect(logs).toContain("registered with the scheduler");
+    for (const secret of [NODE_TOKEN, key]) expect(logs).not.toContain(secret);
   });
 });
 

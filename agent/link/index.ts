@@ -9,7 +9,8 @@ import * as grpc from "@grpc/grpc-js";
 import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
-import { LlmEngineError, type ChatRole, type ChatTurn, type LlmEngine } from "../llm/index.js";
+import { CHAT_ROLES, isChatRole } from "../../core/chat.js";
+import { LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
 
 export interface FleetLinkOptions {
@@ -46,11 +47,6 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       "grpc.keepalive_permit_without_calls": 1,
     });
     this.backoff = options.backoff ?? new Backoff();
-  }
-
-  /** Completions running now. */
-  get inflight(): number {
-    return this.running.size;
   }
 
   start(): void {
@@ -185,12 +181,10 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   }
 }
 
-const ROLES: ReadonlySet<string> = new Set<ChatRole>(["system", "user", "assistant"]);
-
 /** A wire message as an engine turn; the scheduler validated roles, but the wire is checked anyway. */
 function toTurn(m: { role: string; content: string }, i: number): ChatTurn {
-  if (!ROLES.has(m.role)) throw new LlmEngineError("invalid_request", `messages[${i}].role: "${m.role}" is not one of system, user, assistant`);
-  return { role: m.role as ChatRole, content: m.content };
+  if (!isChatRole(m.role)) throw new LlmEngineError("invalid_request", `messages[${i}].role: "${m.role}" is not one of ${CHAT_ROLES.join(", ")}`);
+  return { role: m.role, content: m.content };
 }
 
 export { Backoff } from "./backoff.js";

@@ -5,6 +5,7 @@
  */
 import { resolve } from "node:path";
 import { getLlama, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaGpuType } from "node-llama-cpp";
+import type { ChatRole } from "../../core/chat.js";
 import type { Logger } from "../../core/log.js";
 import { ContextLengthExceededError, GenerationAbortedError, LlmEngineError, ModelNotServedError } from "./errors.js";
 import { ModelPool } from "./pool.js";
@@ -25,7 +26,7 @@ export interface LlmEngineOptions {
   logger: Logger;
 }
 
-export type ChatRole = "system" | "user" | "assistant";
+export type { ChatRole };
 
 export interface ChatTurn {
   role: ChatRole;

@@ -4,6 +4,7 @@
  * `InvalidRequestError` whose message starts with the offending field's path.
  */
 import { InvalidRequestError } from "../../core/errors.js";
+import { CHAT_ROLES, isChatRole } from "../../core/chat.js";
 import { isCatalogModel } from "../../models/catalog.js";
 import type { ChatMessage, CompletionRequest } from "../fleet/index.js";
 
@@ -12,8 +13,6 @@ export interface ChatCompletionBody extends CompletionRequest {
   /** `stream_options.include_usage`: a last chunk carrying `usage`. */
   includeUsage: boolean;
 }
-
-const ROLES = new Set(["system", "user", "assistant"]);
 
 const typeName = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
@@ -52,10 +51,10 @@ export function validateChatCompletion(body: unknown): ChatCompletionBody {
     const { role, content } = m as Record<string, unknown>;
     if (role === undefined || role === null) missing(`${at}.role`);
     if (typeof role !== "string") wrongType(`${at}.role`, "a string", role);
-    if (!ROLES.has(role)) throw new InvalidRequestError("invalid_role", `${at}.role: "${role}" is not one of system, user, assistant`, `${at}.role`);
+    if (!isChatRole(role)) throw new InvalidRequestError("invalid_role", `${at}.role: "${role}" is not one of ${CHAT_ROLES.join(", ")}`, `${at}.role`);
     if (content === undefined || content === null) missing(`${at}.content`);
     if (typeof content !== "string") wrongType(`${at}.content`, "a string", content);
-    return { role: role as ChatMessage["role"], content };
+    return { role, content };
   });
 
   const out: ChatCompletionBody = { model: b.model, messages, stream: false, includeUsage: false };

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../core/log.js";
 import type { Register__Output, SchedulerMessage } from "../../proto/index.js";
-import { Fleet } from "./fleet.js";
+import { Fleet, type FleetOptions } from "./fleet.js";
 import type { AgentLink, CompletionEvent } from "./types.js";
 
 class RecordingLink implements AgentLink {
@@ -21,7 +21,7 @@ const register = (nodeId: string, slots: number): Register__Output => ({
   pools: [{ model_ids: ["famB-v3.1"], slots, context_size: 2048 }],
 });
 
-const fleet = (queueTimeoutMs = 5000) => new Fleet({ queueSize: 2, queueTimeoutMs, heartbeatMs: 60_000, logger: createLogger("test", "silent") });
+const fleet = (options: Partial<FleetOptions> = {}) => new Fleet({ queueSize: 2, queueTimeoutMs: 5000, heartbeatMs: 60_000, logger: createLogger("test", "silent"), ...options });
 const request = { model: "famB-v3.1", messages: [{ role: "user" as const, content: "hi" }] };
 
 async function drain(events: AsyncIterable<CompletionEvent>): Promise<CompletionEvent[]> {
@@ -75,7 +75,7 @@ describe("Fleet routing", () => {
   });
 
   it("a retryable agent error before any text retries elsewhere; attempts are bounded", async () => {
-    const f = new Fleet({ queueSize: 4, queueTimeoutMs: 5000, heartbeatMs: 60_000, maxAttempts: 2, logger: createLogger("test", "silent") });
+    const f = fleet({ queueSize: 4, maxAttempts: 2 });
     const a = new RecordingLink();
     f.attach(register("a", 1), a);
     const events = drain(f.submit(request));
@@ -88,7 +88,7 @@ describe("Fleet routing", () => {
   });
 
   it("queued requests time out with a 503; the queue is bounded", async () => {
-    const f = fleet(100);
+    const f = fleet({ queueTimeoutMs: 100 });
     f.attach(register("a", 1), new RecordingLink());
     f.submit(request);
     const waiting = drain(f.submit(request));
@@ -111,6 +111,57 @@ describe("Fleet routing", () => {
     expect(a.requests()).toHaveLength(1); // still held
     f.receive("a", a, { body: "error", error: { request_id: id, code: "cancelled", message: "cancelled", retryable: false } });
     expect(a.requests()).toHaveLength(2); // freed and given to the queued one
+    f.close();
+  });
+
+  it("an agent silent for 3 heartbeat intervals is dropped and its stream closed", async () => {
+    const f = fleet({ heartbeatMs: 50 });
+    const a = new RecordingLink();
+    f.attach(register("a", 1), a);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(f.snapshot()).toHaveLength(0);
+    expect(a.closed).toBe("no heartbeat");
+    f.close();
+  });
+
+  it("heartbeats keep an agent registered", async () => {
+    const f = fleet({ heartbeatMs: 50 });
+    const a = new RecordingLink();
+    f.attach(register("a", 1), a);
+    const beat = setInterval(() => f.receive("a", a, { body: "heartbeat", heartbeat: null }), 40);
+    await new Promise((r) => setTimeout(r, 400));
+    clearInterval(beat);
+    expect(f.snapshot()).toHaveLength(1);
+    f.close();
+  });
+
+  it("a draining agent gets no new work", () => {
+    const f = fleet();
+    const a = new RecordingLink(), b = new RecordingLink();
+    f.attach(register("a", 4), a);
+    f.attach(register("b", 4), b);
+    f.receive("a", a, { body: "draining", draining: { deadline_ms: 1000 } });
+    for (let i = 0; i < 3; i++) f.submit(request);
+    expect(a.requests()).toHaveLength(0);
+    expect(b.requests()).toHaveLength(3);
+    f.receive("b", b, { body: "draining", draining: { deadline_ms: 1000 } });
+    expect(() => f.submit(request)).toThrow(/no connected agent serves/);
+    f.close();
+  });
+
+  it("a second registration with the same node id replaces the first stream", async () => {
+    const f = fleet();
+    const old = new RecordingLink(), fresh = new RecordingLink();
+    f.attach(register("a", 1), old);
+    const events = drain(f.submit(request));
+    f.attach(register("a", 1), fresh);
+    expect(old.closed).toMatch(/replaced/);
+    expect(f.snapshot()).toHaveLength(1);
+    // The request had no text yet: it moved to the new stream; the old stream's stragglers are ignored.
+    const id = fresh.requests()[0]!;
+    f.receive("a", old, { body: "done", done: { request_id: id, finish_reason: "stop", usage: null } });
+    f.receive("a", fresh, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2 } } });
+    expect(await events).toEqual([{ type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2 }]);
     f.close();
   });
 });

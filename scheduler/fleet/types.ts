@@ -1,7 +1,8 @@
+import type { ChatRole } from "../../core/chat.js";
 import type { Hardware__Output, SchedulerMessage } from "../../proto/index.js";
 
 export interface ChatMessage {
-  role: "system" | "user" | "assistant";
+  role: ChatRole;
   content: string;
 }
 
