@@ -1,18 +1,33 @@
 /**
- * `kiln agent`: loads the chat models, probes the hardware and joins the scheduler's fleet.
+ * `kiln agent`: the daemon of a GPU instance. It serves the transcription API on port 7860 and,
+ * given a scheduler, loads its chat models, probes the hardware and joins the fleet.
  */
+import { join, resolve } from "node:path";
 import { isCatalogModel } from "../models/catalog.js";
-import type { AgentConfig } from "../config/index.js";
+import { formatHostPort, type AgentConfig, type HostPort } from "../config/index.js";
 import { ConfigError } from "../core/errors.js";
+import { listenHttp } from "../core/http/index.js";
 import { createLogger, type Logger } from "../core/log.js";
+import { checkVadModel, Transcriber, WhisperPool } from "./asr/index.js";
 import { probeHardware } from "./hardware/index.js";
+import { createAgentApp } from "./http/index.js";
+import { JobService } from "./jobs/index.js";
 import { FleetLink } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
 
+/** The spec's limits on one transcription input. */
+export const MAX_AUDIO_SECONDS = 4 * 3600;
+export const MAX_FILES = 10;
+
 export interface AgentHandle {
   engine: LlmEngine;
-  link: FleetLink;
-  /** Drains (finishing running work within `deadlineMs`, default 0) and unloads the models. */
+  /** Absent on a transcription-only instance (no `--scheduler`). */
+  link?: FleetLink;
+  jobs: JobService;
+  whisper: WhisperPool;
+  /** The bound address of the transcription API. */
+  http: HostPort;
+  /** Drains (finishing running chat work within `deadlineMs`, default 0), stops jobs between chunks, unloads models. */
   close(deadlineMs?: number): Promise<void>;
 }
 
@@ -20,7 +35,6 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   for (const { id } of config.serve) {
     if (!isCatalogModel(id)) throw new ConfigError("--serve / KILN_SERVE", `"${id}" is not a catalog model id`);
   }
-  if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
   const engine = await LlmEngine.load({
     models: config.serve,
     sequences: config.sequences,
@@ -30,15 +44,52 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     logger,
     ...(config.batchSize !== undefined ? { batchSize: config.batchSize } : {}),
   });
-  const hardware = await probeHardware(engine.compute);
-  logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, "hardware");
-  const link = new FleetLink({ scheduler: config.scheduler, nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, logger });
-  link.start();
+
+  const whisperDir = resolve(config.whisperDir);
+  const vadModel = resolve(config.vadModel ?? join(whisperDir, "silero_vad.onnx"));
+  await checkVadModel(vadModel).catch((err: Error) => logger.warn({ vadModel }, `${err.message}: transcription jobs will fail until it is installed`));
+  const whisper = new WhisperPool({
+    dir: whisperDir,
+    gpu: config.gpu !== "cpu",
+    memoryBudgetMb: Math.floor(config.whisperMemory / 1024 ** 2),
+    parallel: config.asrParallel,
+    threads: Math.max(1, Math.floor(config.asrThreads / config.asrParallel)),
+    logger,
+  });
+  const transcriber = new Transcriber({ whisper, vad: { model: vadModel }, maxAudioSeconds: MAX_AUDIO_SECONDS, logger });
+  const jobs = new JobService({ dataDir: resolve(config.dataDir), transcriber, concurrency: config.asrJobs, maxQueued: config.asrQueue, logger });
+  await jobs.recover();
+  const app = createAgentApp({ jobs, whisper, limits: { fileBytes: config.maxUpload, files: MAX_FILES }, logger, ...(config.agentToken ? { token: config.agentToken } : {}) });
+  const http = await listenHttp(app.fetch, { host: config.host, port: config.port }).catch(async (err: unknown) => {
+    await jobs.close();
+    await engine.dispose();
+    throw err;
+  });
+  const installed = (await whisper.status()).filter((m) => m.installed).map((m) => m.name);
+  logger.info({ http: formatHostPort(http.address), whisperDir, installed, auth: Boolean(config.agentToken) }, "transcription API listening");
+
+  let link: FleetLink | undefined;
+  if (config.scheduler && config.nodeToken) {
+    if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
+    const hardware = await probeHardware(engine.compute);
+    logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, "hardware");
+    link = new FleetLink({ scheduler: config.scheduler, nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, logger });
+    link.start();
+  } else {
+    logger.info("no --scheduler given: a transcription-only instance");
+  }
+
   return {
     engine,
-    link,
+    ...(link ? { link } : {}),
+    jobs,
+    whisper,
+    http: http.address,
     async close(deadlineMs = 0) {
-      await link.drain(deadlineMs);
+      await link?.drain(deadlineMs);
+      await http.close();
+      await jobs.close();
+      await whisper.dispose();
       await engine.dispose();
     },
   };

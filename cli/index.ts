@@ -10,7 +10,7 @@ import { createLogger } from "../core/log.js";
 import { startAgent } from "../agent/index.js";
 import { startScheduler } from "../scheduler/index.js";
 import { KeyService, TIERS, isTier } from "../scheduler/auth/index.js";
-import { openDatabase } from "../scheduler/store/index.js";
+import { openSchedulerDatabase } from "../scheduler/store/index.js";
 import { runDev } from "./dev.js";
 import { addOptions } from "./options.js";
 import { onShutdown } from "./shutdown.js";
@@ -47,7 +47,7 @@ const keys = program.command("keys").description("API keys (works on the schedul
 const withKeyService = (cmd: Command): Command => addOptions(cmd, { db: SCHEDULER_OPTIONS.db, jwtSecret: SCHEDULER_OPTIONS.jwtSecret });
 const openKeys = (opts: Raw): KeyService => {
   const { db, jwtSecret } = parseSchedulerConfig({ ...opts, nodeTokens: "unused-by-keys-commands" });
-  return new KeyService(openDatabase(db), jwtSecret);
+  return new KeyService(openSchedulerDatabase(db), jwtSecret);
 };
 
 withKeyService(keys.command("create").description("issue a key (printed once; only its hash is stored)"))

@@ -6,7 +6,7 @@
  * then hands the raw strings to `parseSchedulerConfig` / `parseAgentConfig`, which return typed,
  * validated configs or throw a `ConfigError` naming the flag and its variable.
  */
-import { cpus, hostname } from "node:os";
+import { cpus, hostname, totalmem } from "node:os";
 import { z } from "zod";
 import { ConfigError } from "../core/errors.js";
 import { LOG_LEVELS } from "../core/log.js";
@@ -101,8 +101,8 @@ export const SCHEDULER_OPTIONS = {
 
 /** Options of `kiln agent` (and the agent half of `kiln dev`). */
 export const AGENT_OPTIONS = {
-  scheduler: { flags: "--scheduler <host:port>", env: "KILN_SCHEDULER", description: "the scheduler's gRPC address to dial", schema: hostPort },
-  nodeToken: { flags: "--node-token <token>", env: "KILN_NODE_TOKEN", secret: true, description: "token presented to the scheduler", schema: z.string().min(16, "must be at least 16 characters") },
+  scheduler: { flags: "--scheduler <host:port>", env: "KILN_SCHEDULER", description: "the scheduler's gRPC address to dial (none: a transcription-only instance)", schema: hostPort.optional() },
+  nodeToken: { flags: "--node-token <token>", env: "KILN_NODE_TOKEN", secret: true, description: "token presented to the scheduler (required with --scheduler)", schema: z.string().min(16, "must be at least 16 characters").optional() },
   nodeId: { flags: "--node-id <id>", env: "KILN_NODE_ID", default: hostname(), description: "this node's name in the fleet", schema: z.string().min(1).max(128) },
   serve: { flags: "--serve <id=gguf>", env: "KILN_SERVE", repeatable: true, description: "serve a catalog model id from a GGUF file (repeatable; comma-separated in the env)", schema: z.array(serveSpec) },
   sequences: { flags: "--sequences <n>", env: "KILN_SEQUENCES", default: "4", description: "parallel sequences (slots) per loaded model", schema: int(1, 256) },
@@ -110,6 +110,18 @@ export const AGENT_OPTIONS = {
   threads: { flags: "--threads <n>", env: "KILN_THREADS", default: String(Math.max(1, cpus().length - 1)), description: "compute threads (default: cores − 1, leaving the event loop a core)", schema: int(1, 1024) },
   batchSize: { flags: "--batch-size <tokens>", env: "KILN_BATCH_SIZE", description: "tokens evaluated per batch (default: node-llama-cpp's)", schema: int(1, 65_536).optional() },
   gpu: { flags: "--gpu <kind>", env: "KILN_GPU", default: "auto", description: `compute backend (${GPU_KINDS.join(", ")}); auto falls back to CPU`, schema: z.enum(GPU_KINDS) },
+  host: { flags: "--host <host>", env: "KILN_HOST", default: "0.0.0.0", description: "address of the transcription API and web UI", schema: z.string().min(1) },
+  port: { flags: "--port <port>", env: "KILN_PORT", default: "7860", description: "port of the transcription API and web UI (0 picks one)", schema: int(0, 65535) },
+  agentToken: { flags: "--agent-token <token>", env: "KILN_AGENT_TOKEN", secret: true, description: "when set, every /api/* call needs Authorization: Bearer <token>", schema: z.string().min(1).optional() },
+  dataDir: { flags: "--data-dir <dir>", env: "KILN_DATA_DIR", default: ".kiln/agent", description: "job database, uploads and results", schema: z.string().min(1) },
+  whisperDir: { flags: "--whisper-dir <dir>", env: "KILN_WHISPER_DIR", default: ".kiln/whisper", description: "folder of ggml-<name>.bin whisper models", schema: z.string().min(1) },
+  vadModel: { flags: "--vad-model <file>", env: "KILN_VAD_MODEL", description: "Silero VAD ONNX model (default: silero_vad.onnx in --whisper-dir)", schema: z.string().min(1).optional() },
+  asrJobs: { flags: "--asr-jobs <n>", env: "KILN_ASR_JOBS", default: "1", description: "transcription jobs running at once", schema: int(1, 64) },
+  asrQueue: { flags: "--asr-queue <n>", env: "KILN_ASR_QUEUE", default: "100", description: "transcription jobs that may wait (more is a 503)", schema: int(0) },
+  asrParallel: { flags: "--asr-parallel <n>", env: "KILN_ASR_PARALLEL", default: String(Math.min(4, cpus().length)), description: "speech chunks decoded at once, each on its own whisper state (default: cores, at most 4)", schema: int(1, 64) },
+  asrThreads: { flags: "--asr-threads <n>", env: "KILN_ASR_THREADS", default: String(cpus().length), description: "whisper compute threads in all, shared by the parallel decodes (default: cores)", schema: int(1, 1024) },
+  whisperMemory: { flags: "--whisper-memory <size>", env: "KILN_WHISPER_MEMORY", default: `${Math.floor(totalmem() / 2 / 1024 ** 2)}mb`, description: "memory loaded whisper models may take before idle ones are unloaded (default: half the RAM)", schema: bytes.pipe(z.number().int().min(1024 ** 2, "must be at least 1mb")) },
+  maxUpload: { flags: "--max-upload <size>", env: "KILN_MAX_UPLOAD", default: "1gb", description: "largest audio file accepted (413 above)", schema: bytes.pipe(z.number().int().min(1024, "must be at least 1kb")) },
   logLevel,
 } satisfies Record<string, OptionSpec>;
 
@@ -138,7 +150,10 @@ export function parseSchedulerConfig(raw: Raw): SchedulerConfig {
 }
 
 export function parseAgentConfig(raw: Raw): AgentConfig {
-  return parseWith(AGENT_OPTIONS, raw, ["scheduler", "nodeToken"]);
+  const config = parseWith(AGENT_OPTIONS, raw);
+  if (config.scheduler && !config.nodeToken) throw new ConfigError("--node-token / KILN_NODE_TOKEN", "is required with --scheduler");
+  if (config.serve.length && !config.scheduler) throw new ConfigError("--scheduler / KILN_SCHEDULER", "is required with --serve (chat models are served through the scheduler)");
+  return config;
 }
 
 /** The effective configuration with every secret masked, for `--print-config` and start-up logs. */

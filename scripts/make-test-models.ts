@@ -4,11 +4,17 @@
  * - `tiny-chat.gguf`: ~90 K parameters, loads and generates in milliseconds (the suite's model).
  * - `bench-45m.gguf` (with `--bench`): ~45 M parameters, big enough that compute dominates (benchmarks).
  *
+ * - `whisper/ggml-base.bin`: a tiny random-weight whisper (state 64, 3 layers) under the catalog
+ *   name `base`, so a whisper directory of test models answers to the default model.
+ * - `energy-vad.onnx`: a voice-activity model with Silero v5's interface that thresholds energy.
+ *
  * Files are seeded, so the same options write byte-identical files; existing files are kept.
  */
 import { mkdir, stat } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { writeEnergyVad } from "./lib/energy-vad.js";
 import { writeTinyLlama, type TinyLlamaOptions } from "./lib/tiny-llama.js";
+import { writeTinyWhisper } from "./lib/tiny-whisper.js";
 
 export const TEST_MODELS = {
   tiny: { file: "tiny-chat.gguf", options: { embedding: 64, layers: 2, heads: 4, name: "kiln-tiny-chat" } },
@@ -20,16 +26,31 @@ export function defaultModelDir(root = process.cwd()): string {
   return resolve(root, ".kiln", "test-models");
 }
 
+const exists = (path: string) => stat(path).then(() => true, () => false);
+
 /** Writes a model unless it exists already; returns its path. */
 export async function ensureTestModel(kind: keyof typeof TEST_MODELS, dir = defaultModelDir()): Promise<string> {
   const { file, options } = TEST_MODELS[kind];
   const path = join(dir, file);
-  const exists = await stat(path).then(() => true, () => false);
-  if (!exists) {
+  if (!(await exists(path))) {
     await mkdir(dir, { recursive: true });
     await writeTinyLlama(path, options);
   }
   return path;
+}
+
+/** The fabricated speech models: a whisper directory holding `ggml-base.bin`, and a VAD model. */
+export const TEST_SPEECH = { whisperDir: "whisper", whisperFile: "ggml-base.bin", vad: "energy-vad.onnx" } as const;
+
+/** Writes the speech test models unless they exist; returns the whisper directory and the VAD file. */
+export async function ensureTestSpeechModels(dir = defaultModelDir()): Promise<{ whisperDir: string; vadModel: string }> {
+  const whisperDir = join(dir, TEST_SPEECH.whisperDir);
+  const whisperFile = join(whisperDir, TEST_SPEECH.whisperFile);
+  const vadModel = join(dir, TEST_SPEECH.vad);
+  await mkdir(dirname(whisperFile), { recursive: true });
+  if (!(await exists(whisperFile))) await writeTinyWhisper(whisperFile);
+  if (!(await exists(vadModel))) await writeEnergyVad(vadModel);
+  return { whisperDir, vadModel };
 }
 
 async function main(): Promise<void> {
@@ -38,6 +59,9 @@ async function main(): Promise<void> {
   const dir = args.includes("--out") && out ? resolve(out) : defaultModelDir();
   const kinds: (keyof typeof TEST_MODELS)[] = args.includes("--bench") ? ["tiny", "bench"] : ["tiny"];
   for (const kind of kinds) console.log(await ensureTestModel(kind, dir));
+  const speech = await ensureTestSpeechModels(dir);
+  console.log(join(speech.whisperDir, TEST_SPEECH.whisperFile));
+  console.log(speech.vadModel);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

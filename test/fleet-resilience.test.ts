@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { KeyService } from "../scheduler/auth/index.js";
-import { openDatabase } from "../scheduler/store/index.js";
+import { openSchedulerDatabase } from "../scheduler/store/index.js";
 import type { AgentHandle } from "../agent/index.js";
 import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, NODE_TOKEN, postChat, spawnAgent, spawnScheduler, tempDir, until, waitForAgents, type KilnProcess } from "./helpers/fleet.js";
 
@@ -81,7 +81,7 @@ describe("scheduler restart", () => {
     cleanups.push(() => agent.stop("SIGKILL"));
     await agent.waitFor(/registered with the scheduler/);
 
-    const key = (await new KeyService(openDatabase(db)).create({ account: "r", tier: "pro" })).token;
+    const key = (await new KeyService(openSchedulerDatabase(db)).create({ account: "r", tier: "pro" })).token;
     const base = `http://127.0.0.1:${ports.http}`;
     expect((await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "hi" }], max_tokens: 4 })).status).toBe(200);
 
@@ -108,7 +108,7 @@ describe("node tokens", () => {
     const states: string[] = [];
     agent = await inProcessAgent(scheduler, { nodeToken: "definitely-not-a-known-token" });
     cleanups.push(() => agent!.close());
-    agent.link.on("state", (s) => states.push(s));
+    agent.link!.on("state", (s) => states.push(s));
     await until(() => states.includes("disconnected"), 5000, "the refusal");
     expect(scheduler.fleet.snapshot()).toHaveLength(0);
   });

@@ -172,12 +172,23 @@ function toHistory(messages: ChatTurn[]): ChatHistoryItem[] {
  * (`build: "never"`): "auto" degrades to CPU when no GPU binary loads; an explicit GPU kind
  * that cannot load is an error rather than a silent CPU run.
  */
+/** Device names of software renderers that a GPU backend may enumerate on a machine with no GPU. */
+const SOFTWARE_DEVICE = /llvmpipe|lavapipe|softpipe|swiftshader/i;
+
 async function loadBackend(gpu: LlmEngineOptions["gpu"], threads: number, log: Logger): Promise<Llama> {
   const common = { build: "never", maxThreads: threads, logLevel: LlamaLogLevel.warn, logger: (level: LlamaLogLevel, message: string) => log.debug({ level }, message.trim()) } as const;
   if (gpu === "cpu") return getLlama({ ...common, gpu: false });
   try {
     const llama = await getLlama({ ...common, gpu });
-    log.info({ compute: llama.gpu || "cpu" }, "llama.cpp backend loaded");
+    // A GPU binary can load with no real device behind it (e.g. Vulkan with only a software
+    // rasterizer such as llvmpipe, which Debian's ffmpeg pulls in): that is a CPU, run as one.
+    const devices = llama.gpu ? await llama.getGpuDeviceNames() : [];
+    if (llama.gpu && gpu === "auto" && devices.every((d) => SOFTWARE_DEVICE.test(d))) {
+      log.info({ backend: llama.gpu, devices }, "the GPU backend has no hardware device; using CPU");
+      await llama.dispose();
+      return getLlama({ ...common, gpu: false });
+    }
+    log.info({ compute: llama.gpu || "cpu", devices }, "llama.cpp backend loaded");
     return llama;
   } catch (err) {
     if (gpu !== "auto") throw new LlmEngineError("backend_unavailable", `--gpu ${gpu}: no usable prebuilt ${gpu} binary (${(err as Error).message})`);

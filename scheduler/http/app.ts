@@ -2,8 +2,7 @@
 import { Hono } from "hono";
 import type { AppEnv, HttpDeps } from "./env.js";
 import { authenticate, rateLimit } from "./middleware/auth.js";
-import { notFound, onError } from "./middleware/errors.js";
-import { requestId } from "./middleware/request-id.js";
+import { notFound, onError, requestId } from "../../core/http/index.js";
 import { chatRoutes } from "./routes/chat.js";
 import { modelRoutes } from "./routes/models.js";
 

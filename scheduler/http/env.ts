@@ -1,3 +1,4 @@
+import type { RequestIdEnv } from "../../core/http/index.js";
 import type { Logger } from "../../core/log.js";
 import type { KeyIdentity, KeyService } from "../auth/index.js";
 import type { Fleet } from "../fleet/index.js";
@@ -16,7 +17,7 @@ export interface HttpDeps {
 }
 
 /** Hono's typed context variables. */
-export interface AppEnv {
+export interface AppEnv extends RequestIdEnv {
   Variables: {
     requestId: string;
     identity: KeyIdentity;

@@ -2,11 +2,9 @@
  * The scheduler's SQLite database (better-sqlite3): accounts, API keys, settings. Schema changes
  * are numbered migrations applied in order at open, tracked by `PRAGMA user_version`.
  */
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
-import Database from "better-sqlite3";
+import { openDatabase, type Db } from "../../core/sqlite.js";
 
-export type Db = Database.Database;
+export type { Db } from "../../core/sqlite.js";
 
 const MIGRATIONS: string[] = [
   `CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -29,21 +27,9 @@ const MIGRATIONS: string[] = [
    CREATE INDEX api_keys_account ON api_keys(account);`,
 ];
 
-/** Opens (creating if needed) the database at `path` and brings its schema up to date. */
-export function openDatabase(path: string): Db {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("busy_timeout = 5000");
-  db.pragma("foreign_keys = ON");
-  const version = db.pragma("user_version", { simple: true }) as number;
-  for (let v = version; v < MIGRATIONS.length; v++) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[v]!);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
-  }
-  return db;
+/** Opens (creating if needed) the scheduler's database at `path`, schema up to date. */
+export function openSchedulerDatabase(path: string): Db {
+  return openDatabase(path, MIGRATIONS);
 }
 
 export function getSetting(db: Db, name: string): string | undefined {

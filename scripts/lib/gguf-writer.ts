@@ -5,9 +5,9 @@
  * Layout: header (magic, version, tensor count, metadata count) → metadata key/values →
  * tensor infos (name, dims innermost-first, type, offset) → padding → aligned tensor data.
  */
-import { createWriteStream } from "node:fs";
-import { rename, unlink } from "node:fs/promises";
-import { once } from "node:events";
+import { BYTES_PER_ELEMENT, elementCount, encodeTensor, GGML_TYPE_ID, writeAtomically, type TensorSpec } from "./tensors.js";
+
+export type { TensorSpec, TensorType } from "./tensors.js";
 
 const GGUF_MAGIC = 0x46554747; // "GGUF" read as a little-endian u32
 const GGUF_VERSION = 3;
@@ -19,25 +19,12 @@ export const enum GgufType {
   BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
 }
 
-/** ggml tensor types this writer can emit. */
-export type TensorType = "f32" | "f16";
-const GGML_TYPE_ID: Record<TensorType, number> = { f32: 0, f16: 1 };
-const BYTES_PER_ELEMENT: Record<TensorType, number> = { f32: 4, f16: 2 };
 
 export type MetadataValue =
   | { type: GgufType.UINT32 | GgufType.INT32 | GgufType.FLOAT32 | GgufType.BOOL; value: number | boolean }
   | { type: GgufType.STRING; value: string }
   | { type: GgufType.ARRAY; itemType: GgufType.STRING; value: string[] }
   | { type: GgufType.ARRAY; itemType: GgufType.FLOAT32 | GgufType.INT32; value: number[] };
-
-export interface TensorSpec {
-  name: string;
-  /** Dimensions innermost first (ggml's `ne`): a [rows × cols] matrix is `[cols, rows]`. */
-  dims: number[];
-  type: TensorType;
-  /** Writes the tensor's values, in order, into `out` (length = product of dims). */
-  fill(out: Float32Array): void;
-}
 
 class ByteSink {
   private chunks: Buffer[] = [];
@@ -73,29 +60,6 @@ function writeValue(sink: ByteSink, v: MetadataValue): void {
   }
 }
 
-/** IEEE-754 half from a float (round to nearest even; subnormals flushed). */
-function toHalf(value: number): number {
-  const f = new Float32Array([value]);
-  const x = new Uint32Array(f.buffer)[0]!;
-  const sign = (x >>> 16) & 0x8000;
-  let exp = ((x >>> 23) & 0xff) - 127 + 15;
-  let mant = (x & 0x7fffff) + 0x1000; // round to nearest
-  if (mant & 0x800000) { mant = 0; exp += 1; } // the rounding carried into the exponent
-  if (exp <= 0) return sign;
-  if (exp >= 31) return sign | 0x7c00;
-  return sign | (exp << 10) | (mant >>> 13);
-}
-
-function encodeTensor(spec: TensorSpec): Buffer {
-  const count = spec.dims.reduce((a, b) => a * b, 1);
-  const values = new Float32Array(count);
-  spec.fill(values);
-  if (spec.type === "f32") return Buffer.from(values.buffer, values.byteOffset, values.byteLength);
-  const half = new Uint16Array(count);
-  for (let i = 0; i < count; i++) half[i] = toHalf(values[i]!);
-  return Buffer.from(half.buffer);
-}
-
 /**
  * Writes a GGUF file atomically (to `path + ".partial"`, then renamed), streaming tensor
  * data so that models of hundreds of megabytes never sit in memory at once.
@@ -119,17 +83,12 @@ export async function writeGguf(path: string, metadata: Record<string, MetadataV
     head.u32(GGML_TYPE_ID[t.type]);
     head.u64(offset);
     offsets.push(offset);
-    const size = t.dims.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[t.type];
+    const size = elementCount(t.dims) * BYTES_PER_ELEMENT[t.type];
     offset += Math.ceil(size / ALIGNMENT) * ALIGNMENT;
   }
   head.pad(ALIGNMENT);
 
-  const partial = `${path}.partial`;
-  const out = createWriteStream(partial);
-  try {
-    const write = async (buf: Buffer): Promise<void> => {
-      if (!out.write(buf)) await once(out, "drain");
-    };
+  await writeAtomically(path, async (write) => {
     await write(head.toBuffer());
     for (const t of tensors) {
       const data = encodeTensor(t);
@@ -137,12 +96,5 @@ export async function writeGguf(path: string, metadata: Record<string, MetadataV
       const rem = data.length % ALIGNMENT;
       if (rem !== 0) await write(Buffer.alloc(ALIGNMENT - rem));
     }
-    out.end();
-    await once(out, "finish");
-    await rename(partial, path);
-  } catch (err) {
-    out.destroy();
-    await unlink(partial).catch(() => undefined);
-    throw err;
-  }
+  });
 }

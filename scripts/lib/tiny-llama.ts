@@ -4,7 +4,8 @@
  * llama.cpp engine; what they say is noise, but every code path (template, tokenizer,
  * sampling, batching, usage counting) is the real one.
  */
-import { GgufType, writeGguf, type MetadataValue, type TensorSpec, type TensorType } from "./gguf-writer.js";
+import { GgufType, writeGguf, type MetadataValue } from "./gguf-writer.js";
+import { normalSource, type TensorSpec, type TensorType } from "./tensors.js";
 
 export interface TinyLlamaOptions {
   /** Embedding width. Default 64. */
@@ -46,19 +47,6 @@ export function byteVocabulary(): { tokens: string[]; types: number[]; scores: n
   tokens.push("\u2581", "<|im_start|>", "<|im_end|>");
   types.push(TOKEN_NORMAL, TOKEN_CONTROL, TOKEN_CONTROL);
   return { tokens, types, scores: tokens.map(() => 0), imEnd: tokens.length - 1 };
-}
-
-/** Mulberry32: a small seeded PRNG; Box–Muller turns it into normals. */
-function normalSource(seed: number): () => number {
-  let a = seed >>> 0;
-  const uniform = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return () => Math.sqrt(-2 * Math.log(uniform() + 1e-12)) * Math.cos(2 * Math.PI * uniform());
 }
 
 /** Parameter count of a model with these options (for naming and reporting). */

@@ -29,7 +29,8 @@ export async function inProcessScheduler(raw: Record<string, string> = {}): Prom
 
 export async function inProcessAgent(scheduler: { grpc: { host: string; port: number } }, raw: Record<string, string | string[]> = {}): Promise<AgentHandle> {
   const agent = await startAgent(parseAgentConfig({
-    scheduler: formatHostPort(scheduler.grpc), nodeToken: NODE_TOKEN, serve: [`${MODEL_ID}=${TINY_MODEL}`], sequences: "4", contextSize: "2048", threads: "1", gpu: "cpu", ...raw,
+    scheduler: formatHostPort(scheduler.grpc), nodeToken: NODE_TOKEN, serve: [`${MODEL_ID}=${TINY_MODEL}`], sequences: "4", contextSize: "2048", threads: "1", gpu: "cpu",
+    host: "127.0.0.1", port: "0", dataDir: tempDir(), ...raw,
   }), quiet());
   return agent;
 }
@@ -81,7 +82,8 @@ export class KilnProcess {
 
 export function spawnKiln(args: string[], env: Record<string, string> = {}): KilnProcess {
   const child = spawn(process.execPath, [resolve("bin/kiln.js"), ...args], {
-    env: { ...process.env, KILN_LOG_LEVEL: "info", ...env },
+    // Every spawned agent gets its own transcription port and data folder.
+    env: { ...process.env, KILN_LOG_LEVEL: "info", KILN_HOST: "127.0.0.1", KILN_PORT: "0", KILN_DATA_DIR: tempDir(), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   return new KilnProcess(child);

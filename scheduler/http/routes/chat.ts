@@ -10,7 +10,7 @@ import type { Logger } from "../../../core/log.js";
 import { chunkBody, completionBody, completionId, parseJsonBody, usage, usageChunkBody, validateChatCompletion, type ChatCompletionBody } from "../../chat/index.js";
 import type { CompletionEvent, Fleet } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
-import { errorResponse } from "../middleware/errors.js";
+import { errorResponse } from "../../../core/http/index.js";
 
 export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger): Hono<AppEnv> {
   return new Hono<AppEnv>().post(

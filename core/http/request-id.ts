@@ -1,9 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env.js";
+
+/** The context variable every Kiln HTTP app sets first. */
+export interface RequestIdEnv {
+  Variables: { requestId: string };
+}
 
 /** Takes the caller's `x-request-id` (when sane) or makes one; echoes it on the response. */
-export function requestId(): MiddlewareHandler<AppEnv> {
+export function requestId<E extends RequestIdEnv>(): MiddlewareHandler<E> {
   return async (c, next) => {
     const given = c.req.header("x-request-id");
     const id = given && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();

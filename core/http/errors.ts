@@ -1,22 +1,22 @@
 /** Turns every failure into the contract's Error body; unknown failures are a logged 500. */
 import type { Context } from "hono";
-import { KilnError, NotFoundError } from "../../../core/errors.js";
-import type { Logger } from "../../../core/log.js";
-import type { AppEnv } from "../env.js";
+import { KilnError, NotFoundError } from "../errors.js";
+import type { Logger } from "../log.js";
+import type { RequestIdEnv } from "./request-id.js";
 
-export function errorResponse(c: Context<AppEnv>, err: KilnError): Response {
+export function errorResponse(c: Context, err: KilnError): Response {
   for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
   return c.json(err.toBody(), err.status as 400);
 }
 
-export function onError(logger: Logger) {
-  return (err: Error, c: Context<AppEnv>): Response => {
+export function onError<E extends RequestIdEnv>(logger: Logger) {
+  return (err: Error, c: Context<E>): Response => {
     if (err instanceof KilnError) return errorResponse(c, err);
     logger.error({ err, requestId: c.get("requestId"), path: c.req.path }, "unhandled error");
     return c.json({ error: { message: "internal error; the request id is in x-request-id", type: "server_error", code: "internal_error" } }, 500);
   };
 }
 
-export function notFound(c: Context<AppEnv>): Response {
+export function notFound(c: Context): Response {
   return errorResponse(c, new NotFoundError("route_not_found", `path: no route ${c.req.method} ${c.req.path}`));
 }

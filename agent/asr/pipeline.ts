@@ -1,0 +1,180 @@
+/**
+ * One transcription, start to end: probe → decode to 16 kHz PCM on disk → voice activity →
+ * chunks of speech (≤ 30 s, silence removed) → whisper on parallel states → words → transcript.
+ * Progress is reported as a fraction that only rises, with an ETA from the measured speed.
+ */
+import { mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { Logger } from "../../core/log.js";
+import { Semaphore } from "../../core/semaphore.js";
+import type { WhisperModelName } from "../../models/whisper.js";
+import { chunkSeconds, planChunks, type Chunk } from "./chunks.js";
+import { AudioError, JobAbortedError } from "./errors.js";
+import { decodeToPcm, probeAudio, SAMPLE_RATE } from "./ffmpeg.js";
+import { PcmFile } from "./pcm.js";
+import type { Segment, Transcript } from "./transcript.js";
+import { detectSpeech, type VadOptions } from "./vad/index.js";
+import type { WhisperPool, WhisperSegment } from "./whisper.js";
+import { segmentsFromChunk } from "./words.js";
+
+export interface TranscribeRequest {
+  /** The uploaded file. */
+  input: string;
+  /** The name the user knows the file by, for error messages. */
+  displayName: string;
+  /** A scratch folder for this job (removed afterwards). */
+  workDir: string;
+  model: WhisperModelName;
+  /** A whisper language code; detected when absent. */
+  language?: string;
+  /** Whisper's translate task (into English). */
+  translate: boolean;
+}
+
+export interface Progress {
+  /** 0–1, never decreasing. */
+  progress: number;
+  /** Whole seconds left, from the measured speed. */
+  etaSeconds: number;
+}
+
+export interface TranscriberOptions {
+  whisper: WhisperPool;
+  vad: VadOptions;
+  /** Longest accepted audio, in seconds (the spec's 4 hours). */
+  maxAudioSeconds: number;
+  logger: Logger;
+}
+
+/** Shares of the progress bar taken by each stage (whisper takes the rest). */
+const DECODE_SHARE = 0.05;
+const VAD_SHARE = 0.05;
+/** Wall seconds per second of speech assumed before any has been measured. */
+const INITIAL_RTF = 0.5;
+
+export class Transcriber {
+  /** Measured wall seconds of whisper per second of speech, per model (moving average). */
+  private readonly rtf = new Map<WhisperModelName, number>();
+
+  constructor(private readonly options: TranscriberOptions) {}
+
+  async run(request: TranscribeRequest, onProgress: (p: Progress) => void, signal?: AbortSignal): Promise<Transcript> {
+    const { whisper, logger } = this.options;
+    const started = Date.now();
+    let floor = 0;
+    const report = (progress: number, etaSeconds: number) => {
+      floor = Math.max(floor, Math.min(1, progress));
+      onProgress({ progress: floor, etaSeconds: Math.max(0, Math.ceil(etaSeconds)) });
+    };
+    const rtf = this.rtf.get(request.model) ?? INITIAL_RTF;
+
+    await mkdir(request.workDir, { recursive: true });
+    const pcmPath = join(request.workDir, "audio.f32");
+    try {
+      const probe = await probeAudio(request.input, request.displayName);
+      if (probe.durationSeconds !== undefined && probe.durationSeconds > this.options.maxAudioSeconds) {
+        throw new AudioError(`${request.displayName} lasts ${formatDuration(probe.durationSeconds)}, over the ${this.options.maxAudioSeconds / 3600}-hour limit`);
+      }
+      report(0.01, (probe.durationSeconds ?? 60) * rtf);
+      const samples = await decodeToPcm(request.input, pcmPath, { maxSeconds: this.options.maxAudioSeconds, displayName: request.displayName, ...(signal ? { signal } : {}) });
+      const duration = samples / SAMPLE_RATE;
+      report(DECODE_SHARE, duration * rtf);
+      if (signal?.aborted) throw new JobAbortedError();
+
+      const spans = await detectSpeech(pcmPath, this.options.vad, (f) => report(DECODE_SHARE + VAD_SHARE * f, duration * rtf), signal);
+      const chunks = planChunks(spans, samples);
+      const speech = chunkSeconds(chunks);
+      report(DECODE_SHARE + VAD_SHARE, speech * rtf);
+      logger.debug({ input: request.displayName, duration, spans: spans.length, chunks: chunks.length, speech }, "voice activity");
+
+      const segments = await this.decodeChunks(request, pcmPath, chunks, speech, rtf, report, signal);
+      const languages = segments.languages;
+      const transcript: Transcript = {
+        text: segments.list.map((s) => s.text).join(" "),
+        language: request.language ?? majority(languages) ?? "unknown",
+        duration: Math.round(duration * 1000) / 1000,
+        task: request.translate ? "translate" : "transcribe",
+        model: request.model,
+        segments: segments.list,
+      };
+      report(1, 0);
+      logger.info({ input: request.displayName, model: request.model, duration, speech, chunks: chunks.length, ms: Date.now() - started, parallel: whisper.parallel }, "transcribed");
+      return transcript;
+    } finally {
+      await rm(request.workDir, { recursive: true, force: true });
+    }
+  }
+
+  private async decodeChunks(
+    request: TranscribeRequest, pcmPath: string, chunks: Chunk[], speech: number, initialRtf: number,
+    report: (progress: number, eta: number) => void, signal?: AbortSignal,
+  ): Promise<{ list: Segment[]; languages: Map<string, number> }> {
+    const { whisper } = this.options;
+    const pcm = await PcmFile.open(pcmPath);
+    const perChunk: Omit<Segment, "id">[][] = new Array<Omit<Segment, "id">[]>(chunks.length);
+    const languages = new Map<string, number>();
+    const partial = new Map<number, number>(); // chunk index → seconds decoded so far
+    let done = 0;
+    const whisperStart = Date.now();
+    const update = () => {
+      const decoded = done + [...partial.values()].reduce((a, b) => a + b, 0);
+      const elapsed = (Date.now() - whisperStart) / 1000;
+      const measured = decoded > 1 ? elapsed / decoded : initialRtf;
+      const fraction = speech > 0 ? decoded / speech : 1;
+      report(DECODE_SHARE + VAD_SHARE + (1 - DECODE_SHARE - VAD_SHARE) * fraction, (speech - decoded) * measured);
+    };
+    // Bounds the chunks held in memory by this job to what whisper can decode at once.
+    const inFlight = new Semaphore(whisper.parallel);
+    try {
+      await Promise.all(chunks.map(async (chunk) => {
+        const release = await inFlight.acquire();
+        try {
+          if (signal?.aborted) throw new JobAbortedError();
+          const audio = await readChunk(pcm, chunk);
+          const seconds = chunk.samples / SAMPLE_RATE;
+          const decoded: WhisperSegment[] = await whisper.decode(request.model, audio, {
+            translate: request.translate,
+            ...(request.language ? { language: request.language } : {}),
+          }, (seg) => { partial.set(chunk.index, Math.min(seconds, seg.to / 1000)); update(); });
+          partial.delete(chunk.index);
+          done += seconds;
+          const lang = decoded.find((s) => s.lang)?.lang;
+          if (lang) languages.set(lang, (languages.get(lang) ?? 0) + seconds);
+          perChunk[chunk.index] = segmentsFromChunk(chunk, decoded);
+          update();
+        } finally {
+          release();
+        }
+      }));
+    } finally {
+      await pcm.close();
+    }
+    if (speech > 0) {
+      const measured = (Date.now() - whisperStart) / 1000 / speech;
+      const previous = this.rtf.get(request.model);
+      this.rtf.set(request.model, previous === undefined ? measured : 0.7 * previous + 0.3 * measured);
+    }
+    const list = perChunk.flat().sort((a, b) => a.start - b.start).map((s, id) => ({ id, ...s }));
+    return { list, languages };
+  }
+}
+
+async function readChunk(pcm: PcmFile, chunk: Chunk): Promise<Float32Array> {
+  const out = new Float32Array(chunk.samples);
+  let at = 0;
+  for (const p of chunk.pieces) {
+    out.set(await pcm.read(p.start, p.end), at);
+    at += p.end - p.start;
+  }
+  return out;
+}
+
+function majority(weights: Map<string, number>): string | undefined {
+  return [...weights.entries()].sort((a, b) => b[1] - a[1])[0]?.[0];
+}
+
+function formatDuration(seconds: number): string {
+  const h = Math.floor(seconds / 3600);
+  const m = Math.round((seconds % 3600) / 60);
+  return h ? `${h} h ${m} min` : `${m} min`;
+}

@@ -1,0 +1,41 @@
+/**
+ * The transcription result (DESIGN.md, "Transcription JSON"): times in seconds on the original
+ * audio's timeline, confidences in 0–1. With diarization, segments and words carry `speaker`
+ * and `transcript_with_speakers` lists the speaker turns.
+ */
+export interface Word {
+  word: string;
+  start: number;
+  end: number;
+  confidence: number;
+  speaker?: string;
+}
+
+export interface Segment {
+  id: number;
+  start: number;
+  end: number;
+  text: string;
+  words: Word[];
+  speaker?: string;
+}
+
+export interface SpeakerTurn {
+  speaker: string;
+  start: number;
+  end: number;
+  text: string;
+}
+
+export interface Transcript {
+  text: string;
+  /** The language spoken (requested, or detected by whisper). */
+  language: string;
+  /** The audio's duration in seconds. */
+  duration: number;
+  /** "transcribe" or "translate" (whisper's task; translate means into English). */
+  task: "transcribe" | "translate";
+  model: string;
+  segments: Segment[];
+  transcript_with_speakers?: SpeakerTurn[];
+}

@@ -1,0 +1,85 @@
+/**
+ * Voice-activity detection: Silero VAD through sherpa-onnx, in a worker thread so the
+ * synchronous detector never blocks the event loop. The model's signature is checked first,
+ * because sherpa-onnx ends the whole process on a model it does not expect.
+ */
+import { readFile } from "node:fs/promises";
+import { Worker } from "node:worker_threads";
+import { readOnnxSignature } from "../../../core/onnx.js";
+import { EngineError, JobAbortedError } from "../errors.js";
+import type { SpeechSpan, VadMessage, VadRequest } from "./protocol.js";
+
+export type { SpeechSpan } from "./protocol.js";
+
+export interface VadOptions {
+  /** Silero VAD ONNX file (v4 or v5). */
+  model: string;
+  /** Speech probability threshold. Default 0.5. */
+  threshold?: number;
+  /** Silence that ends a span, in seconds. Default 0.5. */
+  minSilenceSeconds?: number;
+  /** Shorter speech is dropped, in seconds. Default 0.25. */
+  minSpeechSeconds?: number;
+  /** Longer speech is cut, in seconds. Default 30 (whisper's window). */
+  maxSpeechSeconds?: number;
+}
+
+const checked = new Map<string, Promise<void>>();
+
+/** Refuses anything that is not a Silero VAD v4/v5 graph, before sherpa-onnx sees it. */
+export function checkVadModel(path: string): Promise<void> {
+  let pending = checked.get(path);
+  if (!pending) {
+    pending = (async () => {
+      const bytes = await readFile(path).catch((err: NodeJS.ErrnoException) => {
+        throw new EngineError(`voice-activity model ${path} cannot be read (${err.code ?? err.message}); set --vad-model`);
+      });
+      let io: string;
+      try {
+        const sig = readOnnxSignature(bytes);
+        io = `${sig.inputs.join(",")}->${sig.outputs.join(",")}`;
+      } catch {
+        throw new EngineError(`voice-activity model ${path} is not an ONNX file`);
+      }
+      if (io !== "input,state,sr->output,stateN" && io !== "input,sr,h,c->output,hn,cn") {
+        throw new EngineError(`voice-activity model ${path} is not a Silero VAD (graph ${io})`);
+      }
+    })();
+    pending.catch(() => checked.delete(path));
+    checked.set(path, pending);
+  }
+  return pending;
+}
+
+/**
+ * Finds the speech in a 16 kHz f32le PCM file. `onProgress` gets the fraction scanned.
+ * Rejects with `JobAbortedError` when `signal` aborts (the worker is terminated).
+ */
+export async function detectSpeech(pcmPath: string, options: VadOptions, onProgress?: (fraction: number) => void, signal?: AbortSignal): Promise<SpeechSpan[]> {
+  await checkVadModel(options.model);
+  const request: VadRequest = {
+    pcmPath,
+    model: options.model,
+    threshold: options.threshold ?? 0.5,
+    minSilenceSeconds: options.minSilenceSeconds ?? 0.5,
+    minSpeechSeconds: options.minSpeechSeconds ?? 0.25,
+    maxSpeechSeconds: options.maxSpeechSeconds ?? 30,
+  };
+  const worker = new Worker(new URL("./worker.js", import.meta.url), { workerData: request });
+  return await new Promise<SpeechSpan[]>((resolve, reject) => {
+    const onAbort = () => {
+      void worker.terminate();
+      reject(new JobAbortedError());
+    };
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const finish = () => signal?.removeEventListener("abort", onAbort);
+    worker.on("message", (m: VadMessage) => {
+      if (m.kind === "progress") onProgress?.(m.total ? m.processed / m.total : 1);
+      else if (m.kind === "done") { finish(); resolve(m.spans); void worker.terminate(); }
+      else { finish(); reject(new EngineError(`voice-activity detection failed: ${m.message}`)); void worker.terminate(); }
+    });
+    worker.on("error", (err) => { finish(); reject(new EngineError(`voice-activity detection failed: ${err.message}`, { cause: err })); });
+    worker.on("exit", (code) => { finish(); reject(new EngineError(`voice-activity worker exited (${code})`)); });
+  });
+}

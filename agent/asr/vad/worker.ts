@@ -1,0 +1,62 @@
+/**
+ * The VAD worker: runs sherpa-onnx's Silero detector over a PCM file, off the main event loop
+ * (the detector is synchronous), posting progress and, at the end, the speech spans.
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import { SAMPLE_RATE } from "../ffmpeg.js";
+import { PcmFile } from "../pcm.js";
+import { loadSherpa } from "../sherpa.js";
+import type { SpeechSpan, VadMessage, VadRequest } from "./protocol.js";
+
+const WINDOW = 512;
+/** Samples read from disk per step (10 s); a multiple of the window. */
+const BLOCK = WINDOW * 320;
+
+async function main(request: VadRequest): Promise<SpeechSpan[]> {
+  const vad = new (loadSherpa().Vad)({
+    sileroVad: {
+      model: request.model,
+      threshold: request.threshold,
+      minSilenceDuration: request.minSilenceSeconds,
+      minSpeechDuration: request.minSpeechSeconds,
+      windowSize: WINDOW,
+      maxSpeechDuration: request.maxSpeechSeconds,
+    },
+    sampleRate: SAMPLE_RATE,
+    numThreads: 1,
+    debug: false,
+  }, Math.ceil(request.maxSpeechSeconds) + 30);
+  const spans: SpeechSpan[] = [];
+  const drain = () => {
+    while (!vad.isEmpty()) {
+      const s = vad.front(false);
+      spans.push({ start: s.start, end: s.start + s.samples.length });
+      vad.pop();
+    }
+  };
+  const pcm = await PcmFile.open(request.pcmPath);
+  try {
+    for (let at = 0; at < pcm.samples; at += BLOCK) {
+      const block = await pcm.read(at, at + BLOCK);
+      for (let i = 0; i < block.length; i += WINDOW) {
+        vad.acceptWaveform(block.subarray(i, i + WINDOW));
+        drain();
+      }
+      post({ kind: "progress", processed: Math.min(pcm.samples, at + BLOCK), total: pcm.samples });
+    }
+    vad.flush();
+    drain();
+  } finally {
+    await pcm.close();
+  }
+  return spans;
+}
+
+function post(message: VadMessage): void {
+  parentPort!.postMessage(message);
+}
+
+main(workerData as VadRequest).then(
+  (spans) => post({ kind: "done", spans }),
+  (err: unknown) => post({ kind: "error", message: err instanceof Error ? err.message : String(err) }),
+);

@@ -1,0 +1,101 @@
+/**
+ * The agent's HTTP app on port 7860 (Hono): the transcription API under `/api` —
+ * `POST /api/process`, `GET /api/status/{job_id}`, `GET /api/result/{job_id}?format=`,
+ * `GET /api/models` — behind an optional bearer token (`KILN_AGENT_TOKEN`).
+ */
+import { timingSafeEqual } from "node:crypto";
+import type { HttpBindings } from "@hono/node-server";
+import { Hono, type MiddlewareHandler } from "hono";
+import { notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
+import { AuthenticationError, InvalidRequestError, KilnError } from "../../core/errors.js";
+import type { Logger } from "../../core/log.js";
+import type { WhisperModelName } from "../../models/whisper.js";
+import { CONTENT_TYPES, FORMATS, render, type OutputFormat } from "../asr/formats.js";
+import type { WhisperPool } from "../asr/whisper.js";
+import type { JobService } from "../jobs/index.js";
+import { parseJobFields } from "./fields.js";
+import { parseUpload, type UploadLimits } from "./upload.js";
+
+export interface AgentHttpDeps {
+  jobs: JobService;
+  whisper: WhisperPool;
+  limits: UploadLimits;
+  /** When set, every `/api/*` call needs `Authorization: Bearer <token>`. */
+  token?: string;
+  logger: Logger;
+}
+
+export type AgentEnv = RequestIdEnv & { Bindings: HttpBindings };
+
+export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
+  const app = new Hono<AgentEnv>();
+  app.onError(onError(deps.logger));
+  app.notFound(notFound);
+  app.use("*", requestId());
+  if (deps.token) app.use("/api/*", bearer(deps.token));
+
+  app.post("/api/process", async (c) => {
+    deps.jobs.ensureRoom(1);
+    let upload;
+    try {
+      upload = await parseUpload(c.env.incoming, deps.limits, (name) => deps.jobs.stage(name), (files) => deps.jobs.discard(files));
+    } catch (err) {
+      // The rest of a refused upload is not worth reading: answer, then close the connection.
+      if (err instanceof KilnError) c.header("Connection", "close");
+      throw err;
+    }
+    try {
+      const options = parseJobFields(upload.fields);
+      if (!(await deps.whisper.isInstalled(options.model as WhisperModelName))) {
+        const installed = (await deps.whisper.status()).filter((m) => m.installed).map((m) => m.name);
+        throw new InvalidRequestError("model_not_installed", `model: "${options.model}" is not installed on this instance (installed: ${installed.join(", ") || "none"})`);
+      }
+      if (options.speakerDiarization) {
+        throw new InvalidRequestError("diarization_unavailable", "speaker_diarization: this instance has no speaker-diarization models installed");
+      }
+      if (options.targetLanguage && options.targetLanguage !== "en") {
+        throw new InvalidRequestError("translation_unavailable", `target_language: translation into "${options.targetLanguage}" needs a translation model; this instance translates into en only`);
+      }
+      const jobs = deps.jobs.submit(upload.files, options);
+      const body = jobs.length === 1
+        ? { job_id: jobs[0]!.job_id, status: jobs[0]!.status }
+        : { jobs: jobs.map((j) => ({ job_id: j.job_id, status: j.status, file_name: j.file_name })) };
+      return c.json(body, 202);
+    } catch (err) {
+      await deps.jobs.discard(upload.files);
+      throw err;
+    }
+  });
+
+  app.get("/api/status/:id", async (c) => c.json(await deps.jobs.status(c.req.param("id"))));
+
+  app.get("/api/result/:id", async (c) => {
+    const format = (c.req.query("format") ?? "json").toLowerCase();
+    if (!(FORMATS as readonly string[]).includes(format)) {
+      throw new InvalidRequestError("invalid_format", `format: "${format}" is not one of ${FORMATS.join(", ")}`);
+    }
+    const id = c.req.param("id");
+    const transcript = await deps.jobs.result(id);
+    c.header("Content-Type", CONTENT_TYPES[format as OutputFormat]);
+    if (c.req.query("download") !== undefined) c.header("Content-Disposition", `attachment; filename="${id}.${format}"`);
+    return c.body(render(transcript, format as OutputFormat));
+  });
+
+  app.get("/api/models", async (c) => c.json({ models: await deps.whisper.status() }));
+
+  return app;
+}
+
+function bearer(token: string): MiddlewareHandler<AgentEnv> {
+  const expected = Buffer.from(token);
+  return async (c, next) => {
+    const header = c.req.header("authorization");
+    if (!header) throw new AuthenticationError("missing_api_key", "Authorization: this instance needs \"Bearer <token>\"");
+    const m = /^Bearer (.+)$/.exec(header);
+    const given = Buffer.from(m?.[1] ?? "");
+    if (!m || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new AuthenticationError("invalid_api_key", "Authorization: the bearer token is not this instance's");
+    }
+    await next();
+  };
+}

@@ -1,0 +1,1 @@
+export { createAgentApp, type AgentHttpDeps, type AgentEnv } from "./app.js";

@@ -1,0 +1,109 @@
+/**
+ * Streaming `multipart/form-data` (busboy): every `audio` part goes to disk as it arrives, never
+ * whole into memory. Limits are enforced while streaming: a file passing the size limit stops the
+ * upload at once with a 413 and its partial file is removed; an 11th `audio` part is a 400.
+ * Text fields are collected (small, bounded); other file parts are drained and ignored.
+ */
+import { createWriteStream } from "node:fs";
+import type { IncomingMessage } from "node:http";
+import { pipeline } from "node:stream/promises";
+import busboy from "busboy";
+import { InvalidRequestError, KilnError, PayloadTooLargeError } from "../../core/errors.js";
+import type { StagedUpload } from "../jobs/index.js";
+
+export interface UploadLimits {
+  /** Largest file, in bytes (the spec's 1 GB). */
+  fileBytes: number;
+  /** Most `audio` parts in one request (the spec's 10). */
+  files: number;
+}
+
+export interface ParsedUpload {
+  files: StagedUpload[];
+  fields: Record<string, string>;
+}
+
+const FIELD_BYTES = 64 * 1024;
+const MAX_FIELDS = 64;
+
+/**
+ * Parses the request; `stage(fileName)` says where each audio part goes. On any failure the
+ * files written so far are removed (by `discard`) before the error is thrown.
+ */
+export async function parseUpload(
+  req: IncomingMessage,
+  limits: UploadLimits,
+  stage: (fileName: string) => Promise<StagedUpload>,
+  discard: (files: StagedUpload[]) => Promise<void>,
+): Promise<ParsedUpload> {
+  const contentType = req.headers["content-type"] ?? "";
+  if (!/^multipart\/form-data/i.test(contentType)) {
+    throw new InvalidRequestError("invalid_content_type", `Content-Type: expected multipart/form-data with an audio file, got "${contentType || "none"}"`);
+  }
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: req.headers, limits: { fileSize: limits.fileBytes, files: limits.files, fieldSize: FIELD_BYTES, fields: MAX_FIELDS } });
+  } catch (err) {
+    throw new InvalidRequestError("invalid_multipart", `Content-Type: ${err instanceof Error ? err.message : "malformed multipart header"}`);
+  }
+
+  const files: StagedUpload[] = [];
+  const fields: Record<string, string> = {};
+  const writes: Promise<void>[] = [];
+  const open = new Set<NodeJS.ReadableStream & { destroy(): void }>();
+  let failure: KilnError | undefined;
+  let audioParts = 0;
+
+  const done = new Promise<void>((resolve, reject) => {
+    const fail = (err: KilnError) => {
+      if (failure) return;
+      failure = err;
+      req.unpipe(parser);
+      for (const stream of open) stream.destroy();
+      reject(err);
+    };
+    parser.on("file", (name, stream, info) => {
+      if (failure || name !== "audio") {
+        stream.resume();
+        return;
+      }
+      audioParts++;
+      const fileName = info.filename || `audio-${audioParts}`;
+      open.add(stream);
+      stream.on("limit", () => fail(new PayloadTooLargeError("file_too_large", `audio: "${fileName}" is larger than the ${formatBytes(limits.fileBytes)} limit`)));
+      const write = (async () => {
+        const staged = await stage(fileName);
+        files.push(staged);
+        await pipeline(stream, createWriteStream(staged.path));
+      })().finally(() => open.delete(stream));
+      write.catch(() => undefined);
+      writes.push(write);
+    });
+    parser.on("field", (name, value, info) => {
+      if (info.valueTruncated) fail(new InvalidRequestError("field_too_large", `${name}: longer than ${FIELD_BYTES} bytes`));
+      else fields[name] = value;
+    });
+    parser.on("filesLimit", () => fail(new InvalidRequestError("too_many_files", `audio: at most ${limits.files} files per request`)));
+    parser.on("fieldsLimit", () => fail(new InvalidRequestError("too_many_fields", `at most ${MAX_FIELDS} form fields per request`)));
+    parser.on("error", (err: Error) => fail(new InvalidRequestError("invalid_multipart", `body: malformed multipart data (${err.message})`)));
+    parser.on("close", () => resolve());
+    req.on("aborted", () => fail(new InvalidRequestError("upload_aborted", "audio: the upload was interrupted")));
+  });
+  req.pipe(parser);
+
+  try {
+    await done;
+    await Promise.all(writes);
+    if (failure) throw failure;
+  } catch (err) {
+    await Promise.allSettled(writes);
+    await discard(files);
+    throw err instanceof KilnError ? err : new InvalidRequestError("upload_failed", `audio: the upload failed (${err instanceof Error ? err.message : String(err)})`);
+  }
+  if (files.length === 0) throw new InvalidRequestError("missing_audio", "audio: required (a file part named \"audio\")");
+  return { files, fields };
+}
+
+function formatBytes(n: number): string {
+  return n % 1024 ** 3 === 0 ? `${n / 1024 ** 3} GB` : n % 1024 ** 2 === 0 ? `${n / 1024 ** 2} MB` : `${n} bytes`;
+}

@@ -1,0 +1,4 @@
+/** HTTP pieces both Kiln servers share (scheduler API on /v1, agent API on :7860). */
+export { errorResponse, notFound, onError } from "./errors.js";
+export { requestId, type RequestIdEnv } from "./request-id.js";
+export { listenHttp, type HttpListener } from "./listen.js";
