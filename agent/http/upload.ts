@@ -24,6 +24,12 @@ export interface ParsedUpload {
 }
 
 const FIELD_BYTES = 64 * 1024;
+/**
+ * After refusing an upload, the rest of the body is read and dropped (clients such as fetch read
+ * the answer only once they have sent everything), up to this many bytes; past that the
+ * connection is cut.
+ */
+const DRAIN_BYTES = 64 * 1024 ** 2;
 const MAX_FIELDS = 64;
 
 /**
@@ -60,6 +66,7 @@ export async function parseUpload(
       failure = err;
       req.unpipe(parser);
       for (const stream of open) stream.destroy();
+      drain(req);
       reject(err);
     };
     parser.on("file", (name, stream, info) => {
@@ -102,6 +109,15 @@ export async function parseUpload(
   }
   if (files.length === 0) throw new InvalidRequestError("missing_audio", "audio: required (a file part named \"audio\")");
   return { files, fields };
+}
+
+function drain(req: IncomingMessage): void {
+  let dropped = 0;
+  req.on("data", (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > DRAIN_BYTES) req.socket.destroy();
+  });
+  req.resume();
 }
 
 function formatBytes(n: number): string {

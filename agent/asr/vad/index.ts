@@ -3,7 +3,9 @@
  * synchronous detector never blocks the event loop. The model's signature is checked first,
  * because sherpa-onnx ends the whole process on a model it does not expect.
  */
+import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { readOnnxSignature } from "../../../core/onnx.js";
 import { EngineError, JobAbortedError } from "../errors.js";
@@ -22,6 +24,15 @@ export interface VadOptions {
   minSpeechSeconds?: number;
   /** Longer speech is cut, in seconds. Default 30 (whisper's window). */
   maxSpeechSeconds?: number;
+}
+
+/**
+ * The compiled worker beside this module; when this module runs from its TypeScript source
+ * (vitest), the worker is taken from the build in dist/ (`npm test` builds first).
+ */
+function workerUrl(): URL {
+  const beside = new URL("./worker.js", import.meta.url);
+  return existsSync(fileURLToPath(beside)) ? beside : new URL("../../../dist/agent/asr/vad/worker.js", import.meta.url);
 }
 
 const checked = new Map<string, Promise<void>>();
@@ -65,7 +76,7 @@ export async function detectSpeech(pcmPath: string, options: VadOptions, onProgr
     minSpeechSeconds: options.minSpeechSeconds ?? 0.25,
     maxSpeechSeconds: options.maxSpeechSeconds ?? 30,
   };
-  const worker = new Worker(new URL("./worker.js", import.meta.url), { workerData: request });
+  const worker = new Worker(workerUrl(), { workerData: request });
   return await new Promise<SpeechSpan[]>((resolve, reject) => {
     const onAbort = () => {
       void worker.terminate();

@@ -1,0 +1,80 @@
+/**
+ * Helpers for the transcription suites: a transcription-only agent (in process or spawned) on
+ * the fabricated whisper and energy-VAD models, audio made by ffmpeg, uploads and polling.
+ */
+import { execFileSync } from "node:child_process";
+import { openAsBlob } from "node:fs";
+import { basename, join } from "node:path";
+import { parseAgentConfig } from "../../config/index.js";
+import { createLogger } from "../../core/log.js";
+import { startAgent, type AgentHandle } from "../../agent/index.js";
+import { defaultModelDir, TEST_SPEECH } from "../../scripts/make-test-models.js";
+import { spawnKiln, tempDir, until, type KilnProcess } from "./fleet.js";
+
+export const TEST_WHISPER_DIR = join(defaultModelDir(), TEST_SPEECH.whisperDir);
+export const TEST_VAD = join(defaultModelDir(), TEST_SPEECH.vad);
+
+/** 1 s of silence then 2 s of a 440 Hz tone, repeated: speech for the energy VAD, with pauses. */
+export const toneBursts = (seconds: number) => `aevalsrc=0.4*sin(2*PI*440*t)*gt(mod(t\\,3)\\,1):s=16000:d=${seconds}`;
+
+/** Makes `name` in `dir` with ffmpeg from a lavfi audio source (and a test video for video containers). */
+export function makeMedia(dir: string, name: string, options: { seconds?: number; video?: boolean; audio?: boolean } = {}): string {
+  const out = join(dir, name);
+  const seconds = options.seconds ?? 6;
+  const inputs: string[] = [];
+  if (options.video) inputs.push("-f", "lavfi", "-i", `testsrc=size=64x48:rate=5:duration=${seconds}`);
+  if (options.audio !== false) inputs.push("-f", "lavfi", "-i", toneBursts(seconds));
+  const extra = options.video ? ["-pix_fmt", "yuv420p", "-shortest"] : [];
+  execFileSync("ffmpeg", ["-v", "error", "-y", ...inputs, ...extra, out]);
+  return out;
+}
+
+export interface Transcription {
+  base: string;
+  agent: AgentHandle;
+}
+
+/** A transcription-only agent in this process, on an OS-picked port. */
+export async function startTranscription(raw: Record<string, string> = {}): Promise<Transcription> {
+  const agent = await startAgent(parseAgentConfig({
+    host: "127.0.0.1", port: "0", dataDir: tempDir(), whisperDir: TEST_WHISPER_DIR, vadModel: TEST_VAD,
+    asrParallel: "2", asrThreads: "2", gpu: "cpu", ...raw,
+  }), createLogger("test", (process.env.KILN_TEST_LOG_LEVEL as "info" | undefined) ?? "silent"));
+  return { agent, base: `http://127.0.0.1:${agent.http.port}` };
+}
+
+/** `kiln agent` as a process (transcription only); resolves once its API listens. */
+export async function spawnTranscription(dataDir: string, extra: string[] = []): Promise<{ proc: KilnProcess; base: string }> {
+  const proc = spawnKiln(["agent", "--whisper-dir", TEST_WHISPER_DIR, "--vad-model", TEST_VAD, "--asr-parallel", "1", "--asr-threads", "1", "--gpu", "cpu", ...extra], { KILN_DATA_DIR: dataDir });
+  const line = await proc.waitFor(/transcription API listening/, 20_000);
+  const port = Number(/"http":"[^"]*:(\d+)"/.exec(line)?.[1]);
+  return { proc, base: `http://127.0.0.1:${port}` };
+}
+
+/** POSTs files (paths, as `audio` parts) and fields to /api/process. */
+export async function upload(base: string, files: string[], fields: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) form.append(k, v);
+  for (const f of files) form.append("audio", await openAsBlob(f), basename(f));
+  const res = await fetch(`${base}/api/process`, { method: "POST", body: form, headers });
+  return { status: res.status, body: await res.json() };
+}
+
+export async function getJson(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const res = await fetch(url, { headers });
+  return { status: res.status, body: await res.json() };
+}
+
+/** Polls a job until it leaves `processing`; returns the final view and every progress seen. */
+export async function waitForJob(base: string, id: string, timeoutMs = 60_000): Promise<{ view: any; progress: number[]; etas: unknown[] }> {
+  const progress: number[] = [];
+  const etas: unknown[] = [];
+  let view: any;
+  await until(async () => {
+    view = (await getJson(`${base}/api/status/${id}`)).body;
+    progress.push(view.progress);
+    etas.push(view.estimated_time_remaining);
+    return view.status !== "processing";
+  }, timeoutMs, `job ${id}`);
+  return { view, progress, etas };
+}

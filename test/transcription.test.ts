@@ -1,0 +1,190 @@
+/**
+ * The transcription API on :7860 against the real pipeline (ffmpeg, sherpa-onnx VAD, whisper.cpp
+ * through smart-whisper) with the fabricated tiny whisper and energy-VAD models.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tempDir } from "./helpers/fleet.js";
+import { getJson, makeMedia, startTranscription, upload, waitForJob, type Transcription } from "./helpers/speech.js";
+
+let t: Transcription;
+let media: string;
+const completed: Record<string, string> = {}; // format → job id
+
+beforeAll(async () => {
+  t = await startTranscription();
+  media = tempDir();
+});
+afterAll(() => t?.agent.close());
+
+const FORMATS = ["mp3", "wav", "flac", "m4a", "aac", "ogg", "wma"];
+const VIDEO = ["mp4", "avi", "mov"];
+
+describe("POST /api/process", () => {
+  it("transcribes every accepted format, ten files in one request, with monotonic progress and an integer ETA", async () => {
+    const files = [
+      ...FORMATS.map((f) => makeMedia(media, `audio.${f}`)),
+      ...VIDEO.map((f) => makeMedia(media, `video.${f}`, { video: true })),
+    ];
+    const res = await upload(t.base, files, { model: "base" });
+    expect(res.status).toBe(202);
+    expect(res.body.jobs).toHaveLength(10);
+    for (const job of res.body.jobs) expect(job).toMatchObject({ job_id: expect.any(String), status: "processing" });
+    for (const [i, job] of (res.body.jobs as { job_id: string; file_name: string }[]).entries()) {
+      const { view, progress, etas } = await waitForJob(t.base, job.job_id);
+      expect(view.status, `${job.file_name}: ${view.error}`).toBe("completed");
+      expect(view.progress).toBe(1);
+      for (let k = 1; k < progress.length; k++) expect(progress[k]!).toBeGreaterThanOrEqual(progress[k - 1]!);
+      for (const eta of etas) expect(Number.isInteger(eta)).toBe(true);
+      expect(view.result).toMatchObject({ language: expect.any(String), duration: expect.closeTo(6, 0), segments: expect.any(Array) });
+      completed[files[i]!.split(".").pop()!] = job.job_id;
+    }
+  });
+
+  it("answers one file with {job_id, status}", async () => {
+    const res = await upload(t.base, [makeMedia(media, "one.wav", { seconds: 3 })]);
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ job_id: expect.any(String), status: "processing" });
+    expect((await waitForJob(t.base, res.body.job_id)).view.status).toBe("completed");
+  });
+
+  it("ends a text file named .mp3, an empty file and a video with no audio in a clear error", async () => {
+    const text = join(media, "notes.mp3");
+    writeFileSync(text, "this is not audio at all\n".repeat(50));
+    const empty = join(media, "empty.wav");
+    writeFileSync(empty, "");
+    const silent = makeMedia(media, "silent.mp4", { video: true, audio: false, seconds: 2 });
+    const res = await upload(t.base, [text, empty, silent]);
+    expect(res.status).toBe(202);
+    const errors = await Promise.all((res.body.jobs as { job_id: string }[]).map(async (j) => (await waitForJob(t.base, j.job_id)).view));
+    expect(errors.map((v) => v.status)).toEqual(["error", "error", "error"]);
+    expect(errors[0].error).toMatch(/notes\.mp3 is not an audio or video file/);
+    expect(errors[1].error).toMatch(/empty\.wav is empty/);
+    expect(errors[2].error).toMatch(/silent\.mp4 has no audio track/);
+    const result = await getJson(`${t.base}/api/result/${errors[0].job_id}`);
+    expect(result.status).toBe(409);
+    expect(result.body.error.code).toBe("job_failed");
+  });
+
+  it("refuses 11 files with a 400", async () => {
+    const file = makeMedia(media, "short.wav", { seconds: 1 });
+    const res = await upload(t.base, Array.from({ length: 11 }, () => file));
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: "invalid_request_error", code: "too_many_files" });
+    expect(res.body.error.message).toMatch(/^audio:/);
+  });
+
+  it.each([
+    ["model", { model: "tiny" }, "invalid_model"],
+    ["model", { model: "small" }, "model_not_installed"],
+    ["language", { language: "klingon" }, "invalid_language"],
+    ["source_language", { language: "en", source_language: "de" }, "conflicting_language"],
+    ["translate", { translate: "maybe" }, "invalid_boolean"],
+    ["target_language", { translate: "true", target_language: "xx" }, "invalid_language"],
+    ["target_language", { translate: "false", target_language: "de" }, "translate_disabled"],
+    ["speaker_diarization", { speaker_diarization: "sometimes" }, "invalid_boolean"],
+    ["min_speakers", { min_speakers: "two" }, "invalid_integer"],
+    ["max_speakers", { max_speakers: "0" }, "invalid_speakers"],
+    ["min_speakers", { min_speakers: "3", max_speakers: "2" }, "invalid_speakers"],
+  ])("refuses a bad %s with a 400 naming it (%j)", async (field, fields, code) => {
+    const res = await upload(t.base, [makeMedia(media, "f.wav", { seconds: 1 })], fields);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: "invalid_request_error", code });
+    expect(res.body.error.message.startsWith(`${field}:`)).toBe(true);
+  });
+
+  it("needs an audio part and multipart/form-data", async () => {
+    const none = await upload(t.base, [], { model: "base" });
+    expect(none.status).toBe(400);
+    expect(none.body.error.code).toBe("missing_audio");
+    const json = await fetch(`${t.base}/api/process`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(json.status).toBe(400);
+    expect((await json.json()).error.code).toBe("invalid_content_type");
+  });
+});
+
+describe("results", () => {
+  it("JSON words lie inside their segments, in order, with confidences in 0-1", async () => {
+    const { body } = await getJson(`${t.base}/api/result/${completed.wav}?format=json`);
+    expect(body.segments.length).toBeGreaterThan(0);
+    let last = 0;
+    for (const s of body.segments) {
+      expect(s.start).toBeLessThanOrEqual(s.end);
+      expect(s.start).toBeGreaterThanOrEqual(last - 1e-9);
+      for (const w of s.words) {
+        expect(w.start).toBeGreaterThanOrEqual(s.start);
+        expect(w.end).toBeLessThanOrEqual(s.end);
+        expect(w.start).toBeLessThanOrEqual(w.end);
+        expect(w.start).toBeGreaterThanOrEqual(last - 1e-9);
+        expect(w.confidence).toBeGreaterThanOrEqual(0);
+        expect(w.confidence).toBeLessThanOrEqual(1);
+        last = w.start;
+      }
+    }
+  });
+
+  it("SRT and VTT parse, are ordered, never overlap and keep cues short", async () => {
+    for (const format of ["srt", "vtt"] as const) {
+      const res = await fetch(`${t.base}/api/result/${completed.wav}?format=${format}`);
+      expect(res.headers.get("content-type")).toContain(format === "srt" ? "subrip" : "text/vtt");
+      const text = await res.text();
+      if (format === "vtt") expect(text.startsWith("WEBVTT\n")).toBe(true);
+      const sep = format === "srt" ? "," : "\\.";
+      const cue = new RegExp(`(\\d{2,}):(\\d{2}):(\\d{2})${sep}(\\d{3}) --> (\\d{2,}):(\\d{2}):(\\d{2})${sep}(\\d{3})\\n((?:.+\\n?)+)`, "g");
+      const cues = [...text.matchAll(cue)].map((m) => ({
+        start: +m[1]! * 3600 + +m[2]! * 60 + +m[3]! + +m[4]! / 1000,
+        end: +m[5]! * 3600 + +m[6]! * 60 + +m[7]! + +m[8]! / 1000,
+        lines: m[9]!.trim().split("\n"),
+      }));
+      expect(cues.length).toBeGreaterThan(0);
+      let previousEnd = 0;
+      for (const c of cues) {
+        expect(c.start).toBeGreaterThanOrEqual(previousEnd);
+        expect(c.end).toBeGreaterThan(c.start);
+        expect(c.end - c.start).toBeLessThanOrEqual(7.001);
+        expect(c.lines.length).toBeLessThanOrEqual(2);
+        previousEnd = c.end;
+      }
+    }
+  });
+
+  it("TXT holds the text; an unknown format and an unknown job are refused", async () => {
+    const txt = await fetch(`${t.base}/api/result/${completed.mp3}?format=txt`);
+    expect(txt.status).toBe(200);
+    const json = (await getJson(`${t.base}/api/result/${completed.mp3}`)).body;
+    expect((await txt.text()).trim()).toBe(json.segments.map((s: { text: string }) => s.text).join("\n"));
+    const bad = await getJson(`${t.base}/api/result/${completed.mp3}?format=docx`);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/^format:/);
+    const missing = await getJson(`${t.base}/api/status/no-such-job`);
+    expect(missing.status).toBe(404);
+    expect(missing.body.error).toMatchObject({ type: "not_found_error", code: "job_not_found" });
+  });
+});
+
+describe("GET /api/models", () => {
+  it("lists the five catalog models with sizes, 99 languages, installed and loaded", async () => {
+    const { status, body } = await getJson(`${t.base}/api/models`);
+    expect(status).toBe(200);
+    expect(body.models.map((m: { name: string }) => m.name)).toEqual(["base", "small", "medium", "large", "large-v2"]);
+    expect(body.models.map((m: { size: string }) => m.size)).toEqual(["39MB", "244MB", "769MB", "1550MB", "1550MB"]);
+    for (const m of body.models) expect(m.languages).toBe(99);
+    expect(body.models[0]).toMatchObject({ installed: true, loaded: true });
+    expect(body.models[1]).toMatchObject({ installed: false, loaded: false });
+  });
+});
+
+describe("KILN_AGENT_TOKEN", () => {
+  it("guards every /api call when set", async () => {
+    const guarded = await startTranscription({ agentToken: "s3cret-token" });
+    try {
+      expect((await getJson(`${guarded.base}/api/models`)).status).toBe(401);
+      expect((await getJson(`${guarded.base}/api/models`, { authorization: "Bearer wrong" })).status).toBe(401);
+      expect((await getJson(`${guarded.base}/api/models`, { authorization: "Bearer s3cret-token" })).status).toBe(200);
+      expect((await upload(guarded.base, [makeMedia(media, "g.wav", { seconds: 1 })])).status).toBe(401);
+    } finally {
+      await guarded.agent.close();
+    }
+  });
+});
