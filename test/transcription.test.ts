@@ -100,7 +100,7 @@ describe("POST /api/process", () => {
     expect(none.body.error.code).toBe("missing_audio");
     const json = await fetch(`${t.base}/api/process`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(json.status).toBe(400);
-    expect((await json.json()).error.code).toBe("invalid_content_type");
+    expect(((await json.json()) as { error: { code: string } }).error.code).toBe("invalid_content_type");
   });
 });
 

@@ -4,7 +4,7 @@
  * upload at once with a 413 and its partial file is removed; an 11th `audio` part is a 400.
  * Text fields are collected (small, bounded); other file parts are drained and ignored.
  */
-import { createWriteStream } from "node:fs";
+import { createWriteStream, type WriteStream } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import { pipeline } from "node:stream/promises";
 import busboy from "busboy";
@@ -56,7 +56,9 @@ export async function parseUpload(
   const files: StagedUpload[] = [];
   const fields: Record<string, string> = {};
   const writes: Promise<void>[] = [];
-  const open = new Set<NodeJS.ReadableStream & { destroy(): void }>();
+  // Parts being written: busboy's file streams emit no 'close' when destroyed, so a refused
+  // upload ends its pipelines by failing the file side.
+  const open = new Set<WriteStream>();
   let failure: KilnError | undefined;
   let audioParts = 0;
 
@@ -65,7 +67,7 @@ export async function parseUpload(
       if (failure) return;
       failure = err;
       req.unpipe(parser);
-      for (const stream of open) stream.destroy();
+      for (const out of open) out.destroy(err);
       drain(req);
       reject(err);
     };
@@ -76,13 +78,19 @@ export async function parseUpload(
       }
       audioParts++;
       const fileName = info.filename || `audio-${audioParts}`;
-      open.add(stream);
       stream.on("limit", () => fail(new PayloadTooLargeError("file_too_large", `audio: "${fileName}" is larger than the ${formatBytes(limits.fileBytes)} limit`)));
       const write = (async () => {
         const staged = await stage(fileName);
         files.push(staged);
-        await pipeline(stream, createWriteStream(staged.path));
-      })().finally(() => open.delete(stream));
+        if (failure) throw failure;
+        const out = createWriteStream(staged.path);
+        open.add(out);
+        try {
+          await pipeline(stream, out);
+        } finally {
+          open.delete(out);
+        }
+      })();
       write.catch(() => undefined);
       writes.push(write);
     });

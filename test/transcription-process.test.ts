@@ -1,0 +1,96 @@
+/**
+ * The transcription agent as a real process: an oversized upload is refused while it streams,
+ * without memory growth or leftovers, and a killed agent loses no result and leaves no job stuck.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { request } from "node:http";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { tempDir, until, type KilnProcess } from "./helpers/fleet.js";
+import { getJson, makeMedia, spawnTranscription, upload, waitForJob } from "./helpers/speech.js";
+
+const procs: KilnProcess[] = [];
+afterEach(async () => {
+  await Promise.all(procs.splice(0).map((p) => p.stop("SIGKILL")));
+});
+
+function rssBytes(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+  return Number(kb) * 1024;
+}
+
+/** Streams a multipart body with one `audio` part of `size` bytes; resolves with the answer. */
+function streamUpload(base: string, size: number): Promise<{ status: number; body: any }> {
+  const boundary = "----kiln-test-boundary";
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="audio"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const block = Buffer.alloc(1024 * 1024, 7);
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}/api/process`, {
+      method: "POST",
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + size + tail.length },
+    }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    req.on("error", reject);
+    let sent = 0;
+    const pump = () => {
+      if (sent === 0) req.write(head);
+      while (sent < size) {
+        const n = Math.min(block.length, size - sent);
+        sent += n;
+        if (!req.write(n === block.length ? block : block.subarray(0, n))) return void req.once("drain", pump);
+      }
+      req.end(tail);
+    };
+    pump();
+  });
+}
+
+describe("transcription agent process", () => {
+  it("refuses 1 GB + 1 byte with 413 while streaming, within 100 MB of its memory, leaving no file", async () => {
+    const dataDir = tempDir();
+    const { proc, base } = await spawnTranscription(dataDir);
+    procs.push(proc);
+    const pid = proc.child.pid!;
+    const before = rssBytes(pid);
+    let peak = before;
+    const sampler = setInterval(() => { peak = Math.max(peak, rssBytes(pid)); }, 50);
+    const res = await streamUpload(base, 1024 ** 3 + 1).finally(() => clearInterval(sampler));
+    expect(res.status).toBe(413);
+    expect(res.body.error).toMatchObject({ type: "invalid_request_error", code: "file_too_large" });
+    expect(res.body.error.message).toMatch(/^audio:/);
+    expect(peak - before).toBeLessThan(100 * 1024 * 1024);
+    expect(readdirSync(join(dataDir, "uploads"))).toEqual([]);
+    // The agent is still fine afterwards.
+    expect((await getJson(`${base}/api/models`)).status).toBe(200);
+  }, 120_000);
+
+  it("keeps completed results and resumes the interrupted job after SIGKILL and a restart", async () => {
+    const dataDir = tempDir();
+    const media = tempDir();
+    let agent = await spawnTranscription(dataDir);
+    procs.push(agent.proc);
+    const short = await upload(agent.base, [makeMedia(media, "short.wav", { seconds: 3 })]);
+    const done = await waitForJob(agent.base, short.body.job_id);
+    expect(done.view.status).toBe("completed");
+
+    const long = await upload(agent.base, [makeMedia(media, "long.flac", { seconds: 150 })]);
+    expect(long.status).toBe(202);
+    await until(async () => (await getJson(`${agent.base}/api/status/${long.body.job_id}`)).body.progress > 0.1, 30_000, "the long job to start decoding");
+    await agent.proc.stop("SIGKILL");
+
+    agent = await spawnTranscription(dataDir);
+    procs.push(agent.proc);
+    const kept = await getJson(`${agent.base}/api/status/${short.body.job_id}`);
+    expect(kept.body.status).toBe("completed");
+    expect(kept.body.result).toEqual(done.view.result);
+    const resumed = await waitForJob(agent.base, long.body.job_id, 120_000);
+    expect(resumed.view.status).toBe("completed");
+    expect(resumed.view.result.duration).toBeCloseTo(150, 0);
+    expect(agent.proc.lines.some((l) => /resuming interrupted transcription job/.test(l))).toBe(true);
+  }, 240_000);
+});
