@@ -7,7 +7,10 @@ import { resolve } from "node:path";
 import { parseAgentConfig, parseSchedulerConfig, formatHostPort } from "../config/index.js";
 import { createLogger } from "../core/log.js";
 import { DEV_MODEL_ID } from "../models/catalog.js";
-import { ensureTestModel } from "../scripts/make-test-models.js";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { WHISPER_MODELS } from "../models/whisper.js";
+import { ensureTestModel, ensureTestSpeechModels } from "../scripts/make-test-models.js";
 import { startAgent } from "../agent/index.js";
 import { startScheduler } from "../scheduler/index.js";
 import { onShutdown } from "./shutdown.js";
@@ -26,8 +29,18 @@ export async function runDev(raw: Record<string, string | string[] | undefined>)
     serve = [`${DEV_MODEL_ID}=${path}`];
   }
 
+  // Likewise for transcription: with no whisper model installed, the fabricated tiny one (noise
+  // words, real pipeline) under the name "base", and the energy VAD in place of Silero.
+  let { whisperDir, vadModel } = raw as { whisperDir?: string; vadModel?: string };
+  if (!WHISPER_MODELS.some((m) => existsSync(join(resolve(whisperDir ?? ".kiln/whisper"), m.file)))) {
+    const speech = await ensureTestSpeechModels(resolve(".kiln", "models"));
+    whisperDir = speech.whisperDir;
+    vadModel ??= speech.vadModel;
+    logger.warn({ whisperDir, vadModel }, "no whisper model in --whisper-dir: transcribing with the fabricated random-weight test model (its words are noise)");
+  }
+
   const scheduler = await startScheduler(schedulerConfig, logger.child({ component: "scheduler" }));
-  const agentConfig = parseAgentConfig({ ...raw, serve, nodeToken, scheduler: formatHostPort({ host: connectable(scheduler.grpc.host), port: scheduler.grpc.port }) });
+  const agentConfig = parseAgentConfig({ ...raw, serve, nodeToken, ...(whisperDir ? { whisperDir } : {}), ...(vadModel ? { vadModel } : {}), scheduler: formatHostPort({ host: connectable(scheduler.grpc.host), port: scheduler.grpc.port }) });
   const agent = await startAgent(agentConfig, logger.child({ component: "agent" })).catch(async (err: unknown) => { await scheduler.close(); throw err; });
   const { token, id } = await scheduler.keys.create({ account: "dev", tier: "pro", expiresInSeconds: DEV_KEY_DAYS * 86_400 });
   const base = `http://${formatHostPort({ host: connectable(scheduler.http.host), port: scheduler.http.port })}/v1`;
@@ -37,6 +50,7 @@ export async function runDev(raw: Record<string, string | string[] | undefined>)
     "  Kiln dev is up.",
     `  API base:  ${base}`,
     `  Models:    ${agentConfig.serve.map((s) => s.id).join(", ")}`,
+    `  Transcribe: http://${formatHostPort({ host: connectable(agent.http.host), port: agent.http.port })}/api  (POST /api/process, GET /api/status/{job_id}, GET /api/models)`,
     `  Dev key:   ${token}`,
     `             (key id ${id}, pro tier, expires in ${DEV_KEY_DAYS} days)`,
     "",

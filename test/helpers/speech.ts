@@ -8,6 +8,7 @@ import { basename, join } from "node:path";
 import { parseAgentConfig } from "../../config/index.js";
 import { createLogger } from "../../core/log.js";
 import { startAgent, type AgentHandle } from "../../agent/index.js";
+import { ffmpegPath } from "../../agent/asr/ffmpeg.js";
 import { defaultModelDir, TEST_SPEECH } from "../../scripts/make-test-models.js";
 import { spawnKiln, tempDir, until, type KilnProcess } from "./fleet.js";
 
@@ -25,7 +26,7 @@ export function makeMedia(dir: string, name: string, options: { seconds?: number
   if (options.video) inputs.push("-f", "lavfi", "-i", `testsrc=size=64x48:rate=5:duration=${seconds}`);
   if (options.audio !== false) inputs.push("-f", "lavfi", "-i", toneBursts(seconds));
   const extra = options.video ? ["-pix_fmt", "yuv420p", "-shortest"] : [];
-  execFileSync("ffmpeg", ["-v", "error", "-y", ...inputs, ...extra, out]);
+  execFileSync(ffmpegPath(), ["-v", "error", "-y", ...inputs, ...extra, out]);
   return out;
 }
 
