@@ -16,6 +16,7 @@ import { join, resolve } from "node:path";
 import { mkdtempSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { getLlama, LlamaChat, type ChatHistoryItem } from "node-llama-cpp";
+import { argValue, median } from "./lib/cli.js";
 import { ensureTestModel } from "./make-test-models.js";
 
 const CONCURRENCY = [1, 2, 4, 8];
@@ -24,7 +25,7 @@ const MODEL_ID = "famB-v3.1";
 interface Args { model?: string; benchModel: boolean; threads: number; tokens: number; rounds: number }
 
 function parseArgs(argv: string[]): Args {
-  const get = (flag: string) => { const i = argv.indexOf(flag); return i >= 0 ? argv[i + 1] : undefined; };
+  const get = (flag: string) => argValue(argv, flag);
   const model = get("--model");
   return {
     ...(model ? { model: resolve(model) } : {}),
@@ -37,7 +38,6 @@ function parseArgs(argv: string[]): Args {
 
 interface Sample { tokens: number; seconds: number; ttftMs: number[] }
 
-const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s.length ? (s[Math.floor((s.length - 1) / 2)]! + s[Math.ceil((s.length - 1) / 2)]!) / 2 : NaN; };
 const prompt = (i: number) => `Story number ${i}: once upon a time`;
 
 /** Runs `rounds` rounds of c concurrent streams for each concurrency; stream s of round r gets prompt r·8+s and slot s. */
