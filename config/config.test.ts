@@ -24,4 +24,16 @@ describe("configuration", () => {
     expect(c.threads).toBeGreaterThanOrEqual(1);
     expect(c.serve).toEqual([{ id: "famB-v3.1", path: "/m/a.gguf" }, { id: "famC-k2", path: "/m/a.gguf" }]);
   });
+
+  it("runs a transcription-only agent without a scheduler, and ties the fleet flags together", () => {
+    const c = parseAgentConfig({ maxUpload: "1gb", whisperMemory: "512mb" });
+    expect(c.scheduler).toBeUndefined();
+    expect(c.port).toBe(7860);
+    expect(c.maxUpload).toBe(1024 ** 3);
+    expect(c.whisperMemory).toBe(512 * 1024 ** 2);
+    expect(c.asrParallel).toBeGreaterThanOrEqual(1);
+    expect(() => parseAgentConfig({ scheduler: "127.0.0.1:1" })).toThrow(/--node-token \/ KILN_NODE_TOKEN: is required with --scheduler/);
+    expect(() => parseAgentConfig({ serve: ["famB-v3.1=/m/a.gguf"] })).toThrow(/--scheduler \/ KILN_SCHEDULER: is required with --serve/);
+    expect(() => parseAgentConfig({ port: "70000" })).toThrow(/--port \/ KILN_PORT/);
+  });
 });

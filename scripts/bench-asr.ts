@@ -8,7 +8,8 @@
  * whisper.cpp's Makefile compiles with -march=native, so the addon is rebuilt with
  * `-O3 -march=native` first (`build-whisper --native`; run `npm run build:whisper -- --force` to
  * go back to the portable build), and `main` is built without OpenMP so both use ggml's own
- * threads. `main` decodes the whole file in 30 s windows, greedy with best-of 5 (as the agent);
+ * threads. `main` decodes the whole file in 30 s windows, greedy, without temperature fallback on both
+ * sides (random-weight models trip it on every window, which would measure the fallback only);
  * the agent skips silence by voice activity and decodes chunks on P parallel states of
  * threads/P each. Model load time is left out of both (main reports it; the agent's is warm).
  * Target (issue 3): agent ≥ 1.0× main's speed.
@@ -51,7 +52,7 @@ function buildMain(): string {
 
 /** main's own timings: total minus load, in seconds. */
 function runMain(main: string, model: string, wav: string, threads: number): number {
-  const res = spawnSync(main, ["-m", model, "-f", wav, "-t", String(threads), "-bs", "1", "-bo", "5", "-mc", "0", "-np"], { encoding: "utf8" });
+  const res = spawnSync(main, ["-m", model, "-f", wav, "-t", String(threads), "-bs", "1", "-bo", "5", "-mc", "0", "-nf"], { encoding: "utf8", maxBuffer: 64 * 1024 ** 2 });
   if (res.status !== 0) throw new Error(`main failed: ${res.stderr.slice(-500)}`);
   const ms = (name: string) => Number(new RegExp(`${name} time =\\s+([\\d.]+) ms`).exec(res.stderr)?.[1]);
   return (ms("total") - ms("load")) / 1000;
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
   const mainBin = buildMain();
 
   const logger = createLogger("bench-asr", "warn");
-  const whisper = new WhisperPool({ dir: scratchWhisperDir(model), gpu: false, memoryBudgetMb: 64 * 1024, parallel, threads: Math.max(1, Math.floor(threads / parallel)), logger });
+  const whisper = new WhisperPool({ dir: scratchWhisperDir(model), gpu: false, memoryBudgetMb: 64 * 1024, parallel, threads: Math.max(1, Math.floor(threads / parallel)), temperatureFallback: false, logger });
   const transcriber = new Transcriber({ whisper, vad: { model: vad }, maxAudioSeconds: 4 * 3600, logger });
   const runAgent = async (i: number) => {
     const started = Date.now();

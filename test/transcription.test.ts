@@ -2,9 +2,11 @@
  * The transcription API on :7860 against the real pipeline (ffmpeg, sherpa-onnx VAD, whisper.cpp
  * through smart-whisper) with the fabricated tiny whisper and energy-VAD models.
  */
+import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ffmpegPath } from "../agent/asr/ffmpeg.js";
 import { tempDir } from "./helpers/fleet.js";
 import { getJson, makeMedia, startTranscription, upload, waitForJob, type Transcription } from "./helpers/speech.js";
 
@@ -65,6 +67,15 @@ describe("POST /api/process", () => {
     const result = await getJson(`${t.base}/api/result/${errors[0].job_id}`);
     expect(result.status).toBe(409);
     expect(result.body.error.code).toBe("job_failed");
+  });
+
+  it("writes no text for silence", async () => {
+    const silence = join(media, "silence.wav");
+    execFileSync(ffmpegPath(), ["-v", "error", "-y", "-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono", "-t", "8", silence]);
+    const res = await upload(t.base, [silence]);
+    const { view } = await waitForJob(t.base, res.body.job_id);
+    expect(view.status).toBe("completed");
+    expect(view.result).toMatchObject({ text: "", segments: [], duration: 8 });
   });
 
   it("refuses 11 files with a 400", async () => {

@@ -61,6 +61,12 @@ export interface WhisperPoolOptions {
   parallel: number;
   /** Compute threads per decode. */
   threads: number;
+  /**
+   * Whisper's temperature fallback: re-decode a window at rising temperatures when the text looks
+   * degenerate (compression ratio, log-probability). Default true; benchmarks turn it off on both
+   * sides, since random-weight models trip it on every window.
+   */
+  temperatureFallback?: boolean;
   logger: Logger;
 }
 
@@ -133,6 +139,7 @@ export class WhisperPool {
         language: params.language ?? "auto",
         suppress_non_speech_tokens: true,
         no_context: true,
+        ...(this.options.temperatureFallback === false ? { temperature_inc: 0 } : {}),
       });
       if (onSegment) task.on("transcribed", onSegment);
       const result = await task.result;
