@@ -8,12 +8,13 @@ import { formatHostPort, type AgentConfig, type HostPort } from "../config/index
 import { ConfigError } from "../core/errors.js";
 import { listenHttp } from "../core/http/index.js";
 import { createLogger, type Logger } from "../core/log.js";
-import { checkVadModel, Transcriber, WhisperPool } from "./asr/index.js";
+import { checkDiarizationModels, checkVadModel, Transcriber, WhisperPool, type Translator } from "./asr/index.js";
 import { probeHardware } from "./hardware/index.js";
 import { createAgentApp } from "./http/index.js";
 import { JobService } from "./jobs/index.js";
 import { FleetLink } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
+import { WHISPER_LANGUAGES } from "../models/whisper.js";
 
 /** The spec's limits on one transcription input. */
 export const MAX_AUDIO_SECONDS = 4 * 3600;
@@ -56,10 +57,19 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     threads: Math.max(1, Math.floor(config.asrThreads / config.asrParallel)),
     logger,
   });
-  const transcriber = new Transcriber({ whisper, vad: { model: vadModel }, maxAudioSeconds: MAX_AUDIO_SECONDS, logger });
+  const diarization = config.segmentationModel && config.embeddingModel
+    ? { segmentation: resolve(config.segmentationModel), embedding: resolve(config.embeddingModel) }
+    : undefined;
+  if (diarization) await checkDiarizationModels(diarization); // a bad model fails the start, not a job
+  const translationModel = config.translationModel ?? config.serve[0]?.id;
+  const transcriber = new Transcriber({
+    whisper, vad: { model: vadModel }, maxAudioSeconds: MAX_AUDIO_SECONDS, logger,
+    ...(diarization ? { diarization } : {}),
+    ...(translationModel ? { translator: chatTranslator(engine, translationModel) } : {}),
+  });
   const jobs = new JobService({ dataDir: resolve(config.dataDir), transcriber, concurrency: config.asrJobs, maxQueued: config.asrQueue, logger });
   await jobs.recover();
-  const app = createAgentApp({ jobs, whisper, limits: { fileBytes: config.maxUpload, files: MAX_FILES }, logger, ...(config.agentToken ? { token: config.agentToken } : {}) });
+  const app = createAgentApp({ jobs, whisper, capabilities: { diarization: Boolean(diarization), translation: Boolean(translationModel) }, limits: { fileBytes: config.maxUpload, files: MAX_FILES }, logger, ...(config.agentToken ? { token: config.agentToken } : {}) });
   const http = await listenHttp(app.fetch, { host: config.host, port: config.port }).catch(async (err: unknown) => {
     await jobs.close();
     await engine.dispose();
@@ -92,5 +102,21 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
       await whisper.dispose();
       await engine.dispose();
     },
+  };
+}
+
+/**
+ * Translation with the node's chat model: one request per piece of text, greedy, asking for the
+ * translation alone. Any instruction-following GGUF does; the fabricated test model answers noise.
+ */
+function chatTranslator(engine: LlmEngine, modelId: string): Translator {
+  const name = (code: string) => WHISPER_LANGUAGES[code] ?? code;
+  return async (text, from, to, signal) => {
+    if (!text.trim()) return text;
+    const result = await engine.generate(modelId, [
+      { role: "system", content: `You translate ${name(from)} into ${name(to)}. Reply with the translation only, no notes.` },
+      { role: "user", content: text },
+    ], { temperature: 0, maxTokens: Math.max(32, text.length * 2), ...(signal ? { signal } : {}) });
+    return result.text;
   };
 }

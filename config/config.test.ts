@@ -33,7 +33,8 @@ describe("configuration", () => {
     expect(c.whisperMemory).toBe(512 * 1024 ** 2);
     expect(c.asrParallel).toBeGreaterThanOrEqual(1);
     expect(() => parseAgentConfig({ scheduler: "127.0.0.1:1" })).toThrow(/--node-token \/ KILN_NODE_TOKEN: is required with --scheduler/);
-    expect(() => parseAgentConfig({ serve: ["famB-v3.1=/m/a.gguf"] })).toThrow(/--scheduler \/ KILN_SCHEDULER: is required with --serve/);
+    expect(() => parseAgentConfig({ segmentationModel: "/m/seg.onnx" })).toThrow(/--embedding-model \/ KILN_EMBEDDING_MODEL: is required/);
+    expect(() => parseAgentConfig({ serve: ["famB-v3.1=/m/a.gguf"], translationModel: "famC-k2" })).toThrow(/--translation-model/);
     expect(() => parseAgentConfig({ port: "70000" })).toThrow(/--port \/ KILN_PORT/);
   });
 });

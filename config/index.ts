@@ -116,6 +116,9 @@ export const AGENT_OPTIONS = {
   dataDir: { flags: "--data-dir <dir>", env: "KILN_DATA_DIR", default: ".kiln/agent", description: "job database, uploads and results", schema: z.string().min(1) },
   whisperDir: { flags: "--whisper-dir <dir>", env: "KILN_WHISPER_DIR", default: ".kiln/whisper", description: "folder of ggml-<name>.bin whisper models", schema: z.string().min(1) },
   vadModel: { flags: "--vad-model <file>", env: "KILN_VAD_MODEL", description: "Silero VAD ONNX model (default: silero_vad.onnx in --whisper-dir)", schema: z.string().min(1).optional() },
+  segmentationModel: { flags: "--segmentation-model <file>", env: "KILN_SEGMENTATION_MODEL", description: "pyannote segmentation ONNX for speaker diarization (sherpa-onnx export)", schema: z.string().min(1).optional() },
+  embeddingModel: { flags: "--embedding-model <file>", env: "KILN_EMBEDDING_MODEL", description: "speaker-embedding ONNX for speaker diarization (wespeaker / 3d-speaker)", schema: z.string().min(1).optional() },
+  translationModel: { flags: "--translation-model <id>", env: "KILN_TRANSLATION_MODEL", description: "which --serve model translates transcripts into languages other than English (default: the first)", schema: z.string().min(1).optional() },
   asrJobs: { flags: "--asr-jobs <n>", env: "KILN_ASR_JOBS", default: "1", description: "transcription jobs running at once", schema: int(1, 64) },
   asrQueue: { flags: "--asr-queue <n>", env: "KILN_ASR_QUEUE", default: "100", description: "transcription jobs that may wait (more is a 503)", schema: int(0) },
   asrParallel: { flags: "--asr-parallel <n>", env: "KILN_ASR_PARALLEL", default: String(Math.min(4, cpus().length)), description: "speech chunks decoded at once, each on its own whisper state (default: cores, at most 4)", schema: int(1, 64) },
@@ -152,7 +155,12 @@ export function parseSchedulerConfig(raw: Raw): SchedulerConfig {
 export function parseAgentConfig(raw: Raw): AgentConfig {
   const config = parseWith(AGENT_OPTIONS, raw);
   if (config.scheduler && !config.nodeToken) throw new ConfigError("--node-token / KILN_NODE_TOKEN", "is required with --scheduler");
-  if (config.serve.length && !config.scheduler) throw new ConfigError("--scheduler / KILN_SCHEDULER", "is required with --serve (chat models are served through the scheduler)");
+  if (Boolean(config.segmentationModel) !== Boolean(config.embeddingModel)) {
+    throw new ConfigError(config.segmentationModel ? "--embedding-model / KILN_EMBEDDING_MODEL" : "--segmentation-model / KILN_SEGMENTATION_MODEL", "is required for speaker diarization (give both models)");
+  }
+  if (config.translationModel && !config.serve.some((s) => s.id === config.translationModel)) {
+    throw new ConfigError("--translation-model / KILN_TRANSLATION_MODEL", `"${config.translationModel}" is not one of the --serve ids`);
+  }
   return config;
 }
 

@@ -7,11 +7,14 @@
  * - `whisper/ggml-base.bin`: a tiny random-weight whisper (state 64, 3 layers) under the catalog
  *   name `base`, so a whisper directory of test models answers to the default model.
  * - `energy-vad.onnx`: a voice-activity model with Silero v5's interface that thresholds energy.
+ * - `random-segmentation.onnx`, `random-embedding.onnx`: speaker-diarization models of the pyannote
+ *   and wespeaker shapes with random weights (scripts/lib/diarization-models.ts).
  *
  * Files are seeded, so the same options write byte-identical files; existing files are kept.
  */
 import { mkdir, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
+import { writeDiarizationModels } from "./lib/diarization-models.js";
 import { writeEnergyVad } from "./lib/energy-vad.js";
 import { writeTinyLlama, type TinyLlamaOptions } from "./lib/tiny-llama.js";
 import { writeTinyWhisper } from "./lib/tiny-whisper.js";
@@ -40,17 +43,23 @@ export async function ensureTestModel(kind: keyof typeof TEST_MODELS, dir = defa
 }
 
 /** The fabricated speech models: a whisper directory holding `ggml-base.bin`, and a VAD model. */
-export const TEST_SPEECH = { whisperDir: "whisper", whisperFile: "ggml-base.bin", vad: "energy-vad.onnx" } as const;
+export const TEST_SPEECH = {
+  whisperDir: "whisper", whisperFile: "ggml-base.bin", vad: "energy-vad.onnx",
+  segmentation: "random-segmentation.onnx", embedding: "random-embedding.onnx",
+} as const;
 
 /** Writes the speech test models unless they exist; returns the whisper directory and the VAD file. */
-export async function ensureTestSpeechModels(dir = defaultModelDir()): Promise<{ whisperDir: string; vadModel: string }> {
+export async function ensureTestSpeechModels(dir = defaultModelDir()): Promise<{ whisperDir: string; vadModel: string; segmentationModel: string; embeddingModel: string }> {
   const whisperDir = join(dir, TEST_SPEECH.whisperDir);
   const whisperFile = join(whisperDir, TEST_SPEECH.whisperFile);
   const vadModel = join(dir, TEST_SPEECH.vad);
   await mkdir(dirname(whisperFile), { recursive: true });
   if (!(await exists(whisperFile))) await writeTinyWhisper(whisperFile);
   if (!(await exists(vadModel))) await writeEnergyVad(vadModel);
-  return { whisperDir, vadModel };
+  const segmentationModel = join(dir, TEST_SPEECH.segmentation);
+  const embeddingModel = join(dir, TEST_SPEECH.embedding);
+  if (!(await exists(segmentationModel)) || !(await exists(embeddingModel))) await writeDiarizationModels(segmentationModel, embeddingModel);
+  return { whisperDir, vadModel, segmentationModel, embeddingModel };
 }
 
 async function main(): Promise<void> {
@@ -62,6 +71,8 @@ async function main(): Promise<void> {
   const speech = await ensureTestSpeechModels(dir);
   console.log(join(speech.whisperDir, TEST_SPEECH.whisperFile));
   console.log(speech.vadModel);
+  console.log(speech.segmentationModel);
+  console.log(speech.embeddingModel);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

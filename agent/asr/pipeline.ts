@@ -9,10 +9,12 @@ import type { Logger } from "../../core/log.js";
 import { Semaphore } from "../../core/semaphore.js";
 import type { WhisperModelName } from "../../models/whisper.js";
 import { chunkSeconds, planChunks, type Chunk } from "./chunks.js";
-import { AudioError, JobAbortedError } from "./errors.js";
+import { diarize, type DiarizationModels, type DiarizationSegment } from "./diarize/index.js";
+import { AudioError, EngineError, JobAbortedError } from "./errors.js";
+import { attributeSpeakers } from "./speakers.js";
 import { decodeToPcm, probeAudio, SAMPLE_RATE } from "./ffmpeg.js";
 import { PcmFile } from "./pcm.js";
-import type { Segment, Transcript } from "./transcript.js";
+import type { Segment, SpeakerTurn, Transcript } from "./transcript.js";
 import { detectSpeech, type VadOptions } from "./vad/index.js";
 import type { WhisperPool, WhisperSegment } from "./whisper.js";
 import { segmentsFromChunk } from "./words.js";
@@ -29,7 +31,14 @@ export interface TranscribeRequest {
   language?: string;
   /** Whisper's translate task (into English). */
   translate: boolean;
+  /** Label speakers (needs the transcriber's diarization models). */
+  diarization?: { minSpeakers?: number; maxSpeakers?: number };
+  /** Translate the transcript into this language (not English) with the translator. */
+  translateTo?: string;
 }
+
+/** Translates one piece of text; the agent backs this with its chat model. */
+export type Translator = (text: string, from: string, to: string, signal?: AbortSignal) => Promise<string>;
 
 export interface Progress {
   /** 0–1, never decreasing. */
@@ -43,6 +52,10 @@ export interface TranscriberOptions {
   vad: VadOptions;
   /** Longest accepted audio, in seconds (the spec's 4 hours). */
   maxAudioSeconds: number;
+  /** Speaker diarization models; absent means diarization is unavailable. */
+  diarization?: DiarizationModels;
+  /** Translation into languages other than English; absent means unavailable. */
+  translator?: Translator;
   logger: Logger;
 }
 
@@ -81,6 +94,8 @@ export class Transcriber {
       report(DECODE_SHARE, duration * rtf);
       if (signal?.aborted) throw new JobAbortedError();
 
+      const speakers = request.diarization ? this.diarize(pcmPath, request.diarization, signal) : undefined;
+      speakers?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
       const spans = await detectSpeech(pcmPath, this.options.vad, (f) => report(DECODE_SHARE + VAD_SHARE * f, duration * rtf), signal);
       const chunks = planChunks(spans, samples);
       const speech = chunkSeconds(chunks);
@@ -88,21 +103,55 @@ export class Transcriber {
       logger.debug({ input: request.displayName, duration, spans: spans.length, chunks: chunks.length, speech }, "voice activity");
 
       const segments = await this.decodeChunks(request, pcmPath, chunks, speech, rtf, report, signal);
-      const languages = segments.languages;
+      const language = request.language ?? majority(segments.languages) ?? "unknown";
+      let list = segments.list;
+      let turns: SpeakerTurn[] | undefined;
+      if (speakers) {
+        ({ segments: list, turns } = attributeSpeakers(list, await speakers));
+      }
       const transcript: Transcript = {
-        text: segments.list.map((s) => s.text).join(" "),
-        language: request.language ?? majority(languages) ?? "unknown",
+        text: list.map((s) => s.text).join(" "),
+        language,
         duration: Math.round(duration * 1000) / 1000,
         task: request.translate ? "translate" : "transcribe",
         model: request.model,
-        segments: segments.list,
+        segments: list,
+        ...(turns ? { transcript_with_speakers: turns } : {}),
       };
+      if (request.translateTo) await this.translate(transcript, request.translateTo, signal);
       report(1, 0);
       logger.info({ input: request.displayName, model: request.model, duration, speech, chunks: chunks.length, ms: Date.now() - started, parallel: whisper.parallel }, "transcribed");
       return transcript;
     } finally {
       await rm(request.workDir, { recursive: true, force: true });
     }
+  }
+
+  private async diarize(pcmPath: string, counts: NonNullable<TranscribeRequest["diarization"]>, signal?: AbortSignal): Promise<DiarizationSegment[]> {
+    if (!this.options.diarization) throw new EngineError("speaker diarization needs --segmentation-model and --embedding-model");
+    return diarize(pcmPath, this.options.diarization, counts, signal);
+  }
+
+  /**
+   * Translates segment by segment (and speaker turn by turn), keeping timings: each keeps its
+   * original text in `original_text`; the transcript records `translated_to`.
+   */
+  private async translate(transcript: Transcript, to: string, signal?: AbortSignal): Promise<void> {
+    const translator = this.options.translator;
+    if (!translator) throw new EngineError(`translation into "${to}" needs a chat model on this node (--serve)`);
+    const from = transcript.language;
+    for (const seg of transcript.segments) {
+      if (signal?.aborted) throw new JobAbortedError();
+      seg.original_text = seg.text;
+      seg.text = (await translator(seg.text, from, to, signal)).trim();
+    }
+    for (const turn of transcript.transcript_with_speakers ?? []) {
+      turn.original_text = turn.text;
+      turn.text = transcript.segments.filter((s) => s.speaker === turn.speaker && s.end > turn.start && s.start < turn.end).map((s) => s.text).join(" ");
+    }
+    transcript.original_text = transcript.text;
+    transcript.text = transcript.segments.map((s) => s.text).join(" ");
+    transcript.translated_to = to;
   }
 
   private async decodeChunks(

@@ -38,8 +38,32 @@ export interface Vad {
   flush(): void;
 }
 
+export interface DiarizationConfig {
+  segmentation: { pyannote: { model: string }; numThreads?: number; debug?: boolean };
+  embedding: { model: string; numThreads?: number; debug?: boolean };
+  /** `numClusters` > 0 fixes the speaker count; otherwise clusters merge below `threshold`. */
+  clustering: { numClusters: number; threshold: number };
+  /** Shortest speech kept, and shortest gap that separates turns of one speaker, in seconds. */
+  minDurationOn: number;
+  minDurationOff: number;
+}
+
+/** A speaker turn: seconds, and a cluster index (0-based, arbitrary order). */
+export interface DiarizationSegment {
+  start: number;
+  end: number;
+  speaker: number;
+}
+
+export interface OfflineSpeakerDiarization {
+  readonly sampleRate: number;
+  process(samples: Float32Array): DiarizationSegment[];
+  setConfig(config: { clustering: DiarizationConfig["clustering"] }): void;
+}
+
 export interface SherpaOnnx {
   Vad: new (config: VadConfig, bufferSizeInSeconds: number) => Vad;
+  OfflineSpeakerDiarization: new (config: DiarizationConfig) => OfflineSpeakerDiarization;
 }
 
 let sherpa: SherpaOnnx | undefined;

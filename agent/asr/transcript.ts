@@ -18,6 +18,8 @@ export interface Segment {
   text: string;
   words: Word[];
   speaker?: string;
+  /** With translation: the text as spoken (`text` is the translation; words stay as spoken). */
+  original_text?: string;
 }
 
 export interface SpeakerTurn {
@@ -25,6 +27,7 @@ export interface SpeakerTurn {
   start: number;
   end: number;
   text: string;
+  original_text?: string;
 }
 
 export interface Transcript {
@@ -38,4 +41,7 @@ export interface Transcript {
   model: string;
   segments: Segment[];
   transcript_with_speakers?: SpeakerTurn[];
+  /** With translation: the language `text` was translated into, and the text as spoken. */
+  translated_to?: string;
+  original_text?: string;
 }

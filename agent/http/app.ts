@@ -20,6 +20,8 @@ export interface AgentHttpDeps {
   jobs: JobService;
   whisper: WhisperPool;
   limits: UploadLimits;
+  /** What this node can do beyond transcription; requests needing more are refused at submission. */
+  capabilities: { diarization: boolean; translation: boolean };
   /** When set, every `/api/*` call needs `Authorization: Bearer <token>`. */
   token?: string;
   logger: Logger;
@@ -50,11 +52,11 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
         const installed = (await deps.whisper.status()).filter((m) => m.installed).map((m) => m.name);
         throw new InvalidRequestError("model_not_installed", `model: "${options.model}" is not installed on this instance (installed: ${installed.join(", ") || "none"})`);
       }
-      if (options.speakerDiarization) {
-        throw new InvalidRequestError("diarization_unavailable", "speaker_diarization: this instance has no speaker-diarization models installed");
+      if (options.speakerDiarization && !deps.capabilities.diarization) {
+        throw new InvalidRequestError("diarization_unavailable", "speaker_diarization: this instance has no speaker-diarization models (--segmentation-model, --embedding-model)");
       }
-      if (options.targetLanguage && options.targetLanguage !== "en") {
-        throw new InvalidRequestError("translation_unavailable", `target_language: translation into "${options.targetLanguage}" needs a translation model; this instance translates into en only`);
+      if (options.translate && options.targetLanguage && options.targetLanguage !== "en" && !deps.capabilities.translation) {
+        throw new InvalidRequestError("translation_unavailable", `target_language: translation into "${options.targetLanguage}" needs a chat model on this instance (--serve); without one it translates into en only`);
       }
       const jobs = deps.jobs.submit(upload.files, options);
       const body = jobs.length === 1

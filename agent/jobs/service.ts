@@ -191,8 +191,14 @@ export class JobService {
         displayName: row.fileName,
         workDir: join(this.options.dataDir, "work", id),
         model: row.options.model as WhisperModelName,
-        translate: row.options.translate,
+        // Whisper's own translate task goes into English only; other targets translate afterwards.
+        translate: row.options.translate && (row.options.targetLanguage ?? "en") === "en",
         ...(row.options.language ? { language: row.options.language } : {}),
+        ...(row.options.speakerDiarization ? { diarization: {
+          ...(row.options.minSpeakers !== undefined ? { minSpeakers: row.options.minSpeakers } : {}),
+          ...(row.options.maxSpeakers !== undefined ? { maxSpeakers: row.options.maxSpeakers } : {}),
+        } } : {}),
+        ...(row.options.translate && row.options.targetLanguage && row.options.targetLanguage !== "en" ? { translateTo: row.options.targetLanguage } : {}),
       }, ({ progress, etaSeconds }) => {
         live.progress = Math.max(live.progress, progress);
         live.eta = etaSeconds;

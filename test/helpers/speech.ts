@@ -14,17 +14,23 @@ import { spawnKiln, tempDir, until, type KilnProcess } from "./fleet.js";
 
 export const TEST_WHISPER_DIR = join(defaultModelDir(), TEST_SPEECH.whisperDir);
 export const TEST_VAD = join(defaultModelDir(), TEST_SPEECH.vad);
+export const TEST_SEGMENTATION = join(defaultModelDir(), TEST_SPEECH.segmentation);
+export const TEST_EMBEDDING = join(defaultModelDir(), TEST_SPEECH.embedding);
+
+/** Two "speakers": a 220 Hz voice for 3 s, a pause, a 1500 Hz voice for 3 s, a pause; repeated. */
+export const twoVoices = (seconds: number) =>
+  `aevalsrc=0.3*sin(2*PI*220*t)*lt(mod(t\\,8)\\,3)+0.3*sin(2*PI*1500*t)*gt(mod(t\\,8)\\,4)*lt(mod(t\\,8)\\,7):s=16000:d=${seconds}`;
 
 /** 1 s of silence then 2 s of a 440 Hz tone, repeated: speech for the energy VAD, with pauses. */
 export const toneBursts = (seconds: number) => `aevalsrc=0.4*sin(2*PI*440*t)*gt(mod(t\\,3)\\,1):s=16000:d=${seconds}`;
 
 /** Makes `name` in `dir` with ffmpeg from a lavfi audio source (and a test video for video containers). */
-export function makeMedia(dir: string, name: string, options: { seconds?: number; video?: boolean; audio?: boolean } = {}): string {
+export function makeMedia(dir: string, name: string, options: { seconds?: number; video?: boolean; audio?: boolean; source?: string } = {}): string {
   const out = join(dir, name);
   const seconds = options.seconds ?? 6;
   const inputs: string[] = [];
   if (options.video) inputs.push("-f", "lavfi", "-i", `testsrc=size=64x48:rate=5:duration=${seconds}`);
-  if (options.audio !== false) inputs.push("-f", "lavfi", "-i", toneBursts(seconds));
+  if (options.audio !== false) inputs.push("-f", "lavfi", "-i", options.source ?? toneBursts(seconds));
   const extra = options.video ? ["-pix_fmt", "yuv420p", "-shortest"] : [];
   execFileSync(ffmpegPath(), ["-v", "error", "-y", ...inputs, ...extra, out]);
   return out;

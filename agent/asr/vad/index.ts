@@ -3,13 +3,11 @@
  * synchronous detector never blocks the event loop. The model's signature is checked first,
  * because sherpa-onnx ends the whole process on a model it does not expect.
  */
-import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
 import { readOnnxSignature } from "../../../core/onnx.js";
-import { EngineError, JobAbortedError } from "../errors.js";
-import type { SpeechSpan, VadMessage, VadRequest } from "./protocol.js";
+import { EngineError } from "../errors.js";
+import { runWorker } from "../worker-thread.js";
+import type { SpeechSpan, VadRequest } from "./protocol.js";
 
 export type { SpeechSpan } from "./protocol.js";
 
@@ -24,15 +22,6 @@ export interface VadOptions {
   minSpeechSeconds?: number;
   /** Longer speech is cut, in seconds. Default 30 (whisper's window). */
   maxSpeechSeconds?: number;
-}
-
-/**
- * The compiled worker beside this module; when this module runs from its TypeScript source
- * (vitest), the worker is taken from the build in dist/ (`npm test` builds first).
- */
-function workerUrl(): URL {
-  const beside = new URL("./worker.js", import.meta.url);
-  return existsSync(fileURLToPath(beside)) ? beside : new URL("../../../dist/agent/asr/vad/worker.js", import.meta.url);
 }
 
 const checked = new Map<string, Promise<void>>();
@@ -76,21 +65,5 @@ export async function detectSpeech(pcmPath: string, options: VadOptions, onProgr
     minSpeechSeconds: options.minSpeechSeconds ?? 0.25,
     maxSpeechSeconds: options.maxSpeechSeconds ?? 30,
   };
-  const worker = new Worker(workerUrl(), { workerData: request });
-  return await new Promise<SpeechSpan[]>((resolve, reject) => {
-    const onAbort = () => {
-      void worker.terminate();
-      reject(new JobAbortedError());
-    };
-    if (signal?.aborted) return onAbort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const finish = () => signal?.removeEventListener("abort", onAbort);
-    worker.on("message", (m: VadMessage) => {
-      if (m.kind === "progress") onProgress?.(m.total ? m.processed / m.total : 1);
-      else if (m.kind === "done") { finish(); resolve(m.spans); void worker.terminate(); }
-      else { finish(); reject(new EngineError(`voice-activity detection failed: ${m.message}`)); void worker.terminate(); }
-    });
-    worker.on("error", (err) => { finish(); reject(new EngineError(`voice-activity detection failed: ${err.message}`, { cause: err })); });
-    worker.on("exit", (code) => { finish(); reject(new EngineError(`voice-activity worker exited (${code})`)); });
-  });
+  return runWorker<SpeechSpan[]>("vad/worker.js", "voice-activity detection", request, onProgress, signal);
 }

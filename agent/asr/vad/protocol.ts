@@ -14,8 +14,3 @@ export interface VadRequest {
   minSpeechSeconds: number;
   maxSpeechSeconds: number;
 }
-
-export type VadMessage =
-  | { kind: "progress"; processed: number; total: number }
-  | { kind: "done"; spans: SpeechSpan[] }
-  | { kind: "error"; message: string };

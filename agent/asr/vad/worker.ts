@@ -6,13 +6,14 @@ import { parentPort, workerData } from "node:worker_threads";
 import { SAMPLE_RATE } from "../ffmpeg.js";
 import { PcmFile } from "../pcm.js";
 import { loadSherpa } from "../sherpa.js";
-import type { SpeechSpan, VadMessage, VadRequest } from "./protocol.js";
+import { serveWorker, type WorkerMessage } from "../worker-thread.js";
+import type { SpeechSpan, VadRequest } from "./protocol.js";
 
 const WINDOW = 512;
 /** Samples read from disk per step (10 s); a multiple of the window. */
 const BLOCK = WINDOW * 320;
 
-async function main(request: VadRequest): Promise<SpeechSpan[]> {
+async function main(request: VadRequest, post: (m: WorkerMessage<SpeechSpan[]>) => void): Promise<SpeechSpan[]> {
   const vad = new (loadSherpa().Vad)({
     sileroVad: {
       model: request.model,
@@ -42,7 +43,7 @@ async function main(request: VadRequest): Promise<SpeechSpan[]> {
         vad.acceptWaveform(block.subarray(i, i + WINDOW));
         drain();
       }
-      post({ kind: "progress", processed: Math.min(pcm.samples, at + BLOCK), total: pcm.samples });
+      post({ kind: "progress", fraction: Math.min(pcm.samples, at + BLOCK) / pcm.samples });
     }
     vad.flush();
     drain();
@@ -52,11 +53,4 @@ async function main(request: VadRequest): Promise<SpeechSpan[]> {
   return spans;
 }
 
-function post(message: VadMessage): void {
-  parentPort!.postMessage(message);
-}
-
-main(workerData as VadRequest).then(
-  (spans) => post({ kind: "done", spans }),
-  (err: unknown) => post({ kind: "error", message: err instanceof Error ? err.message : String(err) }),
-);
+serveWorker((post) => main(workerData as VadRequest, post), parentPort!);

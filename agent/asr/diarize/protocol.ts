@@ -1,0 +1,12 @@
+/** Messages between the diarization worker thread and the pipeline. */
+import type { DiarizationSegment } from "../sherpa.js";
+
+export interface DiarizeRequest {
+  pcmPath: string;
+  segmentation: string;
+  embedding: string;
+  /** Fixed speaker count, or undefined to cluster by threshold. */
+  minSpeakers?: number;
+  maxSpeakers?: number;
+  threshold: number;
+}
