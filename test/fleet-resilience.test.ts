@@ -15,11 +15,12 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
 
+/** A long greedy stream: deterministic, so it cannot sample the end-of-turn token early and finish first. */
 function openStream(base: string, key: string, maxTokens: number): Promise<Response> {
   return fetch(`${base}/v1/chat/completions`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "tell me a long story" }], max_tokens: maxTokens, stream: true }),
+    body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "tell me a long story" }], max_tokens: maxTokens, temperature: 0, stream: true }),
   });
 }
 
@@ -46,7 +47,7 @@ describe("agent lost mid-flight", () => {
     const victim = scheduler.fleet.snapshot().find((s) => s.pools[0]!.inflight === 1)!.nodeId;
 
     // The other node gets a request of its own; two more wait in the queue.
-    const onSurvivor = postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "b" }], max_tokens: 300 });
+    const onSurvivor = postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "b" }], max_tokens: 300, temperature: 0 });
     await until(() => scheduler.fleet.snapshot().every((s) => s.pools[0]!.inflight === 1), 5000, "both agents busy");
     const queued = [1, 2].map((i) => postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: `q${i}` }], max_tokens: 8 }));
     await until(() => scheduler.fleet.queued === 2, 5000, "two queued requests");
