@@ -2,6 +2,7 @@
  * `kiln agent`: the daemon of a GPU instance. It serves the transcription API on port 7860 and,
  * given a scheduler, loads its chat models, probes the hardware and joins the fleet.
  */
+import { freemem } from "node:os";
 import { join, resolve } from "node:path";
 import { isCatalogModel } from "../models/catalog.js";
 import { formatHostPort, type AgentConfig, type HostPort } from "../config/index.js";
@@ -10,7 +11,7 @@ import { listenHttp } from "../core/http/index.js";
 import { createLogger, type Logger } from "../core/log.js";
 import { checkDiarizationModels, checkVadModel, Transcriber, WhisperPool, type Translator } from "./asr/index.js";
 import { probeHardware } from "./hardware/index.js";
-import { createAgentApp } from "./http/index.js";
+import { createAgentApp, type NodeInfo } from "./http/index.js";
 import { JobService } from "./jobs/index.js";
 import { FleetLink } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
@@ -69,7 +70,23 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   });
   const jobs = new JobService({ dataDir: resolve(config.dataDir), transcriber, concurrency: config.asrJobs, maxQueued: config.asrQueue, logger });
   await jobs.recover();
-  const app = createAgentApp({ jobs, whisper, capabilities: { diarization: Boolean(diarization), translation: Boolean(translationModel) }, limits: { fileBytes: config.maxUpload, files: MAX_FILES }, logger, ...(config.agentToken ? { token: config.agentToken } : {}) });
+  const hardware = await probeHardware(engine.compute);
+  let link: FleetLink | undefined;
+  const capabilities = { diarization: Boolean(diarization), translation: Boolean(translationModel) };
+  const node = async (): Promise<NodeInfo> => ({
+    node_id: config.nodeId,
+    compute: hardware.compute ?? "cpu",
+    gpus: (hardware.gpus ?? []).map((g) => ({ model: g.model ?? "GPU", memory_total_bytes: Number(g.memory_total_bytes ?? 0) })),
+    cpu: hardware.cpu_model ?? "",
+    cpu_cores: hardware.cpu_cores ?? 0,
+    memory_total_bytes: Number(hardware.memory_total_bytes ?? 0),
+    memory_free_bytes: freemem(),
+    jobs: jobs.counts(),
+    scheduler: config.scheduler ? { address: formatHostPort(config.scheduler), state: link?.state ?? "connecting" } : null,
+    chat_models: config.serve.map((s) => s.id),
+    capabilities: { ...capabilities, max_upload_bytes: config.maxUpload, max_files: MAX_FILES },
+  });
+  const app = createAgentApp({ jobs, whisper, capabilities, node, limits: { fileBytes: config.maxUpload, files: MAX_FILES }, logger, ...(config.agentToken ? { token: config.agentToken } : {}) });
   const http = await listenHttp(app.fetch, { host: config.host, port: config.port }).catch(async (err: unknown) => {
     await jobs.close();
     await engine.dispose();
@@ -78,10 +95,8 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   const installed = (await whisper.status()).filter((m) => m.installed).map((m) => m.name);
   logger.info({ http: formatHostPort(http.address), whisperDir, installed, auth: Boolean(config.agentToken) }, "transcription API listening");
 
-  let link: FleetLink | undefined;
   if (config.scheduler && config.nodeToken) {
     if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
-    const hardware = await probeHardware(engine.compute);
     logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, "hardware");
     link = new FleetLink({ scheduler: config.scheduler, nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, logger });
     link.start();

@@ -9,10 +9,11 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
 import { AuthenticationError, InvalidRequestError, KilnError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
-import type { WhisperModelName } from "../../models/whisper.js";
+import { WHISPER_LANGUAGES, type WhisperModelName } from "../../models/whisper.js";
 import { CONTENT_TYPES, FORMATS, render, type OutputFormat } from "../asr/formats.js";
 import type { WhisperPool } from "../asr/whisper.js";
 import type { JobService } from "../jobs/index.js";
+import { uiRoutes } from "../ui/index.js";
 import { parseJobFields } from "./fields.js";
 import { parseUpload, type UploadLimits } from "./upload.js";
 
@@ -24,7 +25,25 @@ export interface AgentHttpDeps {
   capabilities: { diarization: boolean; translation: boolean };
   /** When set, every `/api/*` call needs `Authorization: Bearer <token>`. */
   token?: string;
+  /** The node panel's facts (hardware, jobs, scheduler link). */
+  node: () => Promise<NodeInfo>;
   logger: Logger;
+}
+
+/** `GET /api/node`: what the web UI's node panel shows. */
+export interface NodeInfo {
+  node_id: string;
+  compute: string;
+  gpus: { model: string; memory_total_bytes: number }[];
+  cpu: string;
+  cpu_cores: number;
+  memory_total_bytes: number;
+  memory_free_bytes: number;
+  jobs: { running: number; queued: number };
+  /** `null` on a transcription-only instance. */
+  scheduler: { address: string; state: string } | null;
+  chat_models: string[];
+  capabilities: { diarization: boolean; translation: boolean; max_upload_bytes: number; max_files: number };
 }
 
 export type AgentEnv = RequestIdEnv & { Bindings: HttpBindings };
@@ -83,7 +102,12 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     return c.body(render(transcript, format as OutputFormat));
   });
 
-  app.get("/api/models", async (c) => c.json({ models: await deps.whisper.status() }));
+  // `languages` (code → name) is beyond the spec's shape: the web UI's language choices.
+  app.get("/api/models", async (c) => c.json({ models: await deps.whisper.status(), languages: WHISPER_LANGUAGES }));
+
+  app.get("/api/node", async (c) => c.json(await deps.node()));
+
+  app.route("/", uiRoutes());
 
   return app;
 }

@@ -1,1 +1,1 @@
-export { createAgentApp, type AgentHttpDeps, type AgentEnv } from "./app.js";
+export { createAgentApp, type AgentHttpDeps, type AgentEnv, type NodeInfo } from "./app.js";

@@ -71,6 +71,11 @@ export class JobService {
     return join(this.options.dataDir, "uploads");
   }
 
+  /** Jobs transcribing now and jobs waiting for a turn. */
+  counts(): { running: number; queued: number } {
+    return { running: this.running.size, queued: this.queue.length };
+  }
+
   /** A fresh job id and the folder its upload goes to. */
   async stage(fileName: string): Promise<StagedUpload> {
     const id = randomUUID();
