@@ -15,6 +15,7 @@ import { createAgentApp, type NodeInfo } from "./http/index.js";
 import { JobService } from "./jobs/index.js";
 import { FleetLink } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
+import { createAgentMetrics } from "./metrics.js";
 import { WHISPER_LANGUAGES } from "../models/whisper.js";
 
 /** The spec's limits on one transcription input. */
@@ -68,10 +69,14 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     ...(diarization ? { diarization } : {}),
     ...(translationModel ? { translator: chatTranslator(engine, translationModel) } : {}),
   });
-  const jobs = new JobService({ dataDir: resolve(config.dataDir), transcriber, concurrency: config.asrJobs, maxQueued: config.asrQueue, logger });
+  let link: FleetLink | undefined;
+  const metrics = createAgentMetrics({ jobs: () => jobs, engine, link: () => link });
+  const jobs = new JobService({
+    dataDir: resolve(config.dataDir), transcriber, concurrency: config.asrJobs, maxQueued: config.asrQueue, logger,
+    onFinished: (outcome, audio, wall) => metrics.jobFinished(outcome, audio, wall),
+  });
   await jobs.recover();
   const hardware = await probeHardware(engine.compute);
-  let link: FleetLink | undefined;
   const capabilities = { diarization: Boolean(diarization), translation: Boolean(translationModel) };
   const node = async (): Promise<NodeInfo> => ({
     node_id: config.nodeId,
@@ -86,7 +91,19 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     chat_models: config.serve.map((s) => s.id),
     capabilities: { ...capabilities, max_upload_bytes: config.maxUpload, max_files: MAX_FILES },
   });
-  const app = createAgentApp({ jobs, whisper, capabilities, node, limits: { fileBytes: config.maxUpload, files: MAX_FILES }, logger, ...(config.agentToken ? { token: config.agentToken } : {}) });
+  const ready = async () => {
+    const checks: Record<string, boolean> = {
+      chat_models_loaded: engine.modelPools.length === new Set(config.serve.map((s) => resolve(s.path))).size,
+    };
+    if (config.scheduler) checks.scheduler_connected = link?.state === "connected";
+    // Transcription readiness is reported, not required: a chat-only node is ready without it.
+    const transcription = {
+      vad_model: await checkVadModel(vadModel).then(() => true, () => false),
+      whisper_model_installed: (await whisper.status()).some((m) => m.installed),
+    };
+    return { ready: Object.values(checks).every(Boolean), checks, transcription };
+  };
+  const app = createAgentApp({ jobs, whisper, capabilities, node, metrics, ready, limits: { fileBytes: config.maxUpload, files: MAX_FILES }, logger, ...(config.agentToken ? { token: config.agentToken } : {}) });
   const http = await listenHttp(app.fetch, { host: config.host, port: config.port }).catch(async (err: unknown) => {
     await jobs.close();
     await engine.dispose();

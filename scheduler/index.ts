@@ -8,6 +8,11 @@ import { createLogger, type Logger } from "../core/log.js";
 import { KeyService } from "./auth/index.js";
 import { bindFleetServer, createFleetServer, Fleet } from "./fleet/index.js";
 import { createHttpApp } from "./http/index.js";
+import { HealthImplementation } from "grpc-health-check";
+import { createSchedulerMetrics } from "./metrics.js";
+
+/** The fleet service's full name, as gRPC health checks name it. */
+export const FLEET_SERVICE = "kiln.v1.Fleet";
 import { RateLimiter } from "./ratelimit/index.js";
 import { openSchedulerDatabase } from "./store/index.js";
 
@@ -25,10 +30,18 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   const keys = new KeyService(db, config.jwtSecret);
   const fleet = new Fleet({ queueSize: config.queueSize, queueTimeoutMs: config.queueTimeout * 1000, heartbeatMs: config.heartbeatMs, logger });
   const grpcServer = createFleetServer({ fleet, nodeTokens: config.nodeTokens, logger });
+  // The standard gRPC health service (grpc.health.v1) beside the fleet service.
+  const health = new HealthImplementation({ "": "SERVING", [FLEET_SERVICE]: "SERVING" });
+  health.addToServer(grpcServer);
   let http: HttpListener | undefined;
   try {
     const grpcPort = await bindFleetServer(grpcServer, formatHostPort(config.grpc));
-    const app = createHttpApp({ keys, limiter: new RateLimiter(), fleet, logger, maxBodyBytes: config.maxBody, standardRpm: config.standardRpm });
+    const metrics = createSchedulerMetrics(fleet);
+    const ready = () => {
+      const checks = { store: db.open };
+      return { ready: Object.values(checks).every(Boolean), checks };
+    };
+    const app = createHttpApp({ keys, limiter: new RateLimiter(), fleet, logger, maxBodyBytes: config.maxBody, standardRpm: config.standardRpm, metrics, ready });
     http = await listenHttp(app.fetch, config.http);
     const listener = http;
     const handle: SchedulerHandle = {
@@ -37,6 +50,8 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       keys,
       fleet,
       async close() {
+        health.setStatus("", "NOT_SERVING");
+        health.setStatus(FLEET_SERVICE, "NOT_SERVING");
         fleet.close();
         grpcServer.forceShutdown(); // agent streams never end on their own; agents reconnect
         await listener.close();

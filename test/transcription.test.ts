@@ -199,3 +199,14 @@ describe("KILN_AGENT_TOKEN", () => {
     }
   });
 });
+
+describe("metrics", () => {
+  it("count finished jobs by outcome and record their real-time factor", async () => {
+    const text = await (await fetch(`${t.base}/metrics`)).text();
+    const value = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
+    expect(value(/^kiln_asr_jobs_total\{outcome="completed"[^}]*\} (\d+)/m)).toBeGreaterThanOrEqual(11);
+    expect(value(/^kiln_asr_jobs_total\{outcome="error"[^}]*\} (\d+)/m)).toBeGreaterThanOrEqual(3);
+    expect(value(/^kiln_asr_realtime_factor_count\{[^}]*\} (\d+)/m)).toBeGreaterThanOrEqual(11);
+  });
+});
+

@@ -9,6 +9,7 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
 import { AuthenticationError, InvalidRequestError, KilnError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
+import type { HttpMetrics } from "../../core/metrics.js";
 import { WHISPER_LANGUAGES, type WhisperModelName } from "../../models/whisper.js";
 import { CONTENT_TYPES, FORMATS, render, type OutputFormat } from "../asr/formats.js";
 import type { WhisperPool } from "../asr/whisper.js";
@@ -27,6 +28,9 @@ export interface AgentHttpDeps {
   token?: string;
   /** The node panel's facts (hardware, jobs, scheduler link). */
   node: () => Promise<NodeInfo>;
+  metrics: HttpMetrics;
+  /** Readiness checks (models loaded, scheduler link when configured). */
+  ready: () => Promise<{ ready: boolean; checks: Record<string, boolean>; transcription: Record<string, boolean> }>;
   logger: Logger;
 }
 
@@ -53,6 +57,14 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
   app.onError(onError(deps.logger));
   app.notFound(notFound);
   app.use("*", requestId());
+  app.use("*", deps.metrics.middleware);
+  // Operations endpoints, outside /api and its token: for supervisors and Prometheus.
+  app.get("/healthz", (c) => c.json({ status: "ok" }));
+  app.get("/readyz", async (c) => {
+    const r = await deps.ready();
+    return c.json(r, r.ready ? 200 : 503);
+  });
+  app.get("/metrics", () => deps.metrics.handler());
   if (deps.token) app.use("/api/*", bearer(deps.token));
 
   app.post("/api/process", async (c) => {

@@ -28,6 +28,8 @@ export interface JobServiceOptions {
   concurrency: number;
   /** Accepted jobs that may wait for a turn (more is a 503). */
   maxQueued: number;
+  /** Told of every job that ends (metrics). */
+  onFinished?: (outcome: "completed" | "error", audioSeconds?: number, wallSeconds?: number) => void;
   logger: Logger;
 }
 
@@ -188,6 +190,7 @@ export class JobService {
     const row = this.store.get(id);
     if (!row) return;
     const { logger } = this.options;
+    const started = Date.now();
     const live = this.live.get(id) ?? { progress: 0, eta: 0, persistedAt: 0 };
     this.live.set(id, live);
     try {
@@ -217,6 +220,7 @@ export class JobService {
       await writeFile(`${resultPath}.partial`, JSON.stringify(transcript));
       await rename(`${resultPath}.partial`, resultPath);
       this.store.complete(id, resultPath);
+      this.options.onFinished?.("completed", transcript.duration, (Date.now() - started) / 1000);
       await rm(dirname(row.inputPath), { recursive: true, force: true });
       logger.info({ job: id, file: row.fileName, segments: transcript.segments.length }, "transcription job completed");
     } catch (err) {
@@ -228,6 +232,7 @@ export class JobService {
       const message = err instanceof AudioError || err instanceof EngineError ? err.message : `transcription failed: ${err instanceof Error ? err.message : String(err)}`;
       if (!(err instanceof AudioError)) logger.error({ job: id, err }, "transcription job failed");
       this.store.fail(id, message);
+      this.options.onFinished?.("error");
       await rm(dirname(row.inputPath), { recursive: true, force: true });
     } finally {
       this.live.delete(id);

@@ -1,4 +1,4 @@
-/** The scheduler's public HTTP API (Hono): `/v1/chat/completions` and `/v1/models`. */
+/** The scheduler's public HTTP API (Hono): `/v1/chat/completions` and `/v1/models`; `/healthz`, `/readyz`, `/metrics`. */
 import { Hono } from "hono";
 import type { AppEnv, HttpDeps } from "./env.js";
 import { authenticate, rateLimit } from "./middleware/auth.js";
@@ -11,8 +11,16 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   app.onError(onError(deps.logger));
   app.notFound(notFound);
   app.use("*", requestId());
+  app.use("*", deps.metrics.middleware);
+  // Operations endpoints: no key (they carry no user data), for load balancers and Prometheus.
+  app.get("/healthz", (c) => c.json({ status: "ok" }));
+  app.get("/readyz", (c) => {
+    const r = deps.ready();
+    return c.json(r, r.ready ? 200 : 503);
+  });
+  app.get("/metrics", () => deps.metrics.handler());
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
-  app.route("/v1/chat/completions", chatRoutes(deps.fleet, deps.maxBodyBytes, deps.logger));
+  app.route("/v1/chat/completions", chatRoutes(deps.fleet, deps.maxBodyBytes, deps.logger, deps.metrics));
   app.route("/v1/models", modelRoutes(deps.fleet));
   return app;
 }

@@ -2,6 +2,7 @@ import type { RequestIdEnv } from "../../core/http/index.js";
 import type { Logger } from "../../core/log.js";
 import type { KeyIdentity, KeyService } from "../auth/index.js";
 import type { Fleet } from "../fleet/index.js";
+import type { SchedulerMetrics } from "../metrics.js";
 import type { RateLimiter } from "../ratelimit/index.js";
 
 /** What the HTTP layer is given: the services it calls. */
@@ -14,6 +15,9 @@ export interface HttpDeps {
   maxBodyBytes: number;
   /** Requests per minute of the standard tier. */
   standardRpm: number;
+  metrics: SchedulerMetrics;
+  /** Readiness: the store is open (and whatever else the scheduler needs to serve). */
+  ready: () => { ready: boolean; checks: Record<string, boolean> };
 }
 
 /** Hono's typed context variables. */

@@ -6,13 +6,14 @@
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { KilnError, PayloadTooLargeError } from "../../../core/errors.js";
+import type { SchedulerMetrics } from "../../metrics.js";
 import type { Logger } from "../../../core/log.js";
 import { chunkBody, completionBody, completionId, parseJsonBody, usage, usageChunkBody, validateChatCompletion, type ChatCompletionBody } from "../../chat/index.js";
 import type { CompletionEvent, Fleet } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
 import { errorResponse } from "../../../core/http/index.js";
 
-export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger): Hono<AppEnv> {
+export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger, metrics: SchedulerMetrics): Hono<AppEnv> {
   return new Hono<AppEnv>().post(
     "/",
     bodyLimit({
@@ -21,7 +22,7 @@ export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger): 
     }),
     async (c) => {
       const body = validateChatCompletion(parseJsonBody(await c.req.text()));
-      const events = fleet.submit(body, c.req.raw.signal)[Symbol.asyncIterator]();
+      const events = metrics.measure(fleet.submit(body, c.req.raw.signal), body.model);
       const first = await events.next(); // throws the KilnError of a request that never started
       const id = completionId();
       const created = Math.floor(Date.now() / 1000);

@@ -1,0 +1,46 @@
+/** The agent's metrics: HTTP, transcription jobs and speed, chat sequences, the scheduler link. */
+import { Counter, createHttpMetrics, Gauge, Histogram, type HttpMetrics } from "../core/metrics.js";
+import type { JobService } from "./jobs/index.js";
+import type { FleetLink } from "./link/index.js";
+import type { LlmEngine } from "./llm/index.js";
+
+export interface AgentMetrics extends HttpMetrics {
+  /** Records a finished transcription job: its outcome and, when completed, its real-time factor. */
+  jobFinished(outcome: "completed" | "error", audioSeconds?: number, wallSeconds?: number): void;
+}
+
+export function createAgentMetrics(sources: { jobs: () => JobService; engine: LlmEngine; link: () => FleetLink | undefined }): AgentMetrics {
+  const http = createHttpMetrics("agent");
+  const registers = [http.registry];
+  const finished = new Counter({ name: "kiln_asr_jobs_total", help: "Finished transcription jobs by outcome", labelNames: ["outcome"] as const, registers });
+  const rtf = new Histogram({ name: "kiln_asr_realtime_factor", help: "Wall seconds per second of audio, per completed job", buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5], registers });
+  const audio = new Counter({ name: "kiln_asr_audio_seconds_total", help: "Seconds of audio transcribed", registers });
+  new Gauge({
+    name: "kiln_asr_jobs", help: "Transcription jobs now, by state", labelNames: ["state"] as const, registers,
+    collect() {
+      const { running, queued } = sources.jobs().counts();
+      this.set({ state: "running" }, running);
+      this.set({ state: "queued" }, queued);
+    },
+  });
+  new Gauge({
+    name: "kiln_llm_sequences", help: "Chat generation sequences (slots), by state", labelNames: ["state"] as const, registers,
+    collect() {
+      const pools = sources.engine.modelPools;
+      const busy = pools.reduce((n, p) => n + p.busy, 0);
+      this.set({ state: "busy" }, busy);
+      this.set({ state: "free" }, pools.reduce((n, p) => n + p.slots, 0) - busy);
+    },
+  });
+  new Gauge({ name: "kiln_scheduler_connected", help: "1 while the link to the scheduler is up", registers, collect() { this.set(sources.link()?.state === "connected" ? 1 : 0); } });
+  return {
+    ...http,
+    jobFinished(outcome, audioSeconds, wallSeconds) {
+      finished.inc({ outcome });
+      if (outcome === "completed" && audioSeconds && wallSeconds !== undefined) {
+        audio.inc(audioSeconds);
+        rtf.observe(wallSeconds / audioSeconds);
+      }
+    },
+  };
+}

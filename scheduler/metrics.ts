@@ -1,0 +1,48 @@
+/** The scheduler's metrics: HTTP, generation (tokens, time to first token) and the fleet's state. */
+import { Counter, createHttpMetrics, Gauge, Histogram, type HttpMetrics } from "../core/metrics.js";
+import type { CompletionEvent, Fleet } from "./fleet/index.js";
+
+export interface SchedulerMetrics extends HttpMetrics {
+  /** Passes a completion's events through, recording time to first token and token counts. */
+  measure(events: AsyncIterable<CompletionEvent>, model: string): AsyncGenerator<CompletionEvent>;
+}
+
+export function createSchedulerMetrics(fleet: Fleet): SchedulerMetrics {
+  const http = createHttpMetrics("scheduler");
+  const registers = [http.registry];
+  const ttft = new Histogram({ name: "kiln_time_to_first_token_seconds", help: "From dispatch to the first generated text", labelNames: ["model"] as const, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers });
+  const tokens = new Counter({ name: "kiln_tokens_total", help: "Tokens by model and kind (prompt, completion)", labelNames: ["model", "kind"] as const, registers });
+  const rate = new Histogram({ name: "kiln_generation_tokens_per_second", help: "Completion tokens per second of generation, per request", labelNames: ["model"] as const, buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500], registers });
+  const completions = new Counter({ name: "kiln_completions_total", help: "Finished completions by model and finish reason", labelNames: ["model", "finish_reason"] as const, registers });
+  new Gauge({ name: "kiln_fleet_agents_connected", help: "Agents with an open stream", registers, collect() { this.set(fleet.snapshot().length); } });
+  new Gauge({ name: "kiln_fleet_queue_depth", help: "Requests waiting for a free slot", registers, collect() { this.set(fleet.queued); } });
+  new Gauge({
+    name: "kiln_fleet_slots", help: "Generation slots (sequences) across the fleet, by state", labelNames: ["state"] as const, registers,
+    collect() {
+      const pools = fleet.snapshot().flatMap((a) => a.pools);
+      const busy = pools.reduce((n, p) => n + p.inflight, 0);
+      this.set({ state: "busy" }, busy);
+      this.set({ state: "free" }, pools.reduce((n, p) => n + p.slots, 0) - busy);
+    },
+  });
+  return {
+    ...http,
+    async *measure(events, model) {
+      const started = performance.now();
+      let firstText: number | undefined;
+      for await (const e of events) {
+        if (e.type === "text" && firstText === undefined) {
+          firstText = performance.now();
+          ttft.observe({ model }, (firstText - started) / 1000);
+        } else if (e.type === "done") {
+          tokens.inc({ model, kind: "prompt" }, e.promptTokens);
+          tokens.inc({ model, kind: "completion" }, e.completionTokens);
+          completions.inc({ model, finish_reason: e.finishReason });
+          const seconds = (performance.now() - (firstText ?? started)) / 1000;
+          if (e.completionTokens > 1 && seconds > 0) rate.observe({ model }, (e.completionTokens - 1) / seconds);
+        }
+        yield e;
+      }
+    },
+  };
+}
