@@ -2,8 +2,8 @@
  * The `kiln` command: `dev`, `scheduler`, `agent`, `keys`. Every flag has a `KILN_*` twin;
  * configuration is validated by `config/` before anything starts.
  */
-import { Command } from "commander";
-import { AGENT_OPTIONS, SCHEDULER_OPTIONS, parseAgentConfig, parseSchedulerConfig } from "../config/index.js";
+import { Command, Option } from "commander";
+import { AGENT_OPTIONS, SCHEDULER_OPTIONS, maskSecrets, parseAgentConfig, parseSchedulerConfig, type OptionSpec } from "../config/index.js";
 import { ConfigError, KilnError } from "../core/errors.js";
 import { LlmEngineError } from "../agent/llm/index.js";
 import { createLogger } from "../core/log.js";
@@ -12,6 +12,7 @@ import { startScheduler } from "../scheduler/index.js";
 import { KeyService, TIERS, isTier } from "../scheduler/auth/index.js";
 import { openSchedulerDatabase } from "../scheduler/store/index.js";
 import { runDev } from "./dev.js";
+import { withConfigFile } from "./config-file.js";
 import { addOptions } from "./options.js";
 import { onShutdown } from "./shutdown.js";
 
@@ -21,23 +22,45 @@ const program = new Command("kiln")
   .description("Kiln: chat completions and transcription on a fleet of GPU nodes")
   .showHelpAfterError();
 
-addOptions(
+/** `--config FILE` and `--print-config`, on every command that starts a server. */
+function withConfigOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option("--config <file>", "a JSON file of options (flags and KILN_* variables win over it)").env("KILN_CONFIG"))
+    .option("--print-config", "print the effective configuration (secrets masked) and exit");
+}
+
+/** Prints the effective configuration when asked; returns whether it did. */
+function printed(opts: Raw, specs: Record<string, OptionSpec>, config: Record<string, unknown>): boolean {
+  if (!opts.printConfig) return false;
+  process.stdout.write(`${JSON.stringify(maskSecrets(specs, config), null, 2)}\n`);
+  return true;
+}
+
+const DEV_OPTIONS = { ...AGENT_OPTIONS, ...SCHEDULER_OPTIONS };
+
+withConfigOptions(addOptions(
   addOptions(program.command("dev").description("scheduler + agent on this machine; prints a dev API key"), SCHEDULER_OPTIONS),
   AGENT_OPTIONS,
   ["scheduler", "nodeToken", "logLevel"],
-).action((opts: Raw) => runDev(opts));
+)).action((opts: Raw, cmd: Command) => {
+  const raw = withConfigFile(opts, cmd, DEV_OPTIONS);
+  if (printed(raw, DEV_OPTIONS, { ...parseAgentConfig({ ...raw, scheduler: undefined, nodeToken: undefined }), ...parseSchedulerConfig({ ...raw, nodeTokens: raw.nodeTokens ?? "generated-at-start-by-kiln-dev" }) })) return;
+  return runDev(raw);
+});
 
-addOptions(program.command("scheduler").description("the control plane: public HTTP API and the gRPC endpoint agents dial"), SCHEDULER_OPTIONS)
-  .action(async (opts: Raw) => {
-    const config = parseSchedulerConfig(opts);
+withConfigOptions(addOptions(program.command("scheduler").description("the control plane: public HTTP API and the gRPC endpoint agents dial"), SCHEDULER_OPTIONS))
+  .action(async (opts: Raw, cmd: Command) => {
+    const config = parseSchedulerConfig(withConfigFile(opts, cmd, SCHEDULER_OPTIONS));
+    if (printed(opts, SCHEDULER_OPTIONS, config)) return;
     const logger = createLogger("scheduler", config.logLevel);
     const scheduler = await startScheduler(config, logger);
     onShutdown(logger, () => scheduler.close());
   });
 
-addOptions(program.command("agent").description("a GPU node: loads models and joins the scheduler's fleet"), AGENT_OPTIONS)
-  .action(async (opts: Raw) => {
-    const config = parseAgentConfig(opts);
+withConfigOptions(addOptions(program.command("agent").description("a GPU node: transcription on :7860; with --scheduler, chat models in the fleet"), AGENT_OPTIONS))
+  .action(async (opts: Raw, cmd: Command) => {
+    const config = parseAgentConfig(withConfigFile(opts, cmd, AGENT_OPTIONS));
+    if (printed(opts, AGENT_OPTIONS, config)) return;
     const logger = createLogger("agent", config.logLevel);
     const agent = await startAgent(config, logger);
     onShutdown(logger, () => agent.close(0));

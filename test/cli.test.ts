@@ -1,5 +1,6 @@
 /** The `kiln` command itself: help, key management on a database, config errors. */
 import { execFile } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
@@ -39,4 +40,26 @@ describe("kiln CLI", () => {
     expect(noTokens.code).toBe(1);
     expect(noTokens.stderr).toMatch(/--node-tokens \/ KILN_NODE_TOKENS/);
   });
+
+  it("merges a config file under flags and KILN_* variables; --print-config masks secrets", async () => {
+    const dir = tempDir();
+    const file = join(dir, "scheduler.json");
+    writeFileSync(file, JSON.stringify({ "queue-size": 12, queueTimeout: 9, http: "127.0.0.1:9999", nodeTokens: "file-secret-token-0123456789", db: join(dir, "k.db") }));
+    const r = await kiln(["scheduler", "--config", file, "--queue-timeout", "5", "--print-config"], { KILN_QUEUE_SIZE: "7" });
+    expect(r.code ?? 0).toBe(0);
+    const config = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(config).toMatchObject({ queueSize: 7, queueTimeout: 5, http: { host: "127.0.0.1", port: 9999 }, nodeTokens: "[redacted]" });
+    expect(r.stdout).not.toContain("file-secret-token");
+
+    const agent = await kiln(["agent", "--print-config", "--agent-token", "agent-secret"], {});
+    expect(JSON.parse(agent.stdout)).toMatchObject({ agentToken: "[redacted]", port: 7860 });
+
+    writeFileSync(file, JSON.stringify({ queueSise: 1 }));
+    const bad = await kiln(["scheduler", "--config", file, "--print-config"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/scheduler\.json: queueSise: unknown option/);
+    writeFileSync(file, "{ not json");
+    expect((await kiln(["scheduler", "--config", file])).stderr).toMatch(/--config \/ KILN_CONFIG: .*scheduler\.json/);
+  });
 });
+
