@@ -129,7 +129,7 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     http: http.address,
     async close(deadlineMs = 0) {
       await link?.drain(deadlineMs);
-      await http.close();
+      await http.close(Math.min(deadlineMs, 1000));
       await jobs.close();
       await whisper.dispose();
       await engine.dispose();

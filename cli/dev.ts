@@ -61,7 +61,7 @@ export async function runDev(raw: Record<string, string | string[] | undefined>)
   ].join("\n"));
 
   onShutdown(logger, async () => {
-    await agent.close(0);
+    await agent.close(agentConfig.drainSeconds * 1000);
     await scheduler.close();
   });
 }

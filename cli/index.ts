@@ -41,7 +41,7 @@ const DEV_OPTIONS = { ...AGENT_OPTIONS, ...SCHEDULER_OPTIONS };
 withConfigOptions(addOptions(
   addOptions(program.command("dev").description("scheduler + agent on this machine; prints a dev API key"), SCHEDULER_OPTIONS),
   AGENT_OPTIONS,
-  ["scheduler", "nodeToken", "logLevel"],
+  ["scheduler", "nodeToken", "logLevel", "drainSeconds"],
 )).action((opts: Raw, cmd: Command) => {
   const raw = withConfigFile(opts, cmd, DEV_OPTIONS);
   if (printed(raw, DEV_OPTIONS, { ...parseAgentConfig({ ...raw, scheduler: undefined, nodeToken: undefined }), ...parseSchedulerConfig({ ...raw, nodeTokens: raw.nodeTokens ?? "generated-at-start-by-kiln-dev" }) })) return;
@@ -54,7 +54,7 @@ withConfigOptions(addOptions(program.command("scheduler").description("the contr
     if (printed(opts, SCHEDULER_OPTIONS, config)) return;
     const logger = createLogger("scheduler", config.logLevel);
     const scheduler = await startScheduler(config, logger);
-    onShutdown(logger, () => scheduler.close());
+    onShutdown(logger, () => scheduler.close(config.drainSeconds * 1000));
   });
 
 withConfigOptions(addOptions(program.command("agent").description("a GPU node: transcription on :7860; with --scheduler, chat models in the fleet"), AGENT_OPTIONS))
@@ -63,7 +63,7 @@ withConfigOptions(addOptions(program.command("agent").description("a GPU node: t
     if (printed(opts, AGENT_OPTIONS, config)) return;
     const logger = createLogger("agent", config.logLevel);
     const agent = await startAgent(config, logger);
-    onShutdown(logger, () => agent.close(0));
+    onShutdown(logger, () => agent.close(config.drainSeconds * 1000));
   });
 
 const keys = program.command("keys").description("API keys (works on the scheduler's --db)");

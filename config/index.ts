@@ -84,6 +84,11 @@ const logLevel = {
   description: `log level (${LOG_LEVELS.join(", ")})`, schema: z.enum(LOG_LEVELS),
 } satisfies OptionSpec;
 
+/** `--drain-seconds`: how long SIGTERM waits for work in flight before exiting. */
+const drainSeconds = (what: string) => ({
+  flags: "--drain-seconds <s>", env: "KILN_DRAIN_SECONDS", default: "30", description: `on SIGTERM, seconds ${what} before exit`, schema: int(0, 3600),
+}) satisfies OptionSpec;
+
 /** Options of `kiln scheduler` (and the scheduler half of `kiln dev`). */
 export const SCHEDULER_OPTIONS = {
   http: { flags: "--http <host:port>", env: "KILN_HTTP", default: "127.0.0.1:8080", description: "address of the public HTTP API", schema: hostPort },
@@ -96,6 +101,7 @@ export const SCHEDULER_OPTIONS = {
   maxBody: { flags: "--max-body <size>", env: "KILN_MAX_BODY", default: "4mb", description: "largest accepted JSON body (413 above)", schema: bytes.pipe(z.number().int().min(1024, "must be at least 1kb")) },
   standardRpm: { flags: "--standard-rpm <n>", env: "KILN_STANDARD_RPM", default: "100", description: "requests per minute of the standard tier (the spec gives none; free's by default)", schema: int(1) },
   heartbeatMs: { flags: "--heartbeat-ms <ms>", env: "KILN_HEARTBEAT_MS", default: "5000", description: "agent heartbeat interval; an agent silent for 3 intervals is dropped", schema: int(100, 600_000) },
+  drainSeconds: drainSeconds("requests in flight may finish"),
   logLevel,
 } satisfies Record<string, OptionSpec>;
 
@@ -124,6 +130,7 @@ export const AGENT_OPTIONS = {
   asrParallel: { flags: "--asr-parallel <n>", env: "KILN_ASR_PARALLEL", default: String(Math.min(4, cpus().length)), description: "speech chunks decoded at once, each on its own whisper state (default: cores, at most 4)", schema: int(1, 64) },
   asrThreads: { flags: "--asr-threads <n>", env: "KILN_ASR_THREADS", default: String(cpus().length), description: "whisper compute threads in all, shared by the parallel decodes (default: cores)", schema: int(1, 1024) },
   whisperMemory: { flags: "--whisper-memory <size>", env: "KILN_WHISPER_MEMORY", default: `${Math.floor(totalmem() / 2 / 1024 ** 2)}mb`, description: "memory loaded whisper models may take before idle ones are unloaded (default: half the RAM)", schema: bytes.pipe(z.number().int().min(1024 ** 2, "must be at least 1mb")) },
+  drainSeconds: drainSeconds("running completions may finish (queued transcription jobs resume at the next start)"),
   maxUpload: { flags: "--max-upload <size>", env: "KILN_MAX_UPLOAD", default: "1gb", description: "largest audio file accepted (413 above)", schema: bytes.pipe(z.number().int().min(1024, "must be at least 1kb")) },
   logLevel,
 } satisfies Record<string, OptionSpec>;

@@ -21,8 +21,8 @@ export interface SchedulerHandle {
   grpc: HostPort;
   keys: KeyService;
   fleet: Fleet;
-  /** Stops accepting work and closes every listener and the database. */
-  close(): Promise<void>;
+  /** Stops accepting work, gives requests in flight `graceMs` (default 0), closes every listener and the database. */
+  close(graceMs?: number): Promise<void>;
 }
 
 export async function startScheduler(config: SchedulerConfig, logger: Logger = createLogger("scheduler", config.logLevel)): Promise<SchedulerHandle> {
@@ -49,12 +49,12 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       grpc: { host: config.grpc.host, port: grpcPort },
       keys,
       fleet,
-      async close() {
+      async close(graceMs = 0) {
         health.setStatus("", "NOT_SERVING");
         health.setStatus(FLEET_SERVICE, "NOT_SERVING");
+        await listener.close(graceMs); // new connections refused; streams in flight may finish
         fleet.close();
         grpcServer.forceShutdown(); // agent streams never end on their own; agents reconnect
-        await listener.close();
         db.close();
       },
     };

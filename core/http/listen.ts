@@ -7,8 +7,11 @@ export interface HttpListener {
   /** The bound address (the real port when 0 was asked). */
   address: HostPort;
   server: Server;
-  /** Stops listening and drops open connections. */
-  close(): Promise<void>;
+  /**
+   * Stops listening; requests in flight get `graceMs` (default 0) to finish before the remaining
+   * connections are dropped. Idle keep-alive connections close at once.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** Serves a Hono `fetch` on host:port (port 0 picks a free one). */
@@ -22,9 +25,11 @@ export async function listenHttp(fetch: (req: Request, env: HttpBindings) => Res
   return {
     address: { host: at.host, port },
     server: s,
-    close: () => new Promise<void>((resolve) => {
-      s.close(() => resolve());
-      s.closeAllConnections();
+    close: (graceMs = 0) => new Promise<void>((resolve) => {
+      const timer = setTimeout(() => s.closeAllConnections(), graceMs);
+      s.close(() => { clearTimeout(timer); resolve(); });
+      s.closeIdleConnections();
+      if (graceMs === 0) s.closeAllConnections();
     }),
   };
 }

@@ -1,0 +1,53 @@
+/**
+ * SIGTERM drains: the agent stops taking work and tells the scheduler, a completion in flight
+ * finishes within the deadline, then the process exits cleanly.
+ */
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { MODEL_ID, postChat, spawnAgent, spawnScheduler, tempDir, until, type KilnProcess } from "./helpers/fleet.js";
+
+const procs: KilnProcess[] = [];
+afterEach(async () => {
+  await Promise.all(procs.splice(0).map((p) => p.stop("SIGKILL")));
+});
+
+describe("drain on SIGTERM", () => {
+  it("lets a streamed completion finish, refuses new work meanwhile, then exits 0", async () => {
+    const db = join(tempDir(), "kiln.db");
+    const sched = await spawnScheduler(db);
+    procs.push(sched.proc);
+    const base = `http://127.0.0.1:${sched.http}`;
+    const agent = spawnAgent(sched.grpc, "node-drain", ["--sequences", "2", "--drain-seconds", "20"]);
+    procs.push(agent);
+    await agent.waitFor(/registered with the scheduler/);
+    const created = execFileSync(process.execPath, ["bin/kiln.js", "keys", "create", "--db", db, "--account", "d", "--tier", "pro"], { encoding: "utf8" });
+    const key = /key:\s+(\S+)/.exec(created.split("\n")[1]!)![1]!;
+
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "a long story" }], max_tokens: 1500, temperature: 0, stream: true }),
+    });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = decoder.decode((await reader.read()).value);
+    while (text.split("data:").length < 4) text += decoder.decode((await reader.read()).value);
+
+    agent.child.kill("SIGTERM");
+    await agent.waitFor(/shutting down/);
+    await until(async () => {
+      const r = await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "new work" }], max_tokens: 4 });
+      return r.status === 503;
+    }, 5000, "new work to be refused while draining");
+
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    expect(text.trim().endsWith("data: [DONE]")).toBe(true);
+    expect(text).toContain('"finish_reason":"length"');
+    expect(await agent.exited).toBe(0);
+  }, 60_000);
+});
