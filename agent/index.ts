@@ -2,6 +2,7 @@
  * `kiln agent`: the daemon of a GPU instance. It serves the transcription API on port 7860 and,
  * given a scheduler, loads its chat models, probes the hardware and joins the fleet.
  */
+import { mkdir } from "node:fs/promises";
 import { freemem } from "node:os";
 import { join, resolve } from "node:path";
 import { isCatalogModel } from "../models/catalog.js";
@@ -76,7 +77,8 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     onFinished: (outcome, audio, wall) => metrics.jobFinished(outcome, audio, wall),
   });
   await jobs.recover();
-  const hardware = await probeHardware(engine.compute);
+  await mkdir(resolve(config.dataDir), { recursive: true });
+  const hardware = await probeHardware(engine.compute, config.dataDir);
   const capabilities = { diarization: Boolean(diarization), translation: Boolean(translationModel) };
   const node = async (): Promise<NodeInfo> => ({
     node_id: config.nodeId,
@@ -114,8 +116,8 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
 
   if (config.scheduler && config.nodeToken) {
     if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
-    logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, "hardware");
-    link = new FleetLink({ scheduler: config.scheduler, nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, logger });
+    logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU");
+    link = new FleetLink({ scheduler: config.scheduler, nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir: resolve(config.dataDir), logger });
     link.start();
   } else {
     logger.info("no --scheduler given: a transcription-only instance");

@@ -5,7 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { MODEL_ID, postChat, spawnAgent, spawnScheduler, tempDir, until, type KilnProcess } from "./helpers/fleet.js";
+import { MODEL_ID, NODE_TOKEN, postChat, spawnAgent, spawnScheduler, tempDir, until, type KilnProcess } from "./helpers/fleet.js";
 
 const procs: KilnProcess[] = [];
 afterEach(async () => {
@@ -49,5 +49,14 @@ describe("drain on SIGTERM", () => {
     expect(text.trim().endsWith("data: [DONE]")).toBe(true);
     expect(text).toContain('"finish_reason":"length"');
     expect(await agent.exited).toBe(0);
+
+    // The HTTP request id travelled to the agent's log line for this completion.
+    const requestId = res.headers.get("x-request-id")!;
+    expect(agent.lines.some((l) => l.includes('"msg":"completion done"') && l.includes(`"requestId":"${requestId}"`))).toBe(true);
+    // No secret in any log line of either process.
+    for (const line of [...agent.lines, ...sched.proc.lines]) {
+      expect(line).not.toContain(NODE_TOKEN);
+      expect(line).not.toContain(key);
+    }
   }, 60_000);
 });

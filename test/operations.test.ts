@@ -59,6 +59,14 @@ describe("health and metrics", () => {
     const res = await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "hi" }], max_tokens: 5, temperature: 0 });
     expect(res.status).toBe(200);
 
+    // The register message carried the hardware, truthfully for this CPU-only machine.
+    const hw = scheduler.fleet.snapshot()[0]!.hardware!;
+    expect(hw).toMatchObject({ compute: "cpu", gpus: [], cuda_available: false });
+    expect(Number(hw.disk_total_bytes)).toBeGreaterThan(0);
+    expect(Number(hw.memory_total_bytes)).toBeGreaterThan(0);
+    const models = await (await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json() as { models: { id: string; gpu_type: string; memory_gb: number }[] };
+    expect(models.models.find((x) => x.id === MODEL_ID)).toMatchObject({ gpu_type: "none (CPU)", memory_gb: expect.any(Number) });
+
     m = parseMetrics(await (await fetch(`${base}/metrics`)).text());
     expect(m.get('kiln_fleet_agents_connected{component="scheduler"}')).toBe(1);
     expect(m.get('kiln_fleet_slots{state="free",component="scheduler"}')).toBe(4);

@@ -10,12 +10,15 @@ import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
 import { CHAT_ROLES, isChatRole } from "../../core/chat.js";
+import { diskOf } from "../hardware/index.js";
 import { LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
 
 export interface FleetLinkOptions {
   scheduler: HostPort;
   nodeToken: string;
+  /** The data directory, whose free disk goes into heartbeats. */
+  dataDir?: string;
   nodeId: string;
   engine: LlmEngine;
   hardware: Hardware;
@@ -131,6 +134,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     this.running.set(id, ac);
     let sentText = false;
     try {
+      const started = performance.now();
       const result = await this.options.engine.generate(req.model, req.messages.map(toTurn), {
         ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
         ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
@@ -138,9 +142,10 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         onText: (text) => { sentText = true; send({ chunk: { request_id: id, text } }); },
       });
       send({ done: { request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens } } });
+      this.options.logger.info({ requestId: req.trace_id, model: req.model, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason, ms: Math.round(performance.now() - started) }, "completion done");
     } catch (err) {
       const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
-      if (e.code !== "cancelled") this.options.logger.warn({ request: id, code: e.code, err: e.message }, "completion failed");
+      if (e.code !== "cancelled") this.options.logger.warn({ requestId: req.trace_id, code: e.code, err: e.message }, "completion failed");
       send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentText } });
     } finally {
       this.running.delete(id);
@@ -149,6 +154,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
 
   private async sendHeartbeat(stream: Stream): Promise<void> {
     const device = await this.options.engine.memory().catch(() => ({ used: 0, total: 0 }));
+    const disk = this.options.dataDir ? await diskOf(this.options.dataDir) : { free: 0 };
     if (this.stream !== stream || stream.destroyed) return;
     stream.write({
       heartbeat: {
@@ -157,6 +163,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         memory_free_bytes: freemem(),
         device_memory_used_bytes: device.used,
         device_memory_total_bytes: device.total,
+        disk_free_bytes: disk.free,
       },
     });
   }

@@ -30,6 +30,8 @@ export interface FleetOptions {
 
 interface Job {
   id: string;
+  /** The HTTP request id, passed to the agent for its logs. */
+  traceId: string;
   request: CompletionRequest;
   channel: Channel<CompletionEvent>;
   attempts: number;
@@ -78,11 +80,12 @@ export class Fleet {
    * Runs a completion somewhere in the fleet. Events arrive on the returned iterable; errors are
    * thrown from it as `KilnError`s. Aborting `signal` (client gone) cancels the work on the agent.
    */
-  submit(request: CompletionRequest, signal?: AbortSignal): AsyncIterable<CompletionEvent> {
+  /** `traceId` (the HTTP request id) travels to the agent for its logs. */
+  submit(request: CompletionRequest, signal?: AbortSignal, traceId = ""): AsyncIterable<CompletionEvent> {
     if (!this.serves(request.model)) {
       throw new ServiceUnavailableError("model_unavailable", `model: no connected agent serves "${request.model}" right now`);
     }
-    const job: Job = { id: randomUUID(), request, attempts: 0, started: false, cancelled: false, channel: undefined! };
+    const job: Job = { id: randomUUID(), traceId, request, attempts: 0, started: false, cancelled: false, channel: undefined! };
     job.channel = new Channel<CompletionEvent>(() => this.cancel(job));
     signal?.addEventListener("abort", () => this.cancel(job), { once: true });
     if (!this.dispatch(job)) this.enqueue(job);
@@ -206,6 +209,7 @@ export class Fleet {
     agent.link.send({
       completion: {
         request_id: job.id,
+        trace_id: job.traceId,
         model: r.model,
         messages: r.messages,
         ...(r.maxTokens !== undefined ? { max_tokens: r.maxTokens } : {}),

@@ -22,7 +22,7 @@ export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger, m
     }),
     async (c) => {
       const body = validateChatCompletion(parseJsonBody(await c.req.text()));
-      const events = metrics.measure(fleet.submit(body, c.req.raw.signal), body.model);
+      const events = metrics.measure(fleet.submit(body, c.req.raw.signal, c.get("requestId")), body.model);
       const first = await events.next(); // throws the KilnError of a request that never started
       const id = completionId();
       const created = Math.floor(Date.now() / 1000);

@@ -8,6 +8,7 @@ export interface CompletionRequest {
   'messages'?: (_kiln_v1_ChatMessage)[];
   'max_tokens'?: (number);
   'temperature'?: (number | string);
+  'trace_id'?: (string);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
 }
@@ -18,6 +19,7 @@ export interface CompletionRequest__Output {
   'messages': (_kiln_v1_ChatMessage__Output)[];
   'max_tokens'?: (number);
   'temperature'?: (number);
+  'trace_id': (string);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
 }

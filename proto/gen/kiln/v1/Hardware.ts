@@ -9,6 +9,9 @@ export interface Hardware {
   'cpu_model'?: (string);
   'cpu_cores'?: (number);
   'memory_total_bytes'?: (number | string | Long);
+  'cuda_available'?: (boolean);
+  'disk_path'?: (string);
+  'disk_total_bytes'?: (number | string | Long);
 }
 
 export interface Hardware__Output {
@@ -17,4 +20,7 @@ export interface Hardware__Output {
   'cpu_model': (string);
   'cpu_cores': (number);
   'memory_total_bytes': (number);
+  'cuda_available': (boolean);
+  'disk_path': (string);
+  'disk_total_bytes': (number);
 }

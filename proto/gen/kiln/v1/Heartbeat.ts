@@ -8,6 +8,7 @@ export interface Heartbeat {
   'memory_free_bytes'?: (number | string | Long);
   'device_memory_used_bytes'?: (number | string | Long);
   'device_memory_total_bytes'?: (number | string | Long);
+  'disk_free_bytes'?: (number | string | Long);
 }
 
 export interface Heartbeat__Output {
@@ -16,4 +17,5 @@ export interface Heartbeat__Output {
   'memory_free_bytes': (number);
   'device_memory_used_bytes': (number);
   'device_memory_total_bytes': (number);
+  'disk_free_bytes': (number);
 }
