@@ -93,4 +93,22 @@ describe("transcription agent process", () => {
     expect(resumed.view.result.duration).toBeCloseTo(150, 0);
     expect(agent.proc.lines.some((l) => /resuming interrupted transcription job/.test(l))).toBe(true);
   }, 240_000);
+
+  it("on SIGTERM stops between chunks and exits 0; running and queued jobs complete after the restart", async () => {
+    const dataDir = tempDir();
+    const media = tempDir();
+    let agent = await spawnTranscription(dataDir, ["--asr-jobs", "1"]);
+    procs.push(agent.proc);
+    const res = await upload(agent.base, [makeMedia(media, "a.flac", { seconds: 150 }), makeMedia(media, "b.flac", { seconds: 30 })]);
+    const [running, queued] = res.body.jobs as { job_id: string }[];
+    await until(async () => (await getJson(`${agent.base}/api/status/${running!.job_id}`)).body.progress > 0.1, 30_000, "the first job to start decoding");
+    agent.proc.child.kill("SIGTERM");
+    expect(await agent.proc.exited).toBe(0);
+    expect(agent.proc.lines.some((l) => /interrupted by shutdown; it resumes at the next start/.test(l))).toBe(true);
+
+    agent = await spawnTranscription(dataDir, ["--asr-jobs", "1"]);
+    procs.push(agent.proc);
+    for (const job of [running!, queued!]) expect((await waitForJob(agent.base, job.job_id, 120_000)).view.status).toBe("completed");
+  }, 240_000);
 });
+

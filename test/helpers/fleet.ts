@@ -3,7 +3,7 @@
  * loopback ports the OS picks) or as `kiln` child processes (for kill and restart scenarios).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -12,8 +12,9 @@ import { createLogger } from "../../core/log.js";
 import { startAgent, type AgentHandle } from "../../agent/index.js";
 import { startScheduler, type SchedulerHandle } from "../../scheduler/index.js";
 import { defaultModelDir, TEST_MODELS } from "../../scripts/make-test-models.js";
+import { NODE_TOKEN, PROCESS_LOG_DIR } from "./secrets.js";
 
-export const NODE_TOKEN = "test-node-token-0123456789";
+export { NODE_TOKEN } from "./secrets.js";
 export const TINY_MODEL = join(defaultModelDir(), TEST_MODELS.tiny.file);
 export const MODEL_ID = "famB-v3.1";
 
@@ -48,15 +49,18 @@ export async function waitForAgents(scheduler: SchedulerHandle, count: number): 
   await until(() => scheduler.fleet.snapshot().length === count, 15_000, `${count} agent(s) to join`);
 }
 
-/** A `kiln` child process whose JSON log lines can be awaited. */
+/** A `kiln` child process whose JSON log lines can be awaited (and are kept for the secret scan). */
 export class KilnProcess {
   readonly lines: string[] = [];
   private readonly waiters: { test: (line: string) => boolean; resolve: (line: string) => void }[] = [];
   readonly exited: Promise<number | null>;
 
   constructor(readonly child: ChildProcess) {
+    mkdirSync(PROCESS_LOG_DIR, { recursive: true });
+    const log = join(PROCESS_LOG_DIR, `${process.pid}-${child.pid}.log`);
     const onLine = (line: string): void => {
       this.lines.push(line);
+      appendFileSync(log, `${line}\n`);
       for (const w of [...this.waiters]) if (w.test(line)) { this.waiters.splice(this.waiters.indexOf(w), 1); w.resolve(line); }
     };
     createInterface({ input: child.stdout! }).on("line", onLine);

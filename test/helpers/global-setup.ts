@@ -1,10 +1,24 @@
 /** Fabricates the test models once per run; subprocess suites need the compiled CLI in dist/. */
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { ensureTestModel, ensureTestSpeechModels } from "../../scripts/make-test-models.js";
+import { leakedLines, PROCESS_LOG_DIR } from "./secrets.js";
 
-export default async function setup(): Promise<void> {
+export default async function setup(): Promise<() => void> {
+  rmSync(PROCESS_LOG_DIR, { recursive: true, force: true });
   await ensureTestModel("tiny");
   await ensureTestSpeechModels();
   if (!existsSync("dist/cli/index.js")) throw new Error("dist/ is missing: run `npm test` (which builds first) or `npm run build`");
   if (!process.env.KILN_TEST_DATA) console.log("[kiln] KILN_TEST_DATA is not set: suites that need ../shared/data (stories260K.gguf, silero_vad.onnx, jfk.wav, en-60s.wav) are skipped");
+  // At the end of the run: no log line of any spawned process may carry a secret.
+  return () => {
+    if (!existsSync(PROCESS_LOG_DIR)) return;
+    const leaks = readdirSync(PROCESS_LOG_DIR).flatMap((f) => leakedLines(readFileSync(join(PROCESS_LOG_DIR, f), "utf8")).map((l) => `${f}: ${l.slice(0, 200)}`));
+    if (leaks.length) {
+      // vitest reports a teardown error but keeps the exit status: set it, so the run fails.
+      process.exitCode = 1;
+      throw new Error(`secrets in process logs:\n${leaks.join("\n")}`);
+    }
+    console.log(`[kiln] secret scan: ${readdirSync(PROCESS_LOG_DIR).length} process logs, no secret found`);
+  };
 }

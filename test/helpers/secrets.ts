@@ -1,0 +1,17 @@
+/**
+ * Secrets the suites use, and where spawned processes' output is kept, so that the end of the
+ * run can check that no log line of any process carries one (global-setup.ts).
+ */
+import { resolve } from "node:path";
+
+export const NODE_TOKEN = "test-node-token-0123456789";
+export const PROCESS_LOG_DIR = resolve("test-artifacts", "process-logs");
+
+/** Literal secrets passed to processes in the suites, and the shape of any API key (a JWT). */
+export const SECRET_LITERALS = [NODE_TOKEN, "definitely-not-a-known-token", "s3cret-token", "ui-secret-token", "file-secret-token-0123456789", "agent-secret"];
+export const JWT = /eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}/;
+
+/** The JSON log lines (not banners meant for the operator) of `text` that leak a secret. */
+export function leakedLines(text: string): string[] {
+  return text.split("\n").filter((l) => l.startsWith("{") && (JWT.test(l) || SECRET_LITERALS.some((s) => l.includes(s))));
+}
