@@ -9,6 +9,7 @@ import { KeyService } from "./auth/index.js";
 import { bindFleetServer, createFleetServer, Fleet } from "./fleet/index.js";
 import { createHttpApp } from "./http/index.js";
 import { HealthImplementation } from "grpc-health-check";
+import { McpStore } from "./mcp/index.js";
 import { createSchedulerMetrics } from "./metrics.js";
 
 /** The fleet service's full name, as gRPC health checks name it. */
@@ -41,7 +42,8 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       const checks = { store: db.open };
       return { ready: Object.values(checks).every(Boolean), checks };
     };
-    const app = createHttpApp({ keys, limiter: new RateLimiter(), fleet, logger, maxBodyBytes: config.maxBody, standardRpm: config.standardRpm, metrics, ready });
+    const app = createHttpApp({ keys, limiter: new RateLimiter(), fleet, logger, maxBodyBytes: config.maxBody, standardRpm: config.standardRpm, metrics, ready,
+      mcp: new McpStore(db), mcpTestTimeoutMs: config.mcpTimeout * 1000 });
     http = await listenHttp(app.fetch, config.http);
     const listener = http;
     const handle: SchedulerHandle = {

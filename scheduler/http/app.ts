@@ -4,6 +4,7 @@ import type { AppEnv, HttpDeps } from "./env.js";
 import { authenticate, rateLimit } from "./middleware/auth.js";
 import { notFound, onError, requestId } from "../../core/http/index.js";
 import { chatRoutes } from "./routes/chat.js";
+import { mcpRoutes } from "./routes/mcp.js";
 import { modelRoutes } from "./routes/models.js";
 
 export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
@@ -22,5 +23,6 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
   app.route("/v1/chat/completions", chatRoutes(deps.fleet, deps.maxBodyBytes, deps.logger, deps.metrics));
   app.route("/v1/models", modelRoutes(deps.fleet));
+  app.route("/v1/mcp", mcpRoutes(deps.mcp, deps.mcpTestTimeoutMs));
   return app;
 }

@@ -2,6 +2,7 @@ import type { RequestIdEnv } from "../../core/http/index.js";
 import type { Logger } from "../../core/log.js";
 import type { KeyIdentity, KeyService } from "../auth/index.js";
 import type { Fleet } from "../fleet/index.js";
+import type { McpStore } from "../mcp/index.js";
 import type { SchedulerMetrics } from "../metrics.js";
 import type { RateLimiter } from "../ratelimit/index.js";
 
@@ -16,6 +17,9 @@ export interface HttpDeps {
   /** Requests per minute of the standard tier. */
   standardRpm: number;
   metrics: SchedulerMetrics;
+  mcp: McpStore;
+  /** How long `POST /v1/mcp/test` waits for a server. */
+  mcpTestTimeoutMs: number;
   /** Readiness: the store is open (and whatever else the scheduler needs to serve). */
   ready: () => { ready: boolean; checks: Record<string, boolean> };
 }

@@ -25,6 +25,17 @@ const MIGRATIONS: string[] = [
      revoked_at INTEGER
    );
    CREATE INDEX api_keys_account ON api_keys(account);`,
+  `CREATE TABLE mcp_servers (
+     id TEXT PRIMARY KEY,
+     account TEXT NOT NULL,
+     name TEXT NOT NULL,
+     description TEXT,
+     server_type TEXT NOT NULL,
+     config TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     updated_at INTEGER NOT NULL
+   );
+   CREATE INDEX mcp_servers_account ON mcp_servers(account);`,
 ];
 
 /** Opens (creating if needed) the scheduler's database at `path`, schema up to date. */

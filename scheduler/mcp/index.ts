@@ -1,0 +1,5 @@
+/** MCP server configurations: validation, storage, the integrations as MCP servers, and the test. */
+export { validateMcpConfig, findInlinedSecret, SERVER_TYPES, type McpServerConfig, type ServerType } from "./config.js";
+export { McpStore, type StoredMcpServer } from "./store.js";
+export { testMcpServer, type McpTestResult } from "./tester.js";
+export { createFilesystemServer, resolveInside, PathEscapeError } from "./filesystem.js";

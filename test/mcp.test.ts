@@ -1,0 +1,173 @@
+/**
+ * MCP: configuration validation per server type (with the *_env rule), the filesystem
+ * integration end to end (escape attempts refused), a standard MCP server over stdio, and the
+ * error contract of POST /v1/mcp/test (403, 404, 502 within the timeout).
+ */
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createFilesystemServer, validateMcpConfig } from "../scheduler/mcp/index.js";
+import type { SchedulerHandle } from "../scheduler/index.js";
+import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
+
+const GOOD: Record<string, Record<string, unknown>> = {
+  github: { authentication: { type: "app", app_id: 1, private_key_env: "GH_KEY", installation_id: 2 }, base_url: "https://api.github.com", resources: { repositories: ["acme/app"], include_issues: true } },
+  slack: { authentication: { type: "oauth", bot_token_env: "SLACK_BOT_TOKEN", scopes: ["channels:read"] }, resources: { channels: ["general"], history_limit: 100 } },
+  postgresql: { connection: { host: "db", port: 5432, database: "app", ssl_mode: "require" }, authentication: { type: "credentials", username: "ro", password_env: "PG_PASSWORD" }, permissions: { read_only: true, row_limit: 100, query_timeout: 5 } },
+  mysql: { connection: { host: "db", port: 3306, database: "app" }, authentication: { type: "credentials", username: "ro", password_env: "MYSQL_PASSWORD" } },
+  mongodb: { connection: { uri: "mongodb://db:27017/app" }, permissions: { allowed_collections: ["users"], document_limit: 50 } },
+  rest_api: { base_url: "https://api.example.com", authentication: { type: "api_key", key_env: "API_KEY", header: "Authorization", prefix: "Bearer " }, endpoints: [{ name: "list_users", method: "GET", path: "/users" }] },
+  filesystem: { root_path: "/srv/docs", permissions: { read_only: true, allowed_extensions: [".md"], max_file_size: 1000 }, indexing: { enable_search: true } },
+  websocket: { url: "wss://feed.example.com/ws", subscription: { topics: ["prices"], buffer_size: 100 } },
+  mcp: { transport: "stdio", command: "node", args: ["server.js"] },
+};
+
+describe("MCP configuration validation", () => {
+  it.each(Object.entries(GOOD))("accepts a good %s configuration", (server_type, config) => {
+    expect(validateMcpConfig({ name: `x-${server_type}`, server_type, config })).toMatchObject({ server_type });
+  });
+
+  it.each([
+    [{ server_type: "github", config: GOOD.github }, "name:"],
+    [{ name: "a", server_type: "gopher", config: {} }, "server_type:"],
+    [{ name: "a", server_type: "filesystem" }, "config:"],
+    [{ name: "a", server_type: "filesystem", config: { root_path: "relative/dir" } }, "config.root_path:"],
+    [{ name: "a", server_type: "postgresql", config: { connection: { host: "db", port: "5432" } } }, "config.connection.port:"],
+    [{ name: "a", server_type: "rest_api", config: { base_url: "ftp://x", endpoints: [{ name: "a", method: "GET", path: "/" }] } }, "config.base_url:"],
+    [{ name: "a", server_type: "rest_api", config: { base_url: "https://x", endpoints: [{ name: "a", method: "FETCH", path: "/" }] } }, "config.endpoints.0.method:"],
+    [{ name: "a", server_type: "websocket", config: { url: "https://x", subscription: { topics: ["t"] } } }, "config.url:"],
+    [{ name: "a", server_type: "github", config: { authentication: { type: "token", token_env: "lower-case" } } }, "config.authentication.token_env:"],
+    [{ name: "a", server_type: "mcp", config: { transport: "stdio" } }, "config:"],
+  ])("refuses %j naming %s", (body, member) => {
+    expect(() => validateMcpConfig(body)).toThrow(expect.objectContaining({ status: 400, message: expect.stringMatching(new RegExp(`^${member.replace(/[.]/g, "\\.")}`)) }));
+  });
+
+  it.each([
+    [{ authentication: { type: "credentials", username: "u", password: "hunter2" } }, "config.authentication.password"],
+    [{ authentication: { type: "oauth", client_secret: "s3cr3t" } }, "config.authentication.client_secret"],
+    [{ authentication: { type: "api_key", key: "sk-live-123" } }, "config.authentication.key"],
+    [{ authentication: { type: "token", token: "ghp_abc" } }, "config.authentication.token"],
+    [{ connection: { uri: "postgres://app:pa55@db/app" } }, "config.connection.uri"],
+  ])("refuses an inlined secret (%j) naming %s", (config, member) => {
+    expect(() => validateMcpConfig({ name: "a", server_type: "postgresql", config })).toThrow(expect.objectContaining({ status: 400, code: "inlined_secret", message: expect.stringContaining(`${member}: holds a secret value`) }));
+  });
+});
+
+describe("filesystem integration", () => {
+  let root: string;
+  beforeAll(() => {
+    const dir = tempDir();
+    root = join(dir, "root");
+    mkdirSync(join(root, "sub"), { recursive: true });
+    writeFileSync(join(root, "a.txt"), "alpha needle");
+    writeFileSync(join(root, "sub", "b.md"), "# beta");
+    writeFileSync(join(root, "c.bin"), "binary");
+    writeFileSync(join(dir, "outside.txt"), "the secret outside");
+    symlinkSync(join(dir, "outside.txt"), join(root, "link-out.txt"));
+  });
+
+  async function connect(config: Record<string, unknown>): Promise<Client> {
+    const server = await createFilesystemServer({ root_path: root, ...config });
+    const [c, s] = InMemoryTransport.createLinkedPair();
+    await server.connect(s);
+    const client = new Client({ name: "t", version: "1" });
+    await client.connect(c);
+    return client;
+  }
+
+  it("serves allowed files as resources and refuses every escape", async () => {
+    const client = await connect({ permissions: { read_only: true, allowed_extensions: [".txt", ".md"] } });
+    const names = (await client.listResources()).resources.map((r) => r.name).sort();
+    expect(names).toEqual(["a.txt", join("sub", "b.md")]);
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["list_files", "read_file", "search_files"]);
+    const read = async (path: string) => (await client.callTool({ name: "read_file", arguments: { path } })) as { isError?: boolean; content: { text: string }[] };
+    expect((await read("sub/b.md")).content[0]!.text).toBe("# beta");
+    for (const path of ["../outside.txt", "/etc/passwd", "link-out.txt", "sub/../../outside.txt", "c.bin"]) {
+      const r = await read(path);
+      expect(r.isError, path).toBe(true);
+      expect(r.content[0]!.text).not.toContain("the secret outside");
+    }
+    const search = (await client.callTool({ name: "search_files", arguments: { query: "needle" } })) as { content: { text: string }[] };
+    expect(search.content[0]!.text).toBe("a.txt");
+    await client.close();
+  });
+
+  it("writes only when not read-only, and never outside the root", async () => {
+    const client = await connect({ permissions: { allowed_extensions: [".txt"] } });
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain("write_file");
+    const ok = (await client.callTool({ name: "write_file", arguments: { path: "new.txt", content: "hi" } })) as { isError?: boolean };
+    expect(ok.isError).toBeFalsy();
+    const out = (await client.callTool({ name: "write_file", arguments: { path: "../evil.txt", content: "x" } })) as { isError?: boolean };
+    expect(out.isError).toBe(true);
+    await client.close();
+  });
+});
+
+describe("POST /v1/mcp/test", () => {
+  let scheduler: SchedulerHandle;
+  let base: string;
+  let standard: string;
+  let free: string;
+  beforeAll(async () => {
+    scheduler = await inProcessScheduler({ mcpTimeout: "2" });
+    base = httpBase(scheduler);
+    standard = (await scheduler.keys.create({ account: "acme", tier: "standard" })).token;
+    free = (await scheduler.keys.create({ account: "cheap", tier: "free" })).token;
+  });
+  afterAll(() => scheduler?.close());
+
+  const call = async (key: string, method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${base}/v1/mcp${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    return { status: res.status, body: res.status === 204 ? null : await res.json() as any };
+  };
+
+  it("stores a configuration and lists a filesystem server's resources and tools", async () => {
+    const root = tempDir();
+    writeFileSync(join(root, "readme.md"), "hello");
+    const created = await call(standard, "POST", "/servers", { name: "docs", server_type: "filesystem", config: { root_path: root, permissions: { read_only: true } } });
+    expect(created.status).toBe(201);
+    expect((await call(standard, "GET", "/servers")).body.data.map((s: { id: string }) => s.id)).toContain(created.body.id);
+    const test = await call(standard, "POST", "/test", { server_id: created.body.id });
+    expect(test.status).toBe(200);
+    expect(test.body).toMatchObject({ server_id: created.body.id, status: "ok", resources: [{ name: "readme.md" }], latency_ms: expect.any(Number) });
+    expect(test.body.tools.map((t: { name: string }) => t.name)).toEqual(["list_files", "read_file", "search_files"]);
+    expect((await call(standard, "DELETE", `/servers/${created.body.id}`)).status).toBe(204);
+  });
+
+  it("reaches a standard MCP server over stdio, passing only the variables it names", async () => {
+    process.env.KILN_TEST_ECHO_NAME = "kiln";
+    const created = await call(standard, "POST", "/servers", { name: "echo", server_type: "mcp", config: { transport: "stdio", command: process.execPath, args: [resolve("test/fixtures/echo-mcp-server.mjs")], env_from: { ECHO_NAME: "KILN_TEST_ECHO_NAME" } } });
+    const test = await call(standard, "POST", "/test", { server_id: created.body.id });
+    expect(test.status).toBe(200);
+    expect(test.body.tools.map((t: { name: string }) => t.name)).toEqual(["echo"]);
+    expect(test.body.resources).toEqual([{ uri: "memo://greeting", name: "greeting", description: "A fixed greeting", mimeType: "text/plain" }]);
+  });
+
+  it("403 below the standard tier, 404 for an unknown id, 400 for an inlined secret", async () => {
+    const low = await call(free, "POST", "/test", { server_id: "mcp_x" });
+    expect(low.status).toBe(403);
+    expect(low.body.error).toMatchObject({ type: "permission_error", code: "tier_too_low" });
+    const missing = await call(standard, "POST", "/test", { server_id: "mcp_unknown" });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error).toMatchObject({ type: "not_found_error", code: "mcp_server_not_found" });
+    const secret = await call(standard, "POST", "/servers", { name: "s", server_type: "slack", config: { authentication: { type: "oauth", client_secret: "abc" } } });
+    expect(secret.status).toBe(400);
+    expect(secret.body.error.message).toMatch(/^config\.authentication\.client_secret:/);
+  });
+
+  it("502 with a clear message for an unreachable server, within the timeout", async () => {
+    const created = await call(standard, "POST", "/servers", { name: "gone", server_type: "mcp", config: { transport: "stdio", command: "/nonexistent/mcp-server" } });
+    const started = Date.now();
+    const test = await call(standard, "POST", "/test", { server_id: created.body.id });
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(test.status).toBe(502);
+    expect(test.body.error).toMatchObject({ type: "upstream_error" });
+    expect(test.body.error.message).toMatch(/^server_id: mcp_\S+ \(mcp\) (failed|did not answer)/);
+    const hang = await call(standard, "POST", "/servers", { name: "silent", server_type: "mcp", config: { transport: "stdio", command: process.execPath, args: ["-e", "setTimeout(() => {}, 60000)"] } });
+    const slow = await call(standard, "POST", "/test", { server_id: hang.body.id });
+    expect(slow.status).toBe(502);
+    expect(slow.body.error.code).toBe("mcp_timeout");
+  });
+});
