@@ -8,7 +8,10 @@ import { join, resolve } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createFilesystemServer, validateMcpConfig } from "../scheduler/mcp/index.js";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { WebSocketServer } from "ws";
+import { createFilesystemServer, createRestApiServer, createWebsocketServer, endpointUrl, validateMcpConfig } from "../scheduler/mcp/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
 
@@ -171,3 +174,101 @@ describe("POST /v1/mcp/test", () => {
     expect(slow.body.error.code).toBe("mcp_timeout");
   });
 });
+
+describe("rest_api and websocket integrations", () => {
+  const seen: { method: string; url: string; auth: string | undefined; body: string }[] = [];
+  let api: ReturnType<typeof createServer>;
+  let apiBase: string;
+  let wss: WebSocketServer;
+  let wsUrl: string;
+  beforeAll(async () => {
+    process.env.KILN_TEST_API_KEY = "test-api-key-value";
+    api = createServer((req: IncomingMessage, res) => {
+      let body = "";
+      req.on("data", (d: Buffer) => (body += d));
+      req.on("end", () => {
+        seen.push({ method: req.method!, url: req.url!, auth: req.headers.authorization, body });
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify({ ok: true, url: req.url }));
+      });
+    });
+    await new Promise<void>((r) => api.listen(0, "127.0.0.1", () => r()));
+    apiBase = `http://127.0.0.1:${(api.address() as AddressInfo).port}/v1`;
+    wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+    wss.on("connection", (socket) => {
+      socket.send(JSON.stringify({ topic: "prices", v: 1 }));
+      socket.send(JSON.stringify({ topic: "other", v: 2 }));
+    });
+    await new Promise<void>((r) => wss.once("listening", () => r()));
+    wsUrl = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/feed`;
+  });
+  afterAll(() => {
+    api?.close();
+    wss?.close();
+  });
+
+  const client = async (server: { connect: (t: InMemoryTransport) => Promise<void> }) => {
+    const [c, s] = InMemoryTransport.createLinkedPair();
+    await server.connect(s);
+    const cl = new Client({ name: "t", version: "1" });
+    await cl.connect(c);
+    return cl;
+  };
+
+  it("rest_api: one tool per endpoint, authentication from the environment, paths kept on the origin", async () => {
+    const config = {
+      base_url: apiBase,
+      authentication: { type: "api_key", key_env: "KILN_TEST_API_KEY", header: "Authorization", prefix: "Bearer " },
+      endpoints: [{ name: "get_user", method: "GET", path: "/users/{id}" }, { name: "create_user", method: "POST", path: "/users" }],
+    };
+    const c = await client(createRestApiServer(config));
+    expect((await c.listTools()).tools.map((t) => t.name)).toEqual(["get_user", "create_user"]);
+    const got = (await c.callTool({ name: "get_user", arguments: { params: { id: "../admin" } } })) as { isError?: boolean; content: { text: string }[] };
+    expect(got.isError).toBeFalsy();
+    expect(seen.at(-1)).toMatchObject({ method: "GET", url: "/v1/users/..%2Fadmin", auth: "Bearer test-api-key-value" });
+    await c.callTool({ name: "create_user", arguments: { body: { name: "ada" } } });
+    expect(seen.at(-1)).toMatchObject({ method: "POST", url: "/v1/users", body: '{"name":"ada"}' });
+    await c.close();
+    const ro = await client(createRestApiServer({ ...config, permissions: { read_only: true } }));
+    expect((await ro.listTools()).tools.map((t) => t.name)).toEqual(["get_user"]);
+    await ro.close();
+    expect(() => endpointUrl("http://a.example/v1", "/x/{id}", {})).toThrow(/params\.id/);
+  });
+
+  it("websocket: topics as resources and their recent messages", async () => {
+    const { server, close } = await createWebsocketServer({ url: wsUrl, subscription: { topics: ["prices"], buffer_size: 10 } }, 2000);
+    const c = await client(server);
+    expect((await c.listResources()).resources.map((r) => r.name)).toEqual(["prices"]);
+    await new Promise((r) => setTimeout(r, 100));
+    const recent = (await c.callTool({ name: "recent_messages", arguments: { topic: "prices" } })) as { content: { text: string }[] };
+    expect(JSON.parse(recent.content[0]!.text)).toEqual([JSON.stringify({ topic: "prices", v: 1 })]);
+    await c.close();
+    close();
+  });
+
+  it("through POST /v1/mcp/test, and 502 when the target does not answer", async () => {
+    const scheduler = await inProcessScheduler({ mcpTimeout: "2" });
+    try {
+      const key = (await scheduler.keys.create({ account: "int", tier: "pro" })).token;
+      const post = async (path: string, body: unknown) => {
+        const res = await fetch(`${httpBase(scheduler)}/v1/mcp${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+        return { status: res.status, body: await res.json() as any };
+      };
+      const rest = await post("/servers", { name: "api", server_type: "rest_api", config: { base_url: apiBase, endpoints: [{ name: "ping", method: "GET", path: "/ping" }] } });
+      expect((await post("/test", { server_id: rest.body.id })).body.tools.map((t: { name: string }) => t.name)).toEqual(["ping"]);
+      const ws = await post("/servers", { name: "feed", server_type: "websocket", config: { url: wsUrl, subscription: { topics: ["prices", "other"] } } });
+      expect((await post("/test", { server_id: ws.body.id })).body.resources.map((r: { name: string }) => r.name)).toEqual(["prices", "other"]);
+      const dead = await post("/servers", { name: "dead", server_type: "rest_api", config: { base_url: "http://127.0.0.1:9/v1", endpoints: [{ name: "x", method: "GET", path: "/x" }] } });
+      const failed = await post("/test", { server_id: dead.body.id });
+      expect(failed.status).toBe(502);
+      expect(failed.body.error.message).toMatch(/unreachable/);
+      const pg = await post("/servers", { name: "pg", server_type: "postgresql", config: { connection: { host: "127.0.0.1", port: 5432, database: "x" } } });
+      const unavailable = await post("/test", { server_id: pg.body.id });
+      expect(unavailable.status).toBe(502);
+      expect(unavailable.body.error.code).toBe("integration_unavailable");
+    } finally {
+      await scheduler.close();
+    }
+  });
+});
+

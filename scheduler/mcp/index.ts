@@ -3,3 +3,5 @@ export { validateMcpConfig, findInlinedSecret, SERVER_TYPES, type McpServerConfi
 export { McpStore, type StoredMcpServer } from "./store.js";
 export { testMcpServer, type McpTestResult } from "./tester.js";
 export { createFilesystemServer, resolveInside, PathEscapeError } from "./filesystem.js";
+export { createRestApiServer, endpointUrl, authHeaders } from "./rest-api.js";
+export { createWebsocketServer } from "./websocket.js";

@@ -10,7 +10,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { UpstreamError } from "../../core/errors.js";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { createFilesystemServer, type FilesystemConfig } from "./filesystem.js";
+import { createRestApiServer, probeRestApi, type RestApiConfig } from "./rest-api.js";
+import { createWebsocketServer, type WebsocketConfig } from "./websocket.js";
 import type { StoredMcpServer } from "./store.js";
 
 export interface McpTestResult {
@@ -24,14 +27,24 @@ export interface McpTestResult {
 interface McpConfig { transport: "stdio" | "http"; command?: string; args?: string[]; env_from?: Record<string, string>; url?: string }
 
 /** The client side of a transport to the configured server (and what to close afterwards). */
-async function connectTo(server: StoredMcpServer): Promise<{ transport: Transport; close: () => Promise<void> }> {
+async function connectTo(server: StoredMcpServer, timeoutMs: number): Promise<{ transport: Transport; close: () => Promise<void> }> {
+  const inProcess = async (mcp: McpServer, close: () => void = () => undefined) => {
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await mcp.connect(serverSide);
+    return { transport: clientSide, close: async () => { close(); await mcp.close(); } };
+  };
   switch (server.server_type) {
-    case "filesystem": {
-      const mcp = await createFilesystemServer(server.config as unknown as FilesystemConfig);
-      const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-      await mcp.connect(serverSide);
-      return { transport: clientSide, close: () => mcp.close() };
+    case "rest_api": {
+      const config = server.config as unknown as RestApiConfig;
+      await probeRestApi(config, timeoutMs);
+      return inProcess(createRestApiServer(config, timeoutMs));
     }
+    case "websocket": {
+      const ws = await createWebsocketServer(server.config as unknown as WebsocketConfig, timeoutMs);
+      return inProcess(ws.server, ws.close);
+    }
+    case "filesystem":
+      return inProcess(await createFilesystemServer(server.config as unknown as FilesystemConfig));
     case "mcp": {
       const c = server.config as unknown as McpConfig;
       if (c.transport === "http") return { transport: new StreamableHTTPClientTransport(new URL(c.url!)), close: async () => undefined };
@@ -45,7 +58,7 @@ async function connectTo(server: StoredMcpServer): Promise<{ transport: Transpor
       return { transport: new StdioClientTransport({ command: c.command!, args: c.args ?? [], env, stderr: "ignore" }), close: async () => undefined };
     }
     default:
-      throw new UpstreamError("integration_unavailable", `server_type: this scheduler has no ${server.server_type} integration yet (available: filesystem, mcp)`);
+      throw new UpstreamError("integration_unavailable", `server_type: this scheduler has no ${server.server_type} integration yet (available: filesystem, rest_api, websocket, mcp)`);
   }
 }
 
@@ -55,7 +68,7 @@ export async function testMcpServer(server: StoredMcpServer, timeoutMs: number):
   let close: () => Promise<void> = async () => undefined;
   let timer: NodeJS.Timeout | undefined;
   const work = (async () => {
-    const connection = await connectTo(server);
+    const connection = await connectTo(server, timeoutMs);
     close = connection.close;
     await client.connect(connection.transport);
     const caps = client.getServerCapabilities() ?? {};

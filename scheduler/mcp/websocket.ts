@@ -1,0 +1,52 @@
+/**
+ * The `websocket` integration as an MCP server: it connects to `url`, keeps the last
+ * `buffer_size` messages (no older than `max_age` seconds) per subscribed topic, and exposes each
+ * topic as a resource plus a `recent_messages` tool. A message belongs to a topic when it is
+ * JSON with `topic` (or `channel`) equal to it; with one topic, every message does.
+ */
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import WebSocket from "ws";
+import { z } from "zod";
+
+export interface WebsocketConfig {
+  url: string;
+  subscription: { topics: string[]; buffer_size?: number; max_age?: number };
+}
+
+export async function createWebsocketServer(config: WebsocketConfig, timeoutMs: number): Promise<{ server: McpServer; close: () => void }> {
+  const { topics, buffer_size: size = 100, max_age: maxAge = 3600 } = config.subscription;
+  const buffers = new Map(topics.map((t) => [t, [] as { at: number; data: string }[]]));
+  const socket = new WebSocket(config.url, { handshakeTimeout: timeoutMs });
+  // Listening before the handshake completes: a server may send as soon as it accepts.
+  socket.on("message", (raw) => {
+    const data = raw.toString();
+    let topic = topics.length === 1 ? topics[0] : undefined;
+    try {
+      const parsed = JSON.parse(data) as { topic?: unknown; channel?: unknown };
+      const named = typeof parsed.topic === "string" ? parsed.topic : typeof parsed.channel === "string" ? parsed.channel : undefined;
+      if (named !== undefined) topic = named;
+    } catch { /* not JSON: the single topic's, if there is one */ }
+    const buffer = topic !== undefined ? buffers.get(topic) : undefined;
+    if (!buffer) return;
+    buffer.push({ at: Date.now(), data });
+    if (buffer.length > size) buffer.splice(0, buffer.length - size);
+  });
+  await new Promise<void>((resolve, reject) => {
+    socket.once("open", () => resolve());
+    socket.once("error", (err) => reject(new Error(`${config.url} is unreachable (${err.message})`)));
+  });
+  socket.on("error", () => undefined); // a later failure only empties the buffers; it must not crash the scheduler
+  socket.send(JSON.stringify({ type: "subscribe", topics }));
+  const recent = (topic: string) => (buffers.get(topic) ?? []).filter((m) => Date.now() - m.at <= maxAge * 1000).map((m) => m.data);
+
+  const server = new McpServer({ name: "kiln-websocket", version: "1.0.0" });
+  for (const topic of topics) {
+    server.registerResource(topic, `ws-topic://${encodeURIComponent(topic)}`, { mimeType: "application/json", description: `Recent messages on ${topic} from ${config.url}` }, async (uri) => ({
+      contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify(recent(topic)) }],
+    }));
+  }
+  server.registerTool("recent_messages", { description: "The buffered messages of a topic, oldest first", inputSchema: { topic: z.enum(topics as [string, ...string[]]) } }, async ({ topic }) => ({
+    content: [{ type: "text" as const, text: JSON.stringify(recent(topic)) }],
+  }));
+  return { server, close: () => socket.terminate() };
+}
