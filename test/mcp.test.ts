@@ -15,6 +15,15 @@ import { createFilesystemServer, createRestApiServer, createWebsocketServer, end
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
 
+/** An MCP client connected to an in-process server over a linked in-memory transport. */
+async function client(server: { connect: (t: InMemoryTransport) => Promise<void> }): Promise<Client> {
+  const [c, s] = InMemoryTransport.createLinkedPair();
+  await server.connect(s);
+  const connected = new Client({ name: "t", version: "1" });
+  await connected.connect(c);
+  return connected;
+}
+
 const GOOD: Record<string, Record<string, unknown>> = {
   github: { authentication: { type: "app", app_id: 1, private_key_env: "GH_KEY", installation_id: 2 }, base_url: "https://api.github.com", resources: { repositories: ["acme/app"], include_issues: true } },
   slack: { authentication: { type: "oauth", bot_token_env: "SLACK_BOT_TOKEN", scopes: ["channels:read"] }, resources: { channels: ["general"], history_limit: 100 } },
@@ -71,14 +80,7 @@ describe("filesystem integration", () => {
     symlinkSync(join(dir, "outside.txt"), join(root, "link-out.txt"));
   });
 
-  async function connect(config: Record<string, unknown>): Promise<Client> {
-    const server = await createFilesystemServer({ root_path: root, ...config });
-    const [c, s] = InMemoryTransport.createLinkedPair();
-    await server.connect(s);
-    const client = new Client({ name: "t", version: "1" });
-    await client.connect(c);
-    return client;
-  }
+  const connect = async (config: Record<string, unknown>) => client(await createFilesystemServer({ root_path: root, ...config }));
 
   it("serves allowed files as resources and refuses every escape", async () => {
     const client = await connect({ permissions: { read_only: true, allowed_extensions: [".txt", ".md"] } });
@@ -206,14 +208,6 @@ describe("rest_api and websocket integrations", () => {
     api?.close();
     wss?.close();
   });
-
-  const client = async (server: { connect: (t: InMemoryTransport) => Promise<void> }) => {
-    const [c, s] = InMemoryTransport.createLinkedPair();
-    await server.connect(s);
-    const cl = new Client({ name: "t", version: "1" });
-    await cl.connect(c);
-    return cl;
-  };
 
   it("rest_api: one tool per endpoint, authentication from the environment, paths kept on the origin", async () => {
     const config = {
