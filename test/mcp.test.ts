@@ -11,9 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
-import { createFilesystemServer, createRestApiServer, createWebsocketServer, endpointUrl, validateMcpConfig } from "../scheduler/mcp/index.js";
+import { createFilesystemServer, createPostgresServer, createRestApiServer, createWebsocketServer, endpointUrl, validateMcpConfig } from "../scheduler/mcp/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
+import { postgresBin, startPostgres, type Postgres } from "./helpers/postgres.js";
 
 /** An MCP client connected to an in-process server over a linked in-memory transport. */
 async function client(server: { connect: (t: InMemoryTransport) => Promise<void> }): Promise<Client> {
@@ -256,8 +257,8 @@ describe("rest_api and websocket integrations", () => {
       const failed = await post("/test", { server_id: dead.body.id });
       expect(failed.status).toBe(502);
       expect(failed.body.error.message).toMatch(/unreachable/);
-      const pg = await post("/servers", { name: "pg", server_type: "postgresql", config: { connection: { host: "127.0.0.1", port: 5432, database: "x" } } });
-      const unavailable = await post("/test", { server_id: pg.body.id });
+      const mysql = await post("/servers", { name: "my", server_type: "mysql", config: { connection: { host: "127.0.0.1", port: 3306, database: "x" } } });
+      const unavailable = await post("/test", { server_id: mysql.body.id });
       expect(unavailable.status).toBe(502);
       expect(unavailable.body.error.code).toBe("integration_unavailable");
     } finally {
@@ -265,4 +266,54 @@ describe("rest_api and websocket integrations", () => {
     }
   });
 });
+
+const PG_BIN = postgresBin();
+describe.skipIf(!PG_BIN)("postgresql integration (a real PostgreSQL server)", () => {
+  let db: Postgres;
+  beforeAll(async () => {
+    db = await startPostgres(PG_BIN!);
+    db.sql("CREATE TABLE users (id serial PRIMARY KEY, name text NOT NULL); INSERT INTO users (name) SELECT 'user' || g FROM generate_series(1, 30) g; CREATE TABLE secrets (v text); CREATE SCHEMA audit; CREATE TABLE audit.log (at timestamptz)");
+  }, 60_000);
+  afterAll(() => db?.stop());
+
+  it("lists allowed tables as resources, answers a read-only query with row_limit, and refuses a write", async () => {
+    process.env.KILN_TEST_PG_PASSWORD = "unused-with-trust-auth";
+    const { server, close } = await createPostgresServer({
+      connection: { host: "127.0.0.1", port: db.port, database: "app" },
+      authentication: { type: "credentials", username: "postgres", password_env: "KILN_TEST_PG_PASSWORD" },
+      permissions: { read_only: true, allowed_schemas: ["public"], allowed_tables: ["users"], row_limit: 5, query_timeout: 2 },
+    }, 5000);
+    const c = await client(server);
+    expect((await c.listResources()).resources.map((r) => r.name)).toEqual(["public.users"]);
+    const columns = await c.readResource({ uri: (await c.listResources()).resources[0]!.uri });
+    expect(JSON.parse((columns.contents[0] as { text: string }).text).map((col: { column_name: string }) => col.column_name)).toEqual(["id", "name"]);
+    const q = async (sql: string) => (await c.callTool({ name: "query", arguments: { sql } })) as { isError?: boolean; content: { text: string }[] };
+    const read = JSON.parse((await q("SELECT name FROM users ORDER BY id")).content[0]!.text);
+    expect(read).toMatchObject({ rows: [{ name: "user1" }, { name: "user2" }, { name: "user3" }, { name: "user4" }, { name: "user5" }], truncated: true });
+    const write = await q("INSERT INTO users (name) VALUES ('mallory')");
+    expect(write.isError).toBe(true);
+    expect(write.content[0]!.text).toMatch(/read-only transaction/);
+    expect(db.sql("SELECT count(*) FROM users").trim()).toBe("30");
+    const slow = await q("SELECT pg_sleep(5)");
+    expect(slow.isError).toBe(true);
+    expect(slow.content[0]!.text).toMatch(/statement timeout/);
+    await c.close();
+    await close();
+  });
+
+  it("through POST /v1/mcp/test", async () => {
+    const scheduler = await inProcessScheduler();
+    try {
+      const key = (await scheduler.keys.create({ account: "pg", tier: "enterprise", rpm: 100 })).token;
+      const post = async (path: string, body: unknown) => (await fetch(`${httpBase(scheduler)}/v1/mcp${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;
+      const created = await post("/servers", { name: "app-db", server_type: "postgresql", config: { connection: { host: "127.0.0.1", port: db.port, database: "app" }, authentication: { type: "credentials", username: "postgres", password_env: "KILN_TEST_PG_PASSWORD" } } });
+      const test = await post("/test", { server_id: created.id });
+      expect(test.resources.map((r: { name: string }) => r.name)).toEqual(["public.secrets", "public.users"]);
+      expect(test.tools.map((t: { name: string }) => t.name)).toEqual(["query"]);
+    } finally {
+      await scheduler.close();
+    }
+  });
+});
+if (!PG_BIN) describe.skip("postgresql integration (skipped: no PostgreSQL server binaries; apt-get install postgresql)", () => { it("postgres", () => undefined); });
 

@@ -5,3 +5,4 @@ export { testMcpServer, type McpTestResult } from "./tester.js";
 export { createFilesystemServer, resolveInside, PathEscapeError } from "./filesystem.js";
 export { createRestApiServer, endpointUrl, authHeaders } from "./rest-api.js";
 export { createWebsocketServer } from "./websocket.js";
+export { createPostgresServer } from "./sql.js";

@@ -13,6 +13,7 @@ import { UpstreamError } from "../../core/errors.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { createFilesystemServer, type FilesystemConfig } from "./filesystem.js";
 import { createRestApiServer, probeRestApi, type RestApiConfig } from "./rest-api.js";
+import { createPostgresServer, type PostgresConfig } from "./sql.js";
 import { createWebsocketServer, type WebsocketConfig } from "./websocket.js";
 import type { StoredMcpServer } from "./store.js";
 
@@ -39,6 +40,10 @@ async function connectTo(server: StoredMcpServer, timeoutMs: number): Promise<{ 
       await probeRestApi(config, timeoutMs);
       return inProcess(createRestApiServer(config, timeoutMs));
     }
+    case "postgresql": {
+      const db = await createPostgresServer(server.config as unknown as PostgresConfig, timeoutMs);
+      return inProcess(db.server, () => void db.close());
+    }
     case "websocket": {
       const ws = await createWebsocketServer(server.config as unknown as WebsocketConfig, timeoutMs);
       return inProcess(ws.server, ws.close);
@@ -58,7 +63,7 @@ async function connectTo(server: StoredMcpServer, timeoutMs: number): Promise<{ 
       return { transport: new StdioClientTransport({ command: c.command!, args: c.args ?? [], env, stderr: "ignore" }), close: async () => undefined };
     }
     default:
-      throw new UpstreamError("integration_unavailable", `server_type: this scheduler has no ${server.server_type} integration yet (available: filesystem, rest_api, websocket, mcp)`);
+      throw new UpstreamError("integration_unavailable", `server_type: this scheduler has no ${server.server_type} integration yet (available: filesystem, postgresql, rest_api, websocket, mcp)`);
   }
 }
 

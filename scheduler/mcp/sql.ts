@@ -1,0 +1,74 @@
+/**
+ * The `postgresql` integration as an MCP server: the allowed schemas' tables (optionally only
+ * `allowed_tables`) as resources describing their columns, and a `query` tool that runs one
+ * statement with `row_limit` and `query_timeout`, inside a READ ONLY transaction unless the
+ * configuration says `read_only: false`. The password comes from `password_env` at use.
+ */
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import pg from "pg";
+import { z } from "zod";
+
+export interface PostgresConfig {
+  connection: { host?: string; port?: number; database?: string; ssl_mode?: string; uri?: string };
+  authentication?: { type: string; username?: string; password_env?: string };
+  permissions?: { read_only?: boolean; allowed_schemas?: string[]; allowed_tables?: string[]; row_limit?: number; query_timeout?: number };
+}
+
+const DEFAULT_ROW_LIMIT = 100;
+const DEFAULT_QUERY_TIMEOUT_S = 10;
+
+function clientConfig(c: PostgresConfig, timeoutMs: number): pg.ClientConfig {
+  const auth = c.authentication;
+  const password = auth?.password_env ? process.env[auth.password_env] : undefined;
+  if (auth?.password_env && password === undefined) throw new Error(`environment variable ${auth.password_env} is not set on the scheduler`);
+  const ssl = c.connection.ssl_mode && !["disable", "allow", "prefer"].includes(c.connection.ssl_mode) ? { rejectUnauthorized: c.connection.ssl_mode === "verify-full" } : undefined;
+  return {
+    ...(c.connection.uri ? { connectionString: c.connection.uri } : { host: c.connection.host, port: c.connection.port ?? 5432, database: c.connection.database }),
+    ...(auth?.username ? { user: auth.username } : {}),
+    ...(password !== undefined ? { password } : {}),
+    ...(ssl ? { ssl } : {}),
+    connectionTimeoutMillis: timeoutMs,
+    application_name: "kiln-mcp",
+  };
+}
+
+export async function createPostgresServer(config: PostgresConfig, timeoutMs: number): Promise<{ server: McpServer; close: () => Promise<void> }> {
+  const client = new pg.Client(clientConfig(config, timeoutMs));
+  client.on("error", () => undefined); // a dropped connection fails the next query, not the scheduler
+  await client.connect();
+  const p = config.permissions ?? {};
+  const schemas = p.allowed_schemas?.length ? p.allowed_schemas : ["public"];
+  const rowLimit = p.row_limit ?? DEFAULT_ROW_LIMIT;
+  const timeoutS = p.query_timeout ?? DEFAULT_QUERY_TIMEOUT_S;
+  const readOnly = p.read_only !== false;
+  const tables = (await client.query<{ table_schema: string; table_name: string }>(
+    "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema = ANY($1) ORDER BY 1, 2", [schemas],
+  )).rows.filter((t) => !p.allowed_tables?.length || p.allowed_tables.includes(t.table_name) || p.allowed_tables.includes(`${t.table_schema}.${t.table_name}`));
+
+  const server = new McpServer({ name: "kiln-postgresql", version: "1.0.0" });
+  for (const t of tables) {
+    const name = `${t.table_schema}.${t.table_name}`;
+    server.registerResource(name, `postgres://${config.connection.host ?? "db"}/${config.connection.database ?? ""}/${t.table_schema}/${t.table_name}`, { mimeType: "application/json", description: `Columns of ${name}` }, async (uri) => {
+      const cols = await client.query("SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position", [t.table_schema, t.table_name]);
+      return { contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify(cols.rows) }] };
+    });
+  }
+  server.registerTool("query", {
+    description: `Run one SQL statement${readOnly ? " (read-only)" : ""}; at most ${rowLimit} rows, ${timeoutS} s`,
+    inputSchema: { sql: z.string().min(1) },
+    annotations: { readOnlyHint: readOnly },
+  }, async ({ sql }) => {
+    try {
+      await client.query(readOnly ? "BEGIN TRANSACTION READ ONLY" : "BEGIN");
+      await client.query(`SET LOCAL statement_timeout = ${Math.round(timeoutS * 1000)}`);
+      const result = await client.query(sql);
+      await client.query("COMMIT");
+      const rows = (result.rows ?? []).slice(0, rowLimit);
+      return { content: [{ type: "text" as const, text: JSON.stringify({ rows, row_count: result.rowCount, truncated: (result.rows?.length ?? 0) > rowLimit }) }] };
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      return { isError: true, content: [{ type: "text" as const, text: err instanceof Error ? err.message : String(err) }] };
+    }
+  });
+  return { server, close: () => client.end() };
+}
