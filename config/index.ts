@@ -101,6 +101,7 @@ export const SCHEDULER_OPTIONS = {
   maxBody: { flags: "--max-body <size>", env: "KILN_MAX_BODY", default: "4mb", description: "largest accepted JSON body (413 above)", schema: bytes.pipe(z.number().int().min(1024, "must be at least 1kb")) },
   standardRpm: { flags: "--standard-rpm <n>", env: "KILN_STANDARD_RPM", default: "100", description: "requests per minute of the standard tier (the spec gives none; free's by default)", schema: int(1) },
   heartbeatMs: { flags: "--heartbeat-ms <ms>", env: "KILN_HEARTBEAT_MS", default: "5000", description: "agent heartbeat interval; an agent silent for 3 intervals is dropped", schema: int(100, 600_000) },
+  adminToken: { flags: "--admin-token <token>", env: "KILN_ADMIN_TOKEN", secret: true, description: "token that signs in to the dashboard at /dashboard (none: the dashboard API is off)", schema: z.string().min(16, "must be at least 16 characters").optional() },
   mcpTimeout: { flags: "--mcp-timeout <seconds>", env: "KILN_MCP_TIMEOUT", default: "10", description: "how long POST /v1/mcp/test waits for an MCP server", schema: int(1, 300) },
   drainSeconds: drainSeconds("requests in flight may finish"),
   logLevel,

@@ -43,7 +43,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       return { ready: Object.values(checks).every(Boolean), checks };
     };
     const app = createHttpApp({ keys, limiter: new RateLimiter(), fleet, logger, maxBodyBytes: config.maxBody, standardRpm: config.standardRpm, metrics, ready,
-      mcp: new McpStore(db), mcpTestTimeoutMs: config.mcpTimeout * 1000 });
+      mcp: new McpStore(db), mcpTestTimeoutMs: config.mcpTimeout * 1000, ...(config.adminToken ? { adminToken: config.adminToken } : {}) });
     http = await listenHttp(app.fetch, config.http);
     const listener = http;
     const handle: SchedulerHandle = {

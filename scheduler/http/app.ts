@@ -4,6 +4,7 @@ import type { AppEnv, HttpDeps } from "./env.js";
 import { authenticate, rateLimit } from "./middleware/auth.js";
 import { notFound, onError, requestId } from "../../core/http/index.js";
 import { chatRoutes } from "./routes/chat.js";
+import { dashboardRoutes } from "../dashboard/index.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { modelRoutes } from "./routes/models.js";
 
@@ -20,6 +21,7 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
     return c.json(r, r.ready ? 200 : 503);
   });
   app.get("/metrics", () => deps.metrics.handler());
+  app.route("/", dashboardRoutes({ keys: deps.keys, mcp: deps.mcp, mcpTestTimeoutMs: deps.mcpTestTimeoutMs, ...(deps.adminToken ? { adminToken: deps.adminToken } : {}) }));
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
   app.route("/v1/chat/completions", chatRoutes(deps.fleet, deps.maxBodyBytes, deps.logger, deps.metrics));
   app.route("/v1/models", modelRoutes(deps.fleet));

@@ -20,6 +20,8 @@ export interface HttpDeps {
   mcp: McpStore;
   /** How long `POST /v1/mcp/test` waits for a server. */
   mcpTestTimeoutMs: number;
+  /** The dashboard's admin token; no token, no dashboard API. */
+  adminToken?: string;
   /** Readiness: the store is open (and whatever else the scheduler needs to serve). */
   ready: () => { ready: boolean; checks: Record<string, boolean> };
 }

@@ -1,0 +1,152 @@
+// Kiln's dashboard: plain JavaScript over /admin/api (admin token) — keys and MCP configurations.
+const $ = (id) => document.getElementById(id);
+const TOKEN = "kiln-admin-token";
+
+/** Starting points for each server type's configuration (every secret named by an *_env member). */
+const TEMPLATES = {
+  github: { authentication: { type: "app", app_id: 0, private_key_env: "GITHUB_PRIVATE_KEY", installation_id: 0 }, base_url: "https://api.github.com", resources: { repositories: ["owner/repo"], include_issues: true, include_prs: true } },
+  slack: { authentication: { type: "oauth", bot_token_env: "SLACK_BOT_TOKEN", scopes: ["channels:read", "channels:history"] }, resources: { channels: ["general"], history_limit: 100 } },
+  postgresql: { connection: { host: "db.internal", port: 5432, database: "app", ssl_mode: "require" }, authentication: { type: "credentials", username: "readonly", password_env: "PG_PASSWORD" }, permissions: { read_only: true, allowed_schemas: ["public"], row_limit: 100, query_timeout: 10 } },
+  mysql: { connection: { host: "db.internal", port: 3306, database: "app" }, authentication: { type: "credentials", username: "readonly", password_env: "MYSQL_PASSWORD" }, permissions: { read_only: true, row_limit: 100 } },
+  mongodb: { connection: { uri: "mongodb://db.internal:27017/app" }, permissions: { allowed_collections: ["users"], document_limit: 50 } },
+  rest_api: { base_url: "https://api.example.com", authentication: { type: "api_key", key_env: "API_KEY", header: "Authorization", prefix: "Bearer " }, endpoints: [{ name: "list_items", method: "GET", path: "/items", description: "List items" }] },
+  filesystem: { root_path: "/srv/docs", permissions: { read_only: true, allowed_extensions: [".md", ".txt"], max_file_size: 1048576 }, indexing: { enable_search: true } },
+  websocket: { url: "wss://feed.example.com/ws", subscription: { topics: ["updates"], buffer_size: 100, max_age: 3600 } },
+  mcp: { transport: "stdio", command: "node", args: ["/opt/mcp/server.js"], env_from: {} },
+};
+
+async function api(path, init = {}) {
+  const res = await fetch(`/admin/api${path}`, { ...init, headers: { authorization: `Bearer ${sessionStorage.getItem(TOKEN)}`, "content-type": "application/json", ...(init.headers ?? {}) } });
+  const body = res.status === 204 ? null : await res.json().catch(() => null);
+  if (res.status === 401) signOut("The admin token was not accepted.");
+  if (!res.ok) throw new Error(body?.error?.message ?? `HTTP ${res.status}`);
+  return body;
+}
+const el = (tag, text, attrs = {}) => Object.assign(document.createElement(tag), attrs, text !== undefined ? { textContent: text } : {});
+
+function signOut(message = "") {
+  sessionStorage.removeItem(TOKEN);
+  $("signed-in").hidden = true;
+  $("sign-out").hidden = true;
+  $("sign-in").hidden = false;
+  $("sign-in-error").textContent = message;
+}
+
+async function signIn() {
+  const session = await api("/session");
+  $("sign-in").hidden = true;
+  $("signed-in").hidden = false;
+  $("sign-out").hidden = false;
+  $("key-tier").replaceChildren(...session.tiers.map((t) => el("option", t, { value: t })));
+  $("mcp-type").replaceChildren(...session.server_types.map((t) => el("option", t, { value: t })));
+  $("mcp-type").value = "filesystem";
+  resetForm();
+  await loadKeys();
+}
+
+async function loadKeys() {
+  const { data } = await api("/accounts");
+  $("account-names").replaceChildren(...data.map((a) => el("option", undefined, { value: a.name })));
+  $("keys").replaceChildren(...data.flatMap((a) => a.keys.map((k) => {
+    const row = el("tr");
+    row.append(el("td", a.name), el("td", k.tier), el("td", k.id), el("td", k.state));
+    const cell = el("td");
+    if (k.state === "active") {
+      const revoke = el("button", "Revoke", { type: "button" });
+      revoke.setAttribute("aria-label", `Revoke key ${k.id}`);
+      revoke.addEventListener("click", async () => { await api(`/keys/${k.id}`, { method: "DELETE" }); await loadKeys(); });
+      cell.append(revoke);
+    }
+    row.append(cell);
+    return row;
+  })));
+}
+
+function resetForm() {
+  $("mcp-id").value = "";
+  $("mcp-name").value = "";
+  $("mcp-description").value = "";
+  $("mcp-form-title").textContent = "New configuration";
+  $("mcp-config").value = JSON.stringify(TEMPLATES[$("mcp-type").value], null, 2);
+  $("mcp-error").textContent = "";
+}
+
+async function loadMcp() {
+  const account = $("mcp-account").value.trim();
+  if (!account) return;
+  const { data } = await api(`/accounts/${encodeURIComponent(account)}/mcp`);
+  $("mcp-list").replaceChildren(...data.map((s) => {
+    const li = el("li");
+    li.append(el("strong", s.name), el("span", ` · ${s.server_type} · ${s.id}`, { className: "muted" }), el("br"));
+    const test = el("button", "Test", { type: "button" });
+    test.setAttribute("aria-label", `Test ${s.name}`);
+    test.addEventListener("click", () => runTest(account, s));
+    const edit = el("button", "Edit", { type: "button" });
+    edit.setAttribute("aria-label", `Edit ${s.name}`);
+    edit.addEventListener("click", () => {
+      $("mcp-id").value = s.id;
+      $("mcp-name").value = s.name;
+      $("mcp-description").value = s.description ?? "";
+      $("mcp-type").value = s.server_type;
+      $("mcp-config").value = JSON.stringify(s.config, null, 2);
+      $("mcp-form-title").textContent = `Edit ${s.name}`;
+      $("mcp-name").focus();
+    });
+    const del = el("button", "Delete", { type: "button" });
+    del.setAttribute("aria-label", `Delete ${s.name}`);
+    del.addEventListener("click", async () => { await api(`/accounts/${encodeURIComponent(account)}/mcp/${s.id}`, { method: "DELETE" }); await loadMcp(); });
+    li.append(test, " ", edit, " ", del);
+    return li;
+  }));
+}
+
+async function runTest(account, server) {
+  const out = $("mcp-result");
+  out.replaceChildren(el("p", `Testing ${server.name}…`));
+  try {
+    const r = await api(`/accounts/${encodeURIComponent(account)}/mcp/${server.id}/test`, { method: "POST" });
+    const list = (title, items, label) => [el("h3", `${title} (${items.length})`), el("ul", undefined, { className: "test-list" })].map((node, i) => {
+      if (i === 1) node.append(...items.map((it) => el("li", label(it))));
+      return node;
+    });
+    out.replaceChildren(el("p", `${server.name}: ok in ${r.latency_ms} ms`), ...list("Tools", r.tools, (t) => `${t.name}${t.description ? ` — ${t.description}` : ""}`), ...list("Resources", r.resources, (x) => `${x.name} (${x.uri})`));
+  } catch (err) {
+    out.replaceChildren(el("p", `${server.name}: ${err.message}`, { className: "error" }));
+  }
+}
+
+$("sign-in-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  sessionStorage.setItem(TOKEN, $("admin-token").value.trim());
+  try { await signIn(); } catch (err) { signOut(err.message); }
+});
+$("sign-out").addEventListener("click", () => signOut());
+$("key-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  $("key-error").textContent = "";
+  try {
+    const created = await api("/keys", { method: "POST", body: JSON.stringify({ account: $("key-account").value, tier: $("key-tier").value, rpm: $("key-rpm").value }) });
+    $("new-key-token").textContent = created.token;
+    $("new-key").hidden = false;
+    await loadKeys();
+  } catch (err) { $("key-error").textContent = err.message; }
+});
+$("mcp-load").addEventListener("click", () => void loadMcp());
+$("mcp-type").addEventListener("change", () => { if (!$("mcp-id").value) resetForm(); });
+$("mcp-new").addEventListener("click", resetForm);
+$("mcp-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  $("mcp-error").textContent = "";
+  const account = $("mcp-account").value.trim();
+  if (!account) return void ($("mcp-error").textContent = "Choose the account first.");
+  let config;
+  try { config = JSON.parse($("mcp-config").value); } catch (err) { return void ($("mcp-error").textContent = `config: not valid JSON (${err.message})`); }
+  const body = JSON.stringify({ name: $("mcp-name").value, description: $("mcp-description").value || undefined, server_type: $("mcp-type").value, config });
+  const id = $("mcp-id").value;
+  try {
+    await api(`/accounts/${encodeURIComponent(account)}/mcp${id ? `/${id}` : ""}`, { method: id ? "PUT" : "POST", body });
+    resetForm();
+    await loadMcp();
+  } catch (err) { $("mcp-error").textContent = err.message; }
+});
+if (sessionStorage.getItem(TOKEN)) signIn().catch((err) => signOut(err.message));
