@@ -19,7 +19,9 @@ const DEV_KEY_DAYS = 30;
 
 export async function runDev(raw: Record<string, string | string[] | undefined>): Promise<void> {
   const nodeToken = raw.nodeTokens ? String(raw.nodeTokens).split(",")[0]! : randomBytes(24).toString("base64url");
-  const schedulerConfig = parseSchedulerConfig({ ...raw, nodeTokens: raw.nodeTokens ?? nodeToken });
+  // The dashboard's admin token: the given one, or a fresh one printed below.
+  const adminToken = raw.adminToken ? String(raw.adminToken) : randomBytes(18).toString("base64url");
+  const schedulerConfig = parseSchedulerConfig({ ...raw, nodeTokens: raw.nodeTokens ?? nodeToken, adminToken });
   const logger = createLogger("kiln-dev", schedulerConfig.logLevel);
 
   let serve = raw.serve as string[] | undefined;
@@ -50,6 +52,7 @@ export async function runDev(raw: Record<string, string | string[] | undefined>)
     "  Kiln dev is up.",
     `  API base:  ${base}`,
     `  Models:    ${agentConfig.serve.map((s) => s.id).join(", ")}`,
+    `  Dashboard: ${base.replace(/\/v1$/, "")}/dashboard  (admin token: ${raw.adminToken ? "as given" : adminToken})`,
     `  Transcribe: http://${formatHostPort({ host: connectable(agent.http.host), port: agent.http.port })}/api  (POST /api/process, GET /api/status/{job_id}, GET /api/models)`,
     `  Dev key:   ${token}`,
     `             (key id ${id}, pro tier, expires in ${DEV_KEY_DAYS} days)`,
