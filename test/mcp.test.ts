@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
-import { createFilesystemServer, createPostgresServer, createRestApiServer, createWebsocketServer, endpointUrl, validateMcpConfig } from "../scheduler/mcp/index.js";
+import { createFilesystemServer, createGithubServer, createPostgresServer, createSlackServer, createRestApiServer, createWebsocketServer, endpointUrl, validateMcpConfig } from "../scheduler/mcp/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
 import { postgresBin, startPostgres, type Postgres } from "./helpers/postgres.js";
@@ -316,4 +316,63 @@ describe.skipIf(!PG_BIN)("postgresql integration (a real PostgreSQL server)", ()
   });
 });
 if (!PG_BIN) describe.skip("postgresql integration (skipped: no PostgreSQL server binaries; apt-get install postgresql)", () => { it("postgres", () => undefined); });
+
+describe("github and slack integrations (official clients against local API servers)", () => {
+  const auths: string[] = [];
+  let server: ReturnType<typeof createServer>;
+  let base: string;
+  beforeAll(async () => {
+    process.env.KILN_TEST_GH_TOKEN = "gh-test-token";
+    process.env.KILN_TEST_SLACK_TOKEN = "xoxb-test-token";
+    const routes: Record<string, unknown> = {
+      "GET /gh/repos/acme/app": { full_name: "acme/app", description: "The app", private: false },
+      "GET /gh/repos/acme/app/issues": [{ number: 1, title: "bug", state: "open" }, { number: 2, title: "a PR", state: "open", pull_request: {} }],
+      "GET /gh/repos/acme/app/pulls": [{ number: 2, title: "a PR", state: "open" }],
+      "POST /slack/api/conversations.list": { ok: true, channels: [{ id: "C1", name: "general", purpose: { value: "Talk" } }, { id: "C2", name: "random" }] },
+      "POST /slack/api/conversations.history": { ok: true, messages: [{ user: "U1", text: "hello", ts: "1.0" }] },
+    };
+    server = createServer((req, res) => {
+      auths.push(String(req.headers.authorization));
+      req.resume();
+      req.on("end", () => {
+        const body = routes[`${req.method} ${req.url!.split("?")[0]}`];
+        res.statusCode = body ? 200 : 404;
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify(body ?? { message: "Not Found" }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => server?.close());
+
+  it("github: repositories as resources, tools by include flags, the token from the environment, base_url honoured", async () => {
+    const c = await client(await createGithubServer({
+      base_url: `${base}/gh`, authentication: { type: "token", token_env: "KILN_TEST_GH_TOKEN" },
+      resources: { repositories: ["acme/app"], include_issues: true, include_prs: true },
+    }, 2000));
+    expect((await c.listResources()).resources.map((r) => [r.name, r.description])).toEqual([["acme/app", "The app"]]);
+    expect((await c.listTools()).tools.map((t) => t.name)).toEqual(["list_repositories", "list_issues", "list_pull_requests"]);
+    const issues = (await c.callTool({ name: "list_issues", arguments: { repo: "acme/app" } })) as { content: { text: string }[] };
+    expect(JSON.parse(issues.content[0]!.text)).toEqual([{ number: 1, title: "bug", state: "open" }]);
+    const other = (await c.callTool({ name: "list_issues", arguments: { repo: "evil/repo" } })) as { isError?: boolean };
+    expect(other.isError).toBe(true);
+    expect(auths).toContain("token gh-test-token");
+    await c.close();
+  });
+
+  it("slack: configured channels as resources, history within history_limit, the bot token from the environment", async () => {
+    const c = await client(await createSlackServer({
+      base_url: `${base}/slack/api`, authentication: { type: "oauth", bot_token_env: "KILN_TEST_SLACK_TOKEN" },
+      resources: { channels: ["general"], history_limit: 10 },
+    }, 2000));
+    expect((await c.listResources()).resources.map((r) => r.name)).toEqual(["#general"]);
+    const history = (await c.callTool({ name: "channel_history", arguments: { channel: "#general" } })) as { content: { text: string }[] };
+    expect(JSON.parse(history.content[0]!.text)).toEqual([{ user: "U1", text: "hello", ts: "1.0" }]);
+    const refused = (await c.callTool({ name: "channel_history", arguments: { channel: "random" } })) as { isError?: boolean };
+    expect(refused.isError).toBe(true);
+    expect(auths).toContain("Bearer xoxb-test-token");
+    await c.close();
+  });
+});
 

@@ -67,7 +67,7 @@ const common = { authentication: authentication.optional(), permissions: permiss
 
 export const CONFIG_SCHEMAS: Record<ServerType, z.ZodType> = {
   github: z.object({ ...common, authentication, base_url: url(["https:", "http:"]).optional(), resources: resources.optional() }),
-  slack: z.object({ ...common, authentication, resources: resources.optional() }),
+  slack: z.object({ ...common, authentication, base_url: url(["https:", "http:"]).optional(), resources: resources.optional() }),
   postgresql: z.object({ ...common, connection }),
   mysql: z.object({ ...common, connection }),
   mongodb: z.object({ ...common, connection }),

@@ -6,3 +6,5 @@ export { createFilesystemServer, resolveInside, PathEscapeError } from "./filesy
 export { createRestApiServer, endpointUrl, authHeaders } from "./rest-api.js";
 export { createWebsocketServer } from "./websocket.js";
 export { createPostgresServer } from "./sql.js";
+export { createGithubServer } from "./github.js";
+export { createSlackServer } from "./slack.js";

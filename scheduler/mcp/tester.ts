@@ -12,6 +12,8 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { UpstreamError } from "../../core/errors.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { createFilesystemServer, type FilesystemConfig } from "./filesystem.js";
+import { createGithubServer, type GithubConfig } from "./github.js";
+import { createSlackServer, type SlackConfig } from "./slack.js";
 import { createRestApiServer, probeRestApi, type RestApiConfig } from "./rest-api.js";
 import { createPostgresServer, type PostgresConfig } from "./sql.js";
 import { createWebsocketServer, type WebsocketConfig } from "./websocket.js";
@@ -40,6 +42,10 @@ async function connectTo(server: StoredMcpServer, timeoutMs: number): Promise<{ 
       await probeRestApi(config, timeoutMs);
       return inProcess(createRestApiServer(config, timeoutMs));
     }
+    case "github":
+      return inProcess(await createGithubServer(server.config as unknown as GithubConfig, timeoutMs));
+    case "slack":
+      return inProcess(await createSlackServer(server.config as unknown as SlackConfig, timeoutMs));
     case "postgresql": {
       const db = await createPostgresServer(server.config as unknown as PostgresConfig, timeoutMs);
       return inProcess(db.server, () => void db.close());
@@ -63,7 +69,7 @@ async function connectTo(server: StoredMcpServer, timeoutMs: number): Promise<{ 
       return { transport: new StdioClientTransport({ command: c.command!, args: c.args ?? [], env, stderr: "ignore" }), close: async () => undefined };
     }
     default:
-      throw new UpstreamError("integration_unavailable", `server_type: this scheduler has no ${server.server_type} integration yet (available: filesystem, postgresql, rest_api, websocket, mcp)`);
+      throw new UpstreamError("integration_unavailable", `server_type: this scheduler has no ${server.server_type} integration yet (available: github, slack, filesystem, postgresql, rest_api, websocket, mcp)`);
   }
 }
 
