@@ -257,10 +257,15 @@ describe("rest_api and websocket integrations", () => {
       const failed = await post("/test", { server_id: dead.body.id });
       expect(failed.status).toBe(502);
       expect(failed.body.error.message).toMatch(/unreachable/);
-      const mysql = await post("/servers", { name: "my", server_type: "mysql", config: { connection: { host: "127.0.0.1", port: 3306, database: "x" } } });
-      const unavailable = await post("/test", { server_id: mysql.body.id });
-      expect(unavailable.status).toBe(502);
-      expect(unavailable.body.error.code).toBe("integration_unavailable");
+      for (const [type, port] of [["mysql", 9], ["mongodb", 9]] as const) {
+        const created = await post("/servers", { name: type, server_type: type, config: { connection: { host: "127.0.0.1", port, database: "x" } } });
+        const started = Date.now();
+        const down = await post("/test", { server_id: created.body.id });
+        expect(Date.now() - started).toBeLessThan(3500);
+        expect(down.status).toBe(502);
+        expect(["mcp_unreachable", "mcp_timeout"]).toContain(down.body.error.code);
+        expect(down.body.error.message).toMatch(new RegExp(`^server_id: mcp_\\S+ \\(${type}\\)`));
+      }
     } finally {
       await scheduler.close();
     }

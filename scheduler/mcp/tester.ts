@@ -15,6 +15,8 @@ import { createFilesystemServer, type FilesystemConfig } from "./filesystem.js";
 import { createGithubServer, type GithubConfig } from "./github.js";
 import { createSlackServer, type SlackConfig } from "./slack.js";
 import { createRestApiServer, probeRestApi, type RestApiConfig } from "./rest-api.js";
+import { createMongoServer, type MongoConfig } from "./mongodb.js";
+import { createMysqlServer } from "./mysql.js";
 import { createPostgresServer, type PostgresConfig } from "./sql.js";
 import { createWebsocketServer, type WebsocketConfig } from "./websocket.js";
 import type { StoredMcpServer } from "./store.js";
@@ -50,6 +52,14 @@ async function connectTo(server: StoredMcpServer, timeoutMs: number): Promise<{ 
       const db = await createPostgresServer(server.config as unknown as PostgresConfig, timeoutMs);
       return inProcess(db.server, () => void db.close());
     }
+    case "mysql": {
+      const db = await createMysqlServer(server.config as unknown as PostgresConfig, timeoutMs);
+      return inProcess(db.server, () => void db.close());
+    }
+    case "mongodb": {
+      const db = await createMongoServer(server.config as unknown as MongoConfig, timeoutMs);
+      return inProcess(db.server, () => void db.close());
+    }
     case "websocket": {
       const ws = await createWebsocketServer(server.config as unknown as WebsocketConfig, timeoutMs);
       return inProcess(ws.server, ws.close);
@@ -68,8 +78,6 @@ async function connectTo(server: StoredMcpServer, timeoutMs: number): Promise<{ 
       }
       return { transport: new StdioClientTransport({ command: c.command!, args: c.args ?? [], env, stderr: "ignore" }), close: async () => undefined };
     }
-    default:
-      throw new UpstreamError("integration_unavailable", `server_type: this scheduler has no ${server.server_type} integration yet (available: github, slack, filesystem, postgresql, rest_api, websocket, mcp)`);
   }
 }
 
