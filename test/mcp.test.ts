@@ -11,10 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
-import { createFilesystemServer, createGithubServer, createPostgresServer, createSlackServer, createRestApiServer, createWebsocketServer, endpointUrl, validateMcpConfig } from "../scheduler/mcp/index.js";
+import { createFilesystemServer, createGithubServer, createMysqlServer, createPostgresServer, createSlackServer, createRestApiServer, createWebsocketServer, endpointUrl, validateMcpConfig } from "../scheduler/mcp/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
-import { postgresBin, startPostgres, type Postgres } from "./helpers/postgres.js";
+import { mariadbBin, postgresBin, startMariadb, startPostgres, type Mariadb, type Postgres } from "./helpers/postgres.js";
 
 /** An MCP client connected to an in-process server over a linked in-memory transport. */
 async function client(server: { connect: (t: InMemoryTransport) => Promise<void> }): Promise<Client> {
@@ -380,4 +380,34 @@ describe("github and slack integrations (official clients against local API serv
     await c.close();
   });
 });
+
+const MARIADB = mariadbBin();
+describe.skipIf(!MARIADB)("mysql integration (a real MariaDB server)", () => {
+  let db: Mariadb;
+  beforeAll(async () => { db = await startMariadb(MARIADB!); }, 60_000);
+  afterAll(() => db?.stop());
+
+  it("lists tables as resources, answers a read-only query with row_limit, refuses a write", async () => {
+    const setup = await createMysqlServer({ connection: { host: "127.0.0.1", port: db.port }, authentication: { type: "credentials", username: "root" }, permissions: { read_only: false } }, 5000);
+    const admin = await client(setup.server);
+    for (const sql of ["CREATE DATABASE app", "CREATE TABLE app.users (id INT PRIMARY KEY, name TEXT)", "INSERT INTO app.users VALUES (1,'a'),(2,'b'),(3,'c')"]) {
+      const r = (await admin.callTool({ name: "query", arguments: { sql } })) as { isError?: boolean; content: { text: string }[] };
+      expect(r.isError, r.content[0]?.text).toBeFalsy();
+    }
+    await admin.close();
+    await setup.close();
+
+    const { server, close } = await createMysqlServer({ connection: { host: "127.0.0.1", port: db.port, database: "app" }, authentication: { type: "credentials", username: "root" }, permissions: { read_only: true, row_limit: 2 } }, 5000);
+    const c = await client(server);
+    expect((await c.listResources()).resources.map((r) => r.name)).toEqual(["app.users"]);
+    const q = async (sql: string) => (await c.callTool({ name: "query", arguments: { sql } })) as { isError?: boolean; content: { text: string }[] };
+    expect(JSON.parse((await q("SELECT name FROM users ORDER BY id")).content[0]!.text)).toEqual({ rows: [{ name: "a" }, { name: "b" }], truncated: true });
+    const write = await q("INSERT INTO users VALUES (4, 'mallory')");
+    expect(write.isError).toBe(true);
+    expect(write.content[0]!.text).toMatch(/READ ONLY transaction/i);
+    await c.close();
+    await close();
+  });
+});
+if (!MARIADB) describe.skip("mysql integration (skipped: no MariaDB server; apt-get install mariadb-server)", () => { it("mysql", () => undefined); });
 

@@ -8,3 +8,5 @@ export { createWebsocketServer } from "./websocket.js";
 export { createPostgresServer } from "./sql.js";
 export { createGithubServer } from "./github.js";
 export { createSlackServer } from "./slack.js";
+export { createMysqlServer } from "./mysql.js";
+export { createMongoServer } from "./mongodb.js";

@@ -1,11 +1,11 @@
 /**
- * A throwaway PostgreSQL server for the MCP suite: Debian's binaries (`.ci/run` installs the
+ * Throwaway database servers for the MCP suite. PostgreSQL: Debian's binaries (`.ci/run` installs the
  * package), a fresh cluster in a temporary folder with trust auth on 127.0.0.1, an OS-picked port.
  * Run as the `postgres` user when the tests run as root (PostgreSQL refuses root).
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, existsSync, readdirSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
+import { connect, createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { tempDir } from "./fleet.js";
 
@@ -47,4 +47,38 @@ export async function startPostgres(bin: string): Promise<Postgres> {
     sql: (statement) => psql("app", statement),
     stop: () => { try { run("pg_ctl", ["-D", data, "-m", "immediate", "stop"]); } catch { /* already gone */ } },
   };
+}
+
+/** MariaDB's server binaries (Debian's mariadb-server), when installed. */
+export function mariadbBin(): { server: string; install: string } | undefined {
+  const server = ["/usr/sbin/mariadbd", "/usr/sbin/mysqld"].find((p) => existsSync(p));
+  const install = ["/usr/bin/mariadb-install-db", "/usr/bin/mysql_install_db"].find((p) => existsSync(p));
+  return server && install ? { server, install } : undefined;
+}
+
+export interface Mariadb {
+  port: number;
+  stop(): void;
+}
+
+/** A throwaway MariaDB server on 127.0.0.1 (grant tables skipped: any user connects; the test needs none). */
+export async function startMariadb(bin: { server: string; install: string }): Promise<Mariadb> {
+  const dir = tempDir();
+  chmodSync(dir, 0o777);
+  const data = join(dir, "data");
+  const user = process.getuid?.() === 0 ? ["--user=root"] : [];
+  execFileSync(bin.install, [`--datadir=${data}`, "--auth-root-authentication-method=normal", "--skip-test-db", ...user], { stdio: "ignore" });
+  const port = await freePort();
+  const child = spawn(bin.server, [`--datadir=${data}`, `--socket=${join(dir, "sock")}`, `--port=${port}`, "--bind-address=127.0.0.1", "--skip-grant-tables", "--skip-name-resolve", `--pid-file=${join(dir, "pid")}`, `--log-error=${join(dir, "err.log")}`, ...user], { stdio: "ignore" });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = connect(port, "127.0.0.1", () => { s.end(); resolve(true); });
+      s.on("error", () => resolve(false));
+    });
+    if (up) break;
+    if (Date.now() > deadline) throw new Error("MariaDB did not start");
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { port, stop: () => child.kill("SIGKILL") };
 }
