@@ -61,9 +61,14 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     expect((await fetch(`${httpBase(scheduler)}/v1/models`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
 
     await page.fill("#mcp-account", "acme");
+    // Each type has its own fields, from its template; the JSON follows them.
+    await page.selectOption("#mcp-type", "rest_api");
+    for (const id of ["field-base_url", "field-authentication-key_env", "field-endpoints-0-method"]) expect(await page.locator(`#${id}`).count()).toBe(1);
     await page.selectOption("#mcp-type", "filesystem");
     await page.fill("#mcp-name", "docs");
-    await page.fill("#mcp-config", JSON.stringify({ root_path: root, permissions: { read_only: true } }));
+    await page.fill("#field-root_path", root);
+    await page.fill("#field-permissions-allowed_extensions", ".md");
+    expect(JSON.parse(await page.locator("#mcp-config").inputValue())).toMatchObject({ root_path: root, permissions: { read_only: true, allowed_extensions: [".md"] } });
     await page.click("#mcp-form button[type=submit]");
     await page.locator("#mcp-list li", { hasText: "docs" }).waitFor();
     await page.click("button[aria-label='Test docs']");

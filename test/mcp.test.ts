@@ -335,6 +335,7 @@ describe("github and slack integrations (official clients against local API serv
       "GET /gh/repos/acme/app/pulls": [{ number: 2, title: "a PR", state: "open" }],
       "POST /slack/api/conversations.list": { ok: true, channels: [{ id: "C1", name: "general", purpose: { value: "Talk" } }, { id: "C2", name: "random" }] },
       "POST /slack/api/conversations.history": { ok: true, messages: [{ user: "U1", text: "hello", ts: "1.0" }] },
+      "POST /slack/api/auth.test": { ok: true, user_id: "B1" },
     };
     server = createServer((req, res) => {
       auths.push(String(req.headers.authorization));
@@ -343,6 +344,7 @@ describe("github and slack integrations (official clients against local API serv
         const body = routes[`${req.method} ${req.url!.split("?")[0]}`];
         res.statusCode = body ? 200 : 404;
         res.setHeader("content-type", "application/json");
+        if (req.url!.startsWith("/slack/")) res.setHeader("x-oauth-scopes", "channels:read, channels:history");
         res.end(JSON.stringify(body ?? { message: "Not Found" }));
       });
     });
@@ -368,7 +370,7 @@ describe("github and slack integrations (official clients against local API serv
 
   it("slack: configured channels as resources, history within history_limit, the bot token from the environment", async () => {
     const c = await client(await createSlackServer({
-      base_url: `${base}/slack/api`, authentication: { type: "oauth", bot_token_env: "KILN_TEST_SLACK_TOKEN" },
+      base_url: `${base}/slack/api`, authentication: { type: "oauth", bot_token_env: "KILN_TEST_SLACK_TOKEN", scopes: ["channels:read", "channels:history"] },
       resources: { channels: ["general"], history_limit: 10 },
     }, 2000));
     expect((await c.listResources()).resources.map((r) => r.name)).toEqual(["#general"]);
@@ -378,6 +380,8 @@ describe("github and slack integrations (official clients against local API serv
     expect(refused.isError).toBe(true);
     expect(auths).toContain("Bearer xoxb-test-token");
     await c.close();
+    await expect(createSlackServer({ base_url: `${base}/slack/api`, authentication: { type: "oauth", bot_token_env: "KILN_TEST_SLACK_TOKEN", scopes: ["chat:write"] } }, 2000))
+      .rejects.toThrow(/lacks the configured scopes chat:write/);
   });
 });
 

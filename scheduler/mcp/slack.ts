@@ -1,6 +1,6 @@
 /**
  * The `slack` integration as an MCP server, through Slack's official Web API client: the
- * configured channels as resources, `list_channels` (direct messages too with `include_dms`) and
+ * configured channels as resources (after checking that the token holds the configured `scopes`), `list_channels` (direct messages too with `include_dms`) and
  * `channel_history` (at most `history_limit` messages). The bot token comes from
  * `bot_token_env` (or `token_env`); `base_url` points the client elsewhere (Enterprise Grid, tests).
  */
@@ -19,6 +19,13 @@ export async function createSlackServer(c: SlackConfig, timeoutMs: number): Prom
   const token = name ? process.env[name] : undefined;
   if (!token) throw new Error(`environment variable ${name ?? "(bot_token_env)"} is not set on the scheduler`);
   const slack = new WebClient(token, { ...(c.base_url ? { slackApiUrl: c.base_url.endsWith("/") ? c.base_url : `${c.base_url}/` } : {}), timeout: timeoutMs, retryConfig: { retries: 0 } });
+  // The configured scopes must all be granted to the token (Slack reports them on every call).
+  const wanted = c.authentication.scopes ?? [];
+  if (wanted.length) {
+    const granted = (await slack.auth.test()).response_metadata?.scopes ?? [];
+    const missing = wanted.filter((s) => !granted.includes(s));
+    if (missing.length) throw new Error(`the token lacks the configured scopes ${missing.join(", ")} (granted: ${granted.join(", ") || "none"})`);
+  }
   const r = c.resources ?? {};
   const historyLimit = Math.min(1000, r.history_limit ?? 100);
   const list = async () => {

@@ -62,12 +62,64 @@ async function loadKeys() {
   })));
 }
 
+// --- Per-type fields: every leaf of the configuration as a labelled input -------------------
+
+/** Leaves of a configuration: [path, value] with paths like "connection.port" or "endpoints.0.name". */
+function leaves(value, path = []) {
+  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return [[path, value]];
+  if (value && typeof value === "object") return Object.entries(value).flatMap(([k, v]) => leaves(v, [...path, k]));
+  return [[path, value]];
+}
+
+function setPath(target, path, value) {
+  let node = target;
+  path.forEach((key, i) => {
+    if (i === path.length - 1) node[key] = value;
+    else node = node[key] ??= /^\d+$/.test(path[i + 1]) ? [] : {};
+  });
+  return target;
+}
+
+function renderFields(config) {
+  const box = $("mcp-fields");
+  box.replaceChildren(el("legend", `Settings for ${$("mcp-type").value}`));
+  for (const [path, value] of leaves(config)) {
+    const id = `field-${path.join("-")}`;
+    const name = path.join(".");
+    const wrap = el("div");
+    const label = el("label", name, { htmlFor: id });
+    const input = typeof value === "boolean"
+      ? el("input", undefined, { id, type: "checkbox", checked: value })
+      : el("input", undefined, { id, type: typeof value === "number" ? "number" : "text", value: Array.isArray(value) ? value.join(", ") : String(value ?? "") });
+    input.dataset.path = JSON.stringify(path);
+    input.dataset.kind = Array.isArray(value) ? "list" : typeof value;
+    if (name.endsWith("_env")) input.title = "the name of an environment variable that holds the secret, never the secret";
+    input.addEventListener(input.type === "checkbox" ? "change" : "input", syncFromFields);
+    wrap.append(label, input);
+    box.append(wrap);
+  }
+}
+
+function syncFromFields() {
+  const config = {};
+  for (const input of $("mcp-fields").querySelectorAll("input")) {
+    const kind = input.dataset.kind;
+    const value = kind === "boolean" ? input.checked
+      : kind === "number" ? (input.value === "" ? undefined : Number(input.value))
+      : kind === "list" ? input.value.split(",").map((x) => x.trim()).filter(Boolean)
+      : input.value;
+    if (value !== undefined && value !== "") setPath(config, JSON.parse(input.dataset.path), value);
+  }
+  $("mcp-config").value = JSON.stringify(config, null, 2);
+}
+
 function resetForm() {
   $("mcp-id").value = "";
   $("mcp-name").value = "";
   $("mcp-description").value = "";
   $("mcp-form-title").textContent = "New configuration";
   $("mcp-config").value = JSON.stringify(TEMPLATES[$("mcp-type").value], null, 2);
+  renderFields(TEMPLATES[$("mcp-type").value]);
   $("mcp-error").textContent = "";
 }
 
@@ -89,6 +141,7 @@ async function loadMcp() {
       $("mcp-description").value = s.description ?? "";
       $("mcp-type").value = s.server_type;
       $("mcp-config").value = JSON.stringify(s.config, null, 2);
+      renderFields(s.config);
       $("mcp-form-title").textContent = `Edit ${s.name}`;
       $("mcp-name").focus();
     });
@@ -134,6 +187,9 @@ $("key-form").addEventListener("submit", async (e) => {
 $("mcp-load").addEventListener("click", () => void loadMcp());
 $("mcp-type").addEventListener("change", () => { if (!$("mcp-id").value) resetForm(); });
 $("mcp-new").addEventListener("click", resetForm);
+$("mcp-config").addEventListener("input", () => {
+  try { renderFields(JSON.parse($("mcp-config").value)); } catch { /* mid-edit: the fields follow once it parses */ }
+});
 $("mcp-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   $("mcp-error").textContent = "";
