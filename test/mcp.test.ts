@@ -415,3 +415,31 @@ describe.skipIf(!MARIADB)("mysql integration (a real MariaDB server)", () => {
 });
 if (!MARIADB) describe.skip("mysql integration (skipped: no MariaDB server; apt-get install mariadb-server)", () => { it("mysql", () => undefined); });
 
+describe("mcp over streamable HTTP", () => {
+  it("lists a standard MCP server's tools through POST /v1/mcp/test", async () => {
+    const { McpServer } = await import("@modelcontextprotocol/sdk/server/mcp.js");
+    const { StreamableHTTPServerTransport } = await import("@modelcontextprotocol/sdk/server/streamableHttp.js");
+    // Stateless: a fresh server and transport per request, as the SDK's examples do.
+    const http = createServer(async (req, res) => {
+      const mcp = new McpServer({ name: "http-test", version: "1" });
+      mcp.registerTool("ping", { description: "Answers pong" }, async () => ({ content: [{ type: "text", text: "pong" }] }));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      res.on("close", () => { void transport.close(); void mcp.close(); });
+      await mcp.connect(transport);
+      await transport.handleRequest(req, res);
+    });
+    await new Promise<void>((r) => http.listen(0, "127.0.0.1", () => r()));
+    const scheduler = await inProcessScheduler();
+    try {
+      const key = (await scheduler.keys.create({ account: "h", tier: "pro" })).token;
+      const post = async (path: string, body: unknown) => (await fetch(`${httpBase(scheduler)}/v1/mcp${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;
+      const created = await post("/servers", { name: "remote", server_type: "mcp", config: { transport: "http", url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` } });
+      const test = await post("/test", { server_id: created.id });
+      expect(test).toMatchObject({ status: "ok", tools: [{ name: "ping", description: "Answers pong" }], resources: [] });
+    } finally {
+      await scheduler.close();
+      http.close();
+    }
+  });
+});
+
