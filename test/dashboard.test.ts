@@ -54,6 +54,7 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     await page.fill("#key-account", "acme");
     await page.selectOption("#key-tier", "standard");
     await page.click("#key-form button[type=submit]");
+    await expect.poll(() => page.locator("#new-key-token").textContent()).toMatch(/^eyJ/);
     const token = (await page.locator("#new-key-token").textContent())!;
     expect(token.split(".")).toHaveLength(3);
     await page.locator("#keys tr", { hasText: "acme" }).waitFor();
