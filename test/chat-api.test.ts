@@ -108,7 +108,7 @@ describe("request rules (SPEC request table, DESIGN error table)", () => {
 
 describe("completions", () => {
   it("answers with the spec's fields", async () => {
-    const res = await ok({ max_tokens: 5 });
+    const res = await ok({ max_tokens: 5, temperature: 0 });
     expect(res.status).toBe(200);
     const b = res.body;
     expect(b).toMatchObject({ object: "chat.completion", model: MODEL_ID, id: expect.stringMatching(/^chatcmpl-/) });
@@ -155,7 +155,7 @@ describe("completions", () => {
     const res = await fetch(`${base}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: MODEL_ID, messages: user(), max_tokens: 12, stream: true, stream_options: { include_usage: true } }),
+      body: JSON.stringify({ model: MODEL_ID, messages: user(), max_tokens: 12, temperature: 0, stream: true, stream_options: { include_usage: true } }),
     });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
@@ -172,7 +172,7 @@ describe("completions", () => {
   it("8 concurrent requests on 4 sequences all complete, never more than 4 generating at once", async () => {
     const pool = agent.engine.modelPools[0]!;
     pool.peakBusy = 0;
-    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => ok({ max_tokens: 48, messages: user(`request ${i}`) })));
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => ok({ max_tokens: 48, temperature: 0, messages: user(`request ${i}`) })));
     for (const r of results) expect(r.status).toBe(200);
     expect(pool.peakBusy).toBe(4); // batched: 4 at once, and no more
     const snap = scheduler.fleet.snapshot()[0]!;
@@ -187,7 +187,7 @@ describe("completions", () => {
       method: "POST",
       signal: ac.signal,
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: MODEL_ID, messages: user(), max_tokens: 1800, stream: true }),
+      body: JSON.stringify({ model: MODEL_ID, messages: user(), max_tokens: 1800, temperature: 0, stream: true }),
     });
     const reader = res.body!.getReader();
     await reader.read();
