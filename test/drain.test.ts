@@ -46,7 +46,7 @@ describe("drain on SIGTERM", () => {
       if (done) break;
       text += decoder.decode(value);
     }
-    expect(text.trim().endsWith("data: [DONE]")).toBe(true);
+    expect(text.trim().endsWith("data: [DONE]"), text.slice(-400)).toBe(true);
     expect(text).toContain('"finish_reason":"length"');
     expect(await agent.exited).toBe(0);
 

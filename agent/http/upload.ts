@@ -53,7 +53,7 @@ export async function parseUpload(
     throw new InvalidRequestError("invalid_multipart", `Content-Type: ${err instanceof Error ? err.message : "malformed multipart header"}`);
   }
 
-  const files: StagedUpload[] = [];
+  const files: (StagedUpload | undefined)[] = [];
   const fields: Record<string, string> = {};
   const writes: Promise<void>[] = [];
   // Parts being written: busboy's file streams emit no 'close' when destroyed, so a refused
@@ -76,12 +76,12 @@ export async function parseUpload(
         stream.resume();
         return;
       }
-      audioParts++;
+      const index = audioParts++;
       const fileName = info.filename || `audio-${audioParts}`;
       stream.on("limit", () => fail(new PayloadTooLargeError("file_too_large", `audio: "${fileName}" is larger than the ${formatBytes(limits.fileBytes)} limit`)));
       const write = (async () => {
         const staged = await stage(fileName);
-        files.push(staged);
+        files[index] = staged; // in the order of the parts, however staging interleaves
         if (failure) throw failure;
         const out = createWriteStream(staged.path);
         open.add(out);
@@ -112,11 +112,12 @@ export async function parseUpload(
     if (failure) throw failure;
   } catch (err) {
     await Promise.allSettled(writes);
-    await discard(files);
+    await discard(files.filter((f): f is StagedUpload => f !== undefined));
     throw err instanceof KilnError ? err : new InvalidRequestError("upload_failed", `audio: the upload failed (${err instanceof Error ? err.message : String(err)})`);
   }
-  if (files.length === 0) throw new InvalidRequestError("missing_audio", "audio: required (a file part named \"audio\")");
-  return { files, fields };
+  const staged = files.filter((f): f is StagedUpload => f !== undefined);
+  if (staged.length === 0) throw new InvalidRequestError("missing_audio", "audio: required (a file part named \"audio\")");
+  return { files: staged, fields };
 }
 
 function drain(req: IncomingMessage): void {

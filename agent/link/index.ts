@@ -88,6 +88,15 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     this.stream?.write({ draining: { deadline_ms: deadlineMs } });
     const until = Date.now() + deadlineMs;
     while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    // Let the last messages (a final `done`) reach the scheduler before the stream goes away.
+    const stream = this.stream;
+    if (stream && !stream.destroyed) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 1000);
+        stream.once("finish", () => { clearTimeout(timer); resolve(); });
+        stream.end();
+      });
+    }
     await this.stop();
   }
 
