@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
-import { parseAgentConfig, parseSchedulerConfig, formatHostPort } from "../config/index.js";
+import { AGENT_OPTIONS, parseAgentConfig, parseSchedulerConfig, formatHostPort } from "../config/index.js";
 import { createLogger } from "../core/log.js";
 import { DEV_MODEL_ID } from "../models/catalog.js";
 import { existsSync } from "node:fs";
@@ -34,7 +34,7 @@ export async function runDev(raw: Record<string, string | string[] | undefined>)
   // Likewise for transcription: with no whisper model installed, the fabricated tiny one (noise
   // words, real pipeline) under the name "base", and the energy VAD in place of Silero.
   let { whisperDir, vadModel } = raw as { whisperDir?: string; vadModel?: string };
-  if (!WHISPER_MODELS.some((m) => existsSync(join(resolve(whisperDir ?? ".kiln/whisper"), m.file)))) {
+  if (!WHISPER_MODELS.some((m) => existsSync(join(resolve(whisperDir ?? AGENT_OPTIONS.whisperDir.default), m.file)))) {
     const speech = await ensureTestSpeechModels(resolve(".kiln", "models"));
     whisperDir = speech.whisperDir;
     vadModel ??= speech.vadModel;

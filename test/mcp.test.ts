@@ -16,6 +16,12 @@ import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
 import { mariadbBin, postgresBin, startMariadb, startPostgres, type Mariadb, type Postgres } from "./helpers/postgres.js";
 
+/** Calls `/v1/mcp{path}` on a scheduler with a key; `body` is the parsed answer (null for 204). */
+async function mcpApi(base: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${base}/v1/mcp${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  return { status: res.status, body: res.status === 204 ? null : await res.json() };
+}
+
 /** An MCP client connected to an in-process server over a linked in-memory transport. */
 async function client(server: { connect: (t: InMemoryTransport) => Promise<void> }): Promise<Client> {
   const [c, s] = InMemoryTransport.createLinkedPair();
@@ -124,10 +130,7 @@ describe("POST /v1/mcp/test", () => {
   });
   afterAll(() => scheduler?.close());
 
-  const call = async (key: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}/v1/mcp${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
-    return { status: res.status, body: res.status === 204 ? null : await res.json() as any };
-  };
+  const call = (key: string, method: string, path: string, body?: unknown) => mcpApi(base, key, method, path, body);
 
   it("stores a configuration and lists a filesystem server's resources and tools", async () => {
     const root = tempDir();
@@ -171,6 +174,10 @@ describe("POST /v1/mcp/test", () => {
     expect(test.status).toBe(502);
     expect(test.body.error).toMatchObject({ type: "upstream_error" });
     expect(test.body.error.message).toMatch(/^server_id: mcp_\S+ \(mcp\) (failed|did not answer)/);
+    const unset = await call(standard, "POST", "/servers", { name: "nokey", server_type: "github", config: { authentication: { type: "token", token_env: "KILN_TEST_UNSET_VARIABLE" } } });
+    const misconfigured = await call(standard, "POST", "/test", { server_id: unset.body.id });
+    expect(misconfigured.status).toBe(502);
+    expect(misconfigured.body.error).toMatchObject({ code: "mcp_misconfigured", message: expect.stringMatching(/KILN_TEST_UNSET_VARIABLE is not set on the scheduler/) });
     const hang = await call(standard, "POST", "/servers", { name: "silent", server_type: "mcp", config: { transport: "stdio", command: process.execPath, args: ["-e", "setTimeout(() => {}, 60000)"] } });
     const slow = await call(standard, "POST", "/test", { server_id: hang.body.id });
     expect(slow.status).toBe(502);
@@ -245,10 +252,7 @@ describe("rest_api and websocket integrations", () => {
     const scheduler = await inProcessScheduler({ mcpTimeout: "2" });
     try {
       const key = (await scheduler.keys.create({ account: "int", tier: "pro" })).token;
-      const post = async (path: string, body: unknown) => {
-        const res = await fetch(`${httpBase(scheduler)}/v1/mcp${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
-        return { status: res.status, body: await res.json() as any };
-      };
+      const post = (path: string, body: unknown) => mcpApi(httpBase(scheduler), key, "POST", path, body);
       const rest = await post("/servers", { name: "api", server_type: "rest_api", config: { base_url: apiBase, endpoints: [{ name: "ping", method: "GET", path: "/ping" }] } });
       expect((await post("/test", { server_id: rest.body.id })).body.tools.map((t: { name: string }) => t.name)).toEqual(["ping"]);
       const ws = await post("/servers", { name: "feed", server_type: "websocket", config: { url: wsUrl, subscription: { topics: ["prices", "other"] } } });
@@ -310,7 +314,7 @@ describe.skipIf(!PG_BIN)("postgresql integration (a real PostgreSQL server)", ()
     const scheduler = await inProcessScheduler();
     try {
       const key = (await scheduler.keys.create({ account: "pg", tier: "enterprise", rpm: 100 })).token;
-      const post = async (path: string, body: unknown) => (await fetch(`${httpBase(scheduler)}/v1/mcp${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;
+      const post = async (path: string, body: unknown) => (await mcpApi(httpBase(scheduler), key, "POST", path, body)).body;
       const created = await post("/servers", { name: "app-db", server_type: "postgresql", config: { connection: { host: "127.0.0.1", port: db.port, database: "app" }, authentication: { type: "credentials", username: "postgres", password_env: "KILN_TEST_PG_PASSWORD" } } });
       const test = await post("/test", { server_id: created.id });
       expect(test.resources.map((r: { name: string }) => r.name)).toEqual(["public.secrets", "public.users"]);
@@ -432,7 +436,7 @@ describe("mcp over streamable HTTP", () => {
     const scheduler = await inProcessScheduler();
     try {
       const key = (await scheduler.keys.create({ account: "h", tier: "pro" })).token;
-      const post = async (path: string, body: unknown) => (await fetch(`${httpBase(scheduler)}/v1/mcp${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;
+      const post = async (path: string, body: unknown) => (await mcpApi(httpBase(scheduler), key, "POST", path, body)).body;
       const created = await post("/servers", { name: "remote", server_type: "mcp", config: { transport: "http", url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` } });
       const test = await post("/test", { server_id: created.id });
       expect(test).toMatchObject({ status: "ok", tools: [{ name: "ping", description: "Answers pong" }], resources: [] });

@@ -72,6 +72,8 @@ describe("health and metrics", () => {
     expect(m.get('kiln_fleet_slots{state="free",component="scheduler"}')).toBe(4);
     expect(sum(m, "kiln_tokens_total", 'kind="completion"')).toBe(5);
     expect(sum(m, "kiln_time_to_first_token_seconds_count")).toBe(1);
+    expect(sum(m, "kiln_generation_tokens_per_second_count")).toBe(1);
+    expect(sum(m, "kiln_completions_total", 'finish_reason="length"')).toBe(1);
     expect(sum(m, "kiln_scheduler_http_requests_total", 'route="/v1/chat/completions"')).toBe(1);
     expect(sum(m, "process_resident_memory_bytes")).toBeGreaterThan(0);
   });

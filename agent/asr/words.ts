@@ -16,7 +16,7 @@ const WORDLESS = /^[^\p{L}\p{N}]+$/u;
 const round = (s: number) => Math.round(s * 1000) / 1000;
 const clamp = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, v));
 
-export function isSpecialToken(token: WhisperToken): boolean {
+function isSpecialToken(token: WhisperToken): boolean {
   return SPECIAL.test(token.text.trim());
 }
 

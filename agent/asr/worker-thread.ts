@@ -2,9 +2,8 @@
  * Running a native engine's synchronous work in a worker thread, so the event loop stays free.
  * A worker posts `progress` (a fraction), then one `done` (the value) or `error` (a message).
  */
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { existingOr } from "../../core/paths.js";
 import { EngineError, JobAbortedError } from "./errors.js";
 
 export type WorkerMessage<T> =
@@ -17,8 +16,7 @@ export type WorkerMessage<T> =
  * TypeScript sources (vitest), the module is taken from the build in dist/ (`npm test` builds first).
  */
 function workerUrl(path: string): URL {
-  const beside = new URL(`./${path}`, import.meta.url);
-  return existsSync(fileURLToPath(beside)) ? beside : new URL(`../../dist/agent/asr/${path}`, import.meta.url);
+  return existingOr(new URL(`./${path}`, import.meta.url), new URL(`../../dist/agent/asr/${path}`, import.meta.url));
 }
 
 /** Runs the worker module at `path` with `data`; rejects with `JobAbortedError` if `signal` aborts. */

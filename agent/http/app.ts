@@ -3,11 +3,10 @@
  * `POST /api/process`, `GET /api/status/{job_id}`, `GET /api/result/{job_id}?format=`,
  * `GET /api/models` — behind an optional bearer token (`KILN_AGENT_TOKEN`).
  */
-import { timingSafeEqual } from "node:crypto";
 import type { HttpBindings } from "@hono/node-server";
-import { Hono, type MiddlewareHandler } from "hono";
-import { notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
-import { AuthenticationError, InvalidRequestError, KilnError } from "../../core/errors.js";
+import { Hono } from "hono";
+import { bearerToken, notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
+import { InvalidRequestError, KilnError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import type { HttpMetrics } from "../../core/metrics.js";
 import { WHISPER_LANGUAGES, type WhisperModelName } from "../../models/whisper.js";
@@ -65,7 +64,12 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     return c.json(r, r.ready ? 200 : 503);
   });
   app.get("/metrics", () => deps.metrics.handler());
-  if (deps.token) app.use("/api/*", bearer(deps.token));
+  if (deps.token) {
+    app.use("/api/*", bearerToken(deps.token, {
+      missing: ["missing_api_key", "Authorization: this instance needs \"Bearer <token>\""],
+      invalid: ["invalid_api_key", "Authorization: the bearer token is not this instance's"],
+    }));
+  }
 
   app.post("/api/process", async (c) => {
     deps.jobs.ensureRoom(1);
@@ -122,18 +126,4 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
   app.route("/", uiRoutes());
 
   return app;
-}
-
-function bearer(token: string): MiddlewareHandler<AgentEnv> {
-  const expected = Buffer.from(token);
-  return async (c, next) => {
-    const header = c.req.header("authorization");
-    if (!header) throw new AuthenticationError("missing_api_key", "Authorization: this instance needs \"Bearer <token>\"");
-    const m = /^Bearer (.+)$/.exec(header);
-    const given = Buffer.from(m?.[1] ?? "");
-    if (!m || given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      throw new AuthenticationError("invalid_api_key", "Authorization: the bearer token is not this instance's");
-    }
-    await next();
-  };
 }

@@ -4,33 +4,16 @@
  * accounts and keys, creates keys (shown once) and revokes them, and manages each account's MCP
  * server configurations, with a Test button over the same tester as `POST /v1/mcp/test`.
  */
-import { timingSafeEqual } from "node:crypto";
-import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
-import { extname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { Hono, type MiddlewareHandler } from "hono";
-import { AuthenticationError, InvalidRequestError, NotFoundError } from "../../core/errors.js";
+import { Hono } from "hono";
+import { InvalidRequestError, NotFoundError } from "../../core/errors.js";
+import { bearerToken, staticFiles } from "../../core/http/index.js";
+import { existingOr } from "../../core/paths.js";
 import { isTier, TIERS, type KeyService } from "../auth/index.js";
 import { parseJsonBody } from "../chat/index.js";
 import { SERVER_TYPES, testMcpServer, validateMcpConfig, type McpStore } from "../mcp/index.js";
 
-const TYPES: Record<string, string> = { ".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8" };
-const ASSETS = ["index.html", "dashboard.css", "dashboard.js"];
-
-function staticDir(): string {
-  const beside = fileURLToPath(new URL("./static/", import.meta.url));
-  return existsSync(beside) ? beside : fileURLToPath(new URL("../../../scheduler/dashboard/static/", import.meta.url));
-}
-
-function adminOnly(token: string): MiddlewareHandler {
-  const expected = Buffer.from(token);
-  return async (c, next) => {
-    const given = Buffer.from(/^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1] ?? "");
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new AuthenticationError("invalid_admin_token", "Authorization: the admin token is missing or wrong");
-    await next();
-  };
-}
+/** The static folder: beside this module in the sources, or back in the sources from dist/. */
+const STATIC = existingOr(new URL("./static/", import.meta.url), new URL("../../../scheduler/dashboard/static/", import.meta.url));
 
 export interface DashboardDeps {
   keys: KeyService;
@@ -41,17 +24,17 @@ export interface DashboardDeps {
 
 export function dashboardRoutes(deps: DashboardDeps): Hono {
   const app = new Hono();
-  const dir = staticDir();
-  const serve = async (name: string) => new Response(await readFile(join(dir, name)), { headers: { "Content-Type": TYPES[extname(name)]!, "Cache-Control": "no-cache" } });
-  app.get("/dashboard", () => serve("index.html"));
-  app.get("/dashboard/:name", (c) => (ASSETS.includes(c.req.param("name")) ? serve(c.req.param("name")) : c.notFound()));
+  const serve = staticFiles(STATIC, ["index.html", "dashboard.css", "dashboard.js"]);
+  app.get("/dashboard", () => serve("index.html")!);
+  app.get("/dashboard/:name", (c) => serve(c.req.param("name")) ?? c.notFound());
 
   if (!deps.adminToken) {
     app.all("/admin/api/*", () => { throw new NotFoundError("dashboard_disabled", "path: the dashboard is off (start the scheduler with --admin-token)"); });
     return app;
   }
   const api = new Hono();
-  api.use("*", adminOnly(deps.adminToken));
+  const wrong: [string, string] = ["invalid_admin_token", "Authorization: the admin token is missing or wrong"];
+  api.use("*", bearerToken(deps.adminToken, { missing: wrong, invalid: wrong }));
   api.get("/session", (c) => c.json({ tiers: TIERS, server_types: SERVER_TYPES }));
   api.get("/accounts", (c) => {
     const byAccount = new Map<string, { name: string; tier: string; keys: unknown[] }>();

@@ -107,7 +107,7 @@ export interface McpServerConfig {
 const SECRET_MEMBER = /^(password|passwd|secret|client_secret|token|bot_token|access_token|api_key|key|private_key|credentials?)$/i;
 
 /** The path of the first member holding a secret value, if any. */
-export function findInlinedSecret(value: unknown, path = "config"): string | undefined {
+function findInlinedSecret(value: unknown, path = "config"): string | undefined {
   if (Array.isArray(value)) {
     for (const [i, v] of value.entries()) {
       const found = findInlinedSecret(v, `${path}[${i}]`);

@@ -16,7 +16,7 @@ export interface FilesystemConfig {
   indexing?: { enable_search?: boolean };
 }
 
-export class PathEscapeError extends Error {
+class PathEscapeError extends Error {
   constructor(path: string) {
     super(`path "${path}" is outside root_path`);
     this.name = "PathEscapeError";
@@ -26,7 +26,7 @@ export class PathEscapeError extends Error {
 const DEFAULT_MAX_RESULTS = 200;
 
 /** Resolves `path` (relative to the root) to a real path inside the root, or throws. */
-export async function resolveInside(root: string, path: string, mustExist = true): Promise<string> {
+async function resolveInside(root: string, path: string, mustExist = true): Promise<string> {
   if (isAbsolute(path) || path.split(/[\\/]/).includes("..")) throw new PathEscapeError(path);
   const realRoot = await realpath(root);
   const candidate = join(realRoot, path);

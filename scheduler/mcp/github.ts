@@ -9,6 +9,7 @@ import { createAppAuth } from "@octokit/auth-app";
 import { Octokit } from "@octokit/rest";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import { secretFromEnv } from "./secrets.js";
 
 export interface GithubConfig {
   base_url?: string;
@@ -17,17 +18,11 @@ export interface GithubConfig {
   permissions?: { max_results?: number };
 }
 
-const env = (name: string | undefined): string => {
-  const value = name ? process.env[name] : undefined;
-  if (!value) throw new Error(`environment variable ${name ?? "(none)"} is not set on the scheduler`);
-  return value;
-};
-
 export function githubClient(c: GithubConfig, timeoutMs: number): Octokit {
   const a = c.authentication;
   const auth = a.type === "app"
-    ? { authStrategy: createAppAuth, auth: { appId: a.app_id!, privateKey: env(a.private_key_env), installationId: a.installation_id! } }
-    : { auth: env(a.token_env) };
+    ? { authStrategy: createAppAuth, auth: { appId: a.app_id!, privateKey: secretFromEnv(a.private_key_env), installationId: a.installation_id! } }
+    : { auth: secretFromEnv(a.token_env) };
   return new Octokit({ ...auth, ...(c.base_url ? { baseUrl: c.base_url.replace(/\/$/, "") } : {}), request: { timeout: timeoutMs }, userAgent: "kiln-mcp" });
 }
 

@@ -7,6 +7,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { MongoClient } from "mongodb";
 import { z } from "zod";
+import { optionalSecretFromEnv } from "./secrets.js";
 
 export interface MongoConfig {
   connection: { uri?: string; host?: string; port?: number; database?: string };
@@ -18,8 +19,7 @@ export async function createMongoServer(config: MongoConfig, timeoutMs: number):
   const c = config.connection;
   const uri = c.uri ?? `mongodb://${c.host}:${c.port ?? 27017}/${c.database ?? ""}`;
   const auth = config.authentication;
-  const password = auth?.password_env ? process.env[auth.password_env] : undefined;
-  if (auth?.password_env && password === undefined) throw new Error(`environment variable ${auth.password_env} is not set on the scheduler`);
+  const password = optionalSecretFromEnv(auth?.password_env);
   const client = new MongoClient(uri, {
     serverSelectionTimeoutMS: timeoutMs, connectTimeoutMS: timeoutMs,
     ...(auth?.username ? { auth: { username: auth.username, ...(password !== undefined ? { password } : {}) } } : {}),

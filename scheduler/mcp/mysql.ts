@@ -6,12 +6,12 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import mysql from "mysql2/promise";
 import { z } from "zod";
-import type { PostgresConfig as SqlConfig } from "./sql.js";
+import { optionalSecretFromEnv } from "./secrets.js";
+import type { SqlConfig } from "./sql.js";
 
 export async function createMysqlServer(config: SqlConfig, timeoutMs: number): Promise<{ server: McpServer; close: () => Promise<void> }> {
   const auth = config.authentication;
-  const password = auth?.password_env ? process.env[auth.password_env] : undefined;
-  if (auth?.password_env && password === undefined) throw new Error(`environment variable ${auth.password_env} is not set on the scheduler`);
+  const password = optionalSecretFromEnv(auth?.password_env);
   const options: mysql.ConnectionOptions = {
     ...(config.connection.uri ? { uri: config.connection.uri } : { host: config.connection.host, port: config.connection.port ?? 3306, database: config.connection.database }),
     ...(auth?.username ? { user: auth.username } : {}), ...(password !== undefined ? { password } : {}),

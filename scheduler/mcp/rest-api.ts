@@ -6,6 +6,7 @@
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import { secretFromEnv } from "./secrets.js";
 
 export interface RestApiConfig {
   base_url: string;
@@ -15,13 +16,9 @@ export interface RestApiConfig {
 }
 
 /** The request headers the authentication asks for; throws naming a variable that is not set. */
-export function authHeaders(auth: RestApiConfig["authentication"]): Record<string, string> {
+function authHeaders(auth: RestApiConfig["authentication"]): Record<string, string> {
   if (!auth) return {};
-  const env = (name: string | undefined) => {
-    const value = name ? process.env[name] : undefined;
-    if (!value) throw new Error(`environment variable ${name ?? "(none)"} is not set on the scheduler`);
-    return value;
-  };
+  const env = secretFromEnv;
   switch (auth.type) {
     case "api_key": return { [auth.header ?? "Authorization"]: `${auth.prefix ?? ""}${env(auth.key_env)}` };
     case "token": return { Authorization: `Bearer ${env(auth.token_env)}` };

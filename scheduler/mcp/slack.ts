@@ -7,6 +7,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebClient } from "@slack/web-api";
 import { z } from "zod";
+import { secretFromEnv } from "./secrets.js";
 
 export interface SlackConfig {
   base_url?: string;
@@ -15,9 +16,7 @@ export interface SlackConfig {
 }
 
 export async function createSlackServer(c: SlackConfig, timeoutMs: number): Promise<McpServer> {
-  const name = c.authentication.bot_token_env ?? c.authentication.token_env;
-  const token = name ? process.env[name] : undefined;
-  if (!token) throw new Error(`environment variable ${name ?? "(bot_token_env)"} is not set on the scheduler`);
+  const token = secretFromEnv(c.authentication.bot_token_env ?? c.authentication.token_env);
   const slack = new WebClient(token, { ...(c.base_url ? { slackApiUrl: c.base_url.endsWith("/") ? c.base_url : `${c.base_url}/` } : {}), timeout: timeoutMs, retryConfig: { retries: 0 } });
   // The configured scopes must all be granted to the token (Slack reports them on every call).
   const wanted = c.authentication.scopes ?? [];

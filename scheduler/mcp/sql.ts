@@ -7,8 +7,10 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import pg from "pg";
 import { z } from "zod";
+import { optionalSecretFromEnv } from "./secrets.js";
 
-export interface PostgresConfig {
+/** A relational connection as configured for `postgresql` and `mysql`. */
+export interface SqlConfig {
   connection: { host?: string; port?: number; database?: string; ssl_mode?: string; uri?: string };
   authentication?: { type: string; username?: string; password_env?: string };
   permissions?: { read_only?: boolean; allowed_schemas?: string[]; allowed_tables?: string[]; row_limit?: number; query_timeout?: number };
@@ -17,10 +19,9 @@ export interface PostgresConfig {
 const DEFAULT_ROW_LIMIT = 100;
 const DEFAULT_QUERY_TIMEOUT_S = 10;
 
-function clientConfig(c: PostgresConfig, timeoutMs: number): pg.ClientConfig {
+function clientConfig(c: SqlConfig, timeoutMs: number): pg.ClientConfig {
   const auth = c.authentication;
-  const password = auth?.password_env ? process.env[auth.password_env] : undefined;
-  if (auth?.password_env && password === undefined) throw new Error(`environment variable ${auth.password_env} is not set on the scheduler`);
+  const password = optionalSecretFromEnv(auth?.password_env);
   const ssl = c.connection.ssl_mode && !["disable", "allow", "prefer"].includes(c.connection.ssl_mode) ? { rejectUnauthorized: c.connection.ssl_mode === "verify-full" } : undefined;
   return {
     ...(c.connection.uri ? { connectionString: c.connection.uri } : { host: c.connection.host, port: c.connection.port ?? 5432, database: c.connection.database }),
@@ -32,7 +33,7 @@ function clientConfig(c: PostgresConfig, timeoutMs: number): pg.ClientConfig {
   };
 }
 
-export async function createPostgresServer(config: PostgresConfig, timeoutMs: number): Promise<{ server: McpServer; close: () => Promise<void> }> {
+export async function createPostgresServer(config: SqlConfig, timeoutMs: number): Promise<{ server: McpServer; close: () => Promise<void> }> {
   const client = new pg.Client(clientConfig(config, timeoutMs));
   client.on("error", () => undefined); // a dropped connection fails the next query, not the scheduler
   await client.connect();

@@ -11,13 +11,14 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { UpstreamError } from "../../core/errors.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { MissingSecretError, secretFromEnv } from "./secrets.js";
 import { createFilesystemServer, type FilesystemConfig } from "./filesystem.js";
 import { createGithubServer, type GithubConfig } from "./github.js";
 import { createSlackServer, type SlackConfig } from "./slack.js";
 import { createRestApiServer, probeRestApi, type RestApiConfig } from "./rest-api.js";
 import { createMongoServer, type MongoConfig } from "./mongodb.js";
 import { createMysqlServer } from "./mysql.js";
-import { createPostgresServer, type PostgresConfig } from "./sql.js";
+import { createPostgresServer, type SqlConfig } from "./sql.js";
 import { createWebsocketServer, type WebsocketConfig } from "./websocket.js";
 import type { StoredMcpServer } from "./store.js";
 
@@ -49,11 +50,11 @@ async function connectTo(server: StoredMcpServer, timeoutMs: number): Promise<{ 
     case "slack":
       return inProcess(await createSlackServer(server.config as unknown as SlackConfig, timeoutMs));
     case "postgresql": {
-      const db = await createPostgresServer(server.config as unknown as PostgresConfig, timeoutMs);
+      const db = await createPostgresServer(server.config as unknown as SqlConfig, timeoutMs);
       return inProcess(db.server, () => void db.close());
     }
     case "mysql": {
-      const db = await createMysqlServer(server.config as unknown as PostgresConfig, timeoutMs);
+      const db = await createMysqlServer(server.config as unknown as SqlConfig, timeoutMs);
       return inProcess(db.server, () => void db.close());
     }
     case "mongodb": {
@@ -71,11 +72,7 @@ async function connectTo(server: StoredMcpServer, timeoutMs: number): Promise<{ 
       if (c.transport === "http") return { transport: new StreamableHTTPClientTransport(new URL(c.url!)), close: async () => undefined };
       // The server gets PATH and the variables its configuration names, never the scheduler's whole environment.
       const env: Record<string, string> = { PATH: process.env.PATH ?? "" };
-      for (const [name, from] of Object.entries(c.env_from ?? {})) {
-        const value = process.env[from];
-        if (value === undefined) throw new UpstreamError("mcp_misconfigured", `config.env_from.${name}: environment variable ${from} is not set on the scheduler`);
-        env[name] = value;
-      }
+      for (const [name, from] of Object.entries(c.env_from ?? {})) env[name] = secretFromEnv(from);
       return { transport: new StdioClientTransport({ command: c.command!, args: c.args ?? [], env, stderr: "ignore" }), close: async () => undefined };
     }
   }
@@ -108,6 +105,7 @@ export async function testMcpServer(server: StoredMcpServer, timeoutMs: number):
     return await Promise.race([work, timeout]);
   } catch (err) {
     if (err instanceof UpstreamError) throw err;
+    if (err instanceof MissingSecretError) throw new UpstreamError("mcp_misconfigured", `server_id: ${server.id} (${server.server_type}): ${err.message}`);
     throw new UpstreamError("mcp_unreachable", `server_id: ${server.id} (${server.server_type}) failed: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
     clearTimeout(timer);
