@@ -117,7 +117,7 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   if (config.scheduler && config.nodeToken) {
     if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
     logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU");
-    link = new FleetLink({ scheduler: config.scheduler, nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir: resolve(config.dataDir), logger });
+    link = new FleetLink({ scheduler: config.scheduler, nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir: resolve(config.dataDir), streamIntervalMs: config.streamInterval, logger });
     link.start();
   } else {
     logger.info("no --scheduler given: a transcription-only instance");

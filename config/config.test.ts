@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { defaultThreads } from "../agent/llm/cpu-backend.js";
 import { ConfigError } from "../core/errors.js";
 import { parseAgentConfig, parseSchedulerConfig } from "./index.js";
 
@@ -19,9 +20,11 @@ describe("configuration", () => {
     expect(() => parseAgentConfig({ scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", gpu: "tpu" })).toThrow(/--gpu/);
   });
 
-  it("defaults threads to cores − 1 (at least 1) and parses --serve pairs", () => {
+  it("defaults threads by the CPU backend installed and parses --serve pairs", () => {
     const c = parseAgentConfig({ scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", serve: ["famB-v3.1=/m/a.gguf", "famC-k2=/m/a.gguf"] });
-    expect(c.threads).toBeGreaterThanOrEqual(1);
+    expect(c.threads).toBe(defaultThreads());
+    // every core with the shared-threadpool backend; cores − 1 (at least 1) with node-llama-cpp's own
+    expect([defaultThreads(2, true), defaultThreads(2, false), defaultThreads(1, false), defaultThreads(16, false)]).toEqual([2, 1, 1, 15]);
     expect(c.serve).toEqual([{ id: "famB-v3.1", path: "/m/a.gguf" }, { id: "famC-k2", path: "/m/a.gguf" }]);
   });
 

@@ -11,11 +11,11 @@
  * `KILN_SKIP_WHISPER_BUILD=1` skips it. A stamp in smart-whisper's build folder records the flags,
  * so repeated installs do not rebuild.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { arch, cpus } from "node:os";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { cpuFlags, run } from "./lib/cpu.js";
 
 const require = createRequire(import.meta.url);
 
@@ -29,15 +29,6 @@ export interface WhisperBuild {
 /** x86-64 SIMD extensions the portable build uses, as /proc/cpuinfo names them. */
 const X86_SIMD = ["avx2", "fma", "f16c"];
 
-function cpuFlags(): Set<string> {
-  try {
-    const line = readFileSync("/proc/cpuinfo", "utf8").split("\n").find((l) => l.startsWith("flags"));
-    return new Set((line?.split(":")[1] ?? "").trim().split(/\s+/));
-  } catch {
-    return new Set();
-  }
-}
-
 /** The portable build for this machine: SIMD on x86-64 CPUs that have it, -O3 elsewhere. */
 export function portableBuild(): WhisperBuild {
   if (arch() !== "x64") return { flags: "-O3" };
@@ -48,11 +39,6 @@ export function portableBuild(): WhisperBuild {
 
 function packageDir(): string {
   return dirname(require.resolve("smart-whisper/package.json"));
-}
-
-function run(cmd: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): void {
-  const res = spawnSync(cmd, args, { stdio: "inherit", ...options });
-  if (res.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed (exit ${res.status ?? res.signal})`);
 }
 
 /**

@@ -13,6 +13,7 @@ import { CHAT_ROLES, isChatRole } from "../../core/chat.js";
 import { diskOf } from "../hardware/index.js";
 import { LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
+import { ChunkCoalescer } from "./coalesce.js";
 
 export interface FleetLinkOptions {
   scheduler: HostPort;
@@ -25,6 +26,8 @@ export interface FleetLinkOptions {
   logger: Logger;
   /** Reconnect backoff; default 250 ms doubling to 30 s. */
   backoff?: Backoff;
+  /** Longest a generated piece of text waits to share a wire message with the next ones (ms); 0 sends each. Default 10. */
+  streamIntervalMs?: number;
 }
 
 export type LinkState = "connecting" | "connected" | "disconnected" | "stopped";
@@ -142,17 +145,20 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     const ac = new AbortController();
     this.running.set(id, ac);
     let sentText = false;
+    const chunks = new ChunkCoalescer((text) => { sentText = true; send({ chunk: { request_id: id, text } }); }, this.options.streamIntervalMs ?? 10);
     try {
       const started = performance.now();
       const result = await this.options.engine.generate(req.model, req.messages.map(toTurn), {
         ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
         ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
         signal: ac.signal,
-        onText: (text) => { sentText = true; send({ chunk: { request_id: id, text } }); },
+        onText: (text) => chunks.push(text),
       });
+      chunks.flush();
       send({ done: { request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens } } });
       this.options.logger.info({ requestId: req.trace_id, model: req.model, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason, ms: Math.round(performance.now() - started) }, "completion done");
     } catch (err) {
+      chunks.discard();
       const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
       if (e.code !== "cancelled") this.options.logger.warn({ requestId: req.trace_id, code: e.code, err: e.message }, "completion failed");
       send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentText } });

@@ -24,7 +24,7 @@ describe("LlmEngine", () => {
 
   it("generates for either id, streaming text", async () => {
     let streamed = "";
-    const r = await engine.generate("famC-k2", [{ role: "user", content: "hi" }], { maxTokens: 10, onText: (t) => { streamed += t; } });
+    const r = await engine.generate("famC-k2", [{ role: "user", content: "hi" }], { maxTokens: 10, temperature: 0, onText: (t) => { streamed += t; } });
     expect(r).toMatchObject({ finishReason: "length", completionTokens: 10 });
     expect(r.text).toBe(streamed);
   });

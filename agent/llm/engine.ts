@@ -9,6 +9,7 @@ import type { ChatRole } from "../../core/chat.js";
 import type { Logger } from "../../core/log.js";
 import { ContextLengthExceededError, GenerationAbortedError, LlmEngineError, ModelNotServedError } from "./errors.js";
 import { ModelPool } from "./pool.js";
+import { generateTurn } from "./turn.js";
 
 export interface LlmEngineOptions {
   /** Catalog ids and the GGUF file each is served from; ids sharing a file share one loaded model. */
@@ -109,7 +110,7 @@ export class LlmEngine {
 
   /** Counts the tokens of a conversation as the model would be prompted with it. */
   countPromptTokens(modelId: string, messages: ChatTurn[]): number {
-    return this.pool(modelId).countPromptTokens(toHistory(messages));
+    return this.pool(modelId).render(toHistory(messages)).tokens.length;
   }
 
   /**
@@ -118,28 +119,22 @@ export class LlmEngine {
    */
   async generate(modelId: string, messages: ChatTurn[], options: GenerateOptions = {}): Promise<GenerateResult> {
     const pool = this.pool(modelId);
-    const history = toHistory(messages);
-    const promptTokens = pool.countPromptTokens(history);
+    const prompt = pool.render(toHistory(messages));
+    const promptTokens = prompt.tokens.length;
     const room = pool.contextSize - promptTokens;
     if (room < 1) throw new ContextLengthExceededError(promptTokens, pool.contextSize);
     const maxTokens = Math.min(options.maxTokens ?? room, room);
 
     const slot = await pool.acquire(options.signal);
     try {
-      const before = slot.sequence.tokenMeter.usedOutputTokens;
-      const response = await slot.chat.generateResponse(history, {
+      const turn = await generateTurn(slot.sequence, prompt, {
         maxTokens,
         temperature: options.temperature ?? 1,
-        ...(options.signal ? { signal: options.signal, stopOnAbortSignal: true } : {}),
-        ...(options.onText ? { onTextChunk: options.onText } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.onText ? { onText: options.onText } : {}),
       });
-      if (response.metadata.stopReason === "abort") throw new GenerationAbortedError();
-      return {
-        text: response.response,
-        finishReason: response.metadata.stopReason === "maxTokens" ? "length" : "stop",
-        promptTokens,
-        completionTokens: slot.sequence.tokenMeter.usedOutputTokens - before,
-      };
+      if (turn.stopReason === "abort") throw new GenerationAbortedError();
+      return { text: turn.text, finishReason: turn.stopReason === "length" ? "length" : "stop", promptTokens, completionTokens: turn.completionTokens };
     } catch (err) {
       if (err instanceof LlmEngineError) throw err;
       if (options.signal?.aborted) throw new GenerationAbortedError();

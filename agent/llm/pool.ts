@@ -1,14 +1,15 @@
 /**
- * One loaded GGUF file: its model, one context with N sequences (slots), and a long-lived
- * `LlamaChat` per sequence. Concurrent requests each hold a slot; llama.cpp batches the
- * sequences that evaluate at the same time.
+ * One loaded GGUF file: its model, its chat template, and one context with N sequences (slots).
+ * Concurrent requests each hold a slot; llama.cpp batches the sequences that evaluate at the same
+ * time. A slot keeps its KV cache between requests, so a conversation that grows by a turn only
+ * evaluates the new tokens when it lands on the same slot.
  */
-import { LlamaChat, type ChatHistoryItem, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel } from "node-llama-cpp";
+import { resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel } from "node-llama-cpp";
 import { GenerationAbortedError } from "./errors.js";
+import { renderPrompt, type RenderedPrompt } from "./turn.js";
 
 export interface Slot {
   sequence: LlamaContextSequence;
-  chat: LlamaChat;
 }
 
 export class ModelPool {
@@ -22,7 +23,7 @@ export class ModelPool {
     readonly path: string,
     readonly model: LlamaModel,
     readonly context: LlamaContext,
-    /** The chat template, resolved once from the GGUF (`"auto"`) and shared by every slot. */
+    /** The chat template, resolved once from the GGUF (its `tokenizer.chat_template`, else its name) and shared by every slot. */
     readonly chatWrapper: ChatWrapper,
     slots: Slot[],
   ) {
@@ -36,15 +37,8 @@ export class ModelPool {
       threads: options.threads,
       ...(options.batchSize ? { batchSize: options.batchSize } : {}),
     });
-    const slots: Slot[] = [];
-    let chatWrapper: ChatWrapper | "auto" = "auto";
-    for (let i = 0; i < options.sequences; i++) {
-      const sequence = context.getSequence();
-      const chat: LlamaChat = new LlamaChat({ contextSequence: sequence, chatWrapper, autoDisposeSequence: false });
-      chatWrapper = chat.chatWrapper;
-      slots.push({ sequence, chat });
-    }
-    return new ModelPool(path, model, context, slots[0]!.chat.chatWrapper, slots);
+    const slots = Array.from({ length: options.sequences }, (): Slot => ({ sequence: context.getSequence() }));
+    return new ModelPool(path, model, context, resolveChatWrapper(model), slots);
   }
 
   get slots(): number {
@@ -60,10 +54,9 @@ export class ModelPool {
     return this.context.contextSize;
   }
 
-  /** Tokens of the prompt as the model sees it: the history rendered through the chat template. */
-  countPromptTokens(history: ChatHistoryItem[]): number {
-    const rendered = history.at(-1)?.type === "model" ? history : [...history, { type: "model" as const, response: [] }];
-    return this.chatWrapper.generateContextState({ chatHistory: rendered }).contextText.tokenize(this.model.tokenizer).length;
+  /** The prompt as the model sees it: the history rendered through the chat template, and its stop triggers. */
+  render(history: ChatHistoryItem[]): RenderedPrompt {
+    return renderPrompt(this.model, this.chatWrapper, history);
   }
 
   /** Takes a free slot, waiting (FIFO) for one when all are busy. */

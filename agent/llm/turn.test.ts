@@ -1,0 +1,109 @@
+/** The lean turn generator against node-llama-cpp's own LlamaChat, on the real binding and the fabricated tiny model. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getLlama, LlamaChat, resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
+import { TINY_MODEL } from "../../test/helpers/fleet.js";
+import { generateTurn, renderPrompt } from "./turn.js";
+
+let llama: Llama;
+let model: LlamaModel;
+let context: LlamaContext;
+let wrapper: ChatWrapper;
+
+beforeAll(async () => {
+  llama = await getLlama({ gpu: false, build: "never", maxThreads: 1 });
+  model = await llama.loadModel({ modelPath: TINY_MODEL });
+  context = await model.createContext({ sequences: 2, contextSize: 512, threads: 1 });
+  wrapper = resolveChatWrapper(model);
+});
+afterAll(async () => {
+  await context?.dispose();
+  await model?.dispose();
+  await llama?.dispose();
+});
+
+const history = (text: string): ChatHistoryItem[] => [{ type: "system", text: "You tell stories." }, { type: "user", text }];
+
+describe("generateTurn", () => {
+  it("renders the GGUF's ChatML template and reads its stop triggers", () => {
+    const prompt = renderPrompt(model, wrapper, history("hi"));
+    expect(model.detokenize(prompt.tokens, true)).toBe("<s><|im_start|>system\nYou tell stories.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+    const end = model.tokenize("<|im_end|>", true);
+    expect(end).toHaveLength(1);
+    expect(prompt.stops.isStopToken(end[0]!)).toBe(true);
+    // the literal text of the trigger stops too, and a partial one is held back
+    expect(prompt.stops.scan("once <|im_end|> more")).toEqual({ stopAt: 5, safe: 5 });
+    expect(prompt.stops.scan("once <|im_")).toEqual({ stopAt: -1, safe: 5 });
+    expect(prompt.stops.scan("once upon")).toEqual({ stopAt: -1, safe: 9 });
+  });
+
+  it("greedy output is LlamaChat's (no repeat penalty), and streaming it decodes like the whole", async () => {
+    const sequence = context.getSequence();
+    try {
+      const chat = new LlamaChat({ contextSequence: sequence, autoDisposeSequence: false });
+      for (const text of ["Once upon a time", "héllo wörld ✓"]) {
+        const theirs = await chat.generateResponse(history(text), { maxTokens: 40, temperature: 0, repeatPenalty: false });
+        await sequence.clearHistory();
+        const prompt = renderPrompt(model, wrapper, history(text));
+        let streamed = "";
+        const ours = await generateTurn(sequence, prompt, { maxTokens: 40, temperature: 0, onText: (t) => { streamed += t; } });
+        // The random model emits stray bytes; LlamaChat drops an undecodable tail, Kiln sends it as U+FFFD.
+        expect(ours.text.startsWith(theirs.response)).toBe(true);
+        expect(streamed).toBe(ours.text);
+        await sequence.clearHistory();
+        const tokens = [];
+        for await (const token of sequence.evaluate(prompt.tokens, { temperature: 0 })) if (tokens.push(token) >= ours.completionTokens) break;
+        expect(ours.text).toBe(model.detokenize(tokens));
+        await sequence.clearHistory();
+      }
+    } finally {
+      sequence.dispose();
+    }
+  });
+
+  it("keeps the KV cache of a shared prefix and gives the same result as a fresh sequence", async () => {
+    const [warm, fresh] = [context.getSequence(), context.getSequence()];
+    try {
+      const first = history("The cat");
+      const a = await generateTurn(warm, renderPrompt(model, wrapper, first), { maxTokens: 8, temperature: 0 });
+      const second: ChatHistoryItem[] = [...first, { type: "model", response: [a.text] }, { type: "user", text: "And then?" }];
+      const prompt = renderPrompt(model, wrapper, second);
+      const before = warm.tokenMeter.usedInputTokens;
+      const b = await generateTurn(warm, prompt, { maxTokens: 8, temperature: 0 });
+      const evaluated = warm.tokenMeter.usedInputTokens - before;
+      expect(evaluated).toBeLessThan(prompt.tokens.length / 2);
+      const c = await generateTurn(fresh, prompt, { maxTokens: 8, temperature: 0 });
+      expect(b.text).toBe(c.text);
+      // the very same prompt again still evaluates its last token (for the logits) and repeats itself
+      const d = await generateTurn(fresh, prompt, { maxTokens: 8, temperature: 0 });
+      expect(d.text).toBe(c.text);
+    } finally {
+      warm.dispose();
+      fresh.dispose();
+    }
+  });
+
+  it("continues a trailing assistant message (prefill) and counts max_tokens exactly", async () => {
+    const sequence = context.getSequence();
+    try {
+      const prompt = renderPrompt(model, wrapper, [...history("Tell me"), { type: "model", response: ["Once upon"] }]);
+      expect(model.detokenize(prompt.tokens, true).endsWith("<|im_start|>assistant\nOnce upon")).toBe(true);
+      const r = await generateTurn(sequence, prompt, { maxTokens: 5, temperature: 0 });
+      expect(r.completionTokens).toBeLessThanOrEqual(5);
+      if (r.stopReason === "length") expect(r.completionTokens).toBe(5);
+    } finally {
+      sequence.dispose();
+    }
+  });
+
+  it("stops at once on an aborted signal", async () => {
+    const sequence = context.getSequence();
+    try {
+      const ac = new AbortController();
+      const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("go")), { maxTokens: 400, temperature: 1, signal: ac.signal, onText: () => ac.abort() });
+      expect(r.stopReason).toBe("abort");
+      expect(r.completionTokens).toBeLessThan(10);
+    } finally {
+      sequence.dispose();
+    }
+  });
+});
