@@ -3,7 +3,7 @@
  * (`node_modules/node-llama-cpp/llama/gitRelease.bundle`, a git bundle of its llama.cpp release):
  *
  *   node dist/scripts/build-llama.js             # the patched CPU backend, installed into node-llama-cpp (runs from `prepare`)
- *   node dist/scripts/build-llama.js --restore   # put node-llama-cpp's own CPU backends back
+ *   node dist/scripts/build-llama.js --restore   # remove it: node-llama-cpp's own CPU backends load again
  *   node dist/scripts/build-llama.js --tools     # llama-bench and llama-server from the unpatched source (for bench-chat)
  *   node dist/scripts/build-llama.js --force     # rebuild even when the stamp matches
  *
@@ -11,11 +11,12 @@
  * threadpool to a context, so ggml starts and joins `threads − 1` threads for every graph, that is
  * for every generated token; with two threads on two cores generation gets slower, not faster.
  * `patches/ggml-cpu-shared-threadpool.patch` keeps a few threadpools alive for the whole process
- * instead (45 lines in ggml-cpu.c). Only the CPU backend module is rebuilt (about 45 s on two
- * cores), with the SIMD features this CPU reports, and installed as `libggml-cpu-kiln.so` beside
- * node-llama-cpp's own libggml-base; its own variants move to `stock/` so that the loader takes
- * ours. Linux x86-64 only; elsewhere, or without cmake and a compiler, the stock backend stays
- * and the agent defaults to cores − 1 threads. `KILN_SKIP_LLAMA_BUILD=1` skips it.
+ * instead, each with a persistent leader thread, so every graph runs on the same threads (ggml-cpu.c),
+ * and ranks this build above the stock variants where the CPU has its features (cpu-feats.cpp).
+ * Only the CPU backend module is rebuilt (about 45 s on two cores), with the SIMD features this
+ * CPU reports, and installed as `libggml-cpu-kiln.so` beside node-llama-cpp's own variants and
+ * libggml-base. Linux x86-64 only; elsewhere, or without cmake, git and a compiler, the stock
+ * backend stays and the agent defaults to cores − 1 threads. `KILN_SKIP_LLAMA_BUILD=1` skips it.
  */
 import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -23,8 +24,8 @@ import { createRequire } from "node:module";
 import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CPU_BACKEND_FILE, CPU_BACKEND_STAMP, installedCpuBackend, prebuiltCpuBinsDir, type CpuBackendStamp } from "../agent/llm/cpu-backend.js";
-import { cpuFlags, run } from "./lib/cpu.js";
+import { CPU_BACKEND_FILE, CPU_BACKEND_STAMP, installedCpuBackend, prebuiltCpuBinsDir, x86Features, type CpuBackendStamp } from "../agent/llm/cpu-backend.js";
+import { run } from "./lib/cpu.js";
 
 const require = createRequire(import.meta.url);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -62,25 +63,6 @@ function sha256(file: string): string {
   return createHash("sha256").update(readFileSync(file)).digest("hex");
 }
 
-/** The ggml CMake options for the SIMD features this x86-64 CPU has (what the prebuilt variants pick from). */
-export function x86Features(flags = cpuFlags()): string[] {
-  const has = (...names: string[]) => names.every((n) => flags.has(n));
-  const features: [string, boolean][] = [
-    ["GGML_SSE42", has("sse4_2")],
-    ["GGML_AVX", has("avx")],
-    ["GGML_F16C", has("f16c")],
-    ["GGML_FMA", has("fma")],
-    ["GGML_AVX2", has("avx2")],
-    ["GGML_BMI2", has("bmi2")],
-    ["GGML_AVX_VNNI", has("avx_vnni")],
-    ["GGML_AVX512", has("avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw")],
-    ["GGML_AVX512_VBMI", has("avx512f", "avx512vbmi")],
-    ["GGML_AVX512_VNNI", has("avx512f", "avx512_vnni")],
-    ["GGML_AVX512_BF16", has("avx512f", "avx512_bf16")],
-  ];
-  return features.filter(([, on]) => on).map(([name]) => name);
-}
-
 const COMMON_CMAKE = ["-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF"];
 
 /** Builds the patched CPU backend module; returns its path and stamp. */
@@ -96,17 +78,19 @@ export function buildCpuBackend(): { file: string; stamp: CpuBackendStamp } {
   return { file: join(build, "bin", "libggml-cpu.so"), stamp: { release: bundledRelease(), patch: sha256(PATCH), features } };
 }
 
-/** Installs a built backend into node-llama-cpp's prebuilt CPU folder, moving its own variants to `stock/`. */
+/**
+ * Installs a built backend into node-llama-cpp's prebuilt CPU folder, beside its own variants
+ * (the patch ranks it above them where this CPU has its features). Earlier installs moved the
+ * stock variants to `stock/`; they come back first.
+ */
 export function installCpuBackend(file: string, stamp: CpuBackendStamp, dir: string): void {
-  const stock = join(dir, "stock");
-  mkdirSync(stock, { recursive: true });
-  for (const f of readdirSync(dir)) if (/^libggml-cpu-.*\.so$/.test(f) && f !== CPU_BACKEND_FILE) renameSync(join(dir, f), join(stock, f));
+  restoreCpuBackend(dir);
   copyFileSync(file, join(dir, `${CPU_BACKEND_FILE}.tmp`));
   renameSync(join(dir, `${CPU_BACKEND_FILE}.tmp`), join(dir, CPU_BACKEND_FILE));
   writeFileSync(join(dir, CPU_BACKEND_STAMP), JSON.stringify(stamp, null, 2));
 }
 
-/** Puts node-llama-cpp's own CPU variants back and removes Kiln's. */
+/** Removes Kiln's backend, leaving node-llama-cpp's own variants (and brings back any an older install moved to `stock/`). */
 export function restoreCpuBackend(dir: string): void {
   const stock = join(dir, "stock");
   if (existsSync(stock)) for (const f of readdirSync(stock)) renameSync(join(stock, f), join(dir, f));

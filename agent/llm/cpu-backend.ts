@@ -4,6 +4,10 @@
  * patch (`patches/ggml-cpu-shared-threadpool.patch`). The prebuilt backends start and join the
  * compute threads for every generated token, so a second thread makes generation slower there;
  * with the patched backend it makes it faster. The thread default depends on which one loads.
+ *
+ * The patched backend sits beside the stock variants and outranks them only on a CPU that has
+ * every SIMD feature it was built with (a disk image built on another machine falls back to the
+ * stock variants instead of dying on an illegal instruction).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -38,12 +42,43 @@ export function prebuiltCpuBinsDir(): string | undefined {
   }
 }
 
-/** The stamp of the installed patched backend, or undefined when node-llama-cpp's own loads. */
+/** The CPU's feature flags as /proc/cpuinfo names them (empty where there is no /proc). */
+export function cpuFlags(): Set<string> {
+  try {
+    const line = readFileSync("/proc/cpuinfo", "utf8").split("\n").find((l) => l.startsWith("flags"));
+    return new Set((line?.split(":")[1] ?? "").trim().split(/\s+/).filter(Boolean));
+  } catch {
+    return new Set();
+  }
+}
+
+/** The ggml CMake options for the SIMD features an x86-64 CPU has (what the stock variants are cut by). */
+export function x86Features(flags = cpuFlags()): string[] {
+  const has = (...names: string[]) => names.every((n) => flags.has(n));
+  const features: [string, boolean][] = [
+    ["GGML_SSE42", has("sse4_2")],
+    ["GGML_AVX", has("avx")],
+    ["GGML_F16C", has("f16c")],
+    ["GGML_FMA", has("fma")],
+    ["GGML_AVX2", has("avx2")],
+    ["GGML_BMI2", has("bmi2")],
+    ["GGML_AVX_VNNI", has("avx_vnni")],
+    ["GGML_AVX512", has("avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw")],
+    ["GGML_AVX512_VBMI", has("avx512f", "avx512vbmi")],
+    ["GGML_AVX512_VNNI", has("avx512f", "avx512_vnni")],
+    ["GGML_AVX512_BF16", has("avx512f", "avx512_bf16")],
+  ];
+  return features.filter(([, on]) => on).map(([name]) => name);
+}
+
+/** The stamp of the installed patched backend, or undefined when node-llama-cpp's own loads (not installed, or built for features this CPU lacks). */
 export function installedCpuBackend(): CpuBackendStamp | undefined {
   const dir = prebuiltCpuBinsDir();
   if (!dir || !existsSync(join(dir, CPU_BACKEND_FILE))) return undefined;
   try {
-    return JSON.parse(readFileSync(join(dir, CPU_BACKEND_STAMP), "utf8")) as CpuBackendStamp;
+    const stamp = JSON.parse(readFileSync(join(dir, CPU_BACKEND_STAMP), "utf8")) as CpuBackendStamp;
+    const here = new Set(x86Features());
+    return stamp.features.every((f) => here.has(f)) ? stamp : undefined;
   } catch {
     return undefined;
   }

@@ -1,16 +1,8 @@
 /** The host CPU as build scripts need it. */
 import { spawnSync } from "node:child_process";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 
-/** The CPU's feature flags as /proc/cpuinfo names them (empty where there is no /proc). */
-export function cpuFlags(): Set<string> {
-  try {
-    const line = readFileSync("/proc/cpuinfo", "utf8").split("\n").find((l) => l.startsWith("flags"));
-    return new Set((line?.split(":")[1] ?? "").trim().split(/\s+/).filter(Boolean));
-  } catch {
-    return new Set();
-  }
-}
+export { cpuFlags } from "../../agent/llm/cpu-backend.js";
 
 /**
  * Runs a command; throws naming the command when it fails. Its output goes to the terminal, or is
