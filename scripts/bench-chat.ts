@@ -30,7 +30,6 @@ import { argValue, median } from "./lib/cli.js";
 import { buildTools } from "./build-llama.js";
 import { ensureTestModel } from "./make-test-models.js";
 
-let CONCURRENCY = [1, 2, 4, 8];
 const MODEL_ID = "famB-v3.1";
 const CONTEXT = 2048;
 
@@ -55,8 +54,8 @@ type One = (prompt: number) => Promise<{ tokens: number; ttft: number }>;
 
 const prompt = (i: number) => `Story number ${i}: once upon a time`;
 
-/** Runs `rounds` rounds of c concurrent streams for each concurrency; stream s of round r gets prompt r·8+s. */
-async function measure(rounds: number, one: One, concurrency = CONCURRENCY): Promise<Map<number, Sample>> {
+/** Runs `rounds` rounds of c concurrent streams for each c in `concurrency`; stream s of round r gets prompt r·8+s. */
+async function measure({ rounds, streams: concurrency }: Args, one: One): Promise<Map<number, Sample>> {
   await one(0); // warm-up
   const out = new Map<number, Sample>();
   for (const c of concurrency) {
@@ -75,7 +74,7 @@ async function measure(rounds: number, one: One, concurrency = CONCURRENCY): Pro
 async function benchDirect(modelPath: string, a: Args): Promise<Map<number, Sample>> {
   const engine = await LlmEngine.load({ models: [{ id: MODEL_ID, path: modelPath }], sequences: 8, contextSize: CONTEXT, threads: a.threads, gpu: "cpu", logger: createLogger("bench", "silent") });
   try {
-    return await measure(a.rounds, async (i) => {
+    return await measure(a, async (i) => {
       const start = performance.now();
       let ttft = NaN;
       const r = await engine.generate(MODEL_ID, [{ role: "user", content: prompt(i) }], { maxTokens: a.tokens, temperature: 0, onText: () => { if (Number.isNaN(ttft)) ttft = performance.now() - start; } });
@@ -135,7 +134,7 @@ async function benchFleet(modelPath: string, a: Args): Promise<Map<number, Sampl
       if (line.includes("API base:")) base = line.split("API base:")[1]!.trim();
       if (line.includes("Dev key:")) { key = line.split("Dev key:")[1]!.trim(); break; }
     }
-    return await measure(a.rounds, (i) => streamCompletion(base, key, MODEL_ID, prompt(i), a.tokens));
+    return await measure(a, (i) => streamCompletion(base, key, MODEL_ID, prompt(i), a.tokens));
   } finally {
     await stop(child);
   }
@@ -162,7 +161,7 @@ async function benchLlamaServer(bin: string, modelPath: string, a: Args): Promis
       if (i > 600) throw new Error("llama-server did not become ready in 60 s");
       await new Promise((r) => setTimeout(r, 100));
     }
-    return await measure(a.rounds, (i) => streamCompletion(`${base}/v1`, "none", "model", prompt(i), a.tokens));
+    return await measure(a, (i) => streamCompletion(`${base}/v1`, "none", "model", prompt(i), a.tokens));
   } finally {
     await stop(child);
   }
@@ -172,7 +171,6 @@ const rate = (s: Sample) => s.tokens / s.seconds;
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
-  CONCURRENCY = a.streams;
   const modelPath = a.model ?? (await ensureTestModel(a.benchModel ? "bench" : "tiny"));
   const backend = installedCpuBackend();
   console.log(`model ${modelPath}\nthreads ${a.threads} (${cpus().length} cores; CPU backend: ${backend ? "Kiln's shared-threadpool build" : "node-llama-cpp's prebuilt"}), ${a.tokens} tokens per stream, ${a.rounds} rounds per point, 8 sequences\n`);
@@ -183,7 +181,7 @@ async function main(): Promise<void> {
   const server = tools ? await benchLlamaServer(tools.server, modelPath, a) : undefined;
   const bench = tools ? llamaBench(tools.bench, modelPath, Array.from({ length: cpus().length }, (_, i) => i + 1), a.tokens) : undefined;
 
-  console.table(CONCURRENCY.map((c) => {
+  console.table(a.streams.map((c) => {
     const d = direct.get(c)!, f = fleet.get(c)!, s = server?.get(c);
     return {
       streams: c,
