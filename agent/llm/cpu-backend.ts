@@ -85,10 +85,33 @@ export function installedCpuBackend(): CpuBackendStamp | undefined {
 }
 
 /**
- * The default number of compute threads: every core with the shared-threadpool backend (measured
- * faster than leaving one idle), else cores − 1 so that the event loop keeps a core (the stock
- * backend collapses when its threads take every core).
+ * Physical cores, as llama.cpp counts them for its own default (hyperthread siblings share a core's
+ * arithmetic units, so a thread on each rarely helps): distinct (physical id, core id) pairs in
+ * /proc/cpuinfo, else the logical CPU count.
  */
-export function defaultThreads(cores = cpus().length, patched = installedCpuBackend() !== undefined): number {
+export function physicalCores(cpuinfo?: string): number {
+  let text = cpuinfo;
+  if (text === undefined) {
+    try {
+      text = readFileSync("/proc/cpuinfo", "utf8");
+    } catch {
+      return cpus().length;
+    }
+  }
+  const cores = new Set<string>();
+  for (const block of text.split(/\n\s*\n/)) {
+    const physical = /^physical id\s*:\s*(\d+)/m.exec(block)?.[1];
+    const core = /^core id\s*:\s*(\d+)/m.exec(block)?.[1];
+    if (physical !== undefined && core !== undefined) cores.add(`${physical}:${core}`);
+  }
+  return cores.size > 0 ? cores.size : cpus().length;
+}
+
+/**
+ * The default number of compute threads: every physical core with the shared-threadpool backend
+ * (measured faster than leaving one idle), else one fewer so that the event loop keeps a core (the
+ * stock backend collapses when its threads take every core).
+ */
+export function defaultThreads(cores = physicalCores(), patched = installedCpuBackend() !== undefined): number {
   return patched ? Math.max(1, cores) : Math.max(1, cores - 1);
 }
