@@ -40,3 +40,26 @@ describe("LlmEngine", () => {
     await expect(engine.generate("famA4:70b", [{ role: "user", content: "x" }])).rejects.toBeInstanceOf(ModelNotServedError);
   });
 });
+
+describe("LlmEngine under load", () => {
+  let busy: LlmEngine;
+  beforeAll(async () => {
+    busy = await LlmEngine.load({ models: [{ id: "famB-v3.1", path: TINY_MODEL }], sequences: 3, contextSize: 1024, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
+  });
+  afterAll(() => busy?.dispose());
+
+  it("starts a request on a slot with an old conversation while two others keep generating (patches/npm: node-llama-cpp's batch loop)", async () => {
+    const ask = (text: string, maxTokens: number, onText?: () => void) => busy.generate("famB-v3.1", [{ role: "user", content: text }], { maxTokens, temperature: 0, ...(onText ? { onText } : {}) });
+    // every slot holds a conversation, so the next request on any of them must first erase its tokens
+    await Promise.all(["one", "two", "three"].map((t) => ask(t, 4)));
+    let longDone = 0;
+    const long = [ask("a long story", 600).then(() => longDone++), ask("another long story", 600).then(() => longDone++)];
+    await new Promise((r) => setTimeout(r, 30));
+    let firstText = -1;
+    await ask("a short answer", 2, () => { if (firstText < 0) firstText = longDone; });
+    await Promise.all(long);
+    // Without the patch, the batch loop held the context lock while either long request had a
+    // decode queued, and the short one could only start once both were done.
+    expect(firstText).toBe(0);
+  });
+});
