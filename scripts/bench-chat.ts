@@ -21,12 +21,12 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { createLogger } from "../core/log.js";
 import { LlmEngine } from "../agent/llm/index.js";
 import { defaultThreads, installedCpuBackend } from "../agent/llm/cpu-backend.js";
 import { argValue, median } from "./lib/cli.js";
+import { freePort } from "./lib/run.js";
 import { buildTools } from "./build-llama.js";
 import { ensureTestModel } from "./make-test-models.js";
 
@@ -105,15 +105,6 @@ async function streamCompletion(base: string, key: string, model: string, text: 
   }
   const usage = /"completion_tokens":(\d+)/.exec(buffer);
   return { tokens: usage ? Number(usage[1]) : 0, ttft };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => ok(port));
-    }).on("error", fail);
-  });
 }
 
 function stop(child: ChildProcess): Promise<void> {

@@ -19,13 +19,13 @@
  * backend stays and the agent defaults to cores − 1 threads. `KILN_SKIP_LLAMA_BUILD=1` skips it.
  */
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CPU_BACKEND_FILE, CPU_BACKEND_STAMP, installedCpuBackend, prebuiltCpuBinsDir, x86Features, type CpuBackendStamp } from "../agent/llm/cpu-backend.js";
-import { run } from "./lib/cpu.js";
+import { run } from "./lib/run.js";
 
 const require = createRequire(import.meta.url);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -80,21 +80,16 @@ export function buildCpuBackend(): { file: string; stamp: CpuBackendStamp } {
 
 /**
  * Installs a built backend into node-llama-cpp's prebuilt CPU folder, beside its own variants
- * (the patch ranks it above them where this CPU has its features). Earlier installs moved the
- * stock variants to `stock/`; they come back first.
+ * (the patch ranks it above them where this CPU has its features).
  */
 export function installCpuBackend(file: string, stamp: CpuBackendStamp, dir: string): void {
-  restoreCpuBackend(dir);
   copyFileSync(file, join(dir, `${CPU_BACKEND_FILE}.tmp`));
   renameSync(join(dir, `${CPU_BACKEND_FILE}.tmp`), join(dir, CPU_BACKEND_FILE));
   writeFileSync(join(dir, CPU_BACKEND_STAMP), JSON.stringify(stamp, null, 2));
 }
 
-/** Removes Kiln's backend, leaving node-llama-cpp's own variants (and brings back any an older install moved to `stock/`). */
+/** Removes Kiln's backend, leaving node-llama-cpp's own variants. */
 export function restoreCpuBackend(dir: string): void {
-  const stock = join(dir, "stock");
-  if (existsSync(stock)) for (const f of readdirSync(stock)) renameSync(join(stock, f), join(dir, f));
-  rmSync(stock, { recursive: true, force: true });
   rmSync(join(dir, CPU_BACKEND_FILE), { force: true });
   rmSync(join(dir, CPU_BACKEND_STAMP), { force: true });
 }

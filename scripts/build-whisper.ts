@@ -15,7 +15,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { arch, cpus } from "node:os";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { cpuFlags, run } from "./lib/cpu.js";
+import { cpuFlags } from "../agent/llm/cpu-backend.js";
+import { run } from "./lib/run.js";
 
 const require = createRequire(import.meta.url);
 

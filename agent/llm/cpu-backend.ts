@@ -42,14 +42,23 @@ export function prebuiltCpuBinsDir(): string | undefined {
   }
 }
 
+let cachedCpuinfo: string | undefined;
+/** /proc/cpuinfo, read once per process (empty where there is none). */
+function cpuinfo(): string {
+  if (cachedCpuinfo === undefined) {
+    try {
+      cachedCpuinfo = readFileSync("/proc/cpuinfo", "utf8");
+    } catch {
+      cachedCpuinfo = "";
+    }
+  }
+  return cachedCpuinfo;
+}
+
 /** The CPU's feature flags as /proc/cpuinfo names them (empty where there is no /proc). */
 export function cpuFlags(): Set<string> {
-  try {
-    const line = readFileSync("/proc/cpuinfo", "utf8").split("\n").find((l) => l.startsWith("flags"));
-    return new Set((line?.split(":")[1] ?? "").trim().split(/\s+/).filter(Boolean));
-  } catch {
-    return new Set();
-  }
+  const line = cpuinfo().split("\n").find((l) => l.startsWith("flags"));
+  return new Set((line?.split(":")[1] ?? "").trim().split(/\s+/).filter(Boolean));
 }
 
 /** The ggml CMake options for the SIMD features an x86-64 CPU has (what the stock variants are cut by). */
@@ -89,15 +98,7 @@ export function installedCpuBackend(): CpuBackendStamp | undefined {
  * arithmetic units, so a thread on each rarely helps): distinct (physical id, core id) pairs in
  * /proc/cpuinfo, else the logical CPU count.
  */
-export function physicalCores(cpuinfo?: string): number {
-  let text = cpuinfo;
-  if (text === undefined) {
-    try {
-      text = readFileSync("/proc/cpuinfo", "utf8");
-    } catch {
-      return cpus().length;
-    }
-  }
+export function physicalCores(text = cpuinfo()): number {
   const cores = new Set<string>();
   for (const block of text.split(/\n\s*\n/)) {
     const physical = /^physical id\s*:\s*(\d+)/m.exec(block)?.[1];

@@ -138,10 +138,10 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
       const next = await iterator.next();
       if (signal?.aborted) { stopReason = "abort"; break; }
       sampled++;
-      if (next.done) break; // an end-of-generation token was sampled
+      if (next.done) break; // an end-of-generation token was sampled (evaluate() stops on those and never yields them)
       const token = next.value;
       generated.push(token);
-      if (prompt.stops.isStopToken(token) || model.isEogToken(token)) break;
+      if (prompt.stops.isStopToken(token)) break;
       undecoded.push(token);
       const piece = decode();
       if (piece.endsWith("\uFFFD") && undecoded.length < MAX_UTF8_TOKENS) continue;

@@ -5,8 +5,9 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, existsSync, readdirSync } from "node:fs";
-import { connect, createServer, type AddressInfo } from "node:net";
+import { connect } from "node:net";
 import { join } from "node:path";
+import { freePort } from "../../scripts/lib/run.js";
 import { tempDir } from "./fleet.js";
 
 export function postgresBin(): string | undefined {
@@ -14,14 +15,6 @@ export function postgresBin(): string | undefined {
   if (!existsSync(base)) return undefined;
   const version = readdirSync(base).sort((a, b) => Number(b) - Number(a)).find((v) => existsSync(join(base, v, "bin", "initdb")));
   return version ? join(base, version, "bin") : undefined;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 export interface Postgres {

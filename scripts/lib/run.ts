@@ -1,8 +1,7 @@
-/** The host CPU as build scripts need it. */
+/** Running other programs from the build and benchmark scripts. */
 import { spawnSync } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
-
-export { cpuFlags } from "../../agent/llm/cpu-backend.js";
+import { createServer, type AddressInfo } from "node:net";
 
 /**
  * Runs a command; throws naming the command when it fails. Its output goes to the terminal, or is
@@ -17,4 +16,13 @@ export function run(cmd: string, args: string[], options: { cwd?: string; env?: 
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+}
+
+/** A loopback port free right now, for a program that must be told its port (llama-server, PostgreSQL). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((ok, fail) => server.once("error", fail).listen(0, "127.0.0.1", () => ok()));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((ok) => server.close(ok));
+  return port;
 }
