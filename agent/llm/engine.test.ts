@@ -62,4 +62,47 @@ describe("LlmEngine under load", () => {
     // decode queued, and the short one could only start once both were done.
     expect(firstText).toBe(0);
   });
+
+  it("hands out the free slot with the lowest index, so busy sequences stay consecutive", async () => {
+    const pool = busy.modelPools[0]!;
+    const taken = [await pool.acquire(), await pool.acquire(), await pool.acquire()];
+    expect(taken.map((s) => s.index).sort()).toEqual([0, 1, 2]);
+    const byIndex = (i: number) => taken.find((s) => s.index === i)!;
+    pool.release(byIndex(0));
+    pool.release(byIndex(1));
+    const again = await pool.acquire();
+    expect(again.index).toBe(0);
+    pool.release(again);
+    pool.release(byIndex(2));
+    expect(pool.busy).toBe(0);
+  });
+
+  it("concurrent generations share every batch, in increasing sequence order on the lowest slots (patches/npm, ModelPool.acquire)", async () => {
+    type Native = { decodeBatch: () => Promise<void>; initBatch: (size: number) => void; addToBatch: (sequenceId: number, ...rest: unknown[]) => unknown };
+    const native = (busy.modelPools[0]!.context as unknown as { _ctx: Native })._ctx;
+    const batches: number[][] = [];
+    // native methods (read-only on the prototype): shadow them on the instance
+    const spy = <K extends keyof Native>(name: K, before: (...args: Parameters<Native[K]>) => void) => {
+      const original = native[name] as (...args: unknown[]) => unknown;
+      Object.defineProperty(native, name, { configurable: true, value: function (this: unknown, ...args: Parameters<Native[K]>) { before(...args); return original.apply(this, args); } });
+    };
+    spy("initBatch", () => batches.push([]));
+    spy("addToBatch", (sequenceId) => batches.at(-1)!.push(sequenceId));
+    spy("decodeBatch", () => undefined);
+    try {
+      const tokens = 48;
+      const results = await Promise.all(["first tale", "second tale", "third tale"].map((text) =>
+        busy.generate("famB-v3.1", [{ role: "user", content: text }], { maxTokens: tokens, temperature: 0 })));
+      expect(results.map((r) => r.completionTokens)).toEqual([tokens, tokens, tokens]);
+      // One batch per generated token plus the prompts. Without the patch, the last sequence to be
+      // sampled missed each next batch: about tokens × 3 / 2 batches.
+      expect(batches.length).toBeLessThanOrEqual(tokens + 3);
+      // Without a unified KV cache, llama.cpp makes one graph only of consecutive, increasing
+      // sequence ids; node-llama-cpp's own order was often decreasing (one graph per sequence).
+      for (const ids of batches) expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      expect(new Set(batches.flat())).toEqual(new Set([0, 1, 2]));
+    } finally {
+      for (const name of ["initBatch", "addToBatch", "decodeBatch"]) delete (native as Partial<Native>)[name as keyof Native];
+    }
+  });
 });

@@ -10,6 +10,8 @@ import { renderPrompt, type RenderedPrompt } from "./turn.js";
 
 export interface Slot {
   sequence: LlamaContextSequence;
+  /** The order the slot's sequence was made in, which is llama.cpp's sequence id for it. */
+  index: number;
 }
 
 export class ModelPool {
@@ -37,7 +39,7 @@ export class ModelPool {
       threads: options.threads,
       ...(options.batchSize ? { batchSize: options.batchSize } : {}),
     });
-    const slots = Array.from({ length: options.sequences }, (): Slot => ({ sequence: context.getSequence() }));
+    const slots = Array.from({ length: options.sequences }, (_, index): Slot => ({ sequence: context.getSequence(), index }));
     return new ModelPool(path, model, context, resolveChatWrapper(model), slots);
   }
 
@@ -59,10 +61,14 @@ export class ModelPool {
     return renderPrompt(this.model, this.chatWrapper, history);
   }
 
-  /** Takes a free slot, waiting (FIFO) for one when all are busy. */
+  /**
+   * Takes the free slot with the lowest sequence id, waiting (FIFO) for one when all are busy.
+   * Without a unified KV cache, llama.cpp puts only consecutive sequence ids in one micro-batch,
+   * so keeping the busy slots packed at the low ids keeps concurrent generations in one graph.
+   */
   acquire(signal?: AbortSignal): Promise<Slot> {
     if (signal?.aborted) return Promise.reject(new GenerationAbortedError());
-    const slot = this.free.pop();
+    const slot = this.takeLowest();
     if (slot) return Promise.resolve(this.took(slot));
     return new Promise((resolve, reject) => {
       const waiter = {
@@ -84,6 +90,15 @@ export class ModelPool {
     const next = this.waiters.shift();
     if (next) next.resolve(slot);
     else this.free.push(slot);
+  }
+
+  private takeLowest(): Slot | undefined {
+    if (this.free.length === 0) return undefined;
+    let best = 0;
+    for (let i = 1; i < this.free.length; i++) {
+      if (this.free[i]!.index < this.free[best]!.index) best = i;
+    }
+    return this.free.splice(best, 1)[0];
   }
 
   private took(slot: Slot): Slot {
