@@ -116,7 +116,7 @@ export const AGENT_OPTIONS = {
   serve: { flags: "--serve <id=gguf>", env: "KILN_SERVE", repeatable: true, description: "serve a catalog model id from a GGUF file (repeatable; comma-separated in the env)", schema: z.array(serveSpec) },
   sequences: { flags: "--sequences <n>", env: "KILN_SEQUENCES", default: "4", description: "parallel sequences (slots) per loaded model", schema: int(1, 256) },
   contextSize: { flags: "--context-size <tokens>", env: "KILN_CONTEXT_SIZE", default: "4096", description: "context tokens per sequence (capped at the model's trained size)", schema: int(64, 1_048_576) },
-  streamInterval: { flags: "--stream-interval <ms>", env: "KILN_STREAM_INTERVAL", default: "10", description: "longest generated text waits to share a wire message with the next pieces (0: a message per piece)", schema: int(0, 1000) },
+  streamInterval: { flags: "--stream-interval <ms>", env: "KILN_STREAM_INTERVAL", default: "50", description: "longest generated text waits to share a wire message with the next pieces (0: a message per piece)", schema: int(0, 1000) },
   threads: { flags: "--threads <n>", env: "KILN_THREADS", default: String(defaultThreads()), description: "compute threads (default: every physical core with Kiln's shared-threadpool CPU backend installed, else one fewer)", schema: int(1, 1024) },
   batchSize: { flags: "--batch-size <tokens>", env: "KILN_BATCH_SIZE", description: "tokens evaluated per batch (default: node-llama-cpp's)", schema: int(1, 65_536).optional() },
   gpu: { flags: "--gpu <kind>", env: "KILN_GPU", default: "auto", description: `compute backend (${GPU_KINDS.join(", ")}); auto falls back to CPU`, schema: z.enum(GPU_KINDS) },

@@ -12,8 +12,11 @@
  * release node-llama-cpp bundles, without Kiln's patch (`scripts/build-llama.ts --tools`).
  * Every side decodes greedily (temperature 0), so all generate the same tokens for a prompt: with
  * sampling, a random early end-of-turn makes one side's streams shorter and its TTFT weigh more.
+ * All sides are started first and then measured in turn, round by round (a round of each side for
+ * each stream count, then the next round, the order of the sides rotating), so that a slow minute of
+ * a shared machine weighs on every side alike instead of on whichever ran then.
  * For 1, 2, 4 and 8 concurrent streams it prints aggregate generated tokens/s, median time to first
- * token and the ratios. Targets: fleet ≥ 0.98× direct and < 2 ms added TTFT for one stream (issue 2);
+ * token and the ratios, and for the target ratios also their spread over the rounds. Targets: fleet ≥ 0.98× direct and < 2 ms added TTFT for one stream (issue 2);
  * fleet ≥ 0.9× llama-bench at its best thread count for one stream, and ≥ 1.0× llama-server over
  * 8 streams (issue 8).
  */
@@ -43,7 +46,7 @@ function parseArgs(argv: string[]): Args {
     benchModel: argv.includes("--bench-model"),
     threads: Number(get("--threads") ?? defaultThreads()),
     tokens: Number(get("--tokens") ?? 128),
-    rounds: Number(get("--rounds") ?? 3),
+    rounds: Number(get("--rounds") ?? 5),
     reference: !argv.includes("--no-reference"),
     streams: (get("--streams") ?? "1,2,4,8").split(",").map(Number),
   };
@@ -52,37 +55,30 @@ function parseArgs(argv: string[]): Args {
 interface Sample { tokens: number; seconds: number; ttftMs: number[] }
 type One = (prompt: number) => Promise<{ tokens: number; ttft: number }>;
 
+/** A side under measurement: one streamed completion at a time, and how to shut it down. */
+interface Side { one: One; close: () => Promise<void> }
+
 const prompt = (i: number) => `Story number ${i}: once upon a time`;
 
-/** Runs `rounds` rounds of c concurrent streams for each c in `concurrency`; stream s of round r gets prompt r·8+s. */
-async function measure({ rounds, streams: concurrency }: Args, one: One): Promise<Map<number, Sample>> {
-  await one(0); // warm-up
-  const out = new Map<number, Sample>();
-  for (const c of concurrency) {
-    const sample: Sample = { tokens: 0, seconds: 0, ttftMs: [] };
-    for (let r = 0; r < rounds; r++) {
-      const t0 = performance.now();
-      const results = await Promise.all(Array.from({ length: c }, (_, s) => one(r * 8 + s)));
-      sample.seconds += (performance.now() - t0) / 1000;
-      for (const x of results) { sample.tokens += x.tokens; if (!Number.isNaN(x.ttft)) sample.ttftMs.push(x.ttft); }
-    }
-    out.set(c, sample);
-  }
-  return out;
+/** One round of c concurrent streams; stream s of round r gets prompt r·8+s. */
+async function round(one: One, c: number, r: number): Promise<Sample> {
+  const t0 = performance.now();
+  const results = await Promise.all(Array.from({ length: c }, (_, s) => one(r * 8 + s)));
+  const seconds = (performance.now() - t0) / 1000;
+  return { tokens: results.reduce((n, x) => n + x.tokens, 0), seconds, ttftMs: results.map((x) => x.ttft).filter((t) => !Number.isNaN(t)) };
 }
 
-async function benchDirect(modelPath: string, a: Args): Promise<Map<number, Sample>> {
+async function startDirect(modelPath: string, a: Args): Promise<Side> {
   const engine = await LlmEngine.load({ models: [{ id: MODEL_ID, path: modelPath }], sequences: 8, contextSize: CONTEXT, threads: a.threads, gpu: "cpu", logger: createLogger("bench", "silent") });
-  try {
-    return await measure(a, async (i) => {
+  return {
+    one: async (i) => {
       const start = performance.now();
       let ttft = NaN;
       const r = await engine.generate(MODEL_ID, [{ role: "user", content: prompt(i) }], { maxTokens: a.tokens, temperature: 0, onText: () => { if (Number.isNaN(ttft)) ttft = performance.now() - start; } });
       return { tokens: r.completionTokens, ttft };
-    });
-  } finally {
-    await engine.dispose();
-  }
+    },
+    close: () => engine.dispose(),
+  };
 }
 
 /** One streamed chat completion against an OpenAI-style server: completion tokens and time to first content. */
@@ -115,85 +111,112 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-async function benchFleet(modelPath: string, a: Args): Promise<Map<number, Sample>> {
-  const child = spawn(process.execPath, [resolve("bin/kiln.js"), "dev", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0",
+async function startFleet(modelPath: string, a: Args): Promise<Side> {
+  const child = spawn(process.execPath, [resolve("bin/kiln.js"), "dev", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--port", "0",
     "--db", join(mkdtempSync(join(tmpdir(), "kiln-bench-")), "kiln.db"), "--serve", `${MODEL_ID}=${modelPath}`,
     "--sequences", "8", "--context-size", String(CONTEXT), "--threads", String(a.threads), "--gpu", "cpu", "--log-level", "warn"], { stdio: ["ignore", "pipe", "inherit"] });
-  try {
-    let base = "", key = "";
-    for await (const line of createInterface({ input: child.stdout! })) {
-      if (line.includes("API base:")) base = line.split("API base:")[1]!.trim();
-      if (line.includes("Dev key:")) { key = line.split("Dev key:")[1]!.trim(); break; }
-    }
-    return await measure(a, (i) => streamCompletion(base, key, MODEL_ID, prompt(i), a.tokens));
-  } finally {
-    await stop(child);
+  let base = "", key = "";
+  for await (const line of createInterface({ input: child.stdout! })) {
+    if (line.includes("API base:")) base = line.split("API base:")[1]!.trim();
+    if (line.includes("Dev key:")) { key = line.split("Dev key:")[1]!.trim(); break; }
   }
+  if (!key) { await stop(child); throw new Error("kiln dev exited before printing its dev key"); }
+  return { one: (i) => streamCompletion(base, key, MODEL_ID, prompt(i), a.tokens), close: () => stop(child) };
 }
 
-/** llama-bench's generation speed (tg) at each thread count, tokens/s. */
+/** llama-bench's generation speed (tg, one repetition after its warm-up) at each thread count, tokens/s. */
 function llamaBench(bin: string, modelPath: string, threads: number[], tokens: number): Map<number, number> {
-  const res = spawnSync(bin, ["-m", modelPath, "-t", threads.join(","), "-p", "0", "-n", String(tokens), "-r", "3", "-o", "json"], { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 });
+  const res = spawnSync(bin, ["-m", modelPath, "-t", threads.join(","), "-p", "0", "-n", String(tokens), "-r", "1", "-o", "json"], { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 });
   if (res.status !== 0) throw new Error(`llama-bench failed: ${res.stderr}`);
   const rows = JSON.parse(res.stdout) as { n_threads: number; n_gen: number; avg_ts: number }[];
   return new Map(rows.filter((r) => r.n_gen > 0).map((r) => [r.n_threads, r.avg_ts]));
 }
 
 /** llama-server with 8 slots (context 2048 each), streamed like the fleet. */
-async function benchLlamaServer(bin: string, modelPath: string, a: Args): Promise<Map<number, Sample>> {
+async function startLlamaServer(bin: string, modelPath: string, a: Args): Promise<Side> {
   const port = await freePort();
   const child = spawn(bin, ["-m", modelPath, "-np", "8", "-c", String(8 * CONTEXT), "-t", String(a.threads), "--host", "127.0.0.1", "--port", String(port), "--no-webui"], { stdio: "ignore" });
   const base = `http://127.0.0.1:${port}`;
-  try {
-    for (let i = 0; ; i++) {
-      if (child.exitCode !== null) throw new Error(`llama-server exited (${child.exitCode})`);
-      const ok = await fetch(`${base}/health`).then((r) => r.ok, () => false);
-      if (ok) break;
-      if (i > 600) throw new Error("llama-server did not become ready in 60 s");
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    return await measure(a, (i) => streamCompletion(`${base}/v1`, "none", "model", prompt(i), a.tokens));
-  } finally {
-    await stop(child);
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`llama-server exited (${child.exitCode})`);
+    const ok = await fetch(`${base}/health`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (i > 600) { await stop(child); throw new Error("llama-server did not become ready in 60 s"); }
+    await new Promise((r) => setTimeout(r, 100));
   }
+  return { one: (i) => streamCompletion(`${base}/v1`, "none", "model", prompt(i), a.tokens), close: () => stop(child) };
 }
 
 const rate = (s: Sample) => s.tokens / s.seconds;
+const add = (x: Sample | undefined, y: Sample): Sample => (x ? { tokens: x.tokens + y.tokens, seconds: x.seconds + y.seconds, ttftMs: [...x.ttftMs, ...y.ttftMs] } : y);
+const spread = (xs: number[]) => `median ${median(xs).toFixed(3)}, rounds ${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`;
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const modelPath = a.model ?? (await ensureTestModel(a.benchModel ? "bench" : "tiny"));
   const backend = installedCpuBackend();
-  console.log(`model ${modelPath}\nthreads ${a.threads} (${cpus().length} cores; CPU backend: ${backend ? "Kiln's shared-threadpool build" : "node-llama-cpp's prebuilt"}), ${a.tokens} tokens per stream, ${a.rounds} rounds per point, 8 sequences\n`);
+  console.log(`model ${modelPath}\nthreads ${a.threads} (${cpus().length} cores; CPU backend: ${backend ? "Kiln's shared-threadpool build" : "node-llama-cpp's prebuilt"}), ${a.tokens} tokens per stream, ${a.rounds} rounds per point, 8 sequences, sides interleaved round by round\n`);
   const tools = a.reference ? buildTools() : undefined;
 
-  const direct = await benchDirect(modelPath, a);
-  const fleet = await benchFleet(modelPath, a);
-  const server = tools ? await benchLlamaServer(tools.server, modelPath, a) : undefined;
-  const bench = tools ? llamaBench(tools.bench, modelPath, Array.from({ length: cpus().length }, (_, i) => i + 1), a.tokens) : undefined;
+  const sides = new Map<string, Side>();
+  try {
+    sides.set("direct", await startDirect(modelPath, a));
+    sides.set("fleet", await startFleet(modelPath, a));
+    if (tools) sides.set("llama-server", await startLlamaServer(tools.server, modelPath, a));
+    for (const side of sides.values()) await side.one(0); // warm-up
 
-  console.table(a.streams.map((c) => {
-    const d = direct.get(c)!, f = fleet.get(c)!, s = server?.get(c);
-    return {
-      streams: c,
-      "direct tok/s": rate(d).toFixed(1),
-      "fleet tok/s": rate(f).toFixed(1),
-      "fleet ÷ direct": (rate(f) / rate(d)).toFixed(3),
-      ...(s ? { "llama-server tok/s": rate(s).toFixed(1), "fleet ÷ llama-server": (rate(f) / rate(s)).toFixed(3) } : {}),
-      "direct TTFT ms": median(d.ttftMs).toFixed(2),
-      "fleet TTFT ms": median(f.ttftMs).toFixed(2),
-      "added TTFT ms": (median(f.ttftMs) - median(d.ttftMs)).toFixed(2),
-      ...(s ? { "llama-server TTFT ms": median(s.ttftMs).toFixed(2) } : {}),
-    };
-  }));
+    // samples.get(side).get(streams)[round]
+    const samples = new Map([...sides.keys()].map((name) => [name, new Map(a.streams.map((c) => [c, [] as Sample[]]))]));
+    const benchRounds: Map<number, number>[] = [];
+    const names = [...sides.keys()];
+    for (let r = 0; r < a.rounds; r++) {
+      for (const c of a.streams) {
+        for (let k = 0; k < names.length; k++) {
+          const name = names[(r + k) % names.length]!;
+          samples.get(name)!.get(c)!.push(await round(sides.get(name)!.one, c, r));
+        }
+      }
+      if (tools) benchRounds.push(llamaBench(tools.bench, modelPath, Array.from({ length: cpus().length }, (_, i) => i + 1), a.tokens));
+      process.stderr.write(`round ${r + 1}/${a.rounds} done\n`);
+    }
 
-  const f1 = rate(fleet.get(1)!), d1 = rate(direct.get(1)!);
-  console.log(`\n1 stream: fleet ÷ direct = ${(f1 / d1).toFixed(3)} (target ≥ 0.98); added median TTFT = ${(median(fleet.get(1)!.ttftMs) - median(direct.get(1)!.ttftMs)).toFixed(2)} ms (target < 2 ms)`);
-  if (bench && server && fleet.has(8)) {
-    console.log(`llama-bench tg${a.tokens}: ${[...bench].map(([t, r]) => `${t} thread${t > 1 ? "s" : ""} ${r.toFixed(1)} tok/s`).join(", ")}`);
-    const [bestThreads, best] = [...bench].reduce((x, y) => (y[1] > x[1] ? y : x));
-    console.log(`1 stream: fleet ÷ llama-bench (best, ${bestThreads} thread${bestThreads > 1 ? "s" : ""}) = ${(f1 / best).toFixed(3)} (target ≥ 0.9)`);
-    console.log(`8 streams: fleet ÷ llama-server -np 8 = ${(rate(fleet.get(8)!) / rate(server.get(8)!)).toFixed(3)} (target ≥ 1.0)`);
+    const total = (name: string, c: number) => samples.get(name)!.get(c)!.reduce<Sample | undefined>(add, undefined)!;
+    /** Per-round ratios of two sides' tokens/s at c streams. */
+    const ratios = (x: string, y: string, c: number) => samples.get(x)!.get(c)!.map((s, r) => rate(s) / rate(samples.get(y)!.get(c)![r]!));
+    const server = sides.has("llama-server");
+    console.table(a.streams.map((c) => {
+      const d = total("direct", c), f = total("fleet", c), s = server ? total("llama-server", c) : undefined;
+      return {
+        streams: c,
+        "direct tok/s": rate(d).toFixed(1),
+        "fleet tok/s": rate(f).toFixed(1),
+        "fleet ÷ direct": (rate(f) / rate(d)).toFixed(3),
+        ...(s ? { "llama-server tok/s": rate(s).toFixed(1), "fleet ÷ llama-server": (rate(f) / rate(s)).toFixed(3) } : {}),
+        "direct TTFT ms": median(d.ttftMs).toFixed(2),
+        "fleet TTFT ms": median(f.ttftMs).toFixed(2),
+        "added TTFT ms": (median(f.ttftMs) - median(d.ttftMs)).toFixed(2),
+        ...(s ? { "llama-server TTFT ms": median(s.ttftMs).toFixed(2) } : {}),
+      };
+    }));
+
+    if (a.streams.includes(1)) {
+      const f1 = total("fleet", 1), d1 = total("direct", 1);
+      const added = samples.get("fleet")!.get(1)!.map((s, r) => median(s.ttftMs) - median(samples.get("direct")!.get(1)![r]!.ttftMs));
+      console.log(`\n1 stream: fleet ÷ direct = ${(rate(f1) / rate(d1)).toFixed(3)} (target ≥ 0.98; ${spread(ratios("fleet", "direct", 1))}); added median TTFT = ${(median(f1.ttftMs) - median(d1.ttftMs)).toFixed(2)} ms (target < 2 ms; per round ${added.map((x) => x.toFixed(2)).join(", ")})`);
+      if (benchRounds.length) {
+        const threads = [...benchRounds[0]!.keys()];
+        const mean = (t: number) => benchRounds.reduce((n, m) => n + m.get(t)!, 0) / benchRounds.length;
+        const best = threads.reduce((x, y) => (mean(y) > mean(x) ? y : x));
+        console.log(`llama-bench tg${a.tokens}: ${threads.map((t) => `${t} thread${t > 1 ? "s" : ""} ${mean(t).toFixed(1)} tok/s`).join(", ")} (mean of ${benchRounds.length} runs, one per round)`);
+        const perRound = samples.get("fleet")!.get(1)!.map((s, r) => rate(s) / benchRounds[r]!.get(best)!);
+        console.log(`1 stream: fleet ÷ llama-bench (best, ${best} thread${best > 1 ? "s" : ""}) = ${(rate(f1) / mean(best)).toFixed(3)} (target ≥ 0.9; ${spread(perRound)})`);
+      }
+    }
+    if (server && a.streams.includes(8)) {
+      console.log(`8 streams: fleet ÷ llama-server -np 8 = ${(rate(total("fleet", 8)) / rate(total("llama-server", 8))).toFixed(3)} (target ≥ 1.0; ${spread(ratios("fleet", "llama-server", 8))})`);
+    }
+  } finally {
+    for (const side of sides.values()) await side.close();
   }
 }
 

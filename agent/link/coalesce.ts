@@ -1,45 +1,84 @@
 /**
- * Coalesces a completion's text pieces into fewer wire messages. The first piece goes out at once
- * (time to first token is what a user feels); later ones are gathered for at most `intervalMs` and
- * sent together. A small model generates thousands of tokens a second, and a message per token then
- * costs the agent, the scheduler and the client more CPU than the generation itself; at 10 ms a
- * stream sends at most 100 messages a second whatever the model's speed.
+ * Gathers the generated text of every completion running on one link into few wire messages.
+ *
+ * A completion's first piece goes out at once: time to first token is what a user feels. A later
+ * piece goes out at once too when the link's last flush is `intervalMs` old (a slow model's tokens
+ * are not held back); otherwise it waits for the next flush, at most `intervalMs` away, and one
+ * flush sends what every completion has gathered, in one message. A small model generates thousands of tokens a second,
+ * and a message per token then costs the agent, the scheduler and the client more CPU than the
+ * generation itself. With many streams, one timer and one message per flush (instead of one of
+ * each per stream) also leave the event loop free for the generation loop between tokens.
  */
-export class ChunkCoalescer {
-  private pending = "";
+
+/** Text that became final for one completion since its last piece. */
+export interface Piece {
+  request_id: string;
+  text: string;
+}
+
+export class ChunkBatcher {
+  /** Request id → text gathered since the last flush (insertion order: first come, first sent). */
+  private readonly pending = new Map<string, string>();
+  /** Requests whose first piece went out. */
+  private readonly started = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
-  private last = -Infinity;
+  private lastFlush = -Infinity;
 
   /**
-   * @param send receives each coalesced piece, in order.
+   * @param send receives each flush: one piece per completion, in order.
    * @param intervalMs the longest a piece waits; 0 sends every piece as it comes.
    */
-  constructor(private readonly send: (text: string) => void, private readonly intervalMs: number) {}
+  constructor(private readonly send: (pieces: Piece[]) => void, private readonly intervalMs: number) {}
 
-  push(text: string): void {
+  push(requestId: string, text: string): void {
     if (!text) return;
-    this.pending += text;
+    if (this.intervalMs <= 0 || !this.started.has(requestId)) {
+      this.started.add(requestId);
+      this.send([{ request_id: requestId, text }]);
+      return;
+    }
+    this.pending.set(requestId, (this.pending.get(requestId) ?? "") + text);
     if (this.timer) return;
-    const wait = this.last + this.intervalMs - performance.now();
+    const wait = this.lastFlush + this.intervalMs - performance.now();
     if (wait <= 0) this.flush();
     else this.timer = setTimeout(() => this.flush(), wait);
   }
 
-  /** Sends what is pending now (before the final message of a stream). */
-  flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    if (!this.pending) return;
-    const text = this.pending;
-    this.pending = "";
-    this.last = performance.now();
-    this.send(text);
+  /** Sends what the completion has pending now (before its final message) and forgets it. */
+  end(requestId: string): void {
+    const text = this.pending.get(requestId);
+    this.forget(requestId);
+    if (text) this.send([{ request_id: requestId, text }]);
   }
 
-  /** Drops what is pending (the stream failed or was cancelled). */
-  discard(): void {
+  /** Drops what the completion has pending (it failed or was cancelled) and forgets it. */
+  discard(requestId: string): void {
+    this.forget(requestId);
+  }
+
+  /** Drops everything (the link is gone). */
+  close(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.pending = "";
+    this.pending.clear();
+    this.started.clear();
+  }
+
+  private flush(): void {
+    this.timer = undefined;
+    if (this.pending.size === 0) return;
+    this.lastFlush = performance.now();
+    const pieces = [...this.pending].map(([request_id, text]) => ({ request_id, text }));
+    this.pending.clear();
+    this.send(pieces);
+  }
+
+  private forget(requestId: string): void {
+    this.pending.delete(requestId);
+    this.started.delete(requestId);
+    if (this.pending.size === 0) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
   }
 }

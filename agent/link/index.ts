@@ -13,7 +13,7 @@ import { CHAT_ROLES, isChatRole } from "../../core/chat.js";
 import { diskOf } from "../hardware/index.js";
 import { LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
-import { ChunkCoalescer } from "./coalesce.js";
+import { ChunkBatcher, type Piece } from "./coalesce.js";
 
 export interface FleetLinkOptions {
   scheduler: HostPort;
@@ -26,7 +26,7 @@ export interface FleetLinkOptions {
   logger: Logger;
   /** Reconnect backoff; default 250 ms doubling to 30 s. */
   backoff?: Backoff;
-  /** Longest a generated piece of text waits to share a wire message with the next ones (ms); 0 sends each. Default 10. */
+  /** Longest a generated piece of text waits to share a wire message with the next ones, its own and other completions' (ms); 0 sends each. Default 50. */
   streamIntervalMs?: number;
 }
 
@@ -39,6 +39,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   private readonly backoff: Backoff;
   private readonly running = new Map<string, AbortController>();
   private stream: Stream | undefined;
+  /** The text of the running completions, gathered for the current stream. */
+  private chunks: ChunkBatcher | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private reconnect: NodeJS.Timeout | undefined;
   private draining = false;
@@ -62,6 +64,10 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     metadata.set(NODE_TOKEN_METADATA, `Bearer ${this.options.nodeToken}`);
     const stream = this.client.Connect(metadata);
     this.stream = stream;
+    this.chunks = new ChunkBatcher((pieces: Piece[]) => {
+      if (this.stream !== stream || stream.destroyed) return;
+      stream.write(pieces.length === 1 ? { chunk: pieces[0] } : { chunks: { chunks: pieces } });
+    }, this.options.streamIntervalMs ?? 50);
     const { engine, hardware, nodeId } = this.options;
     stream.write({
       register: {
@@ -144,21 +150,21 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     }
     const ac = new AbortController();
     this.running.set(id, ac);
+    const chunks = this.chunks!;
     let sentText = false;
-    const chunks = new ChunkCoalescer((text) => { sentText = true; send({ chunk: { request_id: id, text } }); }, this.options.streamIntervalMs ?? 10);
     try {
       const started = performance.now();
       const result = await this.options.engine.generate(req.model, req.messages.map(toTurn), {
         ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
         ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
         signal: ac.signal,
-        onText: (text) => chunks.push(text),
+        onText: (text) => { sentText ||= text.length > 0; chunks.push(id, text); },
       });
-      chunks.flush();
+      chunks.end(id);
       send({ done: { request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens } } });
       this.options.logger.info({ requestId: req.trace_id, model: req.model, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason, ms: Math.round(performance.now() - started) }, "completion done");
     } catch (err) {
-      chunks.discard();
+      chunks.discard(id);
       const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
       if (e.code !== "cancelled") this.options.logger.warn({ requestId: req.trace_id, code: e.code, err: e.message }, "completion failed");
       send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentText } });
@@ -186,6 +192,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   private onClosed(stream: Stream): void {
     if (this.stream !== stream) return;
     this.stream = undefined;
+    this.chunks?.close();
     clearInterval(this.heartbeat);
     // Work from a lost stream cannot be delivered; the scheduler re-routes or fails it.
     for (const ac of this.running.values()) ac.abort();

@@ -5,6 +5,7 @@ import type { AgentMessage as _kiln_v1_AgentMessage, AgentMessage__Output as _ki
 import type { CancelCompletion as _kiln_v1_CancelCompletion, CancelCompletion__Output as _kiln_v1_CancelCompletion__Output } from './kiln/v1/CancelCompletion.js';
 import type { ChatMessage as _kiln_v1_ChatMessage, ChatMessage__Output as _kiln_v1_ChatMessage__Output } from './kiln/v1/ChatMessage.js';
 import type { CompletionChunk as _kiln_v1_CompletionChunk, CompletionChunk__Output as _kiln_v1_CompletionChunk__Output } from './kiln/v1/CompletionChunk.js';
+import type { CompletionChunks as _kiln_v1_CompletionChunks, CompletionChunks__Output as _kiln_v1_CompletionChunks__Output } from './kiln/v1/CompletionChunks.js';
 import type { CompletionDone as _kiln_v1_CompletionDone, CompletionDone__Output as _kiln_v1_CompletionDone__Output } from './kiln/v1/CompletionDone.js';
 import type { CompletionError as _kiln_v1_CompletionError, CompletionError__Output as _kiln_v1_CompletionError__Output } from './kiln/v1/CompletionError.js';
 import type { CompletionRequest as _kiln_v1_CompletionRequest, CompletionRequest__Output as _kiln_v1_CompletionRequest__Output } from './kiln/v1/CompletionRequest.js';
@@ -31,6 +32,7 @@ export interface ProtoGrpcType {
       CancelCompletion: MessageTypeDefinition<_kiln_v1_CancelCompletion, _kiln_v1_CancelCompletion__Output>
       ChatMessage: MessageTypeDefinition<_kiln_v1_ChatMessage, _kiln_v1_ChatMessage__Output>
       CompletionChunk: MessageTypeDefinition<_kiln_v1_CompletionChunk, _kiln_v1_CompletionChunk__Output>
+      CompletionChunks: MessageTypeDefinition<_kiln_v1_CompletionChunks, _kiln_v1_CompletionChunks__Output>
       CompletionDone: MessageTypeDefinition<_kiln_v1_CompletionDone, _kiln_v1_CompletionDone__Output>
       CompletionError: MessageTypeDefinition<_kiln_v1_CompletionError, _kiln_v1_CompletionError__Output>
       CompletionRequest: MessageTypeDefinition<_kiln_v1_CompletionRequest, _kiln_v1_CompletionRequest__Output>

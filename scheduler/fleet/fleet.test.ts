@@ -44,6 +44,21 @@ describe("Fleet routing", () => {
     f.close();
   });
 
+  it("passes each piece of a batched chunks message to its own request, in order", async () => {
+    const f = fleet();
+    const a = new RecordingLink();
+    f.attach(register("a", 2), a);
+    const first = drain(f.submit(request)), second = drain(f.submit(request));
+    const [x, y] = a.requests();
+    f.receive("a", a, { body: "chunk", chunk: { request_id: x!, text: "Once" } });
+    f.receive("a", a, { body: "chunks", chunks: { chunks: [{ request_id: y!, text: "Hello" }, { request_id: x!, text: " upon" }, { request_id: "gone", text: "lost" }] } });
+    for (const id of [x!, y!]) f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2 } } });
+    const done = { type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2 };
+    expect(await first).toEqual([{ type: "text", text: "Once" }, { type: "text", text: " upon" }, done]);
+    expect(await second).toEqual([{ type: "text", text: "Hello" }, done]);
+    f.close();
+  });
+
   it("a request with no text yet moves to another agent when its agent is lost", async () => {
     const f = fleet();
     const a = new RecordingLink(), b = new RecordingLink();

@@ -129,13 +129,12 @@ export class Fleet {
     if (!agent || agent.link !== link) return; // a replaced stream's stragglers
     agent.lastSeen = Date.now();
     switch (message.body) {
-      case "chunk": {
-        const job = agent.jobs.get(message.chunk!.request_id);
-        if (!job || job.cancelled || !message.chunk!.text) return;
-        job.started = true;
-        job.channel.push({ type: "text", text: message.chunk!.text });
+      case "chunk":
+        this.text(agent, message.chunk!);
         return;
-      }
+      case "chunks":
+        for (const chunk of message.chunks!.chunks) this.text(agent, chunk);
+        return;
       case "done": {
         const done = message.done!;
         const job = this.finish(agent, done.request_id);
@@ -256,6 +255,14 @@ export class Fleet {
     }
     this.log.info({ request: job.id, attempt: job.attempts, why }, "retrying completion on another agent");
     if (!this.dispatch(job)) this.enqueue(job, true);
+  }
+
+  /** A piece of a completion's text, passed on to its client. */
+  private text(agent: Agent, chunk: { request_id: string; text: string }): void {
+    const job = agent.jobs.get(chunk.request_id);
+    if (!job || job.cancelled || !chunk.text) return;
+    job.started = true;
+    job.channel.push({ type: "text", text: chunk.text });
   }
 
   /** Releases the job's slot; the freed capacity goes to the queue. */

@@ -6,6 +6,7 @@ import type { CompletionChunk as _kiln_v1_CompletionChunk, CompletionChunk__Outp
 import type { CompletionDone as _kiln_v1_CompletionDone, CompletionDone__Output as _kiln_v1_CompletionDone__Output } from '../../kiln/v1/CompletionDone.js';
 import type { CompletionError as _kiln_v1_CompletionError, CompletionError__Output as _kiln_v1_CompletionError__Output } from '../../kiln/v1/CompletionError.js';
 import type { Draining as _kiln_v1_Draining, Draining__Output as _kiln_v1_Draining__Output } from '../../kiln/v1/Draining.js';
+import type { CompletionChunks as _kiln_v1_CompletionChunks, CompletionChunks__Output as _kiln_v1_CompletionChunks__Output } from '../../kiln/v1/CompletionChunks.js';
 
 export interface AgentMessage {
   'register'?: (_kiln_v1_Register | null);
@@ -14,7 +15,8 @@ export interface AgentMessage {
   'done'?: (_kiln_v1_CompletionDone | null);
   'error'?: (_kiln_v1_CompletionError | null);
   'draining'?: (_kiln_v1_Draining | null);
-  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining";
+  'chunks'?: (_kiln_v1_CompletionChunks | null);
+  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks";
 }
 
 export interface AgentMessage__Output {
@@ -24,5 +26,6 @@ export interface AgentMessage__Output {
   'done'?: (_kiln_v1_CompletionDone__Output | null);
   'error'?: (_kiln_v1_CompletionError__Output | null);
   'draining'?: (_kiln_v1_Draining__Output | null);
-  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining";
+  'chunks'?: (_kiln_v1_CompletionChunks__Output | null);
+  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks";
 }
