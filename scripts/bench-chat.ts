@@ -1,10 +1,11 @@
 /**
  * Chat benchmark, every side measured in one run on the same GGUF file and machine:
  *
- *   npm run bench:chat -- [--model PATH | --bench-model] [--threads N] [--tokens N] [--rounds N] [--streams 1,2,4,8] [--no-reference]
+ *   npm run bench:chat -- [--model PATH | --bench-model] [--threads N] [--tokens N] [--rounds N] [--streams 1,2,4,8] [--no-reference] [--stream-intervals 10,100]
  *
  * - direct: Kiln's LLM engine in this process (node-llama-cpp, the agent's own generation loop, no network);
- * - fleet: the whole path, HTTP → scheduler → gRPC → agent, in a `kiln dev` child process, streamed over SSE;
+ * - fleet: the whole path, HTTP → scheduler → gRPC → agent, in a `kiln dev` child process, streamed over SSE
+ *   (with `--stream-intervals`, one more `kiln dev` per listed `--stream-interval`, compared with the default);
  * - llama-bench: llama.cpp's own generation benchmark, at each thread count from 1 to the cores (its best is the baseline);
  * - llama-server: llama.cpp's own server with `-np 8`, streamed over SSE like the fleet.
  *
@@ -20,7 +21,8 @@
  * fleet ≥ 0.9× llama-bench at its best thread count for one stream, and ≥ 1.0× llama-server over
  * 8 streams (issue 8).
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { promisify } from "node:util";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { mkdtempSync } from "node:fs";
@@ -36,7 +38,7 @@ import { ensureTestModel } from "./make-test-models.js";
 const MODEL_ID = "famB-v3.1";
 const CONTEXT = 2048;
 
-interface Args { model?: string; benchModel: boolean; threads: number; tokens: number; rounds: number; reference: boolean; streams: number[] }
+interface Args { model?: string; benchModel: boolean; threads: number; tokens: number; rounds: number; reference: boolean; streams: number[]; intervals: number[] }
 
 function parseArgs(argv: string[]): Args {
   const get = (flag: string) => argValue(argv, flag);
@@ -49,6 +51,7 @@ function parseArgs(argv: string[]): Args {
     rounds: Number(get("--rounds") ?? 5),
     reference: !argv.includes("--no-reference"),
     streams: (get("--streams") ?? "1,2,4,8").split(",").map(Number),
+    intervals: get("--stream-intervals")?.split(",").map(Number) ?? [],
   };
 }
 
@@ -88,7 +91,7 @@ async function streamCompletion(base: string, key: string, model: string, text: 
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
     body: JSON.stringify({ model, messages: [{ role: "user", content: text }], max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
-  });
+  }).catch((err: Error) => { throw new Error(`${base}: ${err.message} (${String((err.cause as Error | undefined)?.message ?? "")})`, { cause: err }); });
   if (!res.ok) throw new Error(`${base}: HTTP ${res.status} ${await res.text()}`);
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
@@ -111,10 +114,12 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-async function startFleet(modelPath: string, a: Args): Promise<Side> {
+/** `kiln dev` serving the model; `streamInterval` overrides its `--stream-interval` default. */
+async function startFleet(modelPath: string, a: Args, streamInterval?: number): Promise<Side> {
   const child = spawn(process.execPath, [resolve("bin/kiln.js"), "dev", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--port", "0",
     "--db", join(mkdtempSync(join(tmpdir(), "kiln-bench-")), "kiln.db"), "--serve", `${MODEL_ID}=${modelPath}`,
-    "--sequences", "8", "--context-size", String(CONTEXT), "--threads", String(a.threads), "--gpu", "cpu", "--log-level", "warn"], { stdio: ["ignore", "pipe", "inherit"] });
+    "--sequences", "8", "--context-size", String(CONTEXT), "--threads", String(a.threads), "--gpu", "cpu", "--log-level", "warn",
+    ...(streamInterval !== undefined ? ["--stream-interval", String(streamInterval)] : [])], { stdio: ["ignore", "pipe", "inherit"] });
   let base = "", key = "";
   for await (const line of createInterface({ input: child.stdout! })) {
     if (line.includes("API base:")) base = line.split("API base:")[1]!.trim();
@@ -124,10 +129,14 @@ async function startFleet(modelPath: string, a: Args): Promise<Side> {
   return { one: (i) => streamCompletion(base, key, MODEL_ID, prompt(i), a.tokens), close: () => stop(child) };
 }
 
-/** llama-bench's generation speed (tg, one repetition after its warm-up) at each thread count, tokens/s. */
-function llamaBench(bin: string, modelPath: string, threads: number[], tokens: number): Map<number, number> {
-  const res = spawnSync(bin, ["-m", modelPath, "-t", threads.join(","), "-p", "0", "-n", String(tokens), "-r", "1", "-o", "json"], { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 });
-  if (res.status !== 0) throw new Error(`llama-bench failed: ${res.stderr}`);
+/**
+ * llama-bench's generation speed (tg, one repetition after its warm-up) at each thread count,
+ * tokens/s. Asynchronous: a blocked event loop would keep idle keep-alive sockets in fetch's pool
+ * past the servers' own timeouts, and the next request would find them closed.
+ */
+async function llamaBench(bin: string, modelPath: string, threads: number[], tokens: number): Promise<Map<number, number>> {
+  const res = await promisify(execFile)(bin, ["-m", modelPath, "-t", threads.join(","), "-p", "0", "-n", String(tokens), "-r", "1", "-o", "json"], { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 })
+    .catch((err: Error & { stderr?: string }) => { throw new Error(`llama-bench failed: ${err.stderr ?? err.message}`); });
   const rows = JSON.parse(res.stdout) as { n_threads: number; n_gen: number; avg_ts: number }[];
   return new Map(rows.filter((r) => r.n_gen > 0).map((r) => [r.n_threads, r.avg_ts]));
 }
@@ -162,6 +171,7 @@ async function main(): Promise<void> {
   try {
     sides.set("direct", await startDirect(modelPath, a));
     sides.set("fleet", await startFleet(modelPath, a));
+    for (const ms of a.intervals) sides.set(`fleet ${ms} ms`, await startFleet(modelPath, a, ms));
     if (tools) sides.set("llama-server", await startLlamaServer(tools.server, modelPath, a));
     for (const side of sides.values()) await side.one(0); // warm-up
 
@@ -176,7 +186,7 @@ async function main(): Promise<void> {
           samples.get(name)!.get(c)!.push(await round(sides.get(name)!.one, c, r));
         }
       }
-      if (tools) benchRounds.push(llamaBench(tools.bench, modelPath, Array.from({ length: cpus().length }, (_, i) => i + 1), a.tokens));
+      if (tools) benchRounds.push(await llamaBench(tools.bench, modelPath, Array.from({ length: cpus().length }, (_, i) => i + 1), a.tokens));
       process.stderr.write(`round ${r + 1}/${a.rounds} done\n`);
     }
 
@@ -211,6 +221,11 @@ async function main(): Promise<void> {
         const perRound = samples.get("fleet")!.get(1)!.map((s, r) => rate(s) / benchRounds[r]!.get(best)!);
         console.log(`1 stream: fleet ÷ llama-bench (best, ${best} thread${best > 1 ? "s" : ""}) = ${(rate(f1) / mean(best)).toFixed(3)} (target ≥ 0.9; ${spread(perRound)})`);
       }
+    }
+    if (a.intervals.length) {
+      console.log("\nThe fleet at other --stream-interval values (the same rounds):");
+      console.table(a.streams.map((c) => Object.fromEntries([["streams", c], ["fleet tok/s", rate(total("fleet", c)).toFixed(1)],
+        ...a.intervals.flatMap((ms) => [[`${ms} ms tok/s`, rate(total(`fleet ${ms} ms`, c)).toFixed(1)], [`${ms} ms ÷ fleet (median of rounds)`, median(ratios(`fleet ${ms} ms`, "fleet", c)).toFixed(3)]])])));
     }
     if (server && a.streams.includes(8)) {
       console.log(`8 streams: fleet ÷ llama-server -np 8 = ${(rate(total("fleet", 8)) / rate(total("llama-server", 8))).toFixed(3)} (target ≥ 1.0; ${spread(ratios("fleet", "llama-server", 8))})`);
