@@ -157,7 +157,7 @@ async function startLlamaServer(bin: string, modelPath: string, a: Args): Promis
 }
 
 const rate = (s: Sample) => s.tokens / s.seconds;
-const add = (x: Sample | undefined, y: Sample): Sample => (x ? { tokens: x.tokens + y.tokens, seconds: x.seconds + y.seconds, ttftMs: [...x.ttftMs, ...y.ttftMs] } : y);
+const add = (x: Sample, y: Sample): Sample => ({ tokens: x.tokens + y.tokens, seconds: x.seconds + y.seconds, ttftMs: [...x.ttftMs, ...y.ttftMs] });
 const spread = (xs: number[]) => `median ${median(xs).toFixed(3)}, rounds ${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`;
 
 async function main(): Promise<void> {
@@ -190,9 +190,11 @@ async function main(): Promise<void> {
       process.stderr.write(`round ${r + 1}/${a.rounds} done\n`);
     }
 
-    const total = (name: string, c: number) => samples.get(name)!.get(c)!.reduce<Sample | undefined>(add, undefined)!;
+    /** A side's samples at c streams, one per round. */
+    const of = (name: string, c: number) => samples.get(name)!.get(c)!;
+    const total = (name: string, c: number) => of(name, c).reduce(add, { tokens: 0, seconds: 0, ttftMs: [] });
     /** Per-round ratios of two sides' tokens/s at c streams. */
-    const ratios = (x: string, y: string, c: number) => samples.get(x)!.get(c)!.map((s, r) => rate(s) / rate(samples.get(y)!.get(c)![r]!));
+    const ratios = (x: string, y: string, c: number) => of(x, c).map((s, r) => rate(s) / rate(of(y, c)[r]!));
     const server = sides.has("llama-server");
     console.table(a.streams.map((c) => {
       const d = total("direct", c), f = total("fleet", c), s = server ? total("llama-server", c) : undefined;
@@ -211,24 +213,24 @@ async function main(): Promise<void> {
 
     if (a.streams.includes(1)) {
       const f1 = total("fleet", 1), d1 = total("direct", 1);
-      const added = samples.get("fleet")!.get(1)!.map((s, r) => median(s.ttftMs) - median(samples.get("direct")!.get(1)![r]!.ttftMs));
+      const added = of("fleet", 1).map((s, r) => median(s.ttftMs) - median(of("direct", 1)[r]!.ttftMs));
       console.log(`\n1 stream: fleet ÷ direct = ${(rate(f1) / rate(d1)).toFixed(3)} (target ≥ 0.98; ${spread(ratios("fleet", "direct", 1))}); added median TTFT = ${(median(f1.ttftMs) - median(d1.ttftMs)).toFixed(2)} ms (target < 2 ms; per round ${added.map((x) => x.toFixed(2)).join(", ")})`);
       if (benchRounds.length) {
         const threads = [...benchRounds[0]!.keys()];
         const mean = (t: number) => benchRounds.reduce((n, m) => n + m.get(t)!, 0) / benchRounds.length;
         const best = threads.reduce((x, y) => (mean(y) > mean(x) ? y : x));
         console.log(`llama-bench tg${a.tokens}: ${threads.map((t) => `${t} thread${t > 1 ? "s" : ""} ${mean(t).toFixed(1)} tok/s`).join(", ")} (mean of ${benchRounds.length} runs, one per round)`);
-        const perRound = samples.get("fleet")!.get(1)!.map((s, r) => rate(s) / benchRounds[r]!.get(best)!);
+        const perRound = of("fleet", 1).map((s, r) => rate(s) / benchRounds[r]!.get(best)!);
         console.log(`1 stream: fleet ÷ llama-bench (best, ${best} thread${best > 1 ? "s" : ""}) = ${(rate(f1) / mean(best)).toFixed(3)} (target ≥ 0.9; ${spread(perRound)})`);
       }
+    }
+    if (server && a.streams.includes(8)) {
+      console.log(`8 streams: fleet ÷ llama-server -np 8 = ${(rate(total("fleet", 8)) / rate(total("llama-server", 8))).toFixed(3)} (target ≥ 1.0; ${spread(ratios("fleet", "llama-server", 8))})`);
     }
     if (a.intervals.length) {
       console.log("\nThe fleet at other --stream-interval values (the same rounds):");
       console.table(a.streams.map((c) => Object.fromEntries([["streams", c], ["fleet tok/s", rate(total("fleet", c)).toFixed(1)],
         ...a.intervals.flatMap((ms) => [[`${ms} ms tok/s`, rate(total(`fleet ${ms} ms`, c)).toFixed(1)], [`${ms} ms ÷ fleet (median of rounds)`, median(ratios(`fleet ${ms} ms`, "fleet", c)).toFixed(3)]])])));
-    }
-    if (server && a.streams.includes(8)) {
-      console.log(`8 streams: fleet ÷ llama-server -np 8 = ${(rate(total("fleet", 8)) / rate(total("llama-server", 8))).toFixed(3)} (target ≥ 1.0; ${spread(ratios("fleet", "llama-server", 8))})`);
     }
   } finally {
     for (const side of sides.values()) await side.close();

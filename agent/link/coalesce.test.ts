@@ -47,7 +47,8 @@ describe("ChunkBatcher", () => {
     slow.push("r", "x");
     slow.push("r", "y"); // the first flush: at once
     slow.push("r", "z");
-    slow.discard("r");
+    expect(slow.discard("r")).toBe(true);
+    expect(slow.discard("never-sent")).toBe(false);
     slow.end("r");
     slow.push("r", "again"); // a forgotten id starts over: its first piece goes at once
     slow.close();

@@ -4,10 +4,11 @@
  * A completion's first piece goes out at once: time to first token is what a user feels. A later
  * piece goes out at once too when the link's last flush is `intervalMs` old (a slow model's tokens
  * are not held back); otherwise it waits for the next flush, at most `intervalMs` away, and one
- * flush sends what every completion has gathered, in one message. A small model generates thousands of tokens a second,
- * and a message per token then costs the agent, the scheduler and the client more CPU than the
- * generation itself. With many streams, one timer and one message per flush (instead of one of
- * each per stream) also leave the event loop free for the generation loop between tokens.
+ * flush sends what every completion has gathered, in one message. A small model generates
+ * thousands of tokens a second, and a message per token then costs the agent, the scheduler and
+ * the client more CPU than the generation itself. With many streams, one timer and one message
+ * per flush (instead of one of each per stream) also leave the event loop free for the generation
+ * loop between tokens.
  */
 
 /** Text that became final for one completion since its last piece. */
@@ -51,9 +52,14 @@ export class ChunkBatcher {
     if (text) this.send([{ request_id: requestId, text }]);
   }
 
-  /** Drops what the completion has pending (it failed or was cancelled) and forgets it. */
-  discard(requestId: string): void {
+  /**
+   * Drops what the completion has pending (it failed or was cancelled) and forgets it.
+   * @returns whether any of its text went out.
+   */
+  discard(requestId: string): boolean {
+    const sent = this.started.has(requestId);
     this.forget(requestId);
+    return sent;
   }
 
   /** Drops everything (the link is gone). */

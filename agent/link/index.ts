@@ -151,20 +151,19 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     const ac = new AbortController();
     this.running.set(id, ac);
     const chunks = this.chunks!;
-    let sentText = false;
     try {
       const started = performance.now();
       const result = await this.options.engine.generate(req.model, req.messages.map(toTurn), {
         ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
         ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
         signal: ac.signal,
-        onText: (text) => { sentText ||= text.length > 0; chunks.push(id, text); },
+        onText: (text) => chunks.push(id, text),
       });
       chunks.end(id);
       send({ done: { request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens } } });
       this.options.logger.info({ requestId: req.trace_id, model: req.model, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason, ms: Math.round(performance.now() - started) }, "completion done");
     } catch (err) {
-      chunks.discard(id);
+      const sentText = chunks.discard(id);
       const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
       if (e.code !== "cancelled") this.options.logger.warn({ requestId: req.trace_id, code: e.code, err: e.message }, "completion failed");
       send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentText } });
