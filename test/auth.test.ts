@@ -1,8 +1,11 @@
 /** API keys (JWT, checked by signature and active key id) and per-key tier rate limits. */
+import { execFile } from "node:child_process";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SchedulerHandle } from "../scheduler/index.js";
-import { httpBase, inProcessScheduler } from "./helpers/fleet.js";
+import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
 
 let scheduler: SchedulerHandle;
 let base: string;
@@ -54,6 +57,21 @@ describe("401 authentication_error", () => {
     expect((await models(`Bearer ${token}`)).status).toBe(200);
     expect(scheduler.keys.revoke(id)).toBe(true);
     await expect401(await models(`Bearer ${token}`), "revoked_api_key");
+  });
+
+  it("revoked by `kiln keys revoke` in another process, on the scheduler's database: refused at the next request", async () => {
+    const db = join(tempDir(), "kiln.db");
+    const other = await inProcessScheduler({ db });
+    try {
+      const { id, token } = await other.keys.create({ account: "c", tier: "free" });
+      const list = () => fetch(`${httpBase(other)}/v1/models`, { headers: { authorization: `Bearer ${token}` } });
+      for (let i = 0; i < 2; i++) expect((await list()).status).toBe(200); // verified once, then remembered
+      const { stdout } = await promisify(execFile)(process.execPath, [resolve("bin/kiln.js"), "keys", "revoke", "--db", db, id]);
+      expect(stdout).toContain(`revoked ${id}`);
+      await expect401(await list(), "revoked_api_key");
+    } finally {
+      await other.close();
+    }
   });
 
   it("keys are stored hashed, never in clear", async () => {

@@ -166,6 +166,12 @@ describe("POST /v1/mcp/test", () => {
     expect(secret.body.error.message).toMatch(/^config\.authentication\.client_secret:/);
   });
 
+  it("a configuration over --max-body → 413 request_too_large", async () => {
+    const big = await call(standard, "POST", "/servers", { name: "big", server_type: "filesystem", config: { root_path: "/".repeat(5 * 1024 * 1024) } });
+    expect(big.status).toBe(413);
+    expect(big.body.error).toMatchObject({ type: "invalid_request_error", code: "request_too_large", message: expect.stringMatching(/^body:/) });
+  });
+
   it("502 with a clear message for an unreachable server, within the timeout", async () => {
     const created = await call(standard, "POST", "/servers", { name: "gone", server_type: "mcp", config: { transport: "stdio", command: "/nonexistent/mcp-server" } });
     const started = Date.now();

@@ -2,8 +2,14 @@
  * API keys: JWTs (HS256) signed by the scheduler. A key is accepted when its signature verifies,
  * it has not expired, and its key id (`jti`) is still active in the database with the same token
  * hash. Tokens are shown once at creation and stored only as SHA-256.
+ *
+ * A token whose signature and hash have been checked once is remembered (bounded), so a repeat
+ * request only checks its expiry and reads its key row again (revocation, from any process that
+ * shares the database, still takes effect at once). Verifying with jose on every request cost
+ * about 0.5 ms of each completion's time to first token: WebCrypto's HMAC runs on libuv's pool.
  */
 import { createHash, randomBytes, webcrypto } from "node:crypto";
+import type { Statement } from "better-sqlite3";
 import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
 import { AuthenticationError } from "../../core/errors.js";
 import { ensureSetting, type Db } from "../store/index.js";
@@ -37,17 +43,24 @@ export interface CreateKeyOptions {
 
 const sha256 = (s: string): string => createHash("sha256").update(s).digest("hex");
 
+/** How many verified tokens are remembered; past it the oldest is forgotten (and verified again when seen). */
+const VERIFIED_TOKENS = 10_000;
+
 interface KeyRow { id: string; account: string; tier: string; rpm: number | null; token_sha256: string; created_at: number; expires_at: number | null; revoked_at: number | null }
 
 export class KeyService {
   private readonly secret: Uint8Array;
   /** The secret imported once as an HMAC key: verifying with raw bytes would import it on every request. */
   private verifyKey: Promise<webcrypto.CryptoKey> | undefined;
+  /** Tokens whose signature and hash matched: token → key id and expiry (epoch seconds). */
+  private readonly verified = new Map<string, { jti: string; exp: number | undefined }>();
+  private readonly keyRow: Statement<[string], KeyRow>;
 
   /** @param jwtSecret signing secret; when unset, one is generated once and kept in the database. */
   constructor(private readonly db: Db, jwtSecret?: string) {
     const secret = jwtSecret ?? ensureSetting(db, "jwt_secret", randomBytes(32).toString("base64url"));
     this.secret = new TextEncoder().encode(secret);
+    this.keyRow = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE id = ?");
   }
 
   /** Creates (or re-tiers) the account and issues a key; the token is returned only here. */
@@ -86,17 +99,29 @@ export class KeyService {
     const m = /^Bearer ([^\s]+)$/.exec(header);
     if (!m) throw new AuthenticationError("invalid_auth_scheme", "Authorization: expected exactly `Bearer <API_KEY>` (scheme Bearer, one space, no extra spaces)");
     const token = m[1]!;
-    let jti: string | undefined;
+    const known = this.verified.get(token);
+    if (known) {
+      if (known.exp !== undefined && known.exp * 1000 <= Date.now()) throw new AuthenticationError("expired_api_key", "Authorization: this API key has expired");
+      return this.active(this.keyRow.get(known.jti));
+    }
+    let jti: string | undefined, exp: number | undefined;
     try {
       this.verifyKey ??= webcrypto.subtle.importKey("raw", this.secret, { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
-      const { payload } = await jwtVerify(token, await this.verifyKey, { issuer: ISSUER, algorithms: ["HS256"] });
-      jti = payload.jti;
+      ({ payload: { jti, exp } } = await jwtVerify(token, await this.verifyKey, { issuer: ISSUER, algorithms: ["HS256"] }));
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) throw new AuthenticationError("expired_api_key", "Authorization: this API key has expired");
       throw new AuthenticationError("invalid_api_key", "Authorization: the API key is not valid (bad format or signature)");
     }
-    const row = jti ? (this.db.prepare("SELECT * FROM api_keys WHERE id = ?").get(jti) as KeyRow | undefined) : undefined;
+    const row = jti ? this.keyRow.get(jti) : undefined;
     if (!row || row.token_sha256 !== sha256(token)) throw new AuthenticationError("invalid_api_key", "Authorization: the API key is not known to this service");
+    if (this.verified.size >= VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(token, { jti: row.id, exp });
+    return this.active(row);
+  }
+
+  /** The key row of a verified token, unless it has been revoked (or deleted) since. */
+  private active(row: KeyRow | undefined): KeyRecord {
+    if (!row) throw new AuthenticationError("invalid_api_key", "Authorization: the API key is not known to this service");
     if (row.revoked_at !== null) throw new AuthenticationError("revoked_api_key", "Authorization: this API key has been revoked");
     return toRecord(row);
   }

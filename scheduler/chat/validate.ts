@@ -24,16 +24,6 @@ function wrongType(field: string, expected: string, value: unknown): never {
   throw new InvalidRequestError("invalid_type", `${field}: expected ${expected}, got ${typeName(value)}`, field);
 }
 
-/** Parses the raw body text; malformed JSON is a 400 `invalid_json`. */
-export function parseJsonBody(text: string): unknown {
-  if (!text.trim()) throw new InvalidRequestError("invalid_json", "body: empty; expected a JSON object");
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new InvalidRequestError("invalid_json", `body: malformed JSON (${(err as Error).message})`);
-  }
-}
-
 export function validateChatCompletion(body: unknown): ChatCompletionBody {
   if (typeof body !== "object" || body === null || Array.isArray(body)) wrongType("body", "a JSON object", body);
   const b = body as Record<string, unknown>;

@@ -6,10 +6,9 @@
  */
 import { Hono } from "hono";
 import { InvalidRequestError, NotFoundError } from "../../core/errors.js";
-import { bearerToken, staticFiles } from "../../core/http/index.js";
+import { bearerToken, readJsonBody, staticFiles } from "../../core/http/index.js";
 import { existingOr } from "../../core/paths.js";
 import { isTier, TIERS, type KeyService } from "../auth/index.js";
-import { parseJsonBody } from "../chat/index.js";
 import { SERVER_TYPES, testMcpServer, validateMcpConfig, type McpStore } from "../mcp/index.js";
 
 /** The static folder: beside this module in the sources, or back in the sources from dist/. */
@@ -20,6 +19,8 @@ export interface DashboardDeps {
   mcp: McpStore;
   adminToken?: string;
   mcpTestTimeoutMs: number;
+  /** Largest accepted JSON body, in bytes. */
+  maxBodyBytes: number;
 }
 
 export function dashboardRoutes(deps: DashboardDeps): Hono {
@@ -47,7 +48,7 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
     return c.json({ data: [...byAccount.values()] });
   });
   api.post("/keys", async (c) => {
-    const body = parseJsonBody(await c.req.text()) as Record<string, unknown>;
+    const body = await readJsonBody(c, deps.maxBodyBytes) as Record<string, unknown>;
     const account = typeof body?.account === "string" ? body.account.trim() : "";
     if (!/^[\w.@-]{1,64}$/.test(account)) throw new InvalidRequestError("invalid_account", "account: 1–64 letters, digits, _ . @ or -");
     const tier = String(body.tier ?? "");
@@ -67,10 +68,10 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
     return s;
   };
   api.get("/accounts/:account/mcp", (c) => c.json({ data: deps.mcp.list(c.req.param("account")) }));
-  api.post("/accounts/:account/mcp", async (c) => c.json(deps.mcp.create(c.req.param("account"), validateMcpConfig(parseJsonBody(await c.req.text()))), 201));
+  api.post("/accounts/:account/mcp", async (c) => c.json(deps.mcp.create(c.req.param("account"), validateMcpConfig(await readJsonBody(c, deps.maxBodyBytes))), 201));
   api.put("/accounts/:account/mcp/:id", async (c) => {
     owned(c.req.param("account"), c.req.param("id"));
-    return c.json(deps.mcp.update(c.req.param("account"), c.req.param("id"), validateMcpConfig(parseJsonBody(await c.req.text()))));
+    return c.json(deps.mcp.update(c.req.param("account"), c.req.param("id"), validateMcpConfig(await readJsonBody(c, deps.maxBodyBytes))));
   });
   api.delete("/accounts/:account/mcp/:id", (c) => {
     owned(c.req.param("account"), c.req.param("id"));

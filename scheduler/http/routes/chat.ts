@@ -4,24 +4,19 @@
  * too long) get their own status; later failures become an SSE error event.
  */
 import { Hono, type Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
-import { KilnError, PayloadTooLargeError } from "../../../core/errors.js";
+import { KilnError } from "../../../core/errors.js";
 import type { SchedulerMetrics } from "../../metrics.js";
 import type { Logger } from "../../../core/log.js";
-import { chunkBody, completionBody, completionId, parseJsonBody, usage, usageChunkBody, validateChatCompletion, type ChatCompletionBody } from "../../chat/index.js";
+import { chunkBody, completionBody, completionId, usage, usageChunkBody, validateChatCompletion, type ChatCompletionBody } from "../../chat/index.js";
 import type { CompletionEvent, Fleet } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
-import { errorResponse } from "../../../core/http/index.js";
+import { readJsonBody } from "../../../core/http/index.js";
 
 export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger, metrics: SchedulerMetrics): Hono<AppEnv> {
   return new Hono<AppEnv>().post(
     "/",
-    bodyLimit({
-      maxSize: maxBodyBytes,
-      onError: (c) => errorResponse(c as Context<AppEnv>, new PayloadTooLargeError("request_too_large", `body: larger than the ${maxBodyBytes}-byte limit`)),
-    }),
     async (c) => {
-      const body = validateChatCompletion(parseJsonBody(await c.req.text()));
+      const body = validateChatCompletion(await readJsonBody(c, maxBodyBytes));
       const events = metrics.measure(fleet.submit(body, c.req.raw.signal, c.get("requestId")), body.model);
       const first = await events.next(); // throws the KilnError of a request that never started
       const id = completionId();
@@ -50,27 +45,27 @@ function streamCompletion(
   { id, created, body, logger }: { id: string; created: number; body: ChatCompletionBody; logger: Logger },
 ): Response {
   const encoder = new TextEncoder();
-  const sse = (data: unknown): Uint8Array => encoder.encode(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+  const sse = (data: unknown): string => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
+  /** One event's SSE text; each event is one write (the role chunk rides with the first), so a client gets it in one read. */
+  const eventText = (e: CompletionEvent): string => e.type === "text"
+    ? sse(chunkBody(id, created, body.model, { content: e.text }, null))
+    : sse(chunkBody(id, created, body.model, {}, e.finishReason))
+      + (body.includeUsage ? sse(usageChunkBody(id, created, body.model, usage(e.promptTokens, e.completionTokens))) : "")
+      + sse("[DONE]");
   let finished = false;
   const stop = (): void => { if (!finished) { finished = true; void events.return?.(); } };
   const readable = new ReadableStream<Uint8Array>({
     async start(controller) {
+      let text = sse(chunkBody(id, created, body.model, { role: "assistant", content: "" }, null));
       try {
-        controller.enqueue(sse(chunkBody(id, created, body.model, { role: "assistant", content: "" }, null)));
         for (let r = first; !r.done && !finished; r = await events.next()) {
-          const e = r.value;
-          if (e.type === "text") {
-            controller.enqueue(sse(chunkBody(id, created, body.model, { content: e.text }, null)));
-          } else {
-            controller.enqueue(sse(chunkBody(id, created, body.model, {}, e.finishReason)));
-            if (body.includeUsage) controller.enqueue(sse(usageChunkBody(id, created, body.model, usage(e.promptTokens, e.completionTokens))));
-            controller.enqueue(sse("[DONE]"));
-          }
+          controller.enqueue(encoder.encode(text + eventText(r.value)));
+          text = "";
         }
       } catch (err) {
         const kiln = err instanceof KilnError ? err.toBody() : { error: { message: "internal error", type: "server_error", code: "internal_error" } };
         if (!(err instanceof KilnError)) logger.error({ err }, "stream failed");
-        if (!finished) controller.enqueue(sse(kiln));
+        if (!finished) controller.enqueue(encoder.encode(text + sse(kiln)));
       }
       finished = true;
       try { controller.close(); } catch { /* the client is gone */ }
@@ -78,5 +73,5 @@ function streamCompletion(
     cancel: stop,
   });
   c.req.raw.signal.addEventListener("abort", stop, { once: true });
-  return c.body(readable, 200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
+  return c.body(readable, 200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
 }

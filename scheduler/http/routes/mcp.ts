@@ -6,7 +6,7 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import { InvalidRequestError, NotFoundError, PermissionError } from "../../../core/errors.js";
 import { tierAtLeast } from "../../auth/index.js";
-import { parseJsonBody } from "../../chat/index.js";
+import { readJsonBody } from "../../../core/http/index.js";
 import { testMcpServer, validateMcpConfig, type McpStore } from "../../mcp/index.js";
 import type { AppEnv } from "../env.js";
 
@@ -16,7 +16,7 @@ const standardTier: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
-export function mcpRoutes(store: McpStore, testTimeoutMs: number): Hono<AppEnv> {
+export function mcpRoutes(store: McpStore, testTimeoutMs: number, maxBodyBytes: number): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use("*", standardTier);
   const owned = (account: string, id: string) => {
@@ -26,18 +26,18 @@ export function mcpRoutes(store: McpStore, testTimeoutMs: number): Hono<AppEnv> 
   };
 
   app.post("/test", async (c) => {
-    const body = parseJsonBody(await c.req.text()) as Record<string, unknown> | null;
+    const body = await readJsonBody(c, maxBodyBytes) as Record<string, unknown> | null;
     const id = body && typeof body === "object" ? body.server_id : undefined;
     if (typeof id !== "string" || !id) throw new InvalidRequestError("missing_required_field", "server_id: required (a string)");
     return c.json(await testMcpServer(owned(c.get("identity").account, id), testTimeoutMs));
   });
   app.get("/servers", (c) => c.json({ object: "list", data: store.list(c.get("identity").account) }));
-  app.post("/servers", async (c) => c.json(store.create(c.get("identity").account, validateMcpConfig(parseJsonBody(await c.req.text()))), 201));
+  app.post("/servers", async (c) => c.json(store.create(c.get("identity").account, validateMcpConfig(await readJsonBody(c, maxBodyBytes))), 201));
   app.get("/servers/:id", (c) => c.json(owned(c.get("identity").account, c.req.param("id"))));
   app.put("/servers/:id", async (c) => {
     const account = c.get("identity").account;
     owned(account, c.req.param("id"));
-    return c.json(store.update(account, c.req.param("id"), validateMcpConfig(parseJsonBody(await c.req.text()))));
+    return c.json(store.update(account, c.req.param("id"), validateMcpConfig(await readJsonBody(c, maxBodyBytes))));
   });
   app.delete("/servers/:id", (c) => {
     const account = c.get("identity").account;

@@ -1,0 +1,90 @@
+/** `readJsonBody` over a real Node HTTP server (the adapter's `IncomingMessage` path) and over `app.request` (the web stream path). */
+import { request } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Hono } from "hono";
+import { onError } from "./errors.js";
+import { listenHttp, type HttpListener } from "./listen.js";
+import { readJsonBody } from "./body.js";
+import { createLogger } from "../log.js";
+
+const LIMIT = 1024;
+const app = new Hono();
+app.onError(onError(createLogger("test", "silent")));
+let calls = 0;
+app.post("/echo", async (c) => {
+  calls++;
+  return c.json({ got: await readJsonBody(c, LIMIT) });
+});
+
+let server: HttpListener;
+beforeAll(async () => { server = await listenHttp(app.fetch, { host: "127.0.0.1", port: 0 }); });
+afterAll(() => server?.close());
+
+/** POSTs `parts` as separate writes, chunked unless `length` is given; resolves status and body. */
+function post(parts: string[], length?: number): Promise<{ status: number; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port: server.address.port, path: "/echo", method: "POST",
+      headers: { "content-type": "application/json", ...(length !== undefined ? { "content-length": length } : {}) } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (d: string) => { text += d; }).on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text) as Record<string, unknown> }));
+    });
+    req.on("error", reject);
+    // Parts in separate turns of the event loop, so the server sees them arrive one by one.
+    const write = (i: number): void => { if (i === parts.length) { req.end(); return; } req.write(parts[i]); setTimeout(() => write(i + 1), 5); };
+    write(0);
+  });
+}
+
+describe("readJsonBody on Node's IncomingMessage", () => {
+  it("reads a body sent in one piece and one sent in several (chunked), UTF-8 split across pieces", async () => {
+    const whole = JSON.stringify({ a: "héllo" });
+    expect(await post([whole], Buffer.byteLength(whole))).toEqual({ status: 200, body: { got: { a: "héllo" } } });
+    const bytes = Buffer.from(whole);
+    const cut = bytes.indexOf(0xc3) + 1; // inside the two bytes of "é"
+    const parts = [bytes.subarray(0, cut).toString("latin1"), bytes.subarray(cut).toString("latin1")];
+    const res = await new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+      const req = request({ host: "127.0.0.1", port: server.address.port, path: "/echo", method: "POST" }, (r) => {
+        let t = ""; r.setEncoding("utf8").on("data", (d: string) => { t += d; }).on("end", () => resolve({ status: r.statusCode!, body: JSON.parse(t) }));
+      });
+      req.on("error", reject);
+      req.write(Buffer.from(parts[0]!, "latin1"));
+      setTimeout(() => req.end(Buffer.from(parts[1]!, "latin1")), 5);
+    });
+    expect(res).toEqual({ status: 200, body: { got: { a: "héllo" } } });
+  });
+
+  it("a declared Content-Length over the limit → 413 before the handler reads anything", async () => {
+    const body = JSON.stringify({ a: "x".repeat(LIMIT) });
+    const before = calls;
+    const res = await post([body], Buffer.byteLength(body));
+    expect(res.status).toBe(413);
+    expect(res.body.error).toMatchObject({ type: "invalid_request_error", code: "request_too_large", message: expect.stringMatching(/^body:/) });
+    expect(calls).toBe(before + 1);
+  });
+
+  it("a chunked body that passes the limit → 413, and the server keeps serving", async () => {
+    const res = await post(['{"a":"', "x".repeat(600), "x".repeat(600), '"}']);
+    expect(res.status).toBe(413);
+    expect(res.body.error).toMatchObject({ code: "request_too_large" });
+    expect((await post(['{"b":', "1}"])).body).toEqual({ got: { b: 1 } });
+  });
+
+  it("empty and malformed bodies → 400 invalid_json naming body", async () => {
+    for (const parts of [[], ['{"a":']]) {
+      const res = await post(parts);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: "invalid_json", message: expect.stringMatching(/^body:/) });
+    }
+  });
+});
+
+describe("readJsonBody without Node (app.request: a web stream body)", () => {
+  it("reads it, and refuses one over the limit with 413", async () => {
+    const before = calls;
+    const ok = await app.request("/echo", { method: "POST", body: JSON.stringify({ a: 1 }) });
+    expect(await ok.json()).toEqual({ got: { a: 1 } });
+    const big = await app.request("/echo", { method: "POST", body: new ReadableStream({ start(c) { c.enqueue(new Uint8Array(LIMIT + 1).fill(32)); c.close(); } }), duplex: "half" } as RequestInit);
+    expect(big.status).toBe(413);
+    expect(calls).toBe(before + 2);
+  });
+});
