@@ -1,7 +1,7 @@
 /**
  * Chat benchmark, every side measured in one run on the same GGUF file and machine:
  *
- *   npm run bench:chat -- [--model PATH | --bench-model] [--threads N] [--tokens N] [--rounds N] [--streams 1,2,4,8] [--no-reference] [--stream-intervals 10,100]
+ *   npm run bench:chat -- [--model PATH | --bench-model] [--threads N] [--tokens N] [--rounds N] [--streams 1,2,4,8] [--ttft-samples N] [--no-reference] [--stream-intervals 10,100]
  *
  * - direct: Kiln's LLM engine in this process (node-llama-cpp, the agent's own generation loop, no network);
  * - fleet: the whole path, HTTP → scheduler → gRPC → agent, in a `kiln dev` child process, streamed over SSE
@@ -78,10 +78,15 @@ interface Side { one: One; close: () => Promise<void> }
 
 const prompt = (i: number) => `Story number ${i}: once upon a time`;
 
-/** One round of c concurrent streams; stream s of round r gets prompt r·8+s. */
+/**
+ * One round of c concurrent streams; stream s of round r gets prompt r·8+s. Below 4 streams the
+ * round runs 4/c times over, so that every point measures about as many tokens (a single
+ * 128-token stream was too short a sample on a machine whose speed drifts).
+ */
 async function round(one: One, c: number, r: number, maxTokens: number): Promise<Sample> {
+  const results: Stream[] = [];
   const t0 = performance.now();
-  const results = await Promise.all(Array.from({ length: c }, (_, s) => one(r * 8 + s, maxTokens)));
+  for (let k = 0; k < Math.max(1, Math.round(4 / c)); k++) results.push(...await Promise.all(Array.from({ length: c }, (_, s) => one(r * 8 + s + k * 100, maxTokens))));
   const seconds = (performance.now() - t0) / 1000;
   const timed = results.filter((x) => !Number.isNaN(x.ttft));
   return {
@@ -107,7 +112,7 @@ async function startDirect(modelPath: string, a: Args): Promise<Side> {
 function sseClient(base: string, key: string, model: string): One {
   const url = new URL(`${base}/chat/completions`);
   const agent = new Agent({ keepAlive: true });
-  return (i, maxTokens) => new Promise<Stream>((resolve, reject) => {
+  const attempt = (i: number, maxTokens: number, retry: boolean): Promise<Stream> => new Promise<Stream>((resolve, reject) => {
     const body = JSON.stringify({ model, messages: [{ role: "user", content: prompt(i) }], max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } });
     const fail = (err: Error) => reject(new Error(`${base}: ${err.message}`, { cause: err }));
     const start = performance.now();
@@ -125,9 +130,15 @@ function sseClient(base: string, key: string, model: string): One {
         resolve({ tokens: usage ? Number(usage[1]) : 0, ttft, rest: performance.now() - start - ttft });
       });
     });
-    req.on("error", fail);
+    req.on("error", (err: NodeJS.ErrnoException) => {
+      // An idle keep-alive socket the server closed just as it was reused (the rounds pause while
+      // llama-bench runs, longer than the servers' 5 s keep-alive): Node's documented case for one retry.
+      if (retry && req.reusedSocket && err.code === "ECONNRESET") attempt(i, maxTokens, false).then(resolve, reject);
+      else fail(err);
+    });
     req.end(body);
   });
+  return (i, maxTokens) => attempt(i, maxTokens, true);
 }
 
 function stop(child: ChildProcess): Promise<void> {
@@ -250,8 +261,8 @@ async function main(): Promise<void> {
         const direct = ttftPairs.map((p) => p[0]), fleet = ttftPairs.map((p) => p[1]);
         console.log(`1 stream: added median TTFT = ${(median(fleet) - median(direct)).toFixed(2)} ms (target < 2 ms; fleet ${median(fleet).toFixed(2)} ms, direct ${median(direct).toFixed(2)} ms over ${ttftPairs.length} short requests each, taking turns; median of the pairs' differences ${median(ttftPairs.map((p) => p[1] - p[0])).toFixed(2)} ms)`);
       }
-      const gen = (name: string) => of(name, 1).map((s) => s.genRates[0]!);
-      console.log(`1 stream, generation speed (tokens after the first ÷ time after the first, mean of rounds): direct ${mean(gen("direct")).toFixed(1)}, fleet ${mean(gen("fleet")).toFixed(1)} tok/s${server ? `, llama-server ${mean(gen("llama-server")).toFixed(1)}` : ""}`);
+      const gen = (name: string) => of(name, 1).map((s) => mean(s.genRates));
+      console.log(`1 stream, generation speed (tokens after the first ÷ time after the first, mean of rounds): direct ${mean(gen("direct")).toFixed(1)}, fleet ${mean(gen("fleet")).toFixed(1)} tok/s${server ? `, llama-server ${mean(gen("llama-server")).toFixed(1)} (fleet ÷ llama-server ${(mean(gen("fleet")) / mean(gen("llama-server"))).toFixed(3)}: both sample and detokenize every token, which llama-bench does not)` : ""}`);
       if (benchRounds.length) {
         const threads = [...benchRounds[0]!.keys()];
         const benchMean = (t: number) => mean(benchRounds.map((m) => m.get(t)!));

@@ -3,12 +3,13 @@ import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hono } from "hono";
 import { onError } from "./errors.js";
+import type { RequestIdEnv } from "./request-id.js";
 import { listenHttp, type HttpListener } from "./listen.js";
 import { readJsonBody } from "./body.js";
 import { createLogger } from "../log.js";
 
 const LIMIT = 1024;
-const app = new Hono();
+const app = new Hono<RequestIdEnv>();
 app.onError(onError(createLogger("test", "silent")));
 let calls = 0;
 app.post("/echo", async (c) => {

@@ -60,7 +60,8 @@ function readIncoming(incoming: IncomingMessage, maxBytes: number): Promise<Buff
     };
     const onEnd = () => settle(() => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
     const onError = (err: Error) => settle(() => reject(err));
-    const onClose = () => { if (!incoming.complete) settle(() => reject(new Error("the client closed the connection before the body was complete"))); };
+    // The client is gone; this only keeps the handler from waiting forever (and from logging a server error).
+    const onClose = () => { if (!incoming.complete) settle(() => reject(new InvalidRequestError("incomplete_body", "body: the connection closed before the body was complete"))); };
     incoming.on("data", onData).on("end", onEnd).on("error", onError).on("close", onClose);
   });
 }
