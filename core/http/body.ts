@@ -21,7 +21,7 @@ export async function readJsonBody(c: Context, maxBytes: number): Promise<unknow
 }
 
 /** Parses body text; empty or malformed JSON is a 400 `invalid_json` naming `body`. */
-export function parseJsonBody(text: string): unknown {
+function parseJsonBody(text: string): unknown {
   if (!text.trim()) throw new InvalidRequestError("invalid_json", "body: empty; expected a JSON object");
   try {
     return JSON.parse(text);
@@ -31,7 +31,7 @@ export function parseJsonBody(text: string): unknown {
 }
 
 /** The request body as UTF-8 text, at most `maxBytes` bytes; throws `PayloadTooLargeError` past that. */
-export async function readBodyText(c: Context, maxBytes: number): Promise<string> {
+async function readBodyText(c: Context, maxBytes: number): Promise<string> {
   const declared = c.req.header("content-length");
   if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge(maxBytes);
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;

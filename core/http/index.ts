@@ -4,4 +4,4 @@ export { requestId, type RequestIdEnv } from "./request-id.js";
 export { listenHttp, type HttpListener } from "./listen.js";
 export { bearerToken } from "./bearer.js";
 export { staticFiles } from "./static.js";
-export { readBodyText, readJsonBody, parseJsonBody } from "./body.js";
+export { readJsonBody } from "./body.js";
