@@ -46,7 +46,7 @@ describe("readJsonBody on Node's IncomingMessage", () => {
     expect(res).toEqual({ status: 200, body: { got: { a: "héllo" } } });
   });
 
-  it("a declared Content-Length over the limit → 413 before the handler reads anything", async () => {
+  it("a declared Content-Length over the limit → 413 from the handler, refused on the header alone", async () => {
     const body = JSON.stringify({ a: "x".repeat(LIMIT) });
     const before = calls;
     const res = await post([body], Buffer.byteLength(body));
