@@ -17,14 +17,25 @@
  * CPU reports, and installed as `libggml-cpu-kiln.so` beside node-llama-cpp's own variants and
  * libggml-base. Linux x86-64 only; elsewhere, or without cmake, git and a compiler, the stock
  * backend stays and the agent defaults to cores − 1 threads. `KILN_SKIP_LLAMA_BUILD=1` skips it.
+ *
+ * Then node-llama-cpp's addon itself (about 25 s): `patches/npm` makes its decode worker also sample
+ * the batch's next tokens, which saves a thread-pool round trip per generated token. Its sources ship
+ * in the package; `scripts/llama-addon/CMakeLists.txt` compiles them against the bundled release's
+ * headers and links the libraries already in the prebuilt folder, so llama.cpp itself stays
+ * node-llama-cpp's build. node-llama-cpp's own addon is kept as `llama-addon.stock.node`; the
+ * patched JavaScript works with either (the stock addon ignores what it is not asked for).
  */
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CPU_BACKEND_FILE, CPU_BACKEND_STAMP, installedCpuBackend, prebuiltCpuBinsDir, x86Features, type CpuBackendStamp } from "../agent/llm/cpu-backend.js";
+import {
+  ADDON_FILE, ADDON_STAMP, CPU_BACKEND_FILE, CPU_BACKEND_STAMP, installedAddon, installedCpuBackend, prebuiltCpuBinsDir, STOCK_ADDON_FILE, x86Features,
+  type AddonStamp, type CpuBackendStamp,
+} from "../agent/llm/cpu-backend.js";
 import { run } from "./lib/run.js";
 
 const require = createRequire(import.meta.url);
@@ -94,6 +105,65 @@ export function restoreCpuBackend(dir: string): void {
   rmSync(join(dir, CPU_BACKEND_STAMP), { force: true });
 }
 
+/** node-llama-cpp's addon sources (C++), as patch-package left them. */
+function addonSourcesDir(): string {
+  return join(llamaPackageDir(), "addon");
+}
+
+/** sha256 over node-llama-cpp's addon sources, file names included. */
+function addonSourcesHash(): string {
+  const hash = createHash("sha256");
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else hash.update(entry.name).update(readFileSync(path));
+    }
+  };
+  walk(addonSourcesDir());
+  return hash.digest("hex");
+}
+
+/**
+ * Builds node-llama-cpp's addon from its sources (patched by `patches/npm`: the decode worker also
+ * samples the batch's tokens) against the bundled release's headers, linked to the llama.cpp and
+ * ggml libraries already in `dir`, node-llama-cpp's prebuilt folder; about 25 s on two cores.
+ * Returns the built file once it loads with every symbol resolved.
+ */
+export function buildAddon(dir: string): { file: string; stamp: AddonStamp } {
+  const nodeInclude = join(dirname(dirname(process.execPath)), "include", "node");
+  if (!existsSync(join(nodeInclude, "node_api.h"))) throw new Error(`Node's headers are not in ${nodeInclude}`);
+  const napiInclude = resolve(dirname(require.resolve("node-addon-api/package.json", { paths: [llamaPackageDir()] })));
+  // the libraries the prebuilt addon links: libllama.<variant>.so, libllama-common.so, libggml.<variant>.so, libggml-base.so
+  const libraries = readdirSync(dir).filter((f) => /^lib(llama|llama-common|ggml|ggml-base)(\.v[\w.-]+)?\.so$/.test(f)).map((f) => join(dir, f));
+  const src = source("llama.cpp-kiln", PATCH); // its headers are the release's own: the patch changes two .c/.cpp files
+  const build = join(CACHE_DIR, "build-addon");
+  run("cmake", ["-S", join(ROOT, "scripts", "llama-addon"), "-B", build, "-DCMAKE_BUILD_TYPE=Release", `-DNLC_ADDON_DIR=${addonSourcesDir()}`,
+    `-DLLAMA_SOURCE=${src}`, `-DNODE_INCLUDE=${nodeInclude}`, `-DNAPI_INCLUDE=${napiInclude}`, `-DLINK_LIBRARIES=${libraries.join(";")}`], { log: LOG });
+  run("cmake", ["--build", build, "-j", String(cpus().length)], { log: LOG });
+  const file = join(build, ADDON_FILE);
+  // Load it as node-llama-cpp will, but with every symbol bound now: a mismatch fails here, not in the agent.
+  const check = spawnSync(process.execPath, ["-e", `process.dlopen({ exports: {} }, ${JSON.stringify(file)})`], {
+    env: { ...process.env, LD_LIBRARY_PATH: dir, LD_BIND_NOW: "1" }, encoding: "utf8",
+  });
+  if (check.status !== 0) throw new Error(`the built addon does not load: ${check.stderr.trim().split("\n")[0]}`);
+  return { file, stamp: { release: bundledRelease(), sources: addonSourcesHash() } };
+}
+
+/** Installs a built addon in place of node-llama-cpp's own, which is kept beside it. */
+export function installAddon(file: string, stamp: AddonStamp, dir: string): void {
+  if (!existsSync(join(dir, STOCK_ADDON_FILE))) renameSync(join(dir, ADDON_FILE), join(dir, STOCK_ADDON_FILE));
+  copyFileSync(file, join(dir, `${ADDON_FILE}.tmp`));
+  renameSync(join(dir, `${ADDON_FILE}.tmp`), join(dir, ADDON_FILE));
+  writeFileSync(join(dir, ADDON_STAMP), JSON.stringify(stamp, null, 2));
+}
+
+/** Puts node-llama-cpp's own addon back. */
+export function restoreAddon(dir: string): void {
+  if (existsSync(join(dir, STOCK_ADDON_FILE))) renameSync(join(dir, STOCK_ADDON_FILE), join(dir, ADDON_FILE));
+  rmSync(join(dir, ADDON_STAMP), { force: true });
+}
+
 /** llama.cpp's own reference programs, built from the unpatched release (the benchmark's baseline). */
 export interface LlamaTools {
   bench: string;
@@ -121,25 +191,48 @@ function main(): void {
   }
   const dir = prebuiltCpuBinsDir();
   if (args.includes("--restore")) {
-    if (dir) restoreCpuBackend(dir);
-    console.log("build-llama: node-llama-cpp's own CPU backends restored");
+    if (dir) {
+      restoreCpuBackend(dir);
+      restoreAddon(dir);
+    }
+    console.log("build-llama: node-llama-cpp's own CPU backends and addon restored");
     return;
   }
   if (process.env.KILN_SKIP_LLAMA_BUILD) return console.log("build-llama: skipped (KILN_SKIP_LLAMA_BUILD)");
   if (!dir || process.arch !== "x64") return console.log("build-llama: not Linux x86-64; node-llama-cpp's own CPU backend stays");
-  const current = installedCpuBackend();
+  const force = args.includes("--force");
+  const backend = installedCpuBackend();
   const features = x86Features();
-  if (!args.includes("--force") && current && current.release === bundledRelease() && current.patch === sha256(PATCH) && current.features.join() === features.join()) {
-    return console.log("build-llama: the shared-threadpool CPU backend is already installed");
+  if (!force && backend && backend.release === bundledRelease() && backend.patch === sha256(PATCH) && backend.features.join() === features.join()) {
+    console.log("build-llama: the shared-threadpool CPU backend is already installed");
+  } else {
+    buildStep("the shared-threadpool CPU backend", `${features.length} SIMD features`, () => {
+      const { file, stamp } = buildCpuBackend();
+      installCpuBackend(file, stamp, dir);
+    });
   }
+  const addon = installedAddon();
+  if (!force && addon && addon.release === bundledRelease() && addon.sources === addonSourcesHash()) {
+    console.log("build-llama: the addon that samples in its decode worker is already installed");
+  } else {
+    buildStep("the addon that samples in its decode worker", "node-llama-cpp's sources as patches/npm patches them", () => {
+      const { file, stamp } = buildAddon(dir);
+      installAddon(file, stamp, dir);
+    });
+  }
+}
+
+/**
+ * Runs one build-and-install step. A failure only warns: the agent works with node-llama-cpp's own
+ * binaries (slower), so it must never fail `npm install`.
+ */
+function buildStep(what: string, detail: string, step: () => void): void {
   try {
     const started = Date.now();
-    const { file, stamp } = buildCpuBackend();
-    installCpuBackend(file, stamp, dir);
-    console.log(`build-llama: installed the shared-threadpool CPU backend (${features.length} SIMD features) in ${Math.round((Date.now() - started) / 1000)} s`);
+    step();
+    console.log(`build-llama: installed ${what} (${detail}) in ${Math.round((Date.now() - started) / 1000)} s`);
   } catch (err) {
-    // The agent works without it (slower with more than one thread): never fail the install.
-    console.warn(`build-llama: could not build the patched CPU backend (${err instanceof Error ? err.message : String(err)}); node-llama-cpp's own stays`);
+    console.warn(`build-llama: could not build ${what} (${err instanceof Error ? err.message : String(err)}); node-llama-cpp's own stays`);
   }
 }
 

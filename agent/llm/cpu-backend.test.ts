@@ -1,7 +1,8 @@
-/** Which CPU backend node-llama-cpp loads, on the real binding. */
+/** Which CPU backend and addon node-llama-cpp loads, on the real binding. */
 import { describe, expect, it } from "vitest";
-import { getLlama, LlamaLogLevel } from "node-llama-cpp";
-import { CPU_BACKEND_FILE, installedCpuBackend, physicalCores, x86Features } from "./cpu-backend.js";
+import { getLlama, LlamaLogLevel, type LlamaContext, type Token } from "node-llama-cpp";
+import { TINY_MODEL } from "../../test/helpers/fleet.js";
+import { CPU_BACKEND_FILE, installedAddon, installedCpuBackend, physicalCores, x86Features } from "./cpu-backend.js";
 
 describe("CPU backend", () => {
   it("names the ggml SIMD options a CPU's flags allow (AVX-512 needs all five base flags)", () => {
@@ -24,5 +25,57 @@ describe("CPU backend", () => {
     const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.debug, logger: (_level, message) => { if (message.includes("loaded CPU backend")) loaded.push(message); } });
     await llama.dispose();
     expect(loaded.join("\n")).toContain(CPU_BACKEND_FILE);
+  });
+
+  const addon = installedAddon();
+  it.skipIf(!addon)(`the decode worker samples the next token (Kiln's build of the addon), as the separate sampling call would${addon ? "" : " (skipped: not installed here; npm install builds it on Linux with cmake and Node's headers)"}`, async () => {
+    const llama = await getLlama({ gpu: false, build: "never" });
+    try {
+      const model = await llama.loadModel({ modelPath: TINY_MODEL });
+      const context = await model.createContext({ contextSize: 256, sequences: 1, threads: 1 });
+      // Count the two native calls (node-llama-cpp's internal binding object; the patch works on it)
+      const calls = { sampleToken: 0, presampled: 0 };
+      const internal = context as unknown as { _ctx: Record<string, unknown> };
+      const native = internal._ctx;
+      internal._ctx = new Proxy(native, {
+        get(target, key) {
+          const value = target[key as string];
+          if (typeof value !== "function") return value;
+          if (key === "sampleToken") return (...args: unknown[]) => (calls.sampleToken++, value.apply(target, args));
+          if (key === "decodeBatch") return async (...args: unknown[]) => {
+            const result: unknown = await value.apply(target, args);
+            if (Array.isArray(result)) calls.presampled += result.length;
+            return result;
+          };
+          return value.bind(target);
+        },
+      });
+      const sequence = context.getSequence();
+      const generate = async (options: { temperature: number; seed?: number }, viaSampleToken: boolean): Promise<Token[]> => {
+        await sequence.clearHistory();
+        const tokens: Token[] = [];
+        // asking for the confidence takes node-llama-cpp's own path: one sampleToken call per token
+        const iterator = viaSampleToken
+          ? sequence.evaluateWithMetadata(model.tokenize("once upon"), { confidence: true }, { ...options, yieldEogToken: true })
+          : sequence.evaluate(model.tokenize("once upon"), { ...options, yieldEogToken: true });
+        for await (const item of iterator) {
+          tokens.push(typeof item === "number" ? item : item.token);
+          if (tokens.length === 40) break;
+        }
+        return tokens;
+      };
+      for (const options of [{ temperature: 0 }, { temperature: 0.8, seed: 42 }]) {
+        const before = { ...calls };
+        const presampled = await generate(options, false);
+        expect(calls.sampleToken - before.sampleToken).toBe(0);
+        expect(calls.presampled - before.presampled).toBe(40);
+        const sampled = await generate(options, true);
+        expect(calls.sampleToken - before.sampleToken).toBe(40);
+        expect(presampled).toEqual(sampled);
+      }
+      await (context as LlamaContext).dispose();
+    } finally {
+      await llama.dispose();
+    }
   });
 });

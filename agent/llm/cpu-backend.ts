@@ -8,6 +8,9 @@
  * The patched backend sits beside the stock variants and outranks them only on a CPU that has
  * every SIMD feature it was built with (a disk image built on another machine falls back to the
  * stock variants instead of dying on an illegal instruction).
+ *
+ * `build-llama` also rebuilds node-llama-cpp's addon from its sources as `patches/npm` patches them
+ * (the decode worker samples the next tokens too); `installedAddon()` says whether that build loads.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -37,6 +40,34 @@ export function prebuiltCpuBinsDir(): string | undefined {
     const fromBinding = createRequire(createRequire(import.meta.url).resolve("node-llama-cpp"));
     const dir = join(dirname(dirname(fromBinding.resolve(pkg))), "bins", `linux-${process.arch}`);
     return existsSync(dir) ? dir : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The stamp `build-llama` writes next to the addon it builds. */
+export const ADDON_STAMP = "kiln-addon.json";
+/** node-llama-cpp's addon, which it loads by this name. */
+export const ADDON_FILE = "llama-addon.node";
+/** Where node-llama-cpp's own addon is kept while Kiln's build of it is installed. */
+export const STOCK_ADDON_FILE = "llama-addon.stock.node";
+
+export interface AddonStamp {
+  /** llama.cpp release whose headers it was compiled against. */
+  release: string;
+  /** sha256 of node-llama-cpp's addon sources (as patched by patches/npm) it was built from. */
+  sources: string;
+}
+
+/**
+ * The stamp of Kiln's build of node-llama-cpp's addon (its decode worker also samples the token,
+ * see `patches/npm`), or undefined when node-llama-cpp's prebuilt addon loads.
+ */
+export function installedAddon(): AddonStamp | undefined {
+  const dir = prebuiltCpuBinsDir();
+  if (!dir || !existsSync(join(dir, STOCK_ADDON_FILE))) return undefined;
+  try {
+    return JSON.parse(readFileSync(join(dir, ADDON_STAMP), "utf8")) as AddonStamp;
   } catch {
     return undefined;
   }
