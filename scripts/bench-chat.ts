@@ -40,7 +40,7 @@ import { mkdtempSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { createLogger } from "../core/log.js";
 import { LlmEngine } from "../agent/llm/index.js";
-import { defaultThreads, installedCpuBackend } from "../agent/llm/cpu-backend.js";
+import { defaultThreads, installedAddon, installedCpuBackend } from "../agent/llm/cpu-backend.js";
 import { argValue, median } from "./lib/cli.js";
 import { freePort } from "./lib/run.js";
 import { buildTools } from "./build-llama.js";
@@ -200,7 +200,7 @@ async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const modelPath = a.model ?? (await ensureTestModel(a.benchModel ? "bench" : "tiny"));
   const backend = installedCpuBackend();
-  console.log(`model ${modelPath}\nthreads ${a.threads} (${cpus().length} cores; CPU backend: ${backend ? "Kiln's shared-threadpool build" : "node-llama-cpp's prebuilt"}), ${a.tokens} tokens per stream, ${a.rounds} rounds per point, 8 sequences, sides interleaved round by round\n`);
+  console.log(`model ${modelPath}\nthreads ${a.threads} (${cpus().length} cores; CPU backend: ${backend ? "Kiln's shared-threadpool build" : "node-llama-cpp's prebuilt"}; addon: ${installedAddon() ? "Kiln's build, sampling in the decode worker" : "node-llama-cpp's prebuilt"}), ${a.tokens} tokens per stream, ${a.rounds} rounds per point, 8 sequences, sides interleaved round by round\n`);
   const tools = a.reference ? buildTools() : undefined;
 
   const sides = new Map<string, Side>();

