@@ -37,13 +37,16 @@ function post(parts: (string | Buffer)[], length?: number): Promise<{ status: nu
 }
 
 describe("readJsonBody on Node's IncomingMessage", () => {
-  it("reads a body sent in one piece and one sent in several (chunked), UTF-8 split across pieces", async () => {
+  it("reads a body sent in one piece and one sent in several (chunked, or with a Content-Length), UTF-8 split across pieces", async () => {
     const whole = JSON.stringify({ a: "héllo" });
+    // in one piece it is already buffered when the handler reads it (read at once, without waiting for its events)
     expect(await post([whole], Buffer.byteLength(whole))).toEqual({ status: 200, body: { got: { a: "héllo" } } });
     const bytes = Buffer.from(whole);
     const cut = bytes.indexOf(0xc3) + 1; // inside the two bytes of "é"
-    const res = await post([bytes.subarray(0, cut), bytes.subarray(cut)]);
-    expect(res).toEqual({ status: 200, body: { got: { a: "héllo" } } });
+    for (const length of [undefined, bytes.length]) {
+      const res = await post([bytes.subarray(0, cut), bytes.subarray(cut)], length);
+      expect(res).toEqual({ status: 200, body: { got: { a: "héllo" } } });
+    }
   });
 
   it("a declared Content-Length over the limit → 413 from the handler, refused on the header alone", async () => {
@@ -63,8 +66,8 @@ describe("readJsonBody on Node's IncomingMessage", () => {
   });
 
   it("empty and malformed bodies → 400 invalid_json naming body", async () => {
-    for (const parts of [[], ['{"a":']]) {
-      const res = await post(parts);
+    for (const [parts, length] of [[[], undefined], [[], 0], [['{"a":'], undefined], [['{"a":'], 5]] as const) {
+      const res = await post([...parts], length);
       expect(res.status).toBe(400);
       expect(res.body.error).toMatchObject({ code: "invalid_json", message: expect.stringMatching(/^body:/) });
     }

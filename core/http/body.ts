@@ -35,12 +35,18 @@ async function readBodyText(c: Context, maxBytes: number): Promise<string> {
   const declared = c.req.header("content-length");
   if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge(maxBytes);
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  const bytes = incoming ? await readIncoming(incoming, maxBytes) : await readWebStream(c.req.raw.body, maxBytes);
+  const bytes = incoming ? await readIncoming(incoming, maxBytes, declared === undefined ? undefined : Number(declared)) : await readWebStream(c.req.raw.body, maxBytes);
   return bytes.toString("utf8");
 }
 
-function readIncoming(incoming: IncomingMessage, maxBytes: number): Promise<Buffer> {
+/** Reads `incoming` to its end; `length` is its declared Content-Length (already checked against the limit). */
+function readIncoming(incoming: IncomingMessage, maxBytes: number, length: number | undefined): Promise<Buffer> {
   if (incoming.readableEnded) return Promise.resolve(Buffer.alloc(0));
+  if (length !== undefined && incoming.readableFlowing !== true && incoming.readableLength >= length) {
+    // The usual case: the body came with the headers and Node has parsed all of it. Take it from the
+    // stream's buffer now; its `end` event comes a turn of the event loop later.
+    return Promise.resolve(length === 0 ? Buffer.alloc(0) : incoming.read(length) as Buffer);
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
