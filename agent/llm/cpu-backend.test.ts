@@ -51,9 +51,11 @@ describe("CPU backend", () => {
         },
       });
       const sequence = context.getSequence();
-      const generate = async (options: { temperature: number; seed?: number }, viaSampleToken: boolean): Promise<Token[]> => {
+      type Options = { temperature: number; seed?: number; repeatPenalty?: { penalty: number; punishTokens: () => Token[] } };
+      const generate = async (makeOptions: (tokens: Token[]) => Options, viaSampleToken: boolean): Promise<Token[]> => {
         await sequence.clearHistory();
         const tokens: Token[] = [];
+        const options = makeOptions(tokens);
         // asking for the confidence takes node-llama-cpp's own path: one sampleToken call per token
         const iterator = viaSampleToken
           ? sequence.evaluateWithMetadata(model.tokenize("once upon"), { confidence: true }, { ...options, yieldEogToken: true })
@@ -64,7 +66,13 @@ describe("CPU backend", () => {
         }
         return tokens;
       };
-      for (const options of [{ temperature: 0 }, { temperature: 0.8, seed: 42 }]) {
+      const cases: ((tokens: Token[]) => Options)[] = [
+        () => ({ temperature: 0 }),
+        () => ({ temperature: 0.8, seed: 42 }),
+        // a function node-llama-cpp calls for every token: the configuration is applied again each time
+        (tokens) => ({ temperature: 0, repeatPenalty: { penalty: 1.5, punishTokens: () => tokens.slice(-8) } }),
+      ];
+      for (const options of cases) {
         const before = { ...calls };
         const presampled = await generate(options, false);
         expect(calls.sampleToken - before.sampleToken).toBe(0);
