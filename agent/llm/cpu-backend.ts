@@ -10,7 +10,7 @@
  * stock variants instead of dying on an illegal instruction).
  *
  * `build-llama` also rebuilds node-llama-cpp's addon from its sources as `patches/npm` patches them
- * (the decode worker samples the next tokens too); `installedAddon()` says whether that build loads.
+ * (the decode worker samples the next tokens too); `installedAddon()` says whether that build is installed.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";

@@ -93,6 +93,8 @@ export class StopTriggers {
 
 /** Tokens kept in front of new ones when detokenizing, so that leading spaces come out right. */
 const DETOKENIZE_CONTEXT = 4;
+/** Longest UTF-8 sequence: text is held while it ends in an incomplete one, for at most this many tokens. */
+const MAX_UTF8_TOKENS = 4;
 
 /**
  * Lets the event loop through one poll phase (two `setImmediate` turns: the first ends the current
@@ -104,8 +106,6 @@ const DETOKENIZE_CONTEXT = 4;
 async function letTheFirstTextOut(): Promise<void> {
   for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
 }
-/** Longest UTF-8 sequence: text is held while it ends in an incomplete one, for at most this many tokens. */
-const MAX_UTF8_TOKENS = 4;
 
 /**
  * Generates the model's turn on `sequence` for `prompt`. The caller owns the sequence for the
@@ -162,7 +162,7 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
       if (stopAt >= 0) { release(stopAt); held = ""; break; }
       const first = text.length === 0;
       release(safe);
-      if (first && text.length > 0) await letTheFirstTextOut();
+      if (first && text.length > 0 && sampled < options.maxTokens) await letTheFirstTextOut();
     }
   } finally {
     await iterator.return();

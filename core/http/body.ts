@@ -33,9 +33,10 @@ function parseJsonBody(text: string): unknown {
 /** The request body as UTF-8 text, at most `maxBytes` bytes; throws `PayloadTooLargeError` past that. */
 async function readBodyText(c: Context, maxBytes: number): Promise<string> {
   const declared = c.req.header("content-length");
-  if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+  const length = declared === undefined ? undefined : Number(declared);
+  if (length !== undefined && length > maxBytes) throw tooLarge(maxBytes);
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  const bytes = incoming ? await readIncoming(incoming, maxBytes, declared === undefined ? undefined : Number(declared)) : await readWebStream(c.req.raw.body, maxBytes);
+  const bytes = incoming ? await readIncoming(incoming, maxBytes, length) : await readWebStream(c.req.raw.body, maxBytes);
   return bytes.toString("utf8");
 }
 
