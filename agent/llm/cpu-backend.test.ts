@@ -1,6 +1,6 @@
 /** Which CPU backend and addon node-llama-cpp loads, on the real binding. */
 import { describe, expect, it } from "vitest";
-import { getLlama, LlamaLogLevel, type LlamaContext, type Token } from "node-llama-cpp";
+import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
 import { CPU_BACKEND_FILE, installedAddon, installedCpuBackend, physicalCores, x86Features } from "./cpu-backend.js";
 
@@ -72,16 +72,16 @@ describe("CPU backend", () => {
         // a function node-llama-cpp calls for every token: the configuration is applied again each time
         (tokens) => ({ temperature: 0, repeatPenalty: { penalty: 1.5, punishTokens: () => tokens.slice(-8) } }),
       ];
-      for (const options of cases) {
+      for (const makeOptions of cases) {
         const before = { ...calls };
-        const presampled = await generate(options, false);
+        const presampled = await generate(makeOptions, false);
         expect(calls.sampleToken - before.sampleToken).toBe(0);
         expect(calls.presampled - before.presampled).toBe(40);
-        const sampled = await generate(options, true);
+        const sampled = await generate(makeOptions, true);
         expect(calls.sampleToken - before.sampleToken).toBe(40);
         expect(presampled).toEqual(sampled);
       }
-      await (context as LlamaContext).dispose();
+      await context.dispose();
     } finally {
       await llama.dispose();
     }
