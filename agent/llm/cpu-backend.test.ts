@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
+import { watchBinding } from "../../test/helpers/binding.js";
 import { CPU_BACKEND_FILE, installedAddon, installedCpuBackend, physicalCores, x86Features } from "./cpu-backend.js";
 
 describe("CPU backend", () => {
@@ -33,22 +34,10 @@ describe("CPU backend", () => {
     try {
       const model = await llama.loadModel({ modelPath: TINY_MODEL });
       const context = await model.createContext({ contextSize: 256, sequences: 1, threads: 1 });
-      // Count the two native calls (node-llama-cpp's internal binding object; the patch works on it)
       const calls = { sampleToken: 0, presampled: 0 };
-      const internal = context as unknown as { _ctx: Record<string, unknown> };
-      const native = internal._ctx;
-      internal._ctx = new Proxy(native, {
-        get(target, key) {
-          const value = target[key as string];
-          if (typeof value !== "function") return value;
-          if (key === "sampleToken") return (...args: unknown[]) => (calls.sampleToken++, value.apply(target, args));
-          if (key === "decodeBatch") return async (...args: unknown[]) => {
-            const result: unknown = await value.apply(target, args);
-            if (Array.isArray(result)) calls.presampled += result.length;
-            return result;
-          };
-          return value.bind(target);
-        },
+      watchBinding(context, ["sampleToken", "decodeBatch"], (name, _args, result) => {
+        if (name === "sampleToken") calls.sampleToken++;
+        else void (result as Promise<unknown>).then((tokens) => { if (Array.isArray(tokens)) calls.presampled += tokens.length; }, () => undefined);
       });
       const sequence = context.getSequence();
       type Options = { temperature: number; seed?: number; repeatPenalty?: { penalty: number; punishTokens: () => Token[] } };

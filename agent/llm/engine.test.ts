@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../core/log.js";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
+import { watchBinding } from "../../test/helpers/binding.js";
 import { GenerationAbortedError, LlmEngine, ModelNotServedError } from "./index.js";
 
 let engine: LlmEngine;
@@ -78,16 +79,11 @@ describe("LlmEngine under load", () => {
   });
 
   it("concurrent generations share every batch, in increasing sequence order (patches/npm)", async () => {
-    type Native = { initBatch: (size: number) => void; addToBatch: (sequenceId: number, ...rest: unknown[]) => unknown };
-    const native = (busy.modelPools[0]!.context as unknown as { _ctx: Native })._ctx;
     const batches: number[][] = [];
-    // native methods (read-only on the prototype): shadow them on the instance
-    const spy = <K extends keyof Native>(name: K, before: (...args: Parameters<Native[K]>) => void) => {
-      const original = native[name] as (...args: unknown[]) => unknown;
-      Object.defineProperty(native, name, { configurable: true, value: function (this: unknown, ...args: Parameters<Native[K]>) { before(...args); return original.apply(this, args); } });
-    };
-    spy("initBatch", () => batches.push([]));
-    spy("addToBatch", (sequenceId) => batches.at(-1)!.push(sequenceId));
+    const unwatch = watchBinding(busy.modelPools[0]!.context, ["initBatch", "addToBatch"], (name, args) => {
+      if (name === "initBatch") batches.push([]);
+      else batches.at(-1)!.push(args[0] as number);
+    });
     try {
       const tokens = 48;
       const results = await Promise.all(["first tale", "second tale", "third tale"].map((text) =>
@@ -101,7 +97,7 @@ describe("LlmEngine under load", () => {
       for (const ids of batches) expect(ids).toEqual([...ids].sort((a, b) => a - b));
       expect(new Set(batches.flat())).toEqual(new Set([0, 1, 2]));
     } finally {
-      for (const name of ["initBatch", "addToBatch"]) delete (native as Partial<Native>)[name as keyof Native];
+      unwatch();
     }
   });
 });
