@@ -22,8 +22,11 @@
  * 8 streams (issue 8).
  *
  * Two measurements serve the one-stream targets only:
- * - added time to first token: `--ttft-samples` short requests a round, direct and fleet taking
- *   turns request by request (one sample a round from the 128-token runs was all noise);
+ * - added time to first token: `--ttft-samples` short requests a round, direct, fleet and the relay
+ *   floor taking turns request by request (one sample a round from the 128-token runs was all noise).
+ *   The relay floor (`lib/relay-floor.ts`, benchmark-only) is the fleet's topology with none of
+ *   Kiln's code: a bare HTTP server relaying over Kiln's proto to an echo agent. Its time to first
+ *   token is what the four trips between processes cost here, a lower bound for the added time;
  * - generation speed, the quantity llama-bench's `tg` reports: tokens after the first ÷ the time
  *   from the first to the end of the stream. The end-to-end tokens/s also counts the prompt's
  *   evaluation and the request's trip, which llama-bench leaves out.
@@ -41,10 +44,11 @@ import { createInterface } from "node:readline";
 import { createLogger } from "../core/log.js";
 import { LlmEngine } from "../agent/llm/index.js";
 import { defaultThreads, installedAddon, installedCpuBackend } from "../agent/llm/cpu-backend.js";
-import { argValue, median } from "./lib/cli.js";
+import { argValue, median, quantile } from "./lib/cli.js";
 import { freePort } from "./lib/run.js";
 import { buildTools } from "./build-llama.js";
 import { ensureTestModel } from "./make-test-models.js";
+import { startRelayFloor } from "./lib/relay-floor.js";
 
 const MODEL_ID = "famB-v3.1";
 const CONTEXT = 2048;
@@ -204,18 +208,22 @@ async function main(): Promise<void> {
   const tools = a.reference ? buildTools() : undefined;
 
   const sides = new Map<string, Side>();
+  let floor: Side | undefined;
   try {
     sides.set("direct", await startDirect(modelPath, a));
     sides.set("fleet", await startFleet(modelPath, a));
     for (const ms of a.intervals) sides.set(`fleet ${ms} ms`, await startFleet(modelPath, a, ms));
     if (tools) sides.set("llama-server", await startLlamaServer(tools.server, modelPath, a));
-    for (const side of sides.values()) await side.one(0, a.tokens); // warm-up
+    const relayFloor = await startRelayFloor();
+    floor = { one: sseClient(relayFloor.base, "none", MODEL_ID), close: relayFloor.close };
+    for (const side of [...sides.values(), floor]) await side.one(0, a.tokens); // warm-up
 
     // samples.get(side).get(streams)[round]
     const samples = new Map([...sides.keys()].map((name) => [name, new Map(a.streams.map((c) => [c, [] as Sample[]]))]));
     const benchRounds: Map<number, number>[] = [];
-    /** Time to first token of short requests, direct and fleet taking turns: [direct, fleet] per pair. */
-    const ttftPairs: [number, number][] = [];
+    /** Time to first token of short requests, the sides taking turns: [direct, fleet, relay floor] per triple. */
+    const ttftTriples: [number, number, number][] = [];
+    const ttftSides = [sides.get("direct")!, sides.get("fleet")!, floor];
     const names = [...sides.keys()];
     for (let r = 0; r < a.rounds; r++) {
       for (const c of a.streams) {
@@ -225,9 +233,12 @@ async function main(): Promise<void> {
         }
       }
       for (let k = 0; k < a.ttftSamples; k++) {
-        const pair = [NaN, NaN] as [number, number];
-        for (const j of k % 2 ? [1, 0] : [0, 1]) pair[j] = (await sides.get(j ? "fleet" : "direct")!.one(100 + r * a.ttftSamples + k, 4)).ttft;
-        ttftPairs.push(pair);
+        const triple = [NaN, NaN, NaN] as [number, number, number];
+        for (let j = 0; j < 3; j++) {
+          const side = (j + k) % 3;
+          triple[side] = (await ttftSides[side]!.one(100 + r * a.ttftSamples + k, 4)).ttft;
+        }
+        ttftTriples.push(triple);
       }
       if (tools) benchRounds.push(await llamaBench(tools.bench, modelPath, Array.from({ length: cpus().length }, (_, i) => i + 1), a.tokens));
       process.stderr.write(`round ${r + 1}/${a.rounds} done\n`);
@@ -257,9 +268,11 @@ async function main(): Promise<void> {
     if (a.streams.includes(1)) {
       const f1 = total("fleet", 1), d1 = total("direct", 1);
       console.log(`\n1 stream: fleet ÷ direct = ${(rate(f1) / rate(d1)).toFixed(3)} (target ≥ 0.98; ${spread(ratios("fleet", "direct", 1))})`);
-      if (ttftPairs.length) {
-        const direct = ttftPairs.map((p) => p[0]), fleet = ttftPairs.map((p) => p[1]);
-        console.log(`1 stream: added median TTFT = ${(median(fleet) - median(direct)).toFixed(2)} ms (target < 2 ms; fleet ${median(fleet).toFixed(2)} ms, direct ${median(direct).toFixed(2)} ms over ${ttftPairs.length} short requests each, taking turns; median of the pairs' differences ${median(ttftPairs.map((p) => p[1] - p[0])).toFixed(2)} ms)`);
+      if (ttftTriples.length) {
+        const direct = ttftTriples.map((p) => p[0]), fleet = ttftTriples.map((p) => p[1]), relay = ttftTriples.map((p) => p[2]);
+        const added = median(fleet) - median(direct);
+        console.log(`1 stream: added median TTFT = ${added.toFixed(2)} ms (target < 2 ms; fleet ${median(fleet).toFixed(2)} ms, direct ${median(direct).toFixed(2)} ms over ${ttftTriples.length} short requests each, taking turns; median of the triples' differences ${median(ttftTriples.map((p) => p[1] - p[0])).toFixed(2)} ms)`);
+        console.log(`1 stream: relay floor TTFT = ${median(relay).toFixed(2)} ms (the four trips between processes with no Kiln code, echo agent; p25 ${quantile(relay, 0.25).toFixed(2)}, p75 ${quantile(relay, 0.75).toFixed(2)}); Kiln's own share of the added TTFT = ${(added - median(relay)).toFixed(2)} ms`);
       }
       const gen = (name: string) => of(name, 1).map((s) => mean(s.genRates));
       console.log(`1 stream, generation speed (tokens after the first ÷ time after the first, mean of rounds): direct ${mean(gen("direct")).toFixed(1)}, fleet ${mean(gen("fleet")).toFixed(1)} tok/s${server ? `, llama-server ${mean(gen("llama-server")).toFixed(1)} (fleet ÷ llama-server ${(mean(gen("fleet")) / mean(gen("llama-server"))).toFixed(3)}: both sample and detokenize every token, which llama-bench does not)` : ""}`);
@@ -281,7 +294,7 @@ async function main(): Promise<void> {
         ...a.intervals.flatMap((ms) => [[`${ms} ms tok/s`, rate(total(`fleet ${ms} ms`, c)).toFixed(1)], [`${ms} ms ÷ fleet (median of rounds)`, median(ratios(`fleet ${ms} ms`, "fleet", c)).toFixed(3)]])])));
     }
   } finally {
-    for (const side of sides.values()) await side.close();
+    for (const side of [...sides.values(), ...(floor ? [floor] : [])]) await side.close();
   }
 }
 

@@ -6,7 +6,12 @@ export function argValue(argv: readonly string[], flag: string): string | undefi
   return i >= 0 ? argv[i + 1] : undefined;
 }
 
-export function median(xs: readonly number[]): number {
+/** The q-quantile of `xs` (0 ≤ q ≤ 1), interpolating linearly between the two nearest values; NaN when empty. */
+export function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s[Math.floor((s.length - 1) / 2)]! + s[Math.ceil((s.length - 1) / 2)]!) / 2 : NaN;
+  if (!s.length) return NaN;
+  const at = (s.length - 1) * q, lo = Math.floor(at), hi = Math.ceil(at);
+  return s[lo]! + (s[hi]! - s[lo]!) * (at - lo);
 }
+
+export const median = (xs: readonly number[]): number => quantile(xs, 0.5);

@@ -1,0 +1,104 @@
+/**
+ * The relay floor, a benchmark-only stand-in for the fleet (not part of the product): the same
+ * topology as `kiln dev` with none of Kiln's code. A bare `node:http` server takes the request,
+ * passes it as a `CompletionRequest` of Kiln's proto over a grpc-js `Fleet/Connect` stream to an
+ * echo agent in a third process, which answers at once with one chunk of text and its done; the
+ * server relays them to the client as OpenAI server-sent events. No authentication, validation,
+ * routing, model or framework.
+ *
+ * Its time to first token is what the path's four trips between processes cost on the machine
+ * (client → server → agent → server → client), a lower bound for the fleet's added time to first
+ * token: the echo answers at once, so its way back runs warm, where the fleet's follows the
+ * prompt's evaluation.
+ *
+ * `startRelayFloor()` forks this file twice (roles `relay` and `echo`, chosen by `argv[2]`).
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { createServer, type ServerResponse } from "node:http";
+import { fileURLToPath } from "node:url";
+import * as grpc from "@grpc/grpc-js";
+import { fleetProto, type AgentMessage__Output, type SchedulerMessage, type SchedulerMessage__Output, type AgentMessage } from "../../proto/index.js";
+
+const ECHO_TEXT = " Once";
+
+/** The relay's ports, sent to the parent once both servers listen. */
+interface RelayPorts { http: number; grpc: number }
+
+const sse = (data: unknown): string => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
+const chunk = (model: string, delta: object, finish: string | null) => ({ object: "chat.completion.chunk", model, choices: [{ index: 0, delta, finish_reason: finish }] });
+
+async function relay(): Promise<void> {
+  let agent: grpc.ServerDuplexStream<AgentMessage__Output, SchedulerMessage> | undefined;
+  const waiting = new Map<string, { res: ServerResponse; model: string }>();
+  const server = new grpc.Server();
+  server.addService(fleetProto().kiln.v1.Fleet.service, {
+    Connect: (call: grpc.ServerDuplexStream<AgentMessage__Output, SchedulerMessage>) => {
+      call.on("data", (m: AgentMessage__Output) => {
+        if (m.register) {
+          agent = call;
+          call.write({ registered: { node_id: m.register.node_id, heartbeat_interval_ms: 0 } });
+        } else if (m.chunk) {
+          const w = waiting.get(m.chunk.request_id);
+          w?.res.write(sse(chunk(w.model, { role: "assistant", content: m.chunk.text }, null)));
+        } else if (m.done) {
+          const w = waiting.get(m.done.request_id);
+          waiting.delete(m.done.request_id);
+          w?.res.end(sse(chunk(w.model, {}, m.done.finish_reason)) + sse({ ...chunk(w.model, {}, null), choices: [], usage: m.done.usage }) + sse("[DONE]"));
+        }
+      });
+    },
+  });
+  const grpcPort = await new Promise<number>((ok, fail) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, port) => (err ? fail(err) : ok(port))));
+  let next = 0;
+  const http = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on("data", (d: Buffer) => parts.push(d));
+    req.on("end", () => {
+      const body = JSON.parse(Buffer.concat(parts).toString("utf8")) as { model: string; messages: { role: string; content: string }[] };
+      const id = `floor-${next++}`;
+      waiting.set(id, { res, model: body.model });
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+      agent!.write({ completion: { request_id: id, trace_id: id, model: body.model, messages: body.messages, max_tokens: 1, temperature: 0 } });
+    });
+  });
+  await new Promise<void>((ok) => http.listen(0, "127.0.0.1", ok));
+  const ports: RelayPorts = { http: (http.address() as { port: number }).port, grpc: grpcPort };
+  process.send!(ports);
+}
+
+function echo(grpcPort: number): void {
+  const Fleet = fleetProto().kiln.v1.Fleet;
+  const client = new Fleet(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
+  const stream: grpc.ClientDuplexStream<AgentMessage, SchedulerMessage__Output> = client.Connect();
+  stream.on("data", (m: SchedulerMessage__Output) => {
+    if (m.registered) process.send!("ready");
+    if (!m.completion) return;
+    const id = m.completion.request_id;
+    stream.write({ chunk: { request_id: id, text: ECHO_TEXT } });
+    stream.write({ done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 0, completion_tokens: 1 } } });
+  });
+  stream.write({ register: { node_id: "relay-floor-echo", agent_version: "0", pools: [] } });
+}
+
+function message<T>(child: ChildProcess): Promise<T> {
+  return new Promise((ok, fail) => {
+    child.once("message", (m) => ok(m as T));
+    child.once("exit", (code) => fail(new Error(`relay floor: a child exited (${code}) before it was ready`)));
+  });
+}
+
+/** Starts the relay and the echo agent; resolves to the relay's API base (…/v1) and a stop function. */
+export async function startRelayFloor(): Promise<{ base: string; close: () => Promise<void> }> {
+  const self = fileURLToPath(import.meta.url);
+  const relayChild = fork(self, ["relay"], { stdio: "inherit" });
+  const ports = await message<RelayPorts>(relayChild);
+  const echoChild = fork(self, ["echo", String(ports.grpc)], { stdio: "inherit" });
+  await message<string>(echoChild);
+  const stopChild = (child: ChildProcess) => new Promise<void>((ok) => { if (child.exitCode !== null) return ok(); child.once("exit", () => ok()); child.kill("SIGTERM"); });
+  return { base: `http://127.0.0.1:${ports.http}/v1`, close: async () => { await stopChild(echoChild); await stopChild(relayChild); } };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.send) {
+  if (process.argv[2] === "relay") void relay();
+  else if (process.argv[2] === "echo") echo(Number(process.argv[3]));
+}
