@@ -41,6 +41,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   private stream: Stream | undefined;
   /** The text of the running completions, gathered for the current stream. */
   private chunks: ChunkBatcher | undefined;
+  /** Whether the current stream's scheduler reads `chunks` (its Registered said so); else one `chunk` per piece. */
+  private acceptsChunks = false;
   private heartbeat: NodeJS.Timeout | undefined;
   private reconnect: NodeJS.Timeout | undefined;
   private draining = false;
@@ -64,9 +66,11 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     metadata.set(NODE_TOKEN_METADATA, `Bearer ${this.options.nodeToken}`);
     const stream = this.client.Connect(metadata);
     this.stream = stream;
+    this.acceptsChunks = false;
     this.chunks = new ChunkBatcher((pieces: Piece[]) => {
       if (this.stream !== stream || stream.destroyed) return;
-      stream.write(pieces.length === 1 ? { chunk: pieces[0] } : { chunks: { chunks: pieces } });
+      if (pieces.length > 1 && this.acceptsChunks) stream.write({ chunks: { chunks: pieces } });
+      else for (const piece of pieces) stream.write({ chunk: piece });
     }, this.options.streamIntervalMs ?? 50);
     const { engine, hardware, nodeId } = this.options;
     stream.write({
@@ -121,6 +125,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   private onMessage(stream: Stream, message: SchedulerMessage__Output): void {
     switch (message.body) {
       case "registered":
+        this.acceptsChunks = message.registered!.accepts_chunks;
         this.backoff.reset();
         this.setState("connected");
         this.options.logger.info({ scheduler: formatHostPort(this.options.scheduler), heartbeatMs: message.registered!.heartbeat_interval_ms }, "registered with the scheduler");

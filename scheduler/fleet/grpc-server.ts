@@ -58,7 +58,7 @@ export function createFleetServer({ fleet, nodeTokens, logger }: FleetServerOpti
           }
           nodeId = message.register.node_id;
           const { heartbeatMs } = fleet.attach(message.register, link);
-          link.send({ registered: { node_id: nodeId, heartbeat_interval_ms: heartbeatMs } });
+          link.send({ registered: { node_id: nodeId, heartbeat_interval_ms: heartbeatMs, accepts_chunks: true } });
           return;
         }
         fleet.receive(nodeId, link, message);
