@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../core/log.js";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
 import { watchBinding } from "../../test/helpers/binding.js";
-import { GenerationAbortedError, LlmEngine, ModelNotServedError } from "./index.js";
+import { ContextLengthExceededError, GenerationAbortedError, LlmEngine, ModelNotServedError } from "./index.js";
 
 let engine: LlmEngine;
 
@@ -35,6 +35,25 @@ describe("LlmEngine", () => {
     const pending = engine.generate("famB-v3.1", [{ role: "user", content: "go" }], { maxTokens: 400, signal: ac.signal, onText: () => ac.abort() });
     await expect(pending).rejects.toBeInstanceOf(GenerationAbortedError);
     expect(engine.modelPools[0]!.busy).toBe(0);
+  });
+
+  it("refuses text that cannot fit the context before tokenizing it, and text that might fit after", async () => {
+    const pool = engine.modelPools[0]!;
+    // The fabricated vocabulary's longest token is "<|im_start|>".
+    expect(pool.maxTokenBytes).toBe(12);
+    const bound = pool.contextSize * pool.maxTokenBytes;
+    // One character per token here: at the bound it is tokenized, and found to be too many tokens.
+    const atBound = engine.generate("famB-v3.1", [{ role: "system", content: "a".repeat(bound - 1) }, { role: "user", content: "b" }]);
+    await expect(atBound).rejects.toBeInstanceOf(ContextLengthExceededError);
+    await expect(atBound).rejects.toMatchObject({ code: "context_length_exceeded", message: expect.stringMatching(/^messages: the prompt is \d+ tokens; this model's context holds 512$/) });
+    // A byte more (a two-byte character) and it is refused on its length alone: 6 MB would take minutes to tokenize on this vocabulary.
+    for (const content of ["a".repeat(bound - 1) + "é", "a".repeat(6_000_000)]) {
+      await expect(engine.generate("famB-v3.1", [{ role: "user", content }])).rejects.toMatchObject({
+        code: "context_length_exceeded",
+        message: `messages: the messages hold ${Buffer.byteLength(content)} bytes of text, more than this model's context of 512 tokens can hold (its longest token is 12 bytes)`,
+      });
+    }
+    expect(pool.busy).toBe(0);
   });
 
   it("refuses an id it does not serve", async () => {

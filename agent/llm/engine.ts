@@ -108,21 +108,20 @@ export class LlmEngine {
     return { used: state.used, total: state.total };
   }
 
-  /** Counts the tokens of a conversation as the model would be prompted with it. */
-  countPromptTokens(modelId: string, messages: ChatTurn[]): number {
-    return this.pool(modelId).render(toHistory(messages)).tokens.length;
-  }
-
   /**
    * Generates the assistant's reply to `messages`. Waits for a free slot when all are busy.
    * A trailing assistant message is continued (prefill), as llama.cpp's server does.
    */
   async generate(modelId: string, messages: ChatTurn[], options: GenerateOptions = {}): Promise<GenerateResult> {
     const pool = this.pool(modelId);
+    // Tokenizing runs on the event loop, and on some vocabularies in quadratic time: text that
+    // cannot fit is refused before it is tokenized.
+    const textBytes = messages.reduce((n, m) => n + Buffer.byteLength(m.content), 0);
+    if (textBytes > pool.contextSize * pool.maxTokenBytes) throw ContextLengthExceededError.text(textBytes, pool.contextSize, pool.maxTokenBytes);
     const prompt = pool.render(toHistory(messages));
     const promptTokens = prompt.tokens.length;
     const room = pool.contextSize - promptTokens;
-    if (room < 1) throw new ContextLengthExceededError(promptTokens, pool.contextSize);
+    if (room < 1) throw ContextLengthExceededError.tokens(promptTokens, pool.contextSize);
     const maxTokens = Math.min(options.maxTokens ?? room, room);
 
     const slot = await pool.acquire(options.signal);

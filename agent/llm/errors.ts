@@ -8,8 +8,18 @@ export class LlmEngineError extends Error {
 
 /** The rendered prompt does not fit the context of one sequence. */
 export class ContextLengthExceededError extends LlmEngineError {
-  constructor(promptTokens: number, contextSize: number) {
-    super("context_length_exceeded", `messages: the prompt is ${promptTokens} tokens; this model's context holds ${contextSize}`);
+  private constructor(detail: string) {
+    super("context_length_exceeded", `messages: ${detail}`);
+  }
+
+  /** The rendered prompt, tokenized, is longer than the context. */
+  static tokens(promptTokens: number, contextSize: number): ContextLengthExceededError {
+    return new ContextLengthExceededError(`the prompt is ${promptTokens} tokens; this model's context holds ${contextSize}`);
+  }
+
+  /** The messages' text is too long to fit even if every token were the vocabulary's longest (it is not tokenized). */
+  static text(textBytes: number, contextSize: number, maxTokenBytes: number): ContextLengthExceededError {
+    return new ContextLengthExceededError(`the messages hold ${textBytes} bytes of text, more than this model's context of ${contextSize} tokens can hold (its longest token is ${maxTokenBytes} bytes)`);
   }
 }
 

@@ -21,6 +21,14 @@ export class ModelPool {
   /** Most slots ever busy at once (observability; tests check batching limits with it). */
   peakBusy = 0;
 
+  /**
+   * Bytes of text in the vocabulary's longest token (special tokens included). Every token of a
+   * prompt covers at most this much of its text, so text longer than `contextSize × maxTokenBytes`
+   * bytes cannot fit the context, whatever its tokens. Infinity for vocabularies whose tokenizer
+   * may drop text (WordPiece and Unigram normalize whitespace), where the bound does not hold.
+   */
+  readonly maxTokenBytes: number;
+
   private constructor(
     readonly path: string,
     readonly model: LlamaModel,
@@ -30,6 +38,7 @@ export class ModelPool {
     slots: Slot[],
   ) {
     this.free = slots;
+    this.maxTokenBytes = longestTokenBytes(model);
   }
 
   static async create(path: string, model: LlamaModel, options: { sequences: number; contextSize: number; threads: number; batchSize?: number }): Promise<ModelPool> {
@@ -110,4 +119,18 @@ export class ModelPool {
     for (const w of this.waiters.splice(0)) w.reject(new GenerationAbortedError());
     await this.context.dispose();
   }
+}
+
+/** Vocabularies whose tokenizers keep every byte of the text (SentencePiece with byte fallback, byte-level BPE). */
+const BYTE_KEEPING_VOCABULARIES: ReadonlySet<string> = new Set(["spm", "bpe"]);
+
+/**
+ * The byte length of the vocabulary's longest token as text. A byte token of a partial UTF-8
+ * sequence detokenizes to U+FFFD (3 bytes), which only overstates it.
+ */
+function longestTokenBytes(model: LlamaModel): number {
+  if (!BYTE_KEEPING_VOCABULARIES.has(model.vocabularyType)) return Infinity;
+  let longest = 1;
+  for (const token of model.iterateAllTokens()) longest = Math.max(longest, Buffer.byteLength(model.detokenize([token], true)));
+  return longest;
 }
