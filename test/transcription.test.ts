@@ -3,7 +3,7 @@
  * through smart-whisper) with the fabricated tiny whisper and energy-VAD models.
  */
 import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ffmpegPath } from "../agent/asr/ffmpeg.js";
@@ -103,6 +103,21 @@ describe("POST /api/process", () => {
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ type: "invalid_request_error", code });
     expect(res.body.error.message.startsWith(`${field}:`)).toBe(true);
+  });
+
+  it.each([
+    ["inside an audio part", `${"--b\r\n"}Content-Disposition: form-data; name="audio"; filename="a.wav"\r\n\r\nRIFF`],
+    ["inside an ignored file part", `${"--b\r\n"}Content-Disposition: form-data; name="other"; filename="x.bin"\r\n\r\nxyz`],
+    ["inside the second audio part", `--b\r\nContent-Disposition: form-data; name="audio"; filename="a.wav"\r\n\r\nRIFF\r\n--b\r\nContent-Disposition: form-data; name="audio"; filename="b.wav"\r\n\r\nRIFF`],
+  ])("refuses a body that ends %s with a 400, keeps no file and serves on", async (_, body) => {
+    const res = await fetch(`${t.base}/api/process`, { method: "POST", headers: { "content-type": "multipart/form-data; boundary=b" }, body });
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe("invalid_multipart");
+    expect(error.message).toMatch(/^body: malformed multipart data \(Unexpected end of form\)/);
+    const uploads = t.agent.jobs.uploadsDir;
+    expect(existsSync(uploads) ? readdirSync(uploads) : []).toEqual([]);
+    expect((await fetch(`${t.base}/api/models`)).status).toBe(200);
   });
 
   it("needs an audio part and multipart/form-data", async () => {

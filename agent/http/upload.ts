@@ -72,6 +72,10 @@ export async function parseUpload(
       reject(err);
     };
     parser.on("file", (name, stream, info) => {
+      // A body that ends inside this part errors the part's stream as well as the parser (which
+      // fails the upload). The write below attaches to it only after staging, and an ignored part
+      // never does: without a listener from the start, that error would crash the process.
+      stream.on("error", () => undefined);
       if (failure || name !== "audio") {
         stream.resume();
         return;
