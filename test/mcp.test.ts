@@ -166,6 +166,16 @@ describe("POST /v1/mcp/test", () => {
     expect(secret.body.error.message).toMatch(/^config\.authentication\.client_secret:/);
   });
 
+  it.each([
+    [{}, "missing_required_field", "server_id: is required"],
+    [{ server_id: 5 }, "invalid_type", "server_id: expected a string, got number"],
+    [["mcp_x"], "invalid_type", "body: expected a JSON object, got array"],
+  ])("400 naming the field for the body %j", async (body, code, message) => {
+    const res = await call(standard, "POST", "/test", body);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toEqual({ type: "invalid_request_error", code, message });
+  });
+
   it("a configuration over --max-body → 413 request_too_large", async () => {
     const big = await call(standard, "POST", "/servers", { name: "big", server_type: "filesystem", config: { root_path: "/".repeat(5 * 1024 * 1024) } });
     expect(big.status).toBe(413);

@@ -4,6 +4,7 @@
  * `InvalidRequestError` whose message starts with the offending field's path.
  */
 import { InvalidRequestError } from "../../core/errors.js";
+import { jsonObject, missingField as missing, wrongType } from "../../core/validate.js";
 import { CHAT_ROLES, isChatRole } from "../../core/chat.js";
 import { isCatalogModel } from "../../models/catalog.js";
 import type { ChatMessage, CompletionRequest } from "../fleet/index.js";
@@ -14,19 +15,8 @@ export interface ChatCompletionBody extends CompletionRequest {
   includeUsage: boolean;
 }
 
-const typeName = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
-
-function missing(field: string): never {
-  throw new InvalidRequestError("missing_required_field", `${field}: is required`, field);
-}
-
-function wrongType(field: string, expected: string, value: unknown): never {
-  throw new InvalidRequestError("invalid_type", `${field}: expected ${expected}, got ${typeName(value)}`, field);
-}
-
 export function validateChatCompletion(body: unknown): ChatCompletionBody {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) wrongType("body", "a JSON object", body);
-  const b = body as Record<string, unknown>;
+  const b = jsonObject(body);
 
   if (b.model === undefined || b.model === null) missing("model");
   if (typeof b.model !== "string") wrongType("model", "a string", b.model);

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { InvalidRequestError } from "../../core/errors.js";
+import { jsonObject, wrongType } from "../../core/validate.js";
 
 export const SERVER_TYPES = ["github", "slack", "postgresql", "mysql", "mongodb", "rest_api", "filesystem", "websocket", "mcp"] as const;
 export type ServerType = (typeof SERVER_TYPES)[number];
@@ -129,10 +130,9 @@ function findInlinedSecret(value: unknown, path = "config"): string | undefined 
 
 /** Validates a configuration body; throws a 400 naming the offending member. */
 export function validateMcpConfig(body: unknown): McpServerConfig {
-  if (!body || typeof body !== "object" || Array.isArray(body)) throw new InvalidRequestError("invalid_type", "body: expected a JSON object");
-  const b = body as Record<string, unknown>;
+  const b = jsonObject(body);
   if (typeof b.name !== "string" || !b.name.trim()) throw new InvalidRequestError("missing_required_field", "name: required (a non-empty string)");
-  if (b.description !== undefined && typeof b.description !== "string") throw new InvalidRequestError("invalid_type", "description: expected a string");
+  if (b.description !== undefined && typeof b.description !== "string") wrongType("description", "a string", b.description);
   if (typeof b.server_type !== "string" || !(SERVER_TYPES as readonly string[]).includes(b.server_type)) {
     throw new InvalidRequestError("invalid_server_type", `server_type: expected one of ${SERVER_TYPES.join(", ")}`);
   }

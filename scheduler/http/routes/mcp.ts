@@ -4,9 +4,10 @@
  * `GET /servers`, `POST /servers`, `GET|PUT|DELETE /servers/{id}`.
  */
 import { Hono, type MiddlewareHandler } from "hono";
-import { InvalidRequestError, NotFoundError, PermissionError } from "../../../core/errors.js";
+import { NotFoundError, PermissionError } from "../../../core/errors.js";
 import { tierAtLeast } from "../../auth/index.js";
 import { readJsonBody } from "../../../core/http/index.js";
+import { jsonObject, missingField, wrongType } from "../../../core/validate.js";
 import { testMcpServer, validateMcpConfig, type McpStore } from "../../mcp/index.js";
 import type { AppEnv } from "../env.js";
 
@@ -26,9 +27,9 @@ export function mcpRoutes(store: McpStore, testTimeoutMs: number, maxBodyBytes: 
   };
 
   app.post("/test", async (c) => {
-    const body = await readJsonBody(c, maxBodyBytes) as Record<string, unknown> | null;
-    const id = body && typeof body === "object" ? body.server_id : undefined;
-    if (typeof id !== "string" || !id) throw new InvalidRequestError("missing_required_field", "server_id: required (a string)");
+    const id = jsonObject(await readJsonBody(c, maxBodyBytes)).server_id;
+    if (id === undefined || id === null || id === "") missingField("server_id");
+    if (typeof id !== "string") wrongType("server_id", "a string", id);
     return c.json(await testMcpServer(owned(c.get("identity").account, id), testTimeoutMs));
   });
   app.get("/servers", (c) => c.json({ object: "list", data: store.list(c.get("identity").account) }));

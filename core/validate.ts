@@ -1,0 +1,25 @@
+/**
+ * Errors of request-body validation, each naming the offending field's path first (`messages[0].role: …`),
+ * as DESIGN.md's error contract asks. Unknown members are ignored by the validators; known members
+ * of the wrong type are refused with what was expected and what came.
+ */
+import { InvalidRequestError } from "./errors.js";
+
+/** The JSON type of a parsed value, as a client would name it. */
+export const typeName = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
+
+/** 400 `missing_required_field`. */
+export function missingField(field: string): never {
+  throw new InvalidRequestError("missing_required_field", `${field}: is required`, field);
+}
+
+/** 400 `invalid_type`: `field` held `value` where `expected` belongs. */
+export function wrongType(field: string, expected: string, value: unknown): never {
+  throw new InvalidRequestError("invalid_type", `${field}: expected ${expected}, got ${typeName(value)}`, field);
+}
+
+/** The body as an object of members, or a 400 naming `body`. */
+export function jsonObject(body: unknown): Record<string, unknown> {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) wrongType("body", "a JSON object", body);
+  return body as Record<string, unknown>;
+}
