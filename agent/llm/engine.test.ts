@@ -1,9 +1,11 @@
 /** The chat engine on the real node-llama-cpp binding with the fabricated tiny model. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../core/log.js";
-import { TINY_MODEL } from "../../test/helpers/fleet.js";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { TINY_MODEL, tempDir } from "../../test/helpers/fleet.js";
 import { watchBinding } from "../../test/helpers/binding.js";
-import { ContextLengthExceededError, GenerationAbortedError, LlmEngine, ModelNotServedError } from "./index.js";
+import { ContextLengthExceededError, GenerationAbortedError, LlmEngine, ModelLoadError, ModelNotServedError } from "./index.js";
 
 let engine: LlmEngine;
 
@@ -54,6 +56,17 @@ describe("LlmEngine", () => {
       });
     }
     expect(pool.busy).toBe(0);
+  });
+
+  it.each([
+    ["a missing file", () => "/nonexistent/model.gguf", /^famB-v3\.1: cannot load \/nonexistent\/model\.gguf: no such file$/],
+    ["a text file", () => { const f = join(tempDir(), "notes.gguf"); writeFileSync(f, "not a model\n"); return f; }, /: cannot load .*notes\.gguf: Invalid GGUF magic/],
+    ["a bare GGUF magic", () => { const f = join(tempDir(), "magic.gguf"); writeFileSync(f, "GGUF"); return f; }, /: cannot load .*magic\.gguf: not a readable GGUF file/],
+    ["a directory", () => tempDir(), /: cannot load .*: it is a directory$/],
+  ])("refuses to load %s with a ModelLoadError naming the id and the path", async (_, path, message) => {
+    const load = LlmEngine.load({ models: [{ id: "famB-v3.1", path: path() }], sequences: 1, contextSize: 256, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
+    await expect(load).rejects.toBeInstanceOf(ModelLoadError);
+    await expect(load).rejects.toMatchObject({ code: "model_load_failed", message: expect.stringMatching(message) });
   });
 
   it("refuses an id it does not serve", async () => {

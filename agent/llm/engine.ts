@@ -7,7 +7,7 @@ import { resolve } from "node:path";
 import { getLlama, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaGpuType } from "node-llama-cpp";
 import type { ChatRole } from "../../core/chat.js";
 import type { Logger } from "../../core/log.js";
-import { ContextLengthExceededError, GenerationAbortedError, LlmEngineError, ModelNotServedError } from "./errors.js";
+import { ContextLengthExceededError, GenerationAbortedError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
 import { ModelPool } from "./pool.js";
 import { generateTurn } from "./turn.js";
 
@@ -73,7 +73,7 @@ export class LlmEngine {
         let pool = byPath.get(file);
         if (!pool) {
           const started = performance.now();
-          const model = await llama.loadModel({ modelPath: file });
+          const model = await llama.loadModel({ modelPath: file }).catch((err: unknown) => { throw new ModelLoadError(id, file, err); });
           pool = await ModelPool.create(file, model, options);
           byPath.set(file, pool);
           log.info({ file, sequences: pool.slots, contextSize: pool.contextSize, threads: options.threads, ms: Math.round(performance.now() - started) }, "model loaded");

@@ -23,6 +23,26 @@ export class ContextLengthExceededError extends LlmEngineError {
   }
 }
 
+/** A model file that cannot be loaded (missing, not GGUF, truncated, an unknown architecture): the agent cannot start. */
+export class ModelLoadError extends LlmEngineError {
+  constructor(id: string, path: string, cause: unknown) {
+    super("model_load_failed", `${id}: cannot load ${path}: ${loadFailure(cause)}`);
+  }
+}
+
+function loadFailure(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === "ENOENT") return "no such file";
+  if (code === "EISDIR") return "it is a directory";
+  if (code === "EACCES" || code === "EPERM") return "permission denied";
+  const message = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, " ");
+  // llama.cpp's own loader says only this; the reasons are in its log.
+  if (message === "Failed to load model") return "llama.cpp could not load it (a truncated file, or an architecture this llama.cpp build does not know)";
+  // node-llama-cpp's GGUF reader trips over headers it cannot parse.
+  if (err instanceof TypeError) return `not a readable GGUF file (${message})`;
+  return message;
+}
+
 /** The request names a model id this engine does not serve. */
 export class ModelNotServedError extends LlmEngineError {
   constructor(id: string) {
