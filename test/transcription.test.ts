@@ -3,12 +3,12 @@
  * through smart-whisper) with the fabricated tiny whisper and energy-VAD models.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ffmpegPath } from "../agent/asr/ffmpeg.js";
 import { tempDir } from "./helpers/fleet.js";
-import { getJson, makeMedia, startTranscription, upload, waitForJob, type Transcription } from "./helpers/speech.js";
+import { getJson, makeMedia, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
 
 let t: Transcription;
 let media: string;
@@ -211,6 +211,27 @@ describe("KILN_AGENT_TOKEN", () => {
       expect((await upload(guarded.base, [makeMedia(media, "g.wav", { seconds: 1 })])).status).toBe(401);
     } finally {
       await guarded.agent.close();
+    }
+  });
+});
+
+describe("a whisper model file that cannot load", () => {
+  it.each([
+    ["not a model", (file: string) => writeFileSync(file, "not a whisper model\n")],
+    ["a model cut in half", (file: string) => { const whole = readFileSync(join(TEST_WHISPER_DIR, "ggml-base.bin")); writeFileSync(file, whole.subarray(0, whole.length >> 1)); }],
+  ])("(%s) ends the job in an error, and the agent serves on", async (_, write) => {
+    const dir = tempDir();
+    write(join(dir, "ggml-base.bin"));
+    const broken = await startTranscription({ whisperDir: dir });
+    try {
+      const res = await upload(broken.base, [makeMedia(media, "b.wav", { seconds: 2 })]);
+      expect(res.status).toBe(202);
+      const { view } = await waitForJob(broken.base, res.body.job_id);
+      expect(view.status).toBe("error");
+      expect(view.error).toMatch(/whisper model "base" failed to load from .*ggml-base\.bin/);
+      expect((await getJson(`${broken.base}/api/models`)).status).toBe(200);
+    } finally {
+      await broken.agent.close();
     }
   });
 });
