@@ -41,6 +41,21 @@ describe("kiln CLI", () => {
     expect(noTokens.stderr).toMatch(/--node-tokens \/ KILN_NODE_TOKENS/);
   });
 
+  it("a model file that cannot load stops the agent with one line naming it, not a stack", async () => {
+    const dir = tempDir();
+    const bogus = join(dir, "bogus.onnx");
+    writeFileSync(bogus, "not a model\n");
+    const cases: [string[], RegExp][] = [
+      [["--scheduler", "127.0.0.1:1", "--node-token", "a-node-token-of-16+", "--serve", `famB-v3.1=${join(dir, "missing.gguf")}`], /^kiln: famB-v3\.1: cannot load .*missing\.gguf: no such file\n$/],
+      [["--segmentation-model", bogus, "--embedding-model", bogus], /^kiln: segmentation model .*bogus\.onnx is not an ONNX file\n$/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await kiln(["agent", "--port", "0", "--data-dir", join(dir, "data"), "--log-level", "warn", ...args]);
+      expect(r.code).toBe(1);
+      expect(r.stderr.split("\n").filter((l) => l.startsWith("kiln:") || l.startsWith("    at ")).join("\n") + "\n").toMatch(message);
+    }
+  });
+
   it("merges a config file under flags and KILN_* variables; --print-config masks secrets", async () => {
     const dir = tempDir();
     const file = join(dir, "scheduler.json");
