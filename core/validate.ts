@@ -6,7 +6,7 @@
 import { InvalidRequestError } from "./errors.js";
 
 /** The JSON type of a parsed value, as a client would name it. */
-export const typeName = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
+const typeName = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
 /** 400 `missing_required_field`. */
 export function missingField(field: string): never {
