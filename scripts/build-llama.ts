@@ -26,7 +26,6 @@
  * patched JavaScript works with either (the stock addon ignores what it is not asked for).
  */
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus } from "node:os";
@@ -37,6 +36,7 @@ import {
   type AddonStamp, type CpuBackendStamp,
 } from "../agent/llm/cpu-backend.js";
 import { run } from "./lib/run.js";
+import { sha256File, sha256Tree } from "./lib/hash.js";
 
 const require = createRequire(import.meta.url);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -60,7 +60,7 @@ export function bundledRelease(): string {
 function source(name: string, patch?: string): string {
   const dir = join(CACHE_DIR, name);
   const marker = join(dir, ".kiln-source");
-  const wanted = `${bundledRelease()} ${patch ? sha256(patch) : "pristine"}`;
+  const wanted = `${bundledRelease()} ${patch ? sha256File(patch) : "pristine"}`;
   if (existsSync(marker) && readFileSync(marker, "utf8") === wanted) return dir;
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(CACHE_DIR, { recursive: true });
@@ -70,9 +70,6 @@ function source(name: string, patch?: string): string {
   return dir;
 }
 
-function sha256(file: string): string {
-  return createHash("sha256").update(readFileSync(file)).digest("hex");
-}
 
 const COMMON_CMAKE = ["-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF"];
 
@@ -86,7 +83,7 @@ export function buildCpuBackend(): { file: string; stamp: CpuBackendStamp } {
     // node-llama-cpp's libggml-base.so has an unversioned soname; link against the same name.
     "-DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON", ...features.map((f) => `-D${f}=ON`)], { log: LOG });
   run("cmake", ["--build", build, "-j", String(cpus().length), "--target", "ggml-cpu"], { log: LOG });
-  return { file: join(build, "bin", "libggml-cpu.so"), stamp: { release: bundledRelease(), patch: sha256(PATCH), features } };
+  return { file: join(build, "bin", "libggml-cpu.so"), stamp: { release: bundledRelease(), patch: sha256File(PATCH), features } };
 }
 
 /**
@@ -110,27 +107,14 @@ function addonSourcesDir(): string {
   return join(llamaPackageDir(), "addon");
 }
 
-/** sha256 over node-llama-cpp's addon sources, file names included. */
-function addonSourcesHash(): string {
-  const hash = createHash("sha256");
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else hash.update(entry.name).update(readFileSync(path));
-    }
-  };
-  walk(addonSourcesDir());
-  return hash.digest("hex");
-}
-
 /**
  * Builds node-llama-cpp's addon from its sources (patched by `patches/npm`: the decode worker also
  * samples the batch's tokens) against the bundled release's headers, linked to the llama.cpp and
  * ggml libraries already in `dir`, node-llama-cpp's prebuilt folder; about 25 s on two cores.
- * Returns the built file once it loads with every symbol resolved.
+ * `sources` is the sources' hash, for the stamp. Returns the built file once it loads with every
+ * symbol resolved.
  */
-export function buildAddon(dir: string): { file: string; stamp: AddonStamp } {
+export function buildAddon(dir: string, sources: string): { file: string; stamp: AddonStamp } {
   const nodeInclude = join(dirname(dirname(process.execPath)), "include", "node");
   if (!existsSync(join(nodeInclude, "node_api.h"))) throw new Error(`Node's headers are not in ${nodeInclude}`);
   const napiInclude = resolve(dirname(require.resolve("node-addon-api/package.json", { paths: [llamaPackageDir()] })));
@@ -147,7 +131,7 @@ export function buildAddon(dir: string): { file: string; stamp: AddonStamp } {
     env: { ...process.env, LD_LIBRARY_PATH: dir, LD_BIND_NOW: "1" }, encoding: "utf8",
   });
   if (check.status !== 0) throw new Error(`the built addon does not load: ${check.stderr.trim().split("\n")[0]}`);
-  return { file, stamp: { release: bundledRelease(), sources: addonSourcesHash() } };
+  return { file, stamp: { release: bundledRelease(), sources } };
 }
 
 /** Installs a built addon in place of node-llama-cpp's own, which is kept beside it. */
@@ -203,7 +187,7 @@ function main(): void {
   const force = args.includes("--force");
   const backend = installedCpuBackend();
   const features = x86Features();
-  if (!force && backend && backend.release === bundledRelease() && backend.patch === sha256(PATCH) && backend.features.join() === features.join()) {
+  if (!force && backend && backend.release === bundledRelease() && backend.patch === sha256File(PATCH) && backend.features.join() === features.join()) {
     console.log("build-llama: the shared-threadpool CPU backend is already installed");
   } else {
     buildStep("the shared-threadpool CPU backend", `${features.length} SIMD features`, () => {
@@ -212,11 +196,12 @@ function main(): void {
     });
   }
   const addon = installedAddon();
-  if (!force && addon && addon.release === bundledRelease() && addon.sources === addonSourcesHash()) {
+  const sources = sha256Tree(addonSourcesDir());
+  if (!force && addon && addon.release === bundledRelease() && addon.sources === sources) {
     console.log("build-llama: the addon that samples in its decode worker is already installed");
   } else {
     buildStep("the addon that samples in its decode worker", "node-llama-cpp's sources as patches/npm patches them", () => {
-      const { file, stamp } = buildAddon(dir);
+      const { file, stamp } = buildAddon(dir, sources);
       installAddon(file, stamp, dir);
     });
   }

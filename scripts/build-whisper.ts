@@ -12,13 +12,13 @@
  * and a hash of the addon's binding sources (which `patches/npm` patches), so repeated installs do
  * not rebuild, and a changed patch does.
  */
-import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { arch, cpus } from "node:os";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { cpuFlags } from "../agent/llm/cpu-backend.js";
 import { run } from "./lib/run.js";
+import { sha256Tree } from "./lib/hash.js";
 
 const require = createRequire(import.meta.url);
 
@@ -60,20 +60,12 @@ export function cudaBuild(cudaHome = process.env.CUDA_HOME ?? "/usr/local/cuda")
   };
 }
 
-/** A hash of smart-whisper's own binding sources, as patched. */
-function bindingSourcesHash(dir: string): string {
-  const src = join(dir, "src", "binding");
-  const hash = createHash("sha256");
-  for (const name of readdirSync(src).sort()) hash.update(name).update(readFileSync(join(src, name)));
-  return hash.digest("hex").slice(0, 16);
-}
-
 /** Rebuilds the addon with `build` unless the stamp says it already was. Returns whether it built. */
 export function buildWhisper(build: WhisperBuild, force = false): boolean {
   const dir = packageDir();
   const stamp = join(dir, "build", "kiln-build.json");
   const addon = join(dir, "build", "Release", "smart-whisper.node");
-  const wanted = JSON.stringify({ ...build, sources: bindingSourcesHash(dir) });
+  const wanted = JSON.stringify({ ...build, sources: sha256Tree(join(dir, "src", "binding")) }); // smart-whisper's binding, as patches/npm patches it
   if (!force && existsSync(addon) && existsSync(stamp) && readFileSync(stamp, "utf8") === wanted) return false;
   const env = { ...process.env, CFLAGS: build.flags, CXXFLAGS: build.flags, ...(build.byol ? { BYOL: build.byol } : {}) };
   run(process.platform === "win32" ? "npm.cmd" : "npm", ["rebuild", "smart-whisper", "--foreground-scripts", "--ignore-scripts=false"], { env });

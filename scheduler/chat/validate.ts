@@ -4,7 +4,7 @@
  * `InvalidRequestError` whose message starts with the offending field's path.
  */
 import { InvalidRequestError } from "../../core/errors.js";
-import { jsonObject, missingField as missing, wrongType } from "../../core/validate.js";
+import { jsonObject, missingField, wrongType } from "../../core/validate.js";
 import { CHAT_ROLES, isChatRole } from "../../core/chat.js";
 import { isCatalogModel } from "../../models/catalog.js";
 import type { ChatMessage, CompletionRequest } from "../fleet/index.js";
@@ -18,21 +18,21 @@ export interface ChatCompletionBody extends CompletionRequest {
 export function validateChatCompletion(body: unknown): ChatCompletionBody {
   const b = jsonObject(body);
 
-  if (b.model === undefined || b.model === null) missing("model");
+  if (b.model === undefined || b.model === null) missingField("model");
   if (typeof b.model !== "string") wrongType("model", "a string", b.model);
   if (!isCatalogModel(b.model)) throw new InvalidRequestError("model_not_found", `model: "${b.model}" is not a model of this service (see GET /v1/models)`, "model");
 
-  if (b.messages === undefined || b.messages === null) missing("messages");
+  if (b.messages === undefined || b.messages === null) missingField("messages");
   if (!Array.isArray(b.messages)) wrongType("messages", "an array of messages", b.messages);
   if (b.messages.length === 0) throw new InvalidRequestError("invalid_messages", "messages: must hold at least one message", "messages");
   const messages: ChatMessage[] = b.messages.map((m: unknown, i: number) => {
     const at = `messages[${i}]`;
     if (typeof m !== "object" || m === null || Array.isArray(m)) wrongType(at, "an object with role and content", m);
     const { role, content } = m as Record<string, unknown>;
-    if (role === undefined || role === null) missing(`${at}.role`);
+    if (role === undefined || role === null) missingField(`${at}.role`);
     if (typeof role !== "string") wrongType(`${at}.role`, "a string", role);
     if (!isChatRole(role)) throw new InvalidRequestError("invalid_role", `${at}.role: "${role}" is not one of ${CHAT_ROLES.join(", ")}`, `${at}.role`);
-    if (content === undefined || content === null) missing(`${at}.content`);
+    if (content === undefined || content === null) missingField(`${at}.content`);
     if (typeof content !== "string") wrongType(`${at}.content`, "a string", content);
     return { role, content };
   });
