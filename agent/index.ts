@@ -7,6 +7,7 @@ import { freemem } from "node:os";
 import { join, resolve } from "node:path";
 import { isCatalogModel } from "../models/catalog.js";
 import { formatHostPort, type AgentConfig, type HostPort } from "../config/index.js";
+import { agentChannelCredentials } from "../config/tls.js";
 import { ConfigError } from "../core/errors.js";
 import { listenHttp } from "../core/http/index.js";
 import { createLogger, type Logger } from "../core/log.js";
@@ -39,6 +40,8 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   for (const { id } of config.serve) {
     if (!isCatalogModel(id)) throw new ConfigError("--serve / KILN_SERVE", `"${id}" is not a catalog model id`);
   }
+  // The certificate files first: a bad one fails the start before models load.
+  const credentials = config.scheduler ? agentChannelCredentials(config, logger) : undefined;
   const engine = await LlmEngine.load({
     models: config.serve,
     sequences: config.sequences,
@@ -117,7 +120,7 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   if (config.scheduler && config.nodeToken) {
     if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
     logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU");
-    link = new FleetLink({ scheduler: config.scheduler, nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir: resolve(config.dataDir), streamIntervalMs: config.streamInterval, logger });
+    link = new FleetLink({ scheduler: config.scheduler, ...(credentials ? { credentials } : {}), nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir: resolve(config.dataDir), streamIntervalMs: config.streamInterval, logger });
     link.start();
   } else {
     logger.info("no --scheduler given: a transcription-only instance");

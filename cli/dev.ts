@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
-import { AGENT_OPTIONS, parseAgentConfig, parseSchedulerConfig, formatHostPort } from "../config/index.js";
+import { AGENT_OPTIONS, nodeIdMatcher, parseAgentConfig, parseNodeTokenEntry, parseSchedulerConfig, formatHostPort } from "../config/index.js";
 import { createLogger } from "../core/log.js";
 import { DEV_MODEL_ID } from "../models/catalog.js";
 import { existsSync } from "node:fs";
@@ -18,7 +18,10 @@ import { onShutdown } from "./shutdown.js";
 const DEV_KEY_DAYS = 30;
 
 export async function runDev(raw: Record<string, string | string[] | undefined>): Promise<void> {
-  const nodeToken = raw.nodeTokens ? String(raw.nodeTokens).split(",")[0]! : randomBytes(24).toString("base64url");
+  // The agent's token: the first given one that may register its node id (or a fresh one).
+  const nodeId = String(raw.nodeId ?? AGENT_OPTIONS.nodeId.default);
+  const given = raw.nodeTokens ? String(raw.nodeTokens).split(",").map((t) => parseNodeTokenEntry(t.trim())) : [];
+  const nodeToken = (given.find((t) => nodeIdMatcher(t.nodeIds)(nodeId)) ?? given[0])?.token ?? randomBytes(24).toString("base64url");
   // The dashboard's admin token: the given one, or a fresh one printed below.
   const adminToken = raw.adminToken ? String(raw.adminToken) : randomBytes(18).toString("base64url");
   const schedulerConfig = parseSchedulerConfig({ ...raw, nodeTokens: raw.nodeTokens ?? nodeToken, adminToken });

@@ -42,7 +42,7 @@ const DEV_OPTIONS = { ...AGENT_OPTIONS, ...SCHEDULER_OPTIONS };
 withConfigOptions(addOptions(
   addOptions(program.command("dev").description("scheduler + agent on this machine; prints a dev API key"), SCHEDULER_OPTIONS),
   AGENT_OPTIONS,
-  ["scheduler", "nodeToken", "logLevel", "drainSeconds"],
+  ["scheduler", "nodeToken", "logLevel", "drainSeconds", "grpcInsecure"],
 )).action((opts: Raw, cmd: Command) => {
   const raw = withConfigFile(opts, cmd, DEV_OPTIONS);
   if (printed(raw, DEV_OPTIONS, { ...parseAgentConfig({ ...raw, scheduler: undefined, nodeToken: undefined }), ...parseSchedulerConfig({ ...raw, nodeTokens: raw.nodeTokens ?? "generated-at-start-by-kiln-dev" }) })) return;

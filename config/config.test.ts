@@ -9,7 +9,7 @@ describe("configuration", () => {
     expect(c.http).toEqual({ host: "::1", port: 9000 });
     expect(c.grpc).toEqual({ host: "127.0.0.1", port: 50051 });
     expect(c.maxBody).toBe(2 * 1024 * 1024);
-    expect(c.nodeTokens).toEqual(["a-long-enough-token-123"]);
+    expect(c.nodeTokens).toEqual([{ token: "a-long-enough-token-123" }]);
   });
 
   it("names the flag and the variable of a bad value", () => {

@@ -6,11 +6,17 @@
  * then hands the raw strings to `parseSchedulerConfig` / `parseAgentConfig`, which return typed,
  * validated configs or throw a `ConfigError` naming the flag and its variable.
  */
+import { BlockList, isIP } from "node:net";
 import { cpus, hostname, totalmem } from "node:os";
+import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { ConfigError } from "../core/errors.js";
 import { LOG_LEVELS } from "../core/log.js";
+import { loadStdioCatalog } from "./stdio-catalog.js";
+
+export type { StdioCatalog, StdioServerSpec } from "./stdio-catalog.js";
 import { defaultThreads } from "../agent/llm/cpu-backend.js";
+import { TIERS, isTier, type Tier } from "../scheduler/auth/tiers.js";
 
 /** A listen or dial address. */
 export interface HostPort {
@@ -48,6 +54,74 @@ const bytes = z.string().trim().transform((s, ctx) => {
 
 const list = z.string().transform((s) => s.split(",").map((t) => t.trim()).filter(Boolean));
 
+/** An IPv4 or IPv6 range (`10.0.0.0/8`, `fd00::/8`) or a single address. */
+const cidr = z.string().trim().refine((s) => ipaddr.isValidCIDR(s) || ipaddr.isValid(s), { message: "expected a CIDR like 10.1.0.0/16 or an IP address" });
+
+/**
+ * An on/off switch: `true` (commander's value for a flag given without one), or `"true"`, `"1"`,
+ * `"false"`, `"0"` from a `KILN_*` variable or a config file. Absent is off.
+ */
+const bool = z
+  .union([z.boolean(), z.string().trim()], { error: "expected true, false, 1 or 0" })
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v === false || v === "false" || v === "0") return false;
+    if (v === true || v === "true" || v === "1") return true;
+    ctx.addIssue({ code: "custom", message: `expected true, false, 1 or 0, got "${v}"` });
+    return z.NEVER;
+  });
+
+/** 127.0.0.0/8 and ::1: the addresses a plaintext gRPC link may use without `--grpc-insecure`. */
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
+LOOPBACK.addAddress("::1", "ipv6");
+
+/** Whether `host` is a loopback address (127.0.0.0/8, ::1) or the name `localhost`. */
+export function isLoopback(host: string): boolean {
+  if (host.toLowerCase() === "localhost") return true;
+  const family = isIP(host);
+  return family !== 0 && LOOPBACK.check(host, family === 4 ? "ipv4" : "ipv6");
+}
+
+/** One `--node-tokens` entry: a token and the node ids it may register. */
+export interface NodeTokenEntry {
+  token: string;
+  /** Node ids or `*` globs this token may register; absent: any node id. */
+  nodeIds?: string[];
+}
+
+/**
+ * `TOKEN` (any node id) or `IDS=TOKEN`, IDS being node ids or `*` globs joined by `|`. An entry is
+ * `IDS=TOKEN` only when what precedes its first `=` looks like IDS and the rest is at least 16
+ * characters, so a bare token with `=` in it (base64 padding) stays a bare token.
+ */
+export function parseNodeTokenEntry(entry: string): NodeTokenEntry {
+  const eq = entry.indexOf("=");
+  const ids = entry.slice(0, eq);
+  if (eq > 0 && /^[A-Za-z0-9._*|-]+$/.test(ids) && entry.length - eq - 1 >= 16) {
+    return { token: entry.slice(eq + 1), nodeIds: ids.split("|").filter(Boolean) };
+  }
+  return { token: entry };
+}
+
+/** A test of node ids against an entry's ids and globs (`*`: any run of characters); no ids: any node id. */
+export function nodeIdMatcher(nodeIds: string[] | undefined): (nodeId: string) => boolean {
+  if (!nodeIds) return () => true;
+  const escape = (part: string) => part.replace(/[.+?^$()|[\]\\{}]/g, "\\$&");
+  const patterns = nodeIds.map((glob) => new RegExp(`^${glob.split("*").map(escape).join(".*")}$`));
+  return (nodeId) => patterns.some((p) => p.test(nodeId));
+}
+
+const nodeTokens = list
+  .pipe(z.array(z.string()).min(1, "at least one token is required"))
+  .transform((entries, ctx) => entries.map((entry, i) => {
+    const parsed = parseNodeTokenEntry(entry);
+    // Messages name the entry by position: a token never goes into an error or a log.
+    if (parsed.token.length < 16) ctx.addIssue({ code: "custom", message: "each token must be at least 16 characters" });
+    if (parsed.nodeIds?.length === 0) ctx.addIssue({ code: "custom", message: `entry ${i + 1}: IDS=TOKEN needs at least one node id before "="` });
+    return parsed;
+  }));
+
 /** `ID=PATH` pairs of `--serve`. */
 const serveSpec = z.string().transform((s, ctx) => {
   const eq = s.indexOf("=");
@@ -56,6 +130,33 @@ const serveSpec = z.string().transform((s, ctx) => {
     return z.NEVER;
   }
   return { id: s.slice(0, eq), path: s.slice(eq + 1) };
+});
+
+/** `--max-inflight`'s default: chat completions an account may have in flight (queued or generating), by tier. */
+export const DEFAULT_MAX_INFLIGHT: Readonly<Record<Tier, number>> = { free: 4, standard: 16, pro: 64, enterprise: 256 };
+
+/** `TIER=N` pairs, comma-separated, over `DEFAULT_MAX_INFLIGHT`: a partial list changes only the tiers it names. */
+const tierCaps = z.string().transform((s, ctx): Record<Tier, number> => {
+  const caps = { ...DEFAULT_MAX_INFLIGHT };
+  const named = new Set<string>();
+  for (const item of s.split(",").map((t) => t.trim()).filter(Boolean)) {
+    const m = /^([a-z]+)\s*=\s*(\d+)$/i.exec(item);
+    const tier = m?.[1]!.toLowerCase() ?? "";
+    const n = Number(m?.[2]);
+    let problem: string | undefined;
+    if (!m) problem = `expected TIER=N pairs like pro=64 (tiers: ${TIERS.join(", ")}), got "${item}"`;
+    else if (!isTier(tier)) problem = `unknown tier "${m[1]}" (tiers: ${TIERS.join(", ")})`;
+    else if (named.has(tier)) problem = `tier "${tier}" is named twice`;
+    else if (n < 1 || n > 1_000_000) problem = `${tier}: expected a whole number from 1 to 1000000, got ${m[2]}`;
+    else {
+      named.add(tier);
+      caps[tier] = n;
+      continue;
+    }
+    ctx.addIssue({ code: "custom", message: problem });
+    return z.NEVER;
+  }
+  return caps;
 });
 
 const GPU_KINDS = ["auto", "cuda", "vulkan", "metal", "cpu"] as const;
@@ -93,24 +194,56 @@ const drainSeconds = (what: string) => ({
 /** Options of `kiln scheduler` (and the scheduler half of `kiln dev`). */
 export const SCHEDULER_OPTIONS = {
   http: { flags: "--http <host:port>", env: "KILN_HTTP", default: "127.0.0.1:8080", description: "address of the public HTTP API", schema: hostPort },
-  grpc: { flags: "--grpc <host:port>", env: "KILN_GRPC", default: "127.0.0.1:50051", description: "address agents dial (gRPC)", schema: hostPort },
+  grpc: { flags: "--grpc <host:port>", env: "KILN_GRPC", default: "127.0.0.1:50051", description: "address agents dial (gRPC); plaintext only on loopback unless --grpc-insecure", schema: hostPort },
+  /** PEM certificate (chain) the gRPC port serves TLS with; needs `--grpc-tls-key`. Default: none (plaintext, loopback only). */
+  grpcTlsCert: { flags: "--grpc-tls-cert <file>", env: "KILN_GRPC_TLS_CERT", description: "PEM certificate (chain) for TLS on the gRPC port, with --grpc-tls-key (default: none, plaintext, loopback only)", schema: z.string().min(1).optional() },
+  /** PEM private key of `--grpc-tls-cert`. Default: none. */
+  grpcTlsKey: { flags: "--grpc-tls-key <file>", env: "KILN_GRPC_TLS_KEY", description: "PEM private key of --grpc-tls-cert (default: none)", schema: z.string().min(1).optional() },
+  /** PEM CA bundle: with it, agents must present a client certificate it signed (mutual TLS). Default: none (no client certificate asked). */
+  grpcClientCa: { flags: "--grpc-client-ca <file>", env: "KILN_GRPC_CLIENT_CA", description: "PEM CA that must have signed every agent's client certificate: mutual TLS, needs --grpc-tls-cert (default: none, no client certificate asked)", schema: z.string().min(1).optional() },
+  /** Serve plaintext gRPC on a non-loopback `--grpc` address anyway. Default: off. */
+  grpcInsecure: { flags: "--grpc-insecure", env: "KILN_GRPC_INSECURE", description: "serve plaintext gRPC on a non-loopback --grpc address anyway; warned at every start (default: off)", schema: bool },
   db: { flags: "--db <file>", env: "KILN_DB", default: ".kiln/kiln.db", description: "SQLite database (keys, accounts, signing secret)", schema: z.string().min(1) },
   jwtSecret: { flags: "--jwt-secret <secret>", env: "KILN_JWT_SECRET", secret: true, description: "API-key signing secret (default: generated once and kept in the database)", schema: z.string().min(32, "must be at least 32 characters").optional() },
-  nodeTokens: { flags: "--node-tokens <list>", env: "KILN_NODE_TOKENS", secret: true, description: "comma-separated tokens agents may present (at least one)", schema: list.pipe(z.array(z.string().min(16, "each token must be at least 16 characters")).min(1, "at least one token is required")) },
+  /** Comma-separated `TOKEN` (any node id) or `IDS=TOKEN` entries (IDS: node ids or `*` globs joined by `|`). Required. */
+  nodeTokens: { flags: "--node-tokens <list>", env: "KILN_NODE_TOKENS", secret: true, description: "comma-separated tokens agents may present (at least one): TOKEN registers any node id, IDS=TOKEN only the node ids or * globs in IDS, joined by | (e.g. gpu-1|gpu-2=tokA,gpu-*=tokB,tokC)", schema: nodeTokens },
   queueSize: { flags: "--queue-size <n>", env: "KILN_QUEUE_SIZE", default: "256", description: "requests that may wait for a free slot", schema: int(0) },
   queueTimeout: { flags: "--queue-timeout <seconds>", env: "KILN_QUEUE_TIMEOUT", default: "30", description: "how long a request may wait for a slot before a 503", schema: int(1, 3600) },
   maxBody: { flags: "--max-body <size>", env: "KILN_MAX_BODY", default: "4mb", description: "largest accepted JSON body (413 above)", schema: bytes.pipe(z.number().int().min(1024, "must be at least 1kb")) },
   standardRpm: { flags: "--standard-rpm <n>", env: "KILN_STANDARD_RPM", default: "100", description: "requests per minute of the standard tier (the spec gives none; free's by default)", schema: int(1) },
+  /** Per-tier cap on an account's chat completions in flight (queued or generating); more are a 429. Default `free=4,standard=16,pro=64,enterprise=256`. */
+  maxInflight: { flags: "--max-inflight <list>", env: "KILN_MAX_INFLIGHT", default: Object.entries(DEFAULT_MAX_INFLIGHT).map(([t, n]) => `${t}=${n}`).join(","), description: "chat completions an account may have in flight (queued or generating), by tier: TIER=N pairs, comma-separated; a partial list changes only the tiers it names (more are a 429 too_many_requests_in_flight)", schema: tierCaps },
   heartbeatMs: { flags: "--heartbeat-ms <ms>", env: "KILN_HEARTBEAT_MS", default: "5000", description: "agent heartbeat interval; an agent silent for 3 intervals is dropped", schema: int(100, 600_000) },
   adminToken: { flags: "--admin-token <token>", env: "KILN_ADMIN_TOKEN", secret: true, description: "token that signs in to the dashboard at /dashboard (none: the dashboard API is off)", schema: z.string().min(16, "must be at least 16 characters").optional() },
   mcpTimeout: { flags: "--mcp-timeout <seconds>", env: "KILN_MCP_TIMEOUT", default: "10", description: "how long POST /v1/mcp/test waits for an MCP server", schema: int(1, 300) },
+  mcpConcurrency: { flags: "--mcp-concurrency <n>", env: "KILN_MCP_CONCURRENCY", default: "4", description: "MCP tests one account may run at once (429 beyond)", schema: int(1, 1000) },
+  mcpAllowCidr: { flags: "--mcp-allow-cidr <cidr>", env: "KILN_MCP_ALLOW_CIDR", repeatable: true, description: "a range tenants' MCP configurations may reach although it is not public (repeatable; comma-separated in the env; default none: loopback, private, link-local and similar ranges are refused)", schema: z.array(cidr) },
+  mcpFsBase: { flags: "--mcp-fs-base <dir>", env: "KILN_MCP_FS_BASE", description: "folder under which each account's filesystem MCP roots live, as <dir>/<account>/<root_path> (none: the filesystem type is refused)", schema: z.string().min(1).optional() },
+  mcpStdioServers: { flags: "--mcp-stdio-servers <file>", env: "KILN_MCP_STDIO_SERVERS", description: "JSON catalog of the stdio MCP servers tenants may pick by name (none: tenants can use MCP over HTTP only)", schema: z.string().min(1).optional().transform((file, ctx) => {
+    if (file === undefined) return {};
+    try {
+      return loadStdioCatalog(file);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message });
+      return z.NEVER;
+    }
+  }) },
+  secretsKey: { flags: "--secrets-key <key>", env: "KILN_SECRETS_KEY", secret: true, description: "32-byte key (hex or base64) that encrypts accounts' MCP secrets (default: a key file created beside --db with mode 0600)", schema: z.string().min(1).optional() },
   drainSeconds: drainSeconds("requests in flight may finish"),
   logLevel,
 } satisfies Record<string, OptionSpec>;
 
 /** Options of `kiln agent` (and the agent half of `kiln dev`). */
 export const AGENT_OPTIONS = {
-  scheduler: { flags: "--scheduler <host:port>", env: "KILN_SCHEDULER", description: "the scheduler's gRPC address to dial (none: a transcription-only instance)", schema: hostPort.optional() },
+  scheduler: { flags: "--scheduler <host:port>", env: "KILN_SCHEDULER", description: "the scheduler's gRPC address to dial (none: a transcription-only instance); plaintext only on loopback unless --grpc-insecure", schema: hostPort.optional() },
+  /** PEM CA that verifies the scheduler's certificate: dial with TLS. Default: none (plaintext, loopback only). */
+  schedulerCa: { flags: "--scheduler-ca <file>", env: "KILN_SCHEDULER_CA", description: "PEM CA that verifies the scheduler's certificate: dial with TLS (default: none, plaintext, loopback only)", schema: z.string().min(1).optional() },
+  /** PEM client certificate (chain) for mutual TLS; needs `--tls-key` and `--scheduler-ca`. Default: none. */
+  tlsCert: { flags: "--tls-cert <file>", env: "KILN_TLS_CERT", description: "PEM client certificate (chain) presented to the scheduler (mutual TLS), with --tls-key and --scheduler-ca (default: none)", schema: z.string().min(1).optional() },
+  /** PEM private key of `--tls-cert`. Default: none. */
+  tlsKey: { flags: "--tls-key <file>", env: "KILN_TLS_KEY", description: "PEM private key of --tls-cert (default: none)", schema: z.string().min(1).optional() },
+  /** Dial a non-loopback `--scheduler` in plaintext anyway. Default: off. */
+  grpcInsecure: { flags: "--grpc-insecure", env: "KILN_GRPC_INSECURE", description: "dial a non-loopback --scheduler in plaintext anyway; warned at every start (default: off)", schema: bool },
   nodeToken: { flags: "--node-token <token>", env: "KILN_NODE_TOKEN", secret: true, description: "token presented to the scheduler (required with --scheduler)", schema: z.string().min(16, "must be at least 16 characters").optional() },
   nodeId: { flags: "--node-id <id>", env: "KILN_NODE_ID", default: hostname(), description: "this node's name in the fleet", schema: z.string().min(1).max(128) },
   serve: { flags: "--serve <id=gguf>", env: "KILN_SERVE", repeatable: true, description: "serve a catalog model id from a GGUF file (repeatable; comma-separated in the env)", schema: z.array(serveSpec) },
@@ -139,14 +272,15 @@ export const AGENT_OPTIONS = {
   logLevel,
 } satisfies Record<string, OptionSpec>;
 
-type Raw = Record<string, string | string[] | undefined>;
+/** Raw values: strings (flags, variables, a file), lists (repeatable flags), `true` (a flag without a value). */
+type Raw = Record<string, string | string[] | boolean | undefined>;
 type Parsed<T extends Record<string, OptionSpec>> = { [K in keyof T]: z.output<T[K]["schema"]> };
 
 function parseWith<T extends Record<string, OptionSpec>>(specs: T, raw: Raw, required: (keyof T)[] = []): Parsed<T> {
   const out: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(specs)) {
     let value = raw[key] ?? spec.default;
-    if (spec.repeatable) value = value === undefined ? [] : Array.isArray(value) ? value : value.split(",").filter(Boolean);
+    if (spec.repeatable) value = value === undefined ? [] : Array.isArray(value) ? value : String(value).split(",").filter(Boolean);
     const name = `${spec.flags.split(" ")[0]} / ${spec.env}`;
     if (value === undefined && required.includes(key)) throw new ConfigError(name, "is required");
     const result = spec.schema.safeParse(value);
@@ -159,13 +293,33 @@ function parseWith<T extends Record<string, OptionSpec>>(specs: T, raw: Raw, req
 export type SchedulerConfig = Parsed<typeof SCHEDULER_OPTIONS>;
 export type AgentConfig = Parsed<typeof AGENT_OPTIONS>;
 
+/** `--flag / KILN_VAR` of a declared option, as a `ConfigError` names it. */
+export const optionName = (spec: OptionSpec): string => `${spec.flags.split(" ")[0]} / ${spec.env}`;
+
 export function parseSchedulerConfig(raw: Raw): SchedulerConfig {
-  return parseWith(SCHEDULER_OPTIONS, raw, ["nodeTokens"]);
+  const config = parseWith(SCHEDULER_OPTIONS, raw, ["nodeTokens"]);
+  const o = SCHEDULER_OPTIONS;
+  if (config.grpcTlsCert && !config.grpcTlsKey) throw new ConfigError(optionName(o.grpcTlsKey), "is required with --grpc-tls-cert");
+  if (config.grpcTlsKey && !config.grpcTlsCert) throw new ConfigError(optionName(o.grpcTlsCert), "is required with --grpc-tls-key");
+  if (config.grpcClientCa && !config.grpcTlsCert) throw new ConfigError(optionName(o.grpcClientCa), "needs --grpc-tls-cert and --grpc-tls-key (mutual TLS runs over TLS)");
+  if (config.grpcInsecure && config.grpcTlsCert) throw new ConfigError(optionName(o.grpcInsecure), "contradicts --grpc-tls-cert (give one or the other)");
+  if (!config.grpcTlsCert && !config.grpcInsecure && !isLoopback(config.grpc.host)) {
+    throw new ConfigError(optionName(o.grpc), `${config.grpc.host} is not a loopback address, and node tokens and prompts would cross the network in plaintext: pass --grpc-tls-cert and --grpc-tls-key to serve TLS, or --grpc-insecure to serve plaintext anyway`);
+  }
+  return config;
 }
 
 export function parseAgentConfig(raw: Raw): AgentConfig {
   const config = parseWith(AGENT_OPTIONS, raw);
   if (config.scheduler && !config.nodeToken) throw new ConfigError("--node-token / KILN_NODE_TOKEN", "is required with --scheduler");
+  const o = AGENT_OPTIONS;
+  if (config.tlsCert && !config.tlsKey) throw new ConfigError(optionName(o.tlsKey), "is required with --tls-cert");
+  if (config.tlsKey && !config.tlsCert) throw new ConfigError(optionName(o.tlsCert), "is required with --tls-key");
+  if (config.tlsCert && !config.schedulerCa) throw new ConfigError(optionName(o.schedulerCa), "is required with --tls-cert (a client certificate is presented over TLS)");
+  if (config.grpcInsecure && config.schedulerCa) throw new ConfigError(optionName(o.grpcInsecure), "contradicts --scheduler-ca (give one or the other)");
+  if (config.scheduler && !config.schedulerCa && !config.grpcInsecure && !isLoopback(config.scheduler.host)) {
+    throw new ConfigError(optionName(o.scheduler), `${config.scheduler.host} is not a loopback address, and the node token and prompts would cross the network in plaintext: pass --scheduler-ca to dial with TLS, or --grpc-insecure to dial plaintext anyway`);
+  }
   if (Boolean(config.segmentationModel) !== Boolean(config.embeddingModel)) {
     throw new ConfigError(config.segmentationModel ? "--embedding-model / KILN_EMBEDDING_MODEL" : "--segmentation-model / KILN_SEGMENTATION_MODEL", "is required for speaker diarization (give both models)");
   }

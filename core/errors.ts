@@ -72,10 +72,17 @@ export class PayloadTooLargeError extends KilnError {
   }
 }
 
-/** 429: the key's requests-per-minute limit is spent; `retryAfterSeconds` goes into `Retry-After`. */
+/** 429: the account's requests-per-minute limit is spent; `retryAfterSeconds` goes into `Retry-After`. */
 export class RateLimitError extends KilnError {
   constructor(message: string, readonly retryAfterSeconds: number) {
     super(429, "rate_limit_error", "rate_limit_exceeded", message, { "Retry-After": String(retryAfterSeconds) });
+  }
+}
+
+/** 429: the account already has its tier's cap of chat completions in flight (queued or generating). */
+export class InFlightLimitError extends KilnError {
+  constructor(message: string) {
+    super(429, "rate_limit_error", "too_many_requests_in_flight", message);
   }
 }
 

@@ -3,18 +3,19 @@
  * gRPC endpoint agents dial. Ports may be 0: the bound addresses are in the returned handle.
  */
 import { formatHostPort, type HostPort, type SchedulerConfig } from "../config/index.js";
+import { schedulerServerCredentials } from "../config/tls.js";
 import { listenHttp, type HttpListener } from "../core/http/index.js";
 import { createLogger, type Logger } from "../core/log.js";
 import { KeyService } from "./auth/index.js";
 import { bindFleetServer, createFleetServer, Fleet } from "./fleet/index.js";
 import { createHttpApp } from "./http/index.js";
 import { HealthImplementation } from "grpc-health-check";
-import { McpStore } from "./mcp/index.js";
+import { AccountSecrets, EgressPolicy, loadSecretsKey, McpService, McpStore } from "./mcp/index.js";
 import { createSchedulerMetrics } from "./metrics.js";
 
 /** The fleet service's full name, as gRPC health checks name it. */
 export const FLEET_SERVICE = "kiln.v1.Fleet";
-import { RateLimiter } from "./ratelimit/index.js";
+import { InflightLimiter, RateLimiter } from "./ratelimit/index.js";
 import { openSchedulerDatabase } from "./store/index.js";
 
 export interface SchedulerHandle {
@@ -27,6 +28,8 @@ export interface SchedulerHandle {
 }
 
 export async function startScheduler(config: SchedulerConfig, logger: Logger = createLogger("scheduler", config.logLevel)): Promise<SchedulerHandle> {
+  // The certificate files first: a bad one fails the start before anything is opened.
+  const grpcCredentials = schedulerServerCredentials(config, logger);
   const db = openSchedulerDatabase(config.db);
   const keys = new KeyService(db, config.jwtSecret);
   const fleet = new Fleet({ queueSize: config.queueSize, queueTimeoutMs: config.queueTimeout * 1000, heartbeatMs: config.heartbeatMs, logger });
@@ -36,14 +39,18 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   health.addToServer(grpcServer);
   let http: HttpListener | undefined;
   try {
-    const grpcPort = await bindFleetServer(grpcServer, formatHostPort(config.grpc));
+    const grpcPort = await bindFleetServer(grpcServer, formatHostPort(config.grpc), grpcCredentials);
     const metrics = createSchedulerMetrics(fleet);
+    const mcp = new McpService({
+      store: new McpStore(db), secrets: new AccountSecrets(db, loadSecretsKey(config.secretsKey, config.db)), egress: new EgressPolicy({ allow: config.mcpAllowCidr }),
+      stdioServers: config.mcpStdioServers, ...(config.mcpFsBase ? { fsBase: config.mcpFsBase } : {}), timeoutMs: config.mcpTimeout * 1000, concurrency: config.mcpConcurrency, logger,
+    });
     const ready = () => {
       const checks = { store: db.open };
       return { ready: Object.values(checks).every(Boolean), checks };
     };
-    const app = createHttpApp({ keys, limiter: new RateLimiter(), fleet, logger, maxBodyBytes: config.maxBody, standardRpm: config.standardRpm, metrics, ready,
-      mcp: new McpStore(db), mcpTestTimeoutMs: config.mcpTimeout * 1000, ...(config.adminToken ? { adminToken: config.adminToken } : {}) });
+    const app = createHttpApp({ keys, limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, logger, maxBodyBytes: config.maxBody, standardRpm: config.standardRpm, metrics, ready,
+      mcp, ...(config.adminToken ? { adminToken: config.adminToken } : {}) });
     http = await listenHttp(app.fetch, config.http);
     const listener = http;
     const handle: SchedulerHandle = {
@@ -60,7 +67,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
         db.close();
       },
     };
-    logger.info({ http: formatHostPort(handle.http), grpc: formatHostPort(handle.grpc), db: config.db }, "scheduler listening");
+    logger.info({ http: formatHostPort(handle.http), grpc: formatHostPort(handle.grpc), grpcTls: config.grpcTlsCert ? (config.grpcClientCa ? "mutual" : "server") : "off", db: config.db }, "scheduler listening");
     return handle;
   } catch (err) {
     fleet.close();

@@ -25,6 +25,10 @@ env_file() { # name, template
 if [ "$which" != "scheduler" ]; then
   env_file agent "# kiln agent: every flag has a KILN_* twin (node bin/kiln.js agent --help)
 #KILN_SCHEDULER=scheduler.example:50051
+# a non-loopback scheduler is dialed with TLS (or KILN_GRPC_INSECURE=1, warned at every start):
+#KILN_SCHEDULER_CA=/etc/kiln/tls/ca.crt
+#KILN_TLS_CERT=/etc/kiln/tls/agent.crt
+#KILN_TLS_KEY=/etc/kiln/tls/agent.key
 #KILN_NODE_TOKEN=
 #KILN_SERVE=famB-v3.1=/var/lib/kiln/models/model.gguf
 #KILN_AGENT_TOKEN="
@@ -34,6 +38,11 @@ if [ "$which" != "agent" ]; then
   env_file scheduler "# kiln scheduler: every flag has a KILN_* twin (node bin/kiln.js scheduler --help)
 KILN_HTTP=0.0.0.0:8080
 KILN_GRPC=0.0.0.0:50051
+# gRPC on a non-loopback address needs TLS (or KILN_GRPC_INSECURE=1, warned at every start):
+#KILN_GRPC_TLS_CERT=/etc/kiln/tls/scheduler.crt
+#KILN_GRPC_TLS_KEY=/etc/kiln/tls/scheduler.key
+#KILN_GRPC_CLIENT_CA=/etc/kiln/tls/agents-ca.crt
+# TOKEN (any node id) or IDS=TOKEN (node ids or * globs joined by |), comma-separated:
 #KILN_NODE_TOKENS=
 #KILN_JWT_SECRET="
   install -m 0644 systemd/kiln-scheduler.service /etc/systemd/system/kiln-scheduler.service

@@ -1,4 +1,4 @@
-/** API keys (JWT, checked by signature and active key id) and per-key tier rate limits. */
+/** API keys (JWT, checked by signature and active key id) and per-account tier rate limits. */
 import { execFile } from "node:child_process";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -99,8 +99,10 @@ describe("rate limits", () => {
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect(((await limited.json()) as { error: unknown }).error).toMatchObject({ type: "rate_limit_error", code: "rate_limit_exceeded" });
-    // Limits count per key: another key of the same tier is unaffected.
-    const other = await scheduler.keys.create({ account: "free-co", tier: "free" });
+    // Limits count per account: another key of the same account shares the spent limit; another account is unaffected.
+    const sameAccount = await scheduler.keys.create({ account: "free-co", tier: "free" });
+    expect((await models(`Bearer ${sameAccount.token}`)).status).toBe(429);
+    const other = await scheduler.keys.create({ account: "free-co-2", tier: "free" });
     expect((await models(`Bearer ${other.token}`)).status).toBe(200);
   });
 

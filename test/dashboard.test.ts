@@ -30,6 +30,45 @@ describe("dashboard admin API", () => {
   });
 });
 
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+describe("dashboard hardening", () => {
+  it("serves the page and its files with the CSP, no framing, no sniffing, no referrer", async () => {
+    const on = await inProcessScheduler({ adminToken: ADMIN });
+    try {
+      for (const path of ["/dashboard", "/dashboard/dashboard.js", "/dashboard/dashboard.css", "/dashboard/nope.js"]) {
+        const res = await fetch(`${httpBase(on)}${path}`);
+        expect(res.headers.get("content-security-policy"), path).toBe(CSP);
+        expect(res.headers.get("x-frame-options"), path).toBe("DENY");
+        expect(res.headers.get("x-content-type-options"), path).toBe("nosniff");
+        expect(res.headers.get("referrer-policy"), path).toBe("no-referrer");
+        expect(res.headers.get("strict-transport-security"), path).toBeNull();
+      }
+      // Nothing the CSP would block: no inline script, style or event-handler attribute, no HTML built from strings.
+      const html = await (await fetch(`${httpBase(on)}/dashboard`)).text();
+      expect(html.match(/<script\b[^>]*>/g)).toEqual(['<script src="/dashboard/dashboard.js" type="module">']);
+      expect(html).not.toMatch(/<style\b|\sstyle\s*=|\son[a-z]+\s*=|javascript:/i);
+      const js = await (await fetch(`${httpBase(on)}/dashboard/dashboard.js`)).text();
+      expect(js).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|\.style\b|setAttribute\(\s*["'](?:style|on)/);
+    } finally {
+      await on.close();
+    }
+  });
+
+  it("refuses a key for an account that is not a plain folder name", async () => {
+    const on = await inProcessScheduler({ adminToken: ADMIN });
+    try {
+      for (const account of ["..", ".", ".hidden", "a/b", "x".repeat(65)]) {
+        const res = await fetch(`${httpBase(on)}/admin/api/keys`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify({ account, tier: "standard" }) });
+        expect(res.status, account).toBe(400);
+        expect((await res.json()).error.code).toBe("invalid_account");
+      }
+    } finally {
+      await on.close();
+    }
+  });
+});
+
 describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
   let browser: Browser;
   let scheduler: SchedulerHandle;
@@ -85,6 +124,38 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     await page.click("#mcp-form button[type=submit]");
     await expect.poll(() => page.locator("#mcp-error").textContent()).toMatch(/config\.authentication\.password: holds a secret value/);
     await page.screenshot({ path: resolve("test-artifacts", "dashboard.png"), fullPage: true });
+    await page.close();
+  }, 60_000);
+
+  it("works under its CSP, and a configuration's __proto__/constructor keys pollute nothing", async () => {
+    const page = await browser.newPage();
+    const violations: string[] = [];
+    page.on("console", (m) => { if (/Content[- ]Security[- ]Policy|Refused to/i.test(m.text())) violations.push(m.text()); });
+    page.on("pageerror", (e) => violations.push(String(e)));
+    const res = await page.goto(`${httpBase(scheduler)}/dashboard`);
+    expect(res!.headers()["content-security-policy"]).toBe(CSP);
+    await page.locator("#sign-in-form #admin-token").waitFor();
+    expect(await page.locator("#sign-in-form button[type=submit]").isVisible()).toBe(true);
+    await page.fill("#admin-token", ADMIN);
+    await page.click("#sign-in-form button[type=submit]");
+    await page.locator("#signed-in").waitFor();
+    // The stylesheet applied (a file, not inline): the error line for an empty message is hidden.
+    expect(await page.locator("#mcp-error").evaluate((e) => getComputedStyle(e).display)).toBe("none");
+
+    // A configuration (as a tenant could store it) whose keys walk up to Object.prototype.
+    await page.selectOption("#mcp-type", "filesystem");
+    await page.fill("#mcp-config", '{"root_path":"docs","__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted2":"yes"}},"a":{"__proto__":{"polluted3":"yes"}},"toString":{"x":"y"}}');
+    expect(await page.locator("#field-root_path").count()).toBe(1);
+    await page.fill("#field-root_path", "docs2"); // rebuilds the configuration from the fields
+    await page.fill("#field-toString-x", "z");
+    const after = await page.evaluate(() => {
+      const probe = {} as Record<string, unknown>;
+      return { polluted: [probe.polluted, probe.polluted2, probe.polluted3], toStringX: (Object.prototype.toString as unknown as Record<string, unknown>).x };
+    });
+    expect(after).toEqual({ polluted: [undefined, undefined, undefined], toStringX: undefined });
+    expect(await page.locator("[id^='field-__proto__'], [id^='field-constructor'], [id*='-__proto__']").count()).toBe(0);
+    expect(JSON.parse(await page.locator("#mcp-config").inputValue())).toEqual({ root_path: "docs2", toString: { x: "z" } });
+    expect(violations).toEqual([]);
     await page.close();
   }, 60_000);
 });

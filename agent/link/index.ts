@@ -17,6 +17,8 @@ import { ChunkBatcher, type Piece } from "./coalesce.js";
 
 export interface FleetLinkOptions {
   scheduler: HostPort;
+  /** How to dial the scheduler (TLS, see `config/tls.ts`); default plaintext. */
+  credentials?: grpc.ChannelCredentials;
   nodeToken: string;
   /** The data directory, whose free disk goes into heartbeats. */
   dataDir?: string;
@@ -51,7 +53,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   constructor(private readonly options: FleetLinkOptions) {
     super();
     const Fleet = fleetProto().kiln.v1.Fleet;
-    this.client = new Fleet(formatHostPort(options.scheduler), grpc.credentials.createInsecure(), {
+    this.client = new Fleet(formatHostPort(options.scheduler), options.credentials ?? grpc.credentials.createInsecure(), {
       "grpc.keepalive_time_ms": 10_000,
       "grpc.keepalive_timeout_ms": 5_000,
       "grpc.keepalive_permit_without_calls": 1,
@@ -84,6 +86,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     stream.on("data", (message: SchedulerMessage__Output) => this.onMessage(stream, message));
     stream.on("error", (err: grpc.ServiceError) => {
       if (err.code === grpc.status.UNAUTHENTICATED) this.options.logger.error({ details: err.details }, "the scheduler refused this node's token; check --node-token");
+      else if (err.code === grpc.status.PERMISSION_DENIED) this.options.logger.error({ details: err.details, node: nodeId }, "the scheduler refused this node id for this token; check --node-id and the scheduler's --node-tokens");
+      else if (err.code === grpc.status.ALREADY_EXISTS) this.options.logger.error({ details: err.details, node: nodeId }, "another agent is connected under this node id with another token; check --node-id");
       else if (err.code !== grpc.status.CANCELLED) this.options.logger.warn({ code: err.code, details: err.details }, "scheduler stream failed");
       this.onClosed(stream);
     });

@@ -5,20 +5,44 @@
  * server configurations, with a Test button over the same tester as `POST /v1/mcp/test`.
  */
 import { Hono } from "hono";
+import { secureHeaders } from "hono/secure-headers";
 import { InvalidRequestError, NotFoundError } from "../../core/errors.js";
 import { bearerToken, readJsonBody, staticFiles } from "../../core/http/index.js";
 import { existingOr } from "../../core/paths.js";
 import { isTier, TIERS, type KeyService } from "../auth/index.js";
-import { SERVER_TYPES, testMcpServer, validateMcpConfig, type McpStore } from "../mcp/index.js";
+import { SERVER_TYPES, type McpService } from "../mcp/index.js";
+import { isValidAccountName } from "../mcp/filesystem.js";
 
 /** The static folder: beside this module in the sources, or back in the sources from dist/. */
 const STATIC = existingOr(new URL("./static/", import.meta.url), new URL("../../../scheduler/dashboard/static/", import.meta.url));
 
+/**
+ * The page and its files: no inline script or style anywhere (CSP without 'unsafe-inline'), never
+ * framed, never sniffed, no referrer. HSTS is left to whoever terminates TLS.
+ */
+const pageHeaders = secureHeaders({
+  contentSecurityPolicy: {
+    defaultSrc: ["'self'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'"],
+    imgSrc: ["'self'", "data:"],
+    connectSrc: ["'self'"],
+    objectSrc: ["'none'"],
+    baseUri: ["'none'"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+  },
+  xFrameOptions: "DENY",
+  xContentTypeOptions: true,
+  referrerPolicy: "no-referrer",
+  strictTransportSecurity: false,
+});
+
 export interface DashboardDeps {
   keys: KeyService;
-  mcp: McpStore;
+  /** MCP configurations, secrets and tests: the same service as `/v1/mcp`, for any account. */
+  mcp: McpService;
   adminToken?: string;
-  mcpTestTimeoutMs: number;
   /** Largest accepted JSON body, in bytes. */
   maxBodyBytes: number;
 }
@@ -26,6 +50,7 @@ export interface DashboardDeps {
 export function dashboardRoutes(deps: DashboardDeps): Hono {
   const app = new Hono();
   const serve = staticFiles(STATIC, ["index.html", "dashboard.css", "dashboard.js"]);
+  app.use("/dashboard/*", pageHeaders); // also matches /dashboard itself
   app.get("/dashboard", () => serve("index.html")!);
   app.get("/dashboard/:name", (c) => serve(c.req.param("name")) ?? c.notFound());
 
@@ -50,7 +75,7 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
   api.post("/keys", async (c) => {
     const body = await readJsonBody(c, deps.maxBodyBytes) as Record<string, unknown>;
     const account = typeof body?.account === "string" ? body.account.trim() : "";
-    if (!/^[\w.@-]{1,64}$/.test(account)) throw new InvalidRequestError("invalid_account", "account: 1–64 letters, digits, _ . @ or -");
+    if (!isValidAccountName(account)) throw new InvalidRequestError("invalid_account", "account: 1–64 letters, digits, _ . @ or -, not starting with .");
     const tier = String(body.tier ?? "");
     if (!isTier(tier)) throw new InvalidRequestError("invalid_tier", `tier: one of ${TIERS.join(", ")}`);
     const rpm = body.rpm === undefined || body.rpm === "" || body.rpm === null ? undefined : Number(body.rpm);
@@ -62,23 +87,26 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
     if (!deps.keys.revoke(c.req.param("id"))) throw new NotFoundError("key_not_found", `key_id: no active key "${c.req.param("id")}"`);
     return c.body(null, 204);
   });
-  const owned = (account: string, id: string) => {
-    const s = deps.mcp.get(account, id);
-    if (!s) throw new NotFoundError("mcp_server_not_found", `server_id: no MCP server "${id}" in account ${account}`);
-    return s;
+  const account = (c: { req: { param(name: "account"): string } }) => {
+    const name = c.req.param("account");
+    if (!isValidAccountName(name)) throw new InvalidRequestError("invalid_account", "account: 1–64 letters, digits, _ . @ or -, not starting with .");
+    return name;
   };
-  api.get("/accounts/:account/mcp", (c) => c.json({ data: deps.mcp.list(c.req.param("account")) }));
-  api.post("/accounts/:account/mcp", async (c) => c.json(deps.mcp.create(c.req.param("account"), validateMcpConfig(await readJsonBody(c, deps.maxBodyBytes))), 201));
-  api.put("/accounts/:account/mcp/:id", async (c) => {
-    owned(c.req.param("account"), c.req.param("id"));
-    return c.json(deps.mcp.update(c.req.param("account"), c.req.param("id"), validateMcpConfig(await readJsonBody(c, deps.maxBodyBytes))));
-  });
+  api.get("/accounts/:account/mcp", (c) => c.json({ data: deps.mcp.list(account(c)) }));
+  api.post("/accounts/:account/mcp", async (c) => c.json(deps.mcp.create(account(c), await readJsonBody(c, deps.maxBodyBytes)), 201));
+  api.put("/accounts/:account/mcp/:id", async (c) => c.json(deps.mcp.update(account(c), c.req.param("id"), await readJsonBody(c, deps.maxBodyBytes))));
   api.delete("/accounts/:account/mcp/:id", (c) => {
-    owned(c.req.param("account"), c.req.param("id"));
-    deps.mcp.delete(c.req.param("account"), c.req.param("id"));
+    deps.mcp.delete(account(c), c.req.param("id"));
     return c.body(null, 204);
   });
-  api.post("/accounts/:account/mcp/:id/test", async (c) => c.json(await testMcpServer(owned(c.req.param("account"), c.req.param("id")), deps.mcpTestTimeoutMs)));
+  api.post("/accounts/:account/mcp/:id/test", async (c) => c.json(await deps.mcp.test(account(c), c.req.param("id"))));
+  // An account's secrets: names listed, values only ever written.
+  api.get("/accounts/:account/secrets", (c) => c.json({ data: deps.mcp.listSecrets(account(c)) }));
+  api.put("/accounts/:account/secrets/:name", async (c) => c.json(deps.mcp.setSecret(account(c), c.req.param("name"), await readJsonBody(c, deps.maxBodyBytes))));
+  api.delete("/accounts/:account/secrets/:name", (c) => {
+    deps.mcp.deleteSecret(account(c), c.req.param("name"));
+    return c.body(null, 204);
+  });
   app.route("/admin/api", api);
   return app;
 }

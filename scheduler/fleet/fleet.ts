@@ -4,10 +4,13 @@
  * Agents register pools of slots; the fleet counts each pool's in-flight requests itself (a request
  * holds its slot from dispatch until the agent answers done or error), so routing never waits for a
  * heartbeat to learn about capacity. A request goes to the least-loaded pool serving its model;
- * when none has a free slot it waits in a bounded FIFO queue with a timeout.
+ * when none has a free slot it waits, with a timeout, in its account's queue (FIFO). A freed slot
+ * goes to the least recently served account with a waiting request that fits (round-robin), so
+ * a request waits for the next free slot, not behind another account's flood of waiting requests.
+ * The queues together are bounded by `queueSize`.
  *
  * Failure rules: an agent lost (or answering a retryable error) before a request produced any text
- * puts that request back at the head of the queue; one that had produced text ends with a 502.
+ * puts that request back at the head of its account's queue; one that had produced text ends with a 502.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../../core/log.js";
@@ -17,7 +20,7 @@ import { Channel } from "./channel.js";
 import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState } from "./types.js";
 
 export interface FleetOptions {
-  /** Requests that may wait for a slot; more are refused with 503. */
+  /** Requests that may wait for a slot, all accounts together; more are refused with 503. */
   queueSize: number;
   /** How long a request may wait for a slot, in ms, before a 503. */
   queueTimeoutMs: number;
@@ -42,6 +45,9 @@ interface Job {
   cancelled: boolean;
 }
 
+/** Accounts whose latest dispatch is remembered for the round-robin; the least recent is forgotten beyond it. */
+const SERVED_ACCOUNTS = 10_000;
+
 class Agent {
   readonly jobs = new Map<string, Job>();
   draining = false;
@@ -57,7 +63,13 @@ class Agent {
 
 export class Fleet {
   private readonly agents = new Map<string, Agent>();
-  private readonly queue: Job[] = [];
+  /** Waiting jobs per account (`""`: requests without one), each queue oldest first; no empty queues. */
+  private readonly queues = new Map<string, Job[]>();
+  /** Jobs in `queues`, all accounts together (bounded by `queueSize`). */
+  private queuedJobs = 0;
+  /** The tick of each account's latest dispatch, least recent first; bounded (a forgotten account counts as never served). */
+  private readonly lastServed = new Map<string, number>();
+  private tick = 0;
   private readonly maxAttempts: number;
   private readonly sweeper: NodeJS.Timeout;
   private readonly log: Logger;
@@ -80,7 +92,10 @@ export class Fleet {
    * Runs a completion somewhere in the fleet. Events arrive on the returned iterable; errors are
    * thrown from it as `KilnError`s. Aborting `signal` (client gone) cancels the work on the agent.
    */
-  /** `traceId` (the HTTP request id) travels to the agent for its logs. */
+  /**
+   * `traceId` (the HTTP request id) travels to the agent for its logs. `request.account` picks the
+   * queue the request waits in when every slot is busy.
+   */
   submit(request: CompletionRequest, signal?: AbortSignal, traceId = ""): AsyncIterable<CompletionEvent> {
     if (!this.serves(request.model)) {
       throw new ServiceUnavailableError("model_unavailable", `model: no connected agent serves "${request.model}" right now`);
@@ -102,15 +117,23 @@ export class Fleet {
     }));
   }
 
+  /** Requests waiting for a slot, all accounts together. */
   get queued(): number {
-    return this.queue.length;
+    return this.queuedJobs;
   }
 
   // --- the agent side: the gRPC server calls these ------------------------------------------
 
-  /** Adds an agent after its Register message; returns the heartbeat interval to tell it. */
-  attach(register: Register__Output, link: AgentLink): { heartbeatMs: number } {
+  /**
+   * Adds an agent after its Register message; returns the heartbeat interval to tell it. A node id
+   * already connected is taken over only by a link with the same credential (the agent
+   * reconnecting); any other is refused, and the connected agent stays untouched.
+   */
+  attach(register: Register__Output, link: AgentLink): { heartbeatMs: number } | { refused: string } {
     const existing = this.agents.get(register.node_id);
+    if (existing && existing.link.credential !== link.credential) {
+      return { refused: `node id "${register.node_id}" is already connected with another node token` };
+    }
     if (existing) {
       this.log.warn({ node: register.node_id }, "agent registered again; replacing its previous stream");
       this.detach(register.node_id, existing.link, "replaced by a new connection");
@@ -180,7 +203,10 @@ export class Fleet {
 
   close(): void {
     clearInterval(this.sweeper);
-    for (const job of this.queue.splice(0)) { clearTimeout(job.queuedTimer); job.channel.fail(new ServiceUnavailableError("shutting_down", "the scheduler is shutting down")); }
+    const queued = [...this.queues.values()].flat();
+    this.queues.clear();
+    this.queuedJobs = 0;
+    for (const job of queued) { clearTimeout(job.queuedTimer); job.channel.fail(new ServiceUnavailableError("shutting_down", "the scheduler is shutting down")); }
   }
 
   // --- routing ------------------------------------------------------------------------------
@@ -205,6 +231,7 @@ export class Fleet {
     job.assigned = best;
     job.attempts++;
     const r = job.request;
+    this.served(r.account ?? "");
     agent.link.send({
       completion: {
         request_id: job.id,
@@ -218,8 +245,9 @@ export class Fleet {
     return true;
   }
 
+  /** Puts the job at the tail of its account's queue (a retry: at the head), unless the queues are full. */
   private enqueue(job: Job, atHead = false): void {
-    if (this.queue.length >= this.options.queueSize) {
+    if (this.queuedJobs >= this.options.queueSize) {
       job.channel.fail(new ServiceUnavailableError("queue_full", `model: every slot serving "${job.request.model}" is busy and the wait queue is full; retry later`));
       return;
     }
@@ -227,25 +255,58 @@ export class Fleet {
       this.unqueue(job);
       job.channel.fail(new ServiceUnavailableError("queue_timeout", `model: no slot serving "${job.request.model}" came free within ${Math.round(this.options.queueTimeoutMs / 1000)} s`));
     }, this.options.queueTimeoutMs);
-    if (atHead) this.queue.unshift(job);
-    else this.queue.push(job);
+    const account = job.request.account ?? "";
+    let queue = this.queues.get(account);
+    if (!queue) this.queues.set(account, queue = []);
+    if (atHead) queue.unshift(job);
+    else queue.push(job);
+    this.queuedJobs++;
   }
 
   private unqueue(job: Job): boolean {
-    const i = this.queue.indexOf(job);
+    const account = job.request.account ?? "";
+    const queue = this.queues.get(account);
+    const i = queue ? queue.indexOf(job) : -1;
     if (i < 0) return false;
-    this.queue.splice(i, 1);
-    clearTimeout(job.queuedTimer);
+    this.take(account, queue!, i);
     return true;
   }
 
-  /** Dispatches queued jobs, oldest first, while slots are free. */
+  /** Removes the `i`th job of `account`'s queue (and the queue once empty) and stops its timer. */
+  private take(account: string, queue: Job[], i: number): void {
+    const [job] = queue.splice(i, 1);
+    if (!queue.length) this.queues.delete(account);
+    this.queuedJobs--;
+    clearTimeout(job!.queuedTimer);
+  }
+
+  /**
+   * Dispatches queued jobs while slots are free, round-robin across accounts: each one goes to the
+   * least recently served account (never served first, then by first wait) that has a job a free
+   * slot can take, and is that account's oldest such job (one waiting for a busy model holds up
+   * no other).
+   */
   private pump(): void {
-    for (let i = 0; i < this.queue.length; ) {
-      const job = this.queue[i]!;
-      if (this.dispatch(job)) { this.queue.splice(i, 1); clearTimeout(job.queuedTimer); }
-      else i++;
+    while (this.queuedJobs > 0) {
+      const accounts = [...this.queues.keys()].sort((a, b) => (this.lastServed.get(a) ?? 0) - (this.lastServed.get(b) ?? 0));
+      let dispatched = false;
+      for (const account of accounts) {
+        const queue = this.queues.get(account)!;
+        const i = queue.findIndex((job) => this.dispatch(job));
+        if (i < 0) continue;
+        this.take(account, queue, i);
+        dispatched = true;
+        break;
+      }
+      if (!dispatched) return;
     }
+  }
+
+  /** Marks `account` as served now: it goes to the back of the round-robin. */
+  private served(account: string): void {
+    this.lastServed.delete(account);
+    this.lastServed.set(account, ++this.tick);
+    if (this.lastServed.size > SERVED_ACCOUNTS) this.lastServed.delete(this.lastServed.keys().next().value!);
   }
 
   private retry(job: Job, why: string): void {

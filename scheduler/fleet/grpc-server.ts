@@ -1,9 +1,11 @@
 /**
  * The scheduler's gRPC edge: the `kiln.v1.Fleet/Connect` stream. Authenticates the node token,
- * waits for Register, then relays messages between the stream and the `Fleet`.
+ * waits for Register, checks that the token may register that node id, then relays messages
+ * between the stream and the `Fleet`.
  */
 import { timingSafeEqual, createHash } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
+import { nodeIdMatcher, type NodeTokenEntry } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage__Output, type SchedulerMessage } from "../../proto/index.js";
 import type { Fleet } from "./fleet.js";
@@ -11,25 +13,30 @@ import type { AgentLink } from "./types.js";
 
 export interface FleetServerOptions {
   fleet: Fleet;
-  /** Tokens agents may present. */
-  nodeTokens: string[];
+  /** Tokens agents may present, each with the node ids it may register (none: any). */
+  nodeTokens: NodeTokenEntry[];
   logger: Logger;
 }
 
 const digest = (s: string): Buffer => createHash("sha256").update(s).digest();
 
-/** Constant-time membership test of a presented bearer token. */
-function tokenAccepted(presented: string, accepted: Buffer[]): boolean {
+interface AcceptedToken {
+  digest: Buffer;
+  covers: (nodeId: string) => boolean;
+}
+
+/** The entries whose token is the presented one, compared in constant time against every entry. */
+function tokenMatches(presented: string, accepted: AcceptedToken[]): AcceptedToken[] {
   const d = digest(presented);
-  let ok = false;
-  for (const a of accepted) ok = timingSafeEqual(a, d) || ok;
-  return ok;
+  const matches: AcceptedToken[] = [];
+  for (const a of accepted) if (timingSafeEqual(a.digest, d)) matches.push(a);
+  return matches;
 }
 
 type ConnectCall = grpc.ServerDuplexStream<AgentMessage__Output, SchedulerMessage>;
 
 export function createFleetServer({ fleet, nodeTokens, logger }: FleetServerOptions): grpc.Server {
-  const accepted = nodeTokens.map(digest);
+  const accepted = nodeTokens.map((t): AcceptedToken => ({ digest: digest(t.token), covers: nodeIdMatcher(t.nodeIds) }));
   const server = new grpc.Server({
     "grpc.keepalive_time_ms": 10_000,
     "grpc.keepalive_timeout_ms": 5_000,
@@ -40,25 +47,45 @@ export function createFleetServer({ fleet, nodeTokens, logger }: FleetServerOpti
     Connect: (call: ConnectCall) => {
       const header = String(call.metadata.get(NODE_TOKEN_METADATA)[0] ?? "");
       const token = header.startsWith("Bearer ") ? header.slice(7) : "";
-      if (!token || !tokenAccepted(token, accepted)) {
+      const matches = token ? tokenMatches(token, accepted) : [];
+      if (matches.length === 0) {
         logger.warn({ peer: call.getPeer() }, "agent refused: unknown node token");
         call.emit("error", { code: grpc.status.UNAUTHENTICATED, details: "unknown node token" });
         return;
       }
       let nodeId: string | undefined;
+      let refused = false;
+      const refuse = (code: grpc.status, details: string): void => {
+        refused = true;
+        call.emit("error", { code, details });
+      };
       const link: AgentLink = {
+        // Which token this stream presented (its digest, never the token): only the same one may replace it.
+        credential: digest(token).toString("hex"),
         send: (message) => { if (!call.writableEnded && !call.destroyed) call.write(message); },
         close: (reason) => { if (!call.destroyed) call.emit("error", { code: grpc.status.ABORTED, details: reason }); },
       };
       call.on("data", (message: AgentMessage__Output) => {
+        if (refused) return;
         if (nodeId === undefined) {
           if (message.body !== "register" || !message.register?.node_id) {
-            call.emit("error", { code: grpc.status.FAILED_PRECONDITION, details: "the first message must be Register with a node_id" });
+            refuse(grpc.status.FAILED_PRECONDITION, "the first message must be Register with a node_id");
             return;
           }
-          nodeId = message.register.node_id;
-          const { heartbeatMs } = fleet.attach(message.register, link);
-          link.send({ registered: { node_id: nodeId, heartbeat_interval_ms: heartbeatMs, accepts_chunks: true } });
+          const wanted = message.register.node_id;
+          if (!matches.some((m) => m.covers(wanted))) {
+            logger.warn({ peer: call.getPeer(), node: wanted }, "agent refused: its node token may not register this node id");
+            refuse(grpc.status.PERMISSION_DENIED, `this node token may not register node id "${wanted}"`);
+            return;
+          }
+          const attached = fleet.attach(message.register, link);
+          if ("refused" in attached) {
+            logger.warn({ peer: call.getPeer(), node: wanted }, `agent refused: ${attached.refused}`);
+            refuse(grpc.status.ALREADY_EXISTS, attached.refused);
+            return;
+          }
+          nodeId = wanted;
+          link.send({ registered: { node_id: nodeId, heartbeat_interval_ms: attached.heartbeatMs, accepts_chunks: true } });
           return;
         }
         fleet.receive(nodeId, link, message);
@@ -73,9 +100,9 @@ export function createFleetServer({ fleet, nodeTokens, logger }: FleetServerOpti
   return server;
 }
 
-/** Binds the server; resolves to the bound port (useful with port 0). */
-export function bindFleetServer(server: grpc.Server, address: string): Promise<number> {
+/** Binds the server (plaintext unless TLS `credentials` are given); resolves to the bound port (useful with port 0). */
+export function bindFleetServer(server: grpc.Server, address: string, credentials: grpc.ServerCredentials = grpc.ServerCredentials.createInsecure()): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
+    server.bindAsync(address, credentials, (err, port) => (err ? reject(err) : resolve(port)));
   });
 }

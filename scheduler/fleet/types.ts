@@ -12,6 +12,12 @@ export interface CompletionRequest {
   messages: ChatMessage[];
   maxTokens?: number;
   temperature?: number;
+  /**
+   * The account the request is for: waiting requests are queued per account and the queues served
+   * round-robin, so one account's flood cannot starve another. Requests without one share a queue.
+   * Never sent to agents.
+   */
+  account?: string;
 }
 
 export type CompletionEvent =
@@ -20,6 +26,11 @@ export type CompletionEvent =
 
 /** What the fleet needs from one connected agent's stream (the gRPC server implements it). */
 export interface AgentLink {
+  /**
+   * Which credential opened this link (the gRPC server uses its node token's digest, never the
+   * token). Only a link with the same one may replace it under the same node id.
+   */
+  readonly credential?: string;
   send(message: SchedulerMessage): void;
   /** Ends the stream from the scheduler's side (agent replaced or silent too long). */
   close(reason: string): void;

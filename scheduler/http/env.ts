@@ -1,15 +1,20 @@
 import type { RequestIdEnv } from "../../core/http/index.js";
 import type { Logger } from "../../core/log.js";
-import type { KeyIdentity, KeyService } from "../auth/index.js";
+import type { KeyIdentity, KeyService, Tier } from "../auth/index.js";
 import type { Fleet } from "../fleet/index.js";
-import type { McpStore } from "../mcp/index.js";
+import type { McpService } from "../mcp/index.js";
 import type { SchedulerMetrics } from "../metrics.js";
-import type { RateLimiter } from "../ratelimit/index.js";
+import type { InflightLimiter, RateLimiter } from "../ratelimit/index.js";
 
 /** What the HTTP layer is given: the services it calls. */
 export interface HttpDeps {
   keys: KeyService;
+  /** Requests per minute, per account (sliding window). */
   limiter: RateLimiter;
+  /** Chat completions in flight, per account. */
+  inflight: InflightLimiter;
+  /** The cap on an account's chat completions in flight, by its tier (`--max-inflight`). */
+  maxInflight: Readonly<Record<Tier, number>>;
   fleet: Fleet;
   logger: Logger;
   /** Largest accepted JSON body, in bytes. */
@@ -17,9 +22,8 @@ export interface HttpDeps {
   /** Requests per minute of the standard tier. */
   standardRpm: number;
   metrics: SchedulerMetrics;
-  mcp: McpStore;
-  /** How long `POST /v1/mcp/test` waits for a server. */
-  mcpTestTimeoutMs: number;
+  /** MCP configurations, secrets and tests. */
+  mcp: McpService;
   /** The dashboard's admin token; no token, no dashboard API. */
   adminToken?: string;
   /** Readiness: the store is open (and whatever else the scheduler needs to serve). */

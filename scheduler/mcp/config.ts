@@ -1,17 +1,23 @@
 /**
- * MCP server configurations (SPEC.md, "MCP server configuration"): `{name, description?,
- * server_type, config}`, validated per `server_type`. Secrets are only ever named by `*_env`
- * members: a configuration that holds a secret value itself (a password, token, key or client
- * secret; credentials inside a URL) is refused with a 400 naming the member.
+ * MCP server configurations: `{name, description?, server_type, config}`, validated per
+ * `server_type`, and stored as validated (unknown members are refused, not kept). Tenants are
+ * hostile, so a configuration can hold:
+ * - no secret value: secrets are only ever named by `*_env` members (and `env_from` values), which
+ *   name one of the account's own secrets (a password, token, key or client secret, or
+ *   credentials inside a URL, is refused with a 400 naming the member);
+ * - no program: a stdio `mcp` server is one of the operator's catalog, picked by name;
+ * - no absolute path: a filesystem `root_path` is relative to the account's folder;
+ * - no `__proto__`, `constructor` or `prototype` member, and at most 64 KB of JSON.
  */
 import { z } from "zod";
 import { InvalidRequestError } from "../../core/errors.js";
 import { jsonObject, wrongType } from "../../core/validate.js";
+import { SECRET_NAME } from "./secrets.js";
 
 export const SERVER_TYPES = ["github", "slack", "postgresql", "mysql", "mongodb", "rest_api", "filesystem", "websocket", "mcp"] as const;
 export type ServerType = (typeof SERVER_TYPES)[number];
 
-const envName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "must name an environment variable (A-Z, 0-9, _)");
+const envName = z.string().regex(SECRET_NAME, "must name one of the account's secrets (A-Z, 0-9, _; at most 128)");
 const url = (protocols: string[]) => z.string().refine((v) => {
   try {
     return protocols.includes(new URL(v).protocol);
@@ -22,14 +28,14 @@ const url = (protocols: string[]) => z.string().refine((v) => {
 const stringList = z.array(z.string());
 
 const authentication = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("oauth"), client_id: z.string().optional(), client_secret_env: envName.optional(), bot_token_env: envName.optional(), scopes: stringList.optional(), redirect_uri: url(["http:", "https:"]).optional() }),
-  z.object({ type: z.literal("api_key"), key_env: envName, header: z.string().min(1).optional(), prefix: z.string().optional() }),
-  z.object({ type: z.literal("credentials"), username: z.string().min(1), password_env: envName, ssl_required: z.boolean().optional() }),
-  z.object({ type: z.literal("app"), app_id: z.union([z.string(), z.number()]), private_key_env: envName, installation_id: z.union([z.string(), z.number()]) }),
-  z.object({ type: z.literal("token"), token_env: envName }),
+  z.strictObject({ type: z.literal("oauth"), client_id: z.string().optional(), client_secret_env: envName.optional(), bot_token_env: envName.optional(), scopes: stringList.optional(), redirect_uri: url(["http:", "https:"]).optional() }),
+  z.strictObject({ type: z.literal("api_key"), key_env: envName, header: z.string().min(1).optional(), prefix: z.string().optional() }),
+  z.strictObject({ type: z.literal("credentials"), username: z.string().min(1), password_env: envName, ssl_required: z.boolean().optional() }),
+  z.strictObject({ type: z.literal("app"), app_id: z.union([z.string(), z.number()]), private_key_env: envName, installation_id: z.union([z.string(), z.number()]) }),
+  z.strictObject({ type: z.literal("token"), token_env: envName }),
 ]);
 
-const permissions = z.object({
+const permissions = z.strictObject({
   read_only: z.boolean().optional(),
   max_results: z.number().int().positive().optional(),
   allowed_schemas: stringList.optional(),
@@ -42,7 +48,7 @@ const permissions = z.object({
   max_file_size: z.number().int().positive().optional(),
 });
 
-const resources = z.object({
+const resources = z.strictObject({
   repositories: stringList.optional(),
   channels: stringList.optional(),
   include_issues: z.boolean().optional(),
@@ -55,46 +61,61 @@ const resources = z.object({
   history_limit: z.number().int().positive().optional(),
 });
 
-const connection = z.object({
-  host: z.string().min(1).optional(),
+const connectionFields = {
+  host: z.string().min(1).max(253).refine((h) => !h.startsWith("/"), "must be a host name or address (no socket paths)").optional(),
   port: z.number().int().min(1).max(65535).optional(),
   database: z.string().min(1).optional(),
   ssl_mode: z.enum(["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]).optional(),
   uri: z.string().min(1).optional(),
   options: z.record(z.string(), z.unknown()).optional(),
-}).refine((c) => c.uri || c.host, "needs host (and port, database) or uri");
+};
+
+/** A connection for a driver whose URIs use `schemes`: host (and port, database) or one URI without query parameters (they can name socket paths and files on the scheduler). */
+const connection = (schemes: string[]) => z.strictObject(connectionFields)
+  .refine((c) => c.uri || c.host, "needs host (and port, database) or uri")
+  .superRefine((c, ctx) => {
+    if (!c.uri) return;
+    let u: URL | undefined;
+    try { u = new URL(c.uri); } catch { /* reported below */ }
+    if (!u || !schemes.includes(u.protocol)) ctx.addIssue({ code: "custom", path: ["uri"], message: `must be a ${schemes.map((p) => `${p}//`).join(" or ")} URI` });
+    else if (!u.hostname || u.hostname.includes(",")) ctx.addIssue({ code: "custom", path: ["uri"], message: "must name exactly one host" });
+    else if (u.search) ctx.addIssue({ code: "custom", path: ["uri"], message: "query parameters are not accepted (use connection.ssl_mode)" });
+  });
 
 const common = { authentication: authentication.optional(), permissions: permissions.optional(), tools: stringList.optional() };
 
 export const CONFIG_SCHEMAS: Record<ServerType, z.ZodType> = {
-  github: z.object({ ...common, authentication, base_url: url(["https:", "http:"]).optional(), resources: resources.optional() }),
-  slack: z.object({ ...common, authentication, base_url: url(["https:", "http:"]).optional(), resources: resources.optional() }),
-  postgresql: z.object({ ...common, connection }),
-  mysql: z.object({ ...common, connection }),
-  mongodb: z.object({ ...common, connection }),
-  rest_api: z.object({
+  github: z.strictObject({ ...common, authentication, base_url: url(["https:", "http:"]).optional(), resources: resources.optional() }),
+  slack: z.strictObject({ ...common, authentication, base_url: url(["https:", "http:"]).optional(), resources: resources.optional() }),
+  postgresql: z.strictObject({ ...common, connection: connection(["postgres:", "postgresql:"]) }),
+  mysql: z.strictObject({ ...common, connection: connection(["mysql:"]) }),
+  mongodb: z.strictObject({ ...common, connection: connection(["mongodb:"]) }),
+  rest_api: z.strictObject({
     ...common,
     base_url: url(["https:", "http:"]),
-    endpoints: z.array(z.object({ name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, "1–64 letters, digits, _ or -"), method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]), path: z.string().startsWith("/"), description: z.string().optional() })).min(1),
+    endpoints: z.array(z.strictObject({ name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, "1–64 letters, digits, _ or -"), method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]), path: z.string().startsWith("/"), description: z.string().optional() })).min(1),
   }),
-  filesystem: z.object({
+  filesystem: z.strictObject({
     ...common,
-    root_path: z.string().startsWith("/", "must be an absolute path"),
-    indexing: z.object({ enable_search: z.boolean().optional(), index_content: z.boolean().optional(), update_interval: z.number().int().positive().optional() }).optional(),
+    root_path: z.string().max(1024).refine((p) => !p.startsWith("/") && !p.includes("\0") && !p.split(/[\\/]/).includes(".."), "must be a path relative to the account's folder, without .. (\"\" or \".\" is the folder itself)"),
+    indexing: z.strictObject({ enable_search: z.boolean().optional(), index_content: z.boolean().optional(), update_interval: z.number().int().positive().optional() }).optional(),
   }),
-  websocket: z.object({
+  websocket: z.strictObject({
     ...common,
     url: url(["ws:", "wss:"]),
-    subscription: z.object({ topics: stringList.min(1), buffer_size: z.number().int().positive().optional(), max_age: z.number().int().positive().optional() }),
+    subscription: z.strictObject({ topics: stringList.min(1), buffer_size: z.number().int().positive().optional(), max_age: z.number().int().positive().optional() }),
   }),
-  mcp: z.object({
-    ...common,
-    transport: z.enum(["stdio", "http"]),
-    command: z.string().min(1).optional(),
-    args: stringList.optional(),
-    env_from: z.record(z.string(), envName).optional(),
-    url: url(["https:", "http:"]).optional(),
-  }).refine((c) => (c.transport === "stdio" ? Boolean(c.command) : Boolean(c.url)), "stdio needs command; http needs url"),
+  mcp: z.discriminatedUnion("transport", [
+    z.strictObject({
+      ...common,
+      transport: z.literal("stdio"),
+      /** The operator's catalog entry to start (`--mcp-stdio-servers`). */
+      server: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must name one of the operator's stdio servers"),
+      /** The server's variables (those its catalog entry lets tenants fill) → the account's secret names. */
+      env_from: z.record(z.string().regex(/^[A-Z_][A-Z0-9_]{0,127}$/, "must name an environment variable (A-Z, 0-9, _)"), envName).optional(),
+    }),
+    z.strictObject({ ...common, transport: z.literal("http"), url: url(["https:", "http:"]) }),
+  ]),
 };
 
 export interface McpServerConfig {
@@ -128,23 +149,82 @@ function findInlinedSecret(value: unknown, path = "config"): string | undefined 
   return undefined;
 }
 
-/** Validates a configuration body; throws a 400 naming the offending member. */
-export function validateMcpConfig(body: unknown): McpServerConfig {
+/** Largest stored configuration, as JSON. */
+export const MAX_CONFIG_BYTES = 64 * 1024;
+
+/** Members that could reach an object's prototype wherever a configuration is walked or merged. */
+const FORBIDDEN_MEMBER = new Set(["__proto__", "constructor", "prototype"]);
+
+/** The path of the first forbidden member, if any. */
+function findForbiddenMember(value: unknown, path = "config"): string | undefined {
+  if (!value || typeof value !== "object") return undefined;
+  for (const [k, v] of Object.entries(value)) {
+    if (FORBIDDEN_MEMBER.has(k)) return `${path}.${k}`;
+    const found = findForbiddenMember(v, Array.isArray(value) ? `${path}[${k}]` : `${path}.${k}`);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** Every secret a configuration names: `*_env` members and `env_from` values, with their paths. */
+export function secretReferences(config: unknown, path = "config"): { path: string; name: string }[] {
+  if (!config || typeof config !== "object") return [];
+  return Object.entries(config).flatMap(([k, v]) => {
+    const at = `${path}.${k}`;
+    if (typeof v === "string" && (k.endsWith("_env") || path.endsWith(".env_from"))) return [{ path: at, name: v }];
+    return secretReferences(v, at);
+  });
+}
+
+/** What validation needs to know about this scheduler. */
+export interface McpValidationContext {
+  /** Names of the operator's stdio servers and the variables each lets tenants fill. */
+  stdioServers: Record<string, { tenant_env: string[] }>;
+  /** Whether `filesystem` configurations can run (`--mcp-fs-base` is set). */
+  filesystem: boolean;
+  /** The account's secret names: every secret a configuration names must be one of them. */
+  secrets: string[];
+}
+
+/** Validates a configuration body; throws a 400 naming the offending member. Returns what is stored. */
+export function validateMcpConfig(body: unknown, context: McpValidationContext): McpServerConfig {
   const b = jsonObject(body);
   if (typeof b.name !== "string" || !b.name.trim()) throw new InvalidRequestError("missing_required_field", "name: required (a non-empty string)");
+  if (b.name.length > 200) throw new InvalidRequestError("invalid_value", "name: at most 200 characters");
   if (b.description !== undefined && typeof b.description !== "string") wrongType("description", "a string", b.description);
   if (typeof b.server_type !== "string" || !(SERVER_TYPES as readonly string[]).includes(b.server_type)) {
     throw new InvalidRequestError("invalid_server_type", `server_type: expected one of ${SERVER_TYPES.join(", ")}`);
   }
   if (!b.config || typeof b.config !== "object" || Array.isArray(b.config)) throw new InvalidRequestError("missing_required_field", "config: required (an object)");
+  const size = Buffer.byteLength(JSON.stringify(b));
+  if (size > MAX_CONFIG_BYTES) throw new InvalidRequestError("config_too_large", `config: ${size} bytes of JSON; a configuration holds at most ${MAX_CONFIG_BYTES}`);
+  const forbidden = findForbiddenMember(b.config);
+  if (forbidden) throw new InvalidRequestError("invalid_config", `${forbidden}: this member name is not accepted`);
   const secret = findInlinedSecret(b.config);
-  if (secret) throw new InvalidRequestError("inlined_secret", `${secret}: holds a secret value; name an environment variable with its *_env twin instead`);
+  if (secret) throw new InvalidRequestError("inlined_secret", `${secret}: holds a secret value; store it as one of the account's secrets and name it with the member's *_env twin`);
   const type = b.server_type as ServerType;
-  const parsed = CONFIG_SCHEMAS[type].safeParse(b.config);
+  const raw = b.config as Record<string, unknown>;
+  if (type === "mcp" && (raw.command !== undefined || raw.args !== undefined)) {
+    const names = Object.keys(context.stdioServers);
+    throw new InvalidRequestError("invalid_config", `config.${raw.command !== undefined ? "command" : "args"}: tenants cannot run programs on the scheduler; pick one of the operator's stdio servers with config.server (${names.length ? `available: ${names.join(", ")}` : "this scheduler offers none; use transport http"})`);
+  }
+  const parsed = CONFIG_SCHEMAS[type].safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    const member = ["config", ...issue.path.map(String)].join(".");
-    throw new InvalidRequestError("invalid_config", `${member}: ${issue.message}`);
+    const member = ["config", ...issue.path.map(String), ...(issue.code === "unrecognized_keys" ? [issue.keys[0]!] : [])].join(".");
+    throw new InvalidRequestError("invalid_config", `${member}: ${issue.code === "unrecognized_keys" ? "not a member of this server type's configuration" : issue.message}`);
   }
-  return { name: b.name.trim(), ...(typeof b.description === "string" ? { description: b.description } : {}), server_type: type, config: b.config as Record<string, unknown> };
+  const config = parsed.data as Record<string, unknown>;
+  if (type === "filesystem" && !context.filesystem) throw new InvalidRequestError("mcp_filesystem_disabled", "server_type: filesystem servers are off on this scheduler (the operator sets --mcp-fs-base to allow them)");
+  if (type === "mcp" && config.transport === "stdio") {
+    const entry = context.stdioServers[config.server as string];
+    if (!entry) throw new InvalidRequestError("unknown_stdio_server", `config.server: "${String(config.server)}" is not one of the operator's stdio servers (${Object.keys(context.stdioServers).join(", ") || "none"})`);
+    for (const variable of Object.keys((config.env_from as Record<string, string> | undefined) ?? {})) {
+      if (!entry.tenant_env.includes(variable)) throw new InvalidRequestError("invalid_config", `config.env_from.${variable}: the server "${String(config.server)}" takes no such variable from tenants (it takes: ${entry.tenant_env.join(", ") || "none"})`);
+    }
+  }
+  for (const ref of secretReferences(config)) {
+    if (!context.secrets.includes(ref.name)) throw new InvalidRequestError("unknown_secret", `${ref.path}: this account has no secret named ${ref.name}; set it first (PUT /v1/mcp/secrets/${ref.name})`);
+  }
+  return { name: b.name.trim(), ...(typeof b.description === "string" ? { description: b.description } : {}), server_type: type, config };
 }

@@ -2,14 +2,15 @@
  * The `github` integration as an MCP server, through Octokit (GitHub's official client):
  * the configured repositories as resources, and tools for what the include flags allow
  * (`list_repositories`, `list_issues`, `list_pull_requests`, `list_commits`). Authentication is
- * a token (`token_env`) or a GitHub App (`app_id`, `private_key_env`, `installation_id`);
- * `base_url` points at GitHub Enterprise.
+ * a token (`token_env`) or a GitHub App (`app_id`, `private_key_env`, `installation_id`), both
+ * the account's secrets; `base_url` points at GitHub Enterprise. Every request goes through the
+ * egress guard.
  */
 import { createAppAuth } from "@octokit/auth-app";
 import { Octokit } from "@octokit/rest";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { secretFromEnv } from "./secrets.js";
+import { scopedFetch, type ConnectContext } from "./context.js";
 
 export interface GithubConfig {
   base_url?: string;
@@ -18,16 +19,16 @@ export interface GithubConfig {
   permissions?: { max_results?: number };
 }
 
-export function githubClient(c: GithubConfig, timeoutMs: number): Octokit {
+export function githubClient(c: GithubConfig, ctx: ConnectContext): Octokit {
   const a = c.authentication;
   const auth = a.type === "app"
-    ? { authStrategy: createAppAuth, auth: { appId: a.app_id!, privateKey: secretFromEnv(a.private_key_env), installationId: a.installation_id! } }
-    : { auth: secretFromEnv(a.token_env) };
-  return new Octokit({ ...auth, ...(c.base_url ? { baseUrl: c.base_url.replace(/\/$/, "") } : {}), request: { timeout: timeoutMs }, userAgent: "kiln-mcp" });
+    ? { authStrategy: createAppAuth, auth: { appId: a.app_id!, privateKey: ctx.secret(a.private_key_env), installationId: a.installation_id! } }
+    : { auth: ctx.secret(a.token_env) };
+  return new Octokit({ ...auth, ...(c.base_url ? { baseUrl: c.base_url.replace(/\/$/, "") } : {}), request: { fetch: scopedFetch(ctx) }, userAgent: "kiln-mcp" });
 }
 
-export async function createGithubServer(c: GithubConfig, timeoutMs: number): Promise<McpServer> {
-  const gh = githubClient(c, timeoutMs);
+export async function createGithubServer(c: GithubConfig, ctx: ConnectContext): Promise<McpServer> {
+  const gh = githubClient(c, ctx);
   const r = c.resources ?? {};
   const limit = Math.min(100, c.permissions?.max_results ?? 30);
   const split = (repo: string) => {

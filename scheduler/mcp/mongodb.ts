@@ -1,13 +1,17 @@
 /**
  * The `mongodb` integration as an MCP server (MongoDB's official driver): the allowed
  * collections as resources (a sample document each) and a read-only `find` tool with
- * `document_limit` and `query_timeout`. Credentials come from `password_env` at use, never from
- * the URI (a URI with a password is refused when the configuration is saved).
+ * `document_limit` and `query_timeout`. The password is the account's secret named by
+ * `password_env`, never in the URI (a URI with a password is refused when the configuration is
+ * saved). One server, dialled directly through the egress guard: no SRV records and no replica-set
+ * discovery, which would let a server send the scheduler to addresses of its choosing.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { MongoClient } from "mongodb";
 import { z } from "zod";
-import { optionalSecretFromEnv } from "./secrets.js";
+import type { ConnectContext } from "./context.js";
+import { optionalSecret } from "./secrets.js";
+import { connectionTarget } from "./sql.js";
 
 export interface MongoConfig {
   connection: { uri?: string; host?: string; port?: number; database?: string };
@@ -15,17 +19,22 @@ export interface MongoConfig {
   permissions?: { allowed_collections?: string[]; document_limit?: number; query_timeout?: number };
 }
 
-export async function createMongoServer(config: MongoConfig, timeoutMs: number): Promise<{ server: McpServer; close: () => Promise<void> }> {
+export async function createMongoServer(config: MongoConfig, ctx: ConnectContext): Promise<McpServer> {
   const c = config.connection;
-  const uri = c.uri ?? `mongodb://${c.host}:${c.port ?? 27017}/${c.database ?? ""}`;
+  const target = connectionTarget(c, 27017);
+  await ctx.egress.resolve(target.host); // refuses IP literals, which the driver dials without a lookup
+  const host = target.host.includes(":") ? `[${target.host}]` : target.host;
+  const database = target.database ?? c.database;
   const auth = config.authentication;
-  const password = optionalSecretFromEnv(auth?.password_env);
-  const client = new MongoClient(uri, {
-    serverSelectionTimeoutMS: timeoutMs, connectTimeoutMS: timeoutMs,
-    ...(auth?.username ? { auth: { username: auth.username, ...(password !== undefined ? { password } : {}) } } : {}),
+  const password = optionalSecret(ctx.secret, auth?.password_env);
+  const user = auth?.username ?? target.user;
+  const client = new MongoClient(`mongodb://${host}:${target.port}/${encodeURIComponent(database ?? "")}`, {
+    directConnection: true, lookup: ctx.egress.lookup, serverSelectionTimeoutMS: ctx.timeoutMs, connectTimeoutMS: ctx.timeoutMs, socketTimeoutMS: ctx.timeoutMs,
+    ...(user ? { auth: { username: user, ...(password !== undefined ? { password } : {}) } } : {}),
   });
+  ctx.defer(() => client.close(true));
   await client.connect();
-  const db = client.db(c.database);
+  const db = client.db(database);
   const p = config.permissions ?? {};
   const limit = p.document_limit ?? 50;
   const maxTimeMS = (p.query_timeout ?? 10) * 1000;
@@ -50,5 +59,5 @@ export async function createMongoServer(config: MongoConfig, timeoutMs: number):
       return { isError: true, content: [{ type: "text" as const, text: err instanceof Error ? err.message : String(err) }] };
     }
   });
-  return { server, close: () => client.close() };
+  return server;
 }

@@ -1,30 +1,40 @@
 /**
  * The `mysql` integration as an MCP server (mysql2): the allowed schemas' tables as resources and
  * a `query` tool with `row_limit` and `query_timeout`, inside a READ ONLY transaction unless the
- * configuration says `read_only: false`. The password comes from `password_env` at use.
+ * configuration says `read_only: false`. The password is the account's secret named by
+ * `password_env`; the server is dialled at the address the egress guard checked.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import mysql from "mysql2/promise";
+import { connect } from "node:net";
+import mysqlCore from "mysql2";
+import type mysql from "mysql2/promise";
 import { z } from "zod";
-import { optionalSecretFromEnv } from "./secrets.js";
-import type { SqlConfig } from "./sql.js";
+import type { ConnectContext } from "./context.js";
+import { optionalSecret } from "./secrets.js";
+import { connectionTarget, type SqlConfig } from "./sql.js";
 
-export async function createMysqlServer(config: SqlConfig, timeoutMs: number): Promise<{ server: McpServer; close: () => Promise<void> }> {
+export async function createMysqlServer(config: SqlConfig, ctx: ConnectContext): Promise<McpServer> {
   const auth = config.authentication;
-  const password = optionalSecretFromEnv(auth?.password_env);
-  const options: mysql.ConnectionOptions = {
-    ...(config.connection.uri ? { uri: config.connection.uri } : { host: config.connection.host, port: config.connection.port ?? 3306, database: config.connection.database }),
-    ...(auth?.username ? { user: auth.username } : {}), ...(password !== undefined ? { password } : {}),
-    connectTimeout: timeoutMs, ...(config.connection.ssl_mode && config.connection.ssl_mode !== "disable" ? { ssl: {} } : {}),
-  };
-  const conn = await mysql.createConnection(options);
-  conn.on("error", () => undefined);
+  const password = optionalSecret(ctx.secret, auth?.password_env);
+  const target = connectionTarget(config.connection, 3306);
+  const { address } = await ctx.egress.resolve(target.host);
+  const user = auth?.username ?? target.user;
+  // The checked address is dialled; the name stays the TLS identity.
+  const raw = mysqlCore.createConnection({
+    host: target.host, port: target.port, stream: () => connect(target.port, address), ...(target.database ? { database: target.database } : {}),
+    ...(user ? { user } : {}), ...(password !== undefined ? { password } : {}),
+    connectTimeout: ctx.timeoutMs, ...(config.connection.ssl_mode && config.connection.ssl_mode !== "disable" ? { ssl: {} } : {}),
+  });
+  raw.on("error", () => undefined);
+  ctx.defer(() => raw.destroy());
+  await new Promise<void>((resolve, reject) => raw.connect((err) => (err ? reject(err) : resolve())));
+  const conn = raw.promise();
   const p = config.permissions ?? {};
   const schemas = p.allowed_schemas?.length ? p.allowed_schemas : [config.connection.database ?? ""];
   const rowLimit = p.row_limit ?? 100;
   const timeoutS = p.query_timeout ?? 10;
   const readOnly = p.read_only !== false;
-  const [tables] = await conn.query<mysql.RowDataPacket[]>("SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_schema IN (?) ORDER BY 1, 2", [schemas]);
+  const [tables] = await conn.query<mysql.RowDataPacket[]>({ sql: "SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_schema IN (?) ORDER BY 1, 2", timeout: ctx.timeoutMs }, [schemas]);
   const allowed = tables.filter((r) => !p.allowed_tables?.length || p.allowed_tables.includes(String(r.t)) || p.allowed_tables.includes(`${r.s}.${r.t}`));
 
   const server = new McpServer({ name: "kiln-mysql", version: "1.0.0" });
@@ -47,5 +57,5 @@ export async function createMysqlServer(config: SqlConfig, timeoutMs: number): P
       return { isError: true, content: [{ type: "text" as const, text: err instanceof Error ? err.message : String(err) }] };
     }
   });
-  return { server, close: () => conn.end() };
+  return server;
 }

@@ -1,12 +1,13 @@
 /**
  * The `rest_api` integration as an MCP server: one tool per configured endpoint, calling
- * `base_url` + path with the configured authentication (secrets read from the environment at
- * use, never stored). Path parameters (`/users/{id}`) come from the tool's `params`; a call can
+ * `base_url` + path through the egress guard with the configured authentication (the account's
+ * secrets, read at use). Path parameters (`/users/{id}`) come from the tool's `params`; a call can
  * never leave the configured origin.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { secretFromEnv } from "./secrets.js";
+import { scopedFetch, type ConnectContext } from "./context.js";
+import type { SecretReader } from "./secrets.js";
 
 export interface RestApiConfig {
   base_url: string;
@@ -16,9 +17,8 @@ export interface RestApiConfig {
 }
 
 /** The request headers the authentication asks for; throws naming a variable that is not set. */
-function authHeaders(auth: RestApiConfig["authentication"]): Record<string, string> {
+function authHeaders(auth: RestApiConfig["authentication"], env: SecretReader): Record<string, string> {
   if (!auth) return {};
-  const env = secretFromEnv;
   switch (auth.type) {
     case "api_key": return { [auth.header ?? "Authorization"]: `${auth.prefix ?? ""}${env(auth.key_env)}` };
     case "token": return { Authorization: `Bearer ${env(auth.token_env)}` };
@@ -41,7 +41,8 @@ export function endpointUrl(base: string, path: string, params: Record<string, s
   return url;
 }
 
-export function createRestApiServer(config: RestApiConfig, timeoutMs = 10_000): McpServer {
+export function createRestApiServer(config: RestApiConfig, ctx: ConnectContext): McpServer {
+  const fetch = scopedFetch(ctx);
   const server = new McpServer({ name: "kiln-rest-api", version: "1.0.0" });
   for (const ep of config.endpoints) {
     const writes = ep.method !== "GET";
@@ -55,10 +56,8 @@ export function createRestApiServer(config: RestApiConfig, timeoutMs = 10_000): 
         const url = endpointUrl(config.base_url, ep.path, params, query);
         const res = await fetch(url, {
           method: ep.method,
-          headers: { accept: "application/json", ...authHeaders(config.authentication), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+          headers: { accept: "application/json", ...authHeaders(config.authentication, ctx.secret), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
           ...(body !== undefined && writes ? { body: JSON.stringify(body) } : {}),
-          signal: AbortSignal.timeout(timeoutMs),
-          redirect: "manual",
         });
         const text = await res.text();
         return { isError: !res.ok, content: [{ type: "text" as const, text: `${res.status} ${res.statusText}\n${text}` }] };
@@ -70,9 +69,8 @@ export function createRestApiServer(config: RestApiConfig, timeoutMs = 10_000): 
   return server;
 }
 
-/** Checks that the API answers at all (any HTTP status); throws with the reason otherwise. */
-export async function probeRestApi(config: RestApiConfig, timeoutMs: number): Promise<void> {
-  await fetch(config.base_url, { method: "HEAD", signal: AbortSignal.timeout(timeoutMs), redirect: "manual" }).catch((err: Error) => {
-    throw new Error(`${config.base_url} is unreachable (${(err.cause as Error | undefined)?.message ?? err.message})`);
-  });
+/** Checks that the API answers at all (any HTTP status) through the egress guard; throws otherwise. */
+export async function probeRestApi(config: RestApiConfig, ctx: ConnectContext): Promise<void> {
+  const res = await scopedFetch(ctx)(config.base_url, { method: "HEAD" });
+  await res.body?.cancel().catch(() => undefined);
 }

@@ -1,23 +1,105 @@
 /**
- * Secrets of MCP configurations are only ever named (`*_env`); this reads them from the
- * scheduler's environment when an integration connects. A variable that is not set is a
- * misconfiguration (the tester answers 502 `mcp_misconfigured`), not an unreachable server.
+ * Per-account secrets for MCP configurations. A configuration never holds a secret: its `*_env`
+ * members (and `env_from` values) name one of the account's own secret variables, set
+ * write-only through the API or the dashboard and never returned or logged. The scheduler's
+ * process environment is never read for a tenant.
+ *
+ * Values are stored encrypted (AES-256-GCM, a fresh 96-bit nonce per write, the account and the
+ * name as associated data so a ciphertext cannot be moved to another account or name). The key
+ * is `--secrets-key` / `KILN_SECRETS_KEY` (32 bytes as base64 or hex) or, when unset, a key file
+ * beside the database (`<db>.secrets-key`, created once with mode 0600), never the database.
  */
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { ConfigError } from "../../core/errors.js";
+import type { Db } from "../store/index.js";
+
+/** Names of secret variables: what `*_env` members may hold. */
+export const SECRET_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
+/** Largest secret value, in bytes (a PEM private key fits). */
+export const MAX_SECRET_BYTES = 16 * 1024;
+/** Secrets per account. */
+export const MAX_SECRETS_PER_ACCOUNT = 100;
+
+/** A configuration names a secret the account does not have (the tester answers 502 `mcp_misconfigured`). */
 export class MissingSecretError extends Error {
   constructor(readonly variable: string) {
-    super(`environment variable ${variable} is not set on the scheduler`);
+    super(`secret ${variable} is not set for this account`);
     this.name = "MissingSecretError";
   }
 }
 
-/** The value of the variable `name` names; throws `MissingSecretError` when unset or empty. */
-export function secretFromEnv(name: string | undefined): string {
-  const value = name ? process.env[name] : undefined;
-  if (!value) throw new MissingSecretError(name ?? "(none named)");
-  return value;
+/** Reads one of an account's secrets by name; throws `MissingSecretError` when it has none. */
+export type SecretReader = (name: string | undefined) => string;
+
+/** The same, but no name means no secret (an optional password). */
+export const optionalSecret = (read: SecretReader, name: string | undefined): string | undefined => (name ? read(name) : undefined);
+
+/** The 32-byte key: from the configured value, else from (or into) the key file beside the database. */
+export function loadSecretsKey(configured: string | undefined, dbPath: string): Buffer {
+  if (configured) {
+    const key = /^[0-9a-f]{64}$/i.test(configured) ? Buffer.from(configured, "hex") : Buffer.from(configured, "base64");
+    if (key.length !== 32) throw new ConfigError("--secrets-key / KILN_SECRETS_KEY", "must be 32 bytes, as 64 hex digits or base64");
+    return key;
+  }
+  if (dbPath === ":memory:") return randomBytes(32);
+  const file = `${dbPath}.secrets-key`;
+  if (!existsSync(file)) {
+    try {
+      writeFileSync(file, randomBytes(32).toString("base64"), { mode: 0o600, flag: "wx" });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err; // another process made it first
+    }
+  }
+  if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  const key = Buffer.from(readFileSync(file, "utf8").trim(), "base64");
+  if (key.length !== 32) throw new ConfigError("--secrets-key / KILN_SECRETS_KEY", `the key file ${file} does not hold a 32-byte base64 key`);
+  return key;
 }
 
-/** Like `secretFromEnv`, but no variable named means no secret (e.g. an optional password). */
-export function optionalSecretFromEnv(name: string | undefined): string | undefined {
-  return name ? secretFromEnv(name) : undefined;
+interface Row { nonce: Buffer; ciphertext: Buffer; tag: Buffer }
+
+export class AccountSecrets {
+  constructor(private readonly db: Db, private readonly key: Buffer) {}
+
+  /** Stores (or replaces) a secret; false when the account already has the most it may hold. */
+  set(account: string, name: string, value: string): boolean {
+    const exists = this.db.prepare("SELECT 1 FROM account_secrets WHERE account = ? AND name = ?").get(account, name);
+    if (!exists && this.names(account).length >= MAX_SECRETS_PER_ACCOUNT) return false;
+    const nonce = randomBytes(12);
+    const cipher = createCipheriv("aes-256-gcm", this.key, nonce);
+    cipher.setAAD(aad(account, name));
+    const ciphertext = Buffer.concat([cipher.update(value, "utf8"), cipher.final()]);
+    this.db.prepare(`INSERT INTO account_secrets (account, name, nonce, ciphertext, tag, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT(account, name) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext, tag = excluded.tag, updated_at = excluded.updated_at`)
+      .run(account, name, nonce, ciphertext, cipher.getAuthTag(), Math.floor(Date.now() / 1000));
+    return true;
+  }
+
+  /** The account's secret names and when each was last set; never the values. */
+  list(account: string): { name: string; updated_at: number }[] {
+    return this.db.prepare("SELECT name, updated_at FROM account_secrets WHERE account = ? ORDER BY name").all(account) as { name: string; updated_at: number }[];
+  }
+
+  names(account: string): string[] {
+    return this.list(account).map((s) => s.name);
+  }
+
+  delete(account: string, name: string): boolean {
+    return this.db.prepare("DELETE FROM account_secrets WHERE account = ? AND name = ?").run(account, name).changes > 0;
+  }
+
+  /** A reader of this account's secrets only. */
+  reader(account: string): SecretReader {
+    return (name) => {
+      const row = name ? this.db.prepare("SELECT nonce, ciphertext, tag FROM account_secrets WHERE account = ? AND name = ?").get(account, name) as Row | undefined : undefined;
+      if (!row) throw new MissingSecretError(name ?? "(none named)");
+      const decipher = createDecipheriv("aes-256-gcm", this.key, row.nonce);
+      decipher.setAAD(aad(account, name!));
+      decipher.setAuthTag(row.tag);
+      return Buffer.concat([decipher.update(row.ciphertext), decipher.final()]).toString("utf8");
+    };
+  }
 }
+
+const aad = (account: string, name: string): Buffer => Buffer.from(`${account}\0${name}`, "utf8");

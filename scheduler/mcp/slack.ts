@@ -1,13 +1,14 @@
 /**
  * The `slack` integration as an MCP server, through Slack's official Web API client: the
  * configured channels as resources (after checking that the token holds the configured `scopes`), `list_channels` (direct messages too with `include_dms`) and
- * `channel_history` (at most `history_limit` messages). The bot token comes from
- * `bot_token_env` (or `token_env`); `base_url` points the client elsewhere (Enterprise Grid, tests).
+ * `channel_history` (at most `history_limit` messages). The bot token is the account's secret
+ * named by `bot_token_env` (or `token_env`); `base_url` points the client elsewhere (Enterprise
+ * Grid, tests). Every request goes through the egress guard.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebClient } from "@slack/web-api";
 import { z } from "zod";
-import { secretFromEnv } from "./secrets.js";
+import { scopedFetch, type ConnectContext } from "./context.js";
 
 export interface SlackConfig {
   base_url?: string;
@@ -15,9 +16,10 @@ export interface SlackConfig {
   resources?: { channels?: string[]; include_dms?: boolean; history_limit?: number };
 }
 
-export async function createSlackServer(c: SlackConfig, timeoutMs: number): Promise<McpServer> {
-  const token = secretFromEnv(c.authentication.bot_token_env ?? c.authentication.token_env);
-  const slack = new WebClient(token, { ...(c.base_url ? { slackApiUrl: c.base_url.endsWith("/") ? c.base_url : `${c.base_url}/` } : {}), timeout: timeoutMs, retryConfig: { retries: 0 } });
+export async function createSlackServer(c: SlackConfig, ctx: ConnectContext): Promise<McpServer> {
+  const token = ctx.secret(c.authentication.bot_token_env ?? c.authentication.token_env);
+  const base = c.base_url ?? "https://slack.com/api/";
+  const slack = new WebClient(token, { slackApiUrl: base.endsWith("/") ? base : `${base}/`, fetch: scopedFetch(ctx), allowAbsoluteUrls: false, timeout: ctx.timeoutMs, retryConfig: { retries: 0 } });
   // The configured scopes must all be granted to the token (Slack reports them on every call).
   const wanted = c.authentication.scopes ?? [];
   if (wanted.length) {

@@ -2,12 +2,14 @@
  * The `postgresql` integration as an MCP server: the allowed schemas' tables (optionally only
  * `allowed_tables`) as resources describing their columns, and a `query` tool that runs one
  * statement with `row_limit` and `query_timeout`, inside a READ ONLY transaction unless the
- * configuration says `read_only: false`. The password comes from `password_env` at use.
+ * configuration says `read_only: false`. The password is the account's secret named by
+ * `password_env`; the server is dialled at the address the egress guard checked.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import pg from "pg";
 import { z } from "zod";
-import { optionalSecretFromEnv } from "./secrets.js";
+import type { ConnectContext } from "./context.js";
+import { optionalSecret } from "./secrets.js";
 
 /** A relational connection as configured for `postgresql` and `mysql`. */
 export interface SqlConfig {
@@ -19,23 +21,40 @@ export interface SqlConfig {
 const DEFAULT_ROW_LIMIT = 100;
 const DEFAULT_QUERY_TIMEOUT_S = 10;
 
-function clientConfig(c: SqlConfig, timeoutMs: number): pg.ClientConfig {
+/** Host, port, database and user of a connection given as fields or as a URI (validated: one host, no query). */
+export function connectionTarget(c: SqlConfig["connection"], defaultPort: number): { host: string; port: number; database?: string; user?: string } {
+  if (!c.uri) return { host: c.host!, port: c.port ?? defaultPort, ...(c.database ? { database: c.database } : {}) };
+  const u = new URL(c.uri);
+  const database = decodeURIComponent(u.pathname.replace(/^\//, ""));
+  return { host: u.hostname, port: u.port ? Number(u.port) : c.port ?? defaultPort, ...(database ? { database } : {}), ...(u.username ? { user: decodeURIComponent(u.username) } : {}) };
+}
+
+async function clientConfig(c: SqlConfig, ctx: ConnectContext): Promise<pg.ClientConfig> {
   const auth = c.authentication;
-  const password = optionalSecretFromEnv(auth?.password_env);
-  const ssl = c.connection.ssl_mode && !["disable", "allow", "prefer"].includes(c.connection.ssl_mode) ? { rejectUnauthorized: c.connection.ssl_mode === "verify-full" } : undefined;
+  const password = optionalSecret(ctx.secret, auth?.password_env);
+  const target = connectionTarget(c.connection, 5432);
+  const { address } = await ctx.egress.resolve(target.host);
+  const ssl = c.connection.ssl_mode && !["disable", "allow", "prefer"].includes(c.connection.ssl_mode)
+    ? { rejectUnauthorized: c.connection.ssl_mode === "verify-full", servername: target.host }
+    : undefined;
   return {
-    ...(c.connection.uri ? { connectionString: c.connection.uri } : { host: c.connection.host, port: c.connection.port ?? 5432, database: c.connection.database }),
-    ...(auth?.username ? { user: auth.username } : {}),
+    host: address, port: target.port, ...(target.database ? { database: target.database } : {}),
+    ...(auth?.username ?? target.user ? { user: auth?.username ?? target.user } : {}),
     ...(password !== undefined ? { password } : {}),
     ...(ssl ? { ssl } : {}),
-    connectionTimeoutMillis: timeoutMs,
+    connectionTimeoutMillis: ctx.timeoutMs,
+    query_timeout: ctx.timeoutMs,
     application_name: "kiln-mcp",
   };
 }
 
-export async function createPostgresServer(config: SqlConfig, timeoutMs: number): Promise<{ server: McpServer; close: () => Promise<void> }> {
-  const client = new pg.Client(clientConfig(config, timeoutMs));
+export async function createPostgresServer(config: SqlConfig, ctx: ConnectContext): Promise<McpServer> {
+  const client = new pg.Client(await clientConfig(config, ctx));
   client.on("error", () => undefined); // a dropped connection fails the next query, not the scheduler
+  ctx.defer(() => {
+    (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+    return client.end();
+  });
   await client.connect();
   const p = config.permissions ?? {};
   const schemas = p.allowed_schemas?.length ? p.allowed_schemas : ["public"];
@@ -71,5 +90,5 @@ export async function createPostgresServer(config: SqlConfig, timeoutMs: number)
       return { isError: true, content: [{ type: "text" as const, text: err instanceof Error ? err.message : String(err) }] };
     }
   });
-  return { server, close: () => client.end() };
+  return server;
 }

@@ -1,26 +1,36 @@
 /**
  * `POST /v1/mcp/test`: connects an MCP client (the official SDK) to the server a configuration
  * describes and lists its resources and tools, within a timeout. Integrations Kiln builds itself
- * run in process over a linked in-memory transport; `mcp` servers are reached over stdio or
- * streamable HTTP. Failures are 502s that say what failed.
+ * run in process over a linked in-memory transport; `mcp` servers are reached over streamable
+ * HTTP (through the egress guard) or are one of the operator's stdio servers.
+ *
+ * Everything a test opens is registered with its scope before it is awaited, and the scope is
+ * closed however the test ends (answer, failure, timeout): no socket or process outlives it.
+ * Failures are Kiln's own codes — `mcp_egress_denied` (403), `mcp_misconfigured`,
+ * `mcp_unreachable`, `mcp_timeout` (502) — and never carry what the upstream server said: that
+ * goes to the log, under the request's id.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { UpstreamError } from "../../core/errors.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { MissingSecretError, secretFromEnv } from "./secrets.js";
-import { createFilesystemServer, type FilesystemConfig } from "./filesystem.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { StdioCatalog } from "../../config/index.js";
+import { KilnError, UpstreamError } from "../../core/errors.js";
+import type { Logger } from "../../core/log.js";
+import { connectScope, McpConfigProblem, scopedFetch, type ConnectContext } from "./context.js";
+import { EgressDeniedError, type EgressPolicy } from "./egress.js";
+import { createFilesystemServer, PathEscapeError, type FilesystemConfig } from "./filesystem.js";
 import { createGithubServer, type GithubConfig } from "./github.js";
-import { createSlackServer, type SlackConfig } from "./slack.js";
-import { createRestApiServer, probeRestApi, type RestApiConfig } from "./rest-api.js";
 import { createMongoServer, type MongoConfig } from "./mongodb.js";
 import { createMysqlServer } from "./mysql.js";
+import { createRestApiServer, probeRestApi, type RestApiConfig } from "./rest-api.js";
+import { MissingSecretError, type SecretReader } from "./secrets.js";
+import { createSlackServer, type SlackConfig } from "./slack.js";
 import { createPostgresServer, type SqlConfig } from "./sql.js";
-import { createWebsocketServer, type WebsocketConfig } from "./websocket.js";
+import { OperatorStdioTransport } from "./stdio.js";
 import type { StoredMcpServer } from "./store.js";
+import { createWebsocketServer, type WebsocketConfig } from "./websocket.js";
 
 export interface McpTestResult {
   server_id: string;
@@ -30,66 +40,92 @@ export interface McpTestResult {
   latency_ms: number;
 }
 
-interface McpConfig { transport: "stdio" | "http"; command?: string; args?: string[]; env_from?: Record<string, string>; url?: string }
+/** What a test needs besides the configuration: the scheduler's MCP settings and the account's secrets. */
+export interface McpTestOptions {
+  account: string;
+  secret: SecretReader;
+  egress: EgressPolicy;
+  /** The operator's stdio servers. */
+  stdioServers: StdioCatalog;
+  /** `--mcp-fs-base`; unset: filesystem servers are refused. */
+  fsBase?: string;
+  timeoutMs: number;
+  logger: Logger;
+  /** The HTTP request id, for the log line of a failure. */
+  requestId?: string;
+}
 
-/** The client side of a transport to the configured server (and what to close afterwards). */
-async function connectTo(server: StoredMcpServer, timeoutMs: number): Promise<{ transport: Transport; close: () => Promise<void> }> {
-  const inProcess = async (mcp: McpServer, close: () => void = () => undefined) => {
+/** 403: a configuration pointed a connection at an address tenants may not reach. */
+export class EgressRefusedError extends KilnError {
+  constructor(message: string) {
+    super(403, "permission_error", "mcp_egress_denied", message);
+  }
+}
+
+type McpConfig = { transport: "stdio"; server: string; env_from?: Record<string, string> } | { transport: "http"; url: string };
+
+/** The client side of a transport to the configured server; whatever it opens is closed with `ctx`. */
+async function connectTo(server: StoredMcpServer, ctx: ConnectContext, options: McpTestOptions): Promise<Transport> {
+  const inProcess = async (mcp: McpServer): Promise<Transport> => {
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    ctx.defer(() => mcp.close());
     await mcp.connect(serverSide);
-    return { transport: clientSide, close: async () => { close(); await mcp.close(); } };
+    return clientSide;
   };
+  const config = server.config as never;
   switch (server.server_type) {
-    case "rest_api": {
-      const config = server.config as unknown as RestApiConfig;
-      await probeRestApi(config, timeoutMs);
-      return inProcess(createRestApiServer(config, timeoutMs));
-    }
+    case "rest_api":
+      await probeRestApi(config as RestApiConfig, ctx);
+      return inProcess(createRestApiServer(config as RestApiConfig, ctx));
     case "github":
-      return inProcess(await createGithubServer(server.config as unknown as GithubConfig, timeoutMs));
+      return inProcess(await createGithubServer(config as GithubConfig, ctx));
     case "slack":
-      return inProcess(await createSlackServer(server.config as unknown as SlackConfig, timeoutMs));
-    case "postgresql": {
-      const db = await createPostgresServer(server.config as unknown as SqlConfig, timeoutMs);
-      return inProcess(db.server, () => void db.close());
-    }
-    case "mysql": {
-      const db = await createMysqlServer(server.config as unknown as SqlConfig, timeoutMs);
-      return inProcess(db.server, () => void db.close());
-    }
-    case "mongodb": {
-      const db = await createMongoServer(server.config as unknown as MongoConfig, timeoutMs);
-      return inProcess(db.server, () => void db.close());
-    }
-    case "websocket": {
-      const ws = await createWebsocketServer(server.config as unknown as WebsocketConfig, timeoutMs);
-      return inProcess(ws.server, ws.close);
-    }
+      return inProcess(await createSlackServer(config as SlackConfig, ctx));
+    case "postgresql":
+      return inProcess(await createPostgresServer(config as SqlConfig, ctx));
+    case "mysql":
+      return inProcess(await createMysqlServer(config as SqlConfig, ctx));
+    case "mongodb":
+      return inProcess(await createMongoServer(config as MongoConfig, ctx));
+    case "websocket":
+      return inProcess(await createWebsocketServer(config as WebsocketConfig, ctx));
     case "filesystem":
-      return inProcess(await createFilesystemServer(server.config as unknown as FilesystemConfig));
+      if (!options.fsBase) throw new McpConfigProblem("filesystem servers are off on this scheduler (no --mcp-fs-base)");
+      return inProcess(await createFilesystemServer(config as FilesystemConfig, { base: options.fsBase, account: options.account }));
     case "mcp": {
-      const c = server.config as unknown as McpConfig;
-      if (c.transport === "http") return { transport: new StreamableHTTPClientTransport(new URL(c.url!)), close: async () => undefined };
-      // The server gets PATH and the variables its configuration names, never the scheduler's whole environment.
-      const env: Record<string, string> = { PATH: process.env.PATH ?? "" };
-      for (const [name, from] of Object.entries(c.env_from ?? {})) env[name] = secretFromEnv(from);
-      return { transport: new StdioClientTransport({ command: c.command!, args: c.args ?? [], env, stderr: "ignore" }), close: async () => undefined };
+      const c = config as McpConfig;
+      if (c.transport === "http") {
+        const transport = new StreamableHTTPClientTransport(new URL(c.url), { fetch: scopedFetch(ctx) });
+        ctx.defer(() => transport.close());
+        return transport;
+      }
+      const spec = options.stdioServers[c.server];
+      if (!spec) throw new McpConfigProblem(`the operator's stdio server "${c.server}" no longer exists`);
+      const env: Record<string, string> = {};
+      for (const [variable, secret] of Object.entries(c.env_from ?? {})) {
+        if (!spec.tenant_env.includes(variable)) throw new McpConfigProblem(`the stdio server "${c.server}" no longer takes ${variable} from tenants`);
+        env[variable] = ctx.secret(secret);
+      }
+      const transport = new OperatorStdioTransport(spec, env);
+      ctx.defer(() => transport.close());
+      return transport;
     }
   }
 }
 
-export async function testMcpServer(server: StoredMcpServer, timeoutMs: number): Promise<McpTestResult> {
+/** Connects to the server, lists its resources and tools; throws a `KilnError` saying what failed. */
+export async function testMcpServer(server: StoredMcpServer, options: McpTestOptions): Promise<McpTestResult> {
   const started = performance.now();
+  const { context, close } = connectScope({ egress: options.egress, secret: options.secret, timeoutMs: options.timeoutMs });
   const client = new Client({ name: "kiln-mcp-test", version: "1.0.0" });
-  let close: () => Promise<void> = async () => undefined;
+  context.defer(() => client.close());
   let timer: NodeJS.Timeout | undefined;
-  const work = (async () => {
-    const connection = await connectTo(server, timeoutMs);
-    close = connection.close;
-    await client.connect(connection.transport);
+  const work = (async (): Promise<McpTestResult> => {
+    await client.connect(await connectTo(server, context, options), { signal: context.signal, timeout: options.timeoutMs });
     const caps = client.getServerCapabilities() ?? {};
-    const resources = caps.resources ? (await client.listResources()).resources : [];
-    const tools = caps.tools ? (await client.listTools()).tools : [];
+    const request = { signal: context.signal, timeout: options.timeoutMs };
+    const resources = caps.resources ? (await client.listResources(undefined, request)).resources : [];
+    const tools = caps.tools ? (await client.listTools(undefined, request)).tools : [];
     return {
       server_id: server.id,
       status: "ok" as const,
@@ -98,19 +134,43 @@ export async function testMcpServer(server: StoredMcpServer, timeoutMs: number):
       latency_ms: Math.round(performance.now() - started),
     };
   })();
+  const what = `server_id: ${server.id} (${server.server_type})`;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new UpstreamError("mcp_timeout", `server_id: ${server.id} (${server.server_type}) did not answer within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => reject(new UpstreamError("mcp_timeout", `${what} did not answer within ${options.timeoutMs} ms`)), options.timeoutMs);
   });
   try {
     return await Promise.race([work, timeout]);
   } catch (err) {
-    if (err instanceof UpstreamError) throw err;
-    if (err instanceof MissingSecretError) throw new UpstreamError("mcp_misconfigured", `server_id: ${server.id} (${server.server_type}): ${err.message}`);
-    throw new UpstreamError("mcp_unreachable", `server_id: ${server.id} (${server.server_type}) failed: ${err instanceof Error ? err.message : String(err)}`);
+    throw publicError(err, what, options);
   } finally {
     clearTimeout(timer);
     work.catch(() => undefined);
-    await client.close().catch(() => undefined);
-    await close().catch(() => undefined);
+    await close();
   }
+}
+
+/** The tenant-facing error for a failure; upstream detail only in the log. */
+function publicError(err: unknown, what: string, options: McpTestOptions): KilnError {
+  const cause = egressCause(err);
+  if (cause) return new EgressRefusedError(`${what}: refused to connect: ${cause.message}`);
+  if (err instanceof KilnError) return err;
+  if (err instanceof MissingSecretError) return new UpstreamError("mcp_misconfigured", `${what}: ${err.message}`);
+  if (err instanceof McpConfigProblem || err instanceof PathEscapeError) return new UpstreamError("mcp_misconfigured", `${what}: ${err.message}`);
+  options.logger.warn({ requestId: options.requestId, account: options.account, err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, "MCP test failed");
+  return new UpstreamError("mcp_unreachable", `${what} is unreachable or failed the MCP handshake (details are in the scheduler's log under this request's id)`);
+}
+
+/** The `EgressDeniedError` behind a failure, however deep the client library wrapped it. */
+function egressCause(err: unknown, depth = 0): EgressDeniedError | undefined {
+  if (err instanceof EgressDeniedError) return err;
+  if (!err || typeof err !== "object" || depth > 5) return undefined;
+  const e = err as { cause?: unknown; errors?: unknown[]; error?: unknown; reason?: unknown; original?: unknown };
+  for (const inner of [e.cause, e.error, e.reason, e.original, ...(Array.isArray(e.errors) ? e.errors : [])]) {
+    const found = egressCause(inner, depth + 1);
+    if (found) return found;
+  }
+  // Some clients (the MongoDB driver) keep only the message of the socket's error.
+  const host = err instanceof Error ? /(\S+) is not a public address \(loopback, private/.exec(err.message)?.[1] : undefined;
+  if (host) return new EgressDeniedError(host);
+  return undefined;
 }

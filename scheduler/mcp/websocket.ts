@@ -1,5 +1,5 @@
 /**
- * The `websocket` integration as an MCP server: it connects to `url`, keeps the last
+ * The `websocket` integration as an MCP server: it connects to `url` (through the egress guard), keeps the last
  * `buffer_size` messages (no older than `max_age` seconds) per subscribed topic, and exposes each
  * topic as a resource plus a `recent_messages` tool. A message belongs to a topic when it is
  * JSON with `topic` (or `channel`) equal to it; with one topic, every message does.
@@ -7,16 +7,19 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import WebSocket from "ws";
 import { z } from "zod";
+import type { ConnectContext } from "./context.js";
 
 export interface WebsocketConfig {
   url: string;
   subscription: { topics: string[]; buffer_size?: number; max_age?: number };
 }
 
-export async function createWebsocketServer(config: WebsocketConfig, timeoutMs: number): Promise<{ server: McpServer; close: () => void }> {
+export async function createWebsocketServer(config: WebsocketConfig, ctx: ConnectContext): Promise<McpServer> {
   const { topics, buffer_size: size = 100, max_age: maxAge = 3600 } = config.subscription;
   const buffers = new Map(topics.map((t) => [t, [] as { at: number; data: string }[]]));
-  const socket = new WebSocket(config.url, { handshakeTimeout: timeoutMs });
+  // Through the egress guard; ws follows no redirects unless told to.
+  const socket = new WebSocket(config.url, { handshakeTimeout: ctx.timeoutMs, agent: ctx.egress.agent(config.url.startsWith("wss:")), followRedirects: false, maxPayload: 1024 * 1024 });
+  ctx.defer(() => socket.terminate());
   // Listening before the handshake completes: a server may send as soon as it accepts.
   socket.on("message", (raw) => {
     const data = raw.toString();
@@ -33,7 +36,14 @@ export async function createWebsocketServer(config: WebsocketConfig, timeoutMs: 
   });
   await new Promise<void>((resolve, reject) => {
     socket.once("open", () => resolve());
-    socket.once("error", (err) => reject(new Error(`${config.url} is unreachable (${err.message})`)));
+    socket.once("error", reject);
+    // Any other answer than the upgrade (a redirect among them) ends the attempt; a redirect inward is an egress refusal.
+    socket.once("unexpected-response", (request, response) => {
+      request.destroy();
+      const location = response.headers.location;
+      const refused = location ? ctx.egress.resolve(new URL(location, config.url).hostname).then(() => undefined) : Promise.resolve();
+      refused.then(() => reject(new Error(`the server answered ${response.statusCode} instead of upgrading (redirects are not followed)`)), reject);
+    });
   });
   socket.on("error", () => undefined); // a later failure only empties the buffers; it must not crash the scheduler
   socket.send(JSON.stringify({ type: "subscribe", topics }));
@@ -48,5 +58,5 @@ export async function createWebsocketServer(config: WebsocketConfig, timeoutMs: 
   server.registerTool("recent_messages", { description: "The buffered messages of a topic, oldest first", inputSchema: { topic: z.enum(topics as [string, ...string[]]) } }, async ({ topic }) => ({
     content: [{ type: "text" as const, text: JSON.stringify(recent(topic)) }],
   }));
-  return { server, close: () => socket.terminate() };
+  return server;
 }

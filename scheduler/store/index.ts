@@ -1,5 +1,6 @@
 /**
- * The scheduler's SQLite database (better-sqlite3): accounts, API keys, settings. Schema changes
+ * The scheduler's SQLite database (better-sqlite3): accounts, API keys, settings, MCP
+ * configurations and the accounts' encrypted secrets. Schema changes
  * are numbered migrations applied in order at open, tracked by `PRAGMA user_version`.
  */
 import { openDatabase, type Db } from "../../core/sqlite.js";
@@ -36,6 +37,15 @@ const MIGRATIONS: string[] = [
      updated_at INTEGER NOT NULL
    );
    CREATE INDEX mcp_servers_account ON mcp_servers(account);`,
+  `CREATE TABLE account_secrets (
+     account TEXT NOT NULL,
+     name TEXT NOT NULL,
+     nonce BLOB NOT NULL,
+     ciphertext BLOB NOT NULL,
+     tag BLOB NOT NULL,
+     updated_at INTEGER NOT NULL,
+     PRIMARY KEY (account, name)
+   );`,
 ];
 
 /** Opens (creating if needed) the scheduler's database at `path`, schema up to date. */

@@ -10,7 +10,7 @@ const TEMPLATES = {
   mysql: { connection: { host: "db.internal", port: 3306, database: "app" }, authentication: { type: "credentials", username: "readonly", password_env: "MYSQL_PASSWORD" }, permissions: { read_only: true, row_limit: 100 } },
   mongodb: { connection: { uri: "mongodb://db.internal:27017/app" }, permissions: { allowed_collections: ["users"], document_limit: 50 } },
   rest_api: { base_url: "https://api.example.com", authentication: { type: "api_key", key_env: "API_KEY", header: "Authorization", prefix: "Bearer " }, endpoints: [{ name: "list_items", method: "GET", path: "/items", description: "List items" }] },
-  filesystem: { root_path: "/srv/docs", permissions: { read_only: true, allowed_extensions: [".md", ".txt"], max_file_size: 1048576 }, indexing: { enable_search: true } },
+  filesystem: { root_path: "docs", permissions: { read_only: true, allowed_extensions: [".md", ".txt"], max_file_size: 1048576 }, indexing: { enable_search: true } },
   websocket: { url: "wss://feed.example.com/ws", subscription: { topics: ["updates"], buffer_size: 100, max_age: 3600 } },
   mcp: { transport: "stdio", command: "node", args: ["/opt/mcp/server.js"], env_from: {} },
 };
@@ -64,18 +64,27 @@ async function loadKeys() {
 
 // --- Per-type fields: every leaf of the configuration as a labelled input -------------------
 
+/**
+ * Keys that reach a prototype when used as a path (a stored configuration comes from a tenant):
+ * never turned into fields, never written.
+ */
+const UNSAFE_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+
 /** Leaves of a configuration: [path, value] with paths like "connection.port" or "endpoints.0.name". */
 function leaves(value, path = []) {
   if (Array.isArray(value) && value.every((v) => typeof v === "string")) return [[path, value]];
-  if (value && typeof value === "object") return Object.entries(value).flatMap(([k, v]) => leaves(v, [...path, k]));
+  if (value && typeof value === "object") return Object.entries(value).filter(([k]) => !UNSAFE_KEYS.has(k)).flatMap(([k, v]) => leaves(v, [...path, k]));
   return [[path, value]];
 }
 
+/** Sets `value` at `path` in `target`, through own members only (never an inherited one). */
 function setPath(target, path, value) {
+  if (!Array.isArray(path) || path.some((key) => typeof key !== "string" || UNSAFE_KEYS.has(key))) return target;
   let node = target;
   path.forEach((key, i) => {
-    if (i === path.length - 1) node[key] = value;
-    else node = node[key] ??= /^\d+$/.test(path[i + 1]) ? [] : {};
+    if (i === path.length - 1) { node[key] = value; return; }
+    if (!Object.hasOwn(node, key) || !node[key] || typeof node[key] !== "object") node[key] = /^\d+$/.test(path[i + 1]) ? [] : {};
+    node = node[key];
   });
   return target;
 }
@@ -94,6 +103,7 @@ function renderFields(config) {
     input.dataset.path = JSON.stringify(path);
     input.dataset.kind = Array.isArray(value) ? "list" : typeof value;
     if (name.endsWith("_env")) input.title = "the name of an environment variable that holds the secret, never the secret";
+    if (name === "root_path") input.title = "a folder relative to the account's folder on the scheduler (empty for the folder itself)";
     input.addEventListener(input.type === "checkbox" ? "change" : "input", syncFromFields);
     wrap.append(label, input);
     box.append(wrap);

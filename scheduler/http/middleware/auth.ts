@@ -1,4 +1,8 @@
-/** Bearer API-key authentication, then the key's per-minute rate limit (with `x-ratelimit-*` headers). */
+/**
+ * Bearer API-key authentication, then the account's per-minute rate limit (with `x-ratelimit-*`
+ * headers): counted per account, so every key of an account shares its limit, and taken from the
+ * account's current tier and rpm.
+ */
 import type { MiddlewareHandler } from "hono";
 import { requestsPerMinute, type KeyService } from "../../auth/index.js";
 import { rateHeaders, type RateLimiter } from "../../ratelimit/index.js";
@@ -14,7 +18,7 @@ export function authenticate(keys: KeyService): MiddlewareHandler<AppEnv> {
 export function rateLimit(limiter: RateLimiter, standardRpm: number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const id = c.get("identity");
-    const decision = limiter.hit(id.keyId, requestsPerMinute(id.tier, id.rpm, standardRpm));
+    const decision = limiter.hit(id.account, requestsPerMinute(id.tier, id.rpm, standardRpm));
     for (const [k, v] of Object.entries(rateHeaders(decision))) c.header(k, v);
     await next();
   };

@@ -2,6 +2,12 @@
  * `POST /v1/chat/completions`: one JSON body, or OpenAI server-sent events with `stream: true`.
  * The first event is awaited before answering, so failures before any text (no capacity, prompt
  * too long) get their own status; later failures become an SSE error event.
+ *
+ * Each completion holds one of its account's places in flight (`--max-inflight`, by tier) from
+ * its arrival, while it waits in the fleet's queue and while it generates, until its answer is
+ * complete (the JSON body made, or the stream's last event written), it fails, or its client goes
+ * away. Beyond the cap it is a 429 `too_many_requests_in_flight`. While every slot is busy it waits in
+ * its account's queue (the fleet serves the accounts' queues in turn).
  */
 import { Hono, type Context } from "hono";
 import { KilnError } from "../../../core/errors.js";
@@ -11,19 +17,38 @@ import { chunkBody, completionBody, completionId, usage, usageChunkBody, validat
 import type { CompletionEvent, Fleet } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
 import { readJsonBody } from "../../../core/http/index.js";
+import type { Tier } from "../../auth/index.js";
+import type { InflightLimiter } from "../../ratelimit/index.js";
 
-export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger, metrics: SchedulerMetrics): Hono<AppEnv> {
+/** The per-account cap on chat completions in flight. */
+export interface InflightCap {
+  inflight: InflightLimiter;
+  /** The cap by the account's tier. */
+  maxInflight: Readonly<Record<Tier, number>>;
+}
+
+export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger, metrics: SchedulerMetrics, cap: InflightCap): Hono<AppEnv> {
   return new Hono<AppEnv>().post(
     "/",
     async (c) => {
-      const body = validateChatCompletion(await readJsonBody(c, maxBodyBytes));
-      const events = metrics.measure(fleet.submit(body, c.req.raw.signal, c.get("requestId")), body.model);
-      const first = await events.next(); // throws the KilnError of a request that never started
-      const id = completionId();
-      const created = Math.floor(Date.now() / 1000);
-      return body.stream
-        ? streamCompletion(c, events, first, { id, created, body, logger })
-        : c.json(await collect(events, first, id, created, body.model));
+      const { account, tier } = c.get("identity");
+      const release = cap.inflight.acquire(account, cap.maxInflight[tier]); // throws the 429 beyond the cap
+      const signal = c.req.raw.signal;
+      if (signal.aborted) release();
+      else signal.addEventListener("abort", release, { once: true }); // the client is gone: its place is free
+      let streaming = false;
+      try {
+        const body = validateChatCompletion(await readJsonBody(c, maxBodyBytes));
+        const events = metrics.measure(fleet.submit({ ...body, account }, signal, c.get("requestId")), body.model);
+        const first = await events.next(); // throws the KilnError of a request that never started
+        const id = completionId();
+        const created = Math.floor(Date.now() / 1000);
+        if (!body.stream) return c.json(await collect(events, first, id, created, body.model));
+        streaming = true; // the stream gives the place back when it ends, fails or is cancelled
+        return streamCompletion(c, events, first, { id, created, body, logger, release });
+      } finally {
+        if (!streaming) release();
+      }
     },
   );
 }
@@ -42,7 +67,7 @@ function streamCompletion(
   c: Context<AppEnv>,
   events: AsyncIterator<CompletionEvent>,
   first: IteratorResult<CompletionEvent>,
-  { id, created, body, logger }: { id: string; created: number; body: ChatCompletionBody; logger: Logger },
+  { id, created, body, logger, release }: { id: string; created: number; body: ChatCompletionBody; logger: Logger; release: () => void },
 ): Response {
   const encoder = new TextEncoder();
   const sse = (data: unknown): string => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
@@ -53,7 +78,10 @@ function streamCompletion(
       + (body.includeUsage ? sse(usageChunkBody(id, created, body.model, usage(e.promptTokens, e.completionTokens))) : "")
       + sse("[DONE]");
   let finished = false;
-  const stop = (): void => { if (!finished) { finished = true; void events.return?.(); } };
+  const stop = (): void => {
+    release();
+    if (!finished) { finished = true; void events.return?.(); }
+  };
   const readable = new ReadableStream<Uint8Array>({
     async start(controller) {
       let text = sse(chunkBody(id, created, body.model, { role: "assistant", content: "" }, null));
@@ -69,6 +97,7 @@ function streamCompletion(
       }
       finished = true;
       try { controller.close(); } catch { /* the client is gone */ }
+      release();
     },
     cancel: stop,
   });

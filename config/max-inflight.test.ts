@@ -1,0 +1,35 @@
+/** `--max-inflight` / `KILN_MAX_INFLIGHT`: per-tier caps on an account's chat completions in flight. */
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../core/errors.js";
+import { DEFAULT_MAX_INFLIGHT, parseSchedulerConfig } from "./index.js";
+
+const parse = (maxInflight?: string) => parseSchedulerConfig({ nodeTokens: "a-long-enough-token-123", ...(maxInflight === undefined ? {} : { maxInflight }) }).maxInflight;
+
+describe("--max-inflight", () => {
+  it("defaults to free=4,standard=16,pro=64,enterprise=256", () => {
+    expect(parse()).toEqual({ free: 4, standard: 16, pro: 64, enterprise: 256 });
+    expect(DEFAULT_MAX_INFLIGHT).toEqual({ free: 4, standard: 16, pro: 64, enterprise: 256 });
+  });
+
+  it("a partial list changes only the tiers it names", () => {
+    expect(parse("pro=10")).toEqual({ free: 4, standard: 16, pro: 10, enterprise: 256 });
+    expect(parse(" Standard = 2 , free=1 ")).toEqual({ free: 1, standard: 2, pro: 64, enterprise: 256 });
+    expect(parse("")).toEqual(DEFAULT_MAX_INFLIGHT);
+  });
+
+  it.each([
+    ["pro", /expected TIER=N pairs/],
+    ["gold=3", /unknown tier "gold"/],
+    ["pro=0", /pro: expected a whole number from 1/],
+    ["pro=-1", /expected TIER=N pairs/],
+    ["pro=1.5", /expected TIER=N pairs/],
+    ["pro=2000000", /pro: expected a whole number from 1 to 1000000/],
+    ["pro=3,pro=4", /tier "pro" is named twice/],
+  ])("%s is a ConfigError naming the flag and its variable", (value, message) => {
+    let thrown: unknown;
+    try { parse(value); } catch (err) { thrown = err; }
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect((thrown as ConfigError).key).toBe("--max-inflight / KILN_MAX_INFLIGHT");
+    expect((thrown as Error).message).toMatch(message);
+  });
+});

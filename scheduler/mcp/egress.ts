@@ -1,0 +1,160 @@
+/**
+ * The egress guard: every outbound connection a tenant's configuration causes goes through one
+ * `EgressPolicy`. A host is resolved once, every address it resolves to is checked, and the
+ * connection is made to the checked address (no second lookup, so DNS rebinding cannot swap it).
+ *
+ * Allowed: global unicast addresses, and whatever the operator allows with `--mcp-allow-cidr`.
+ * Refused: loopback, link-local (cloud metadata at 169.254.169.254), private, CGNAT, ULA,
+ * multicast, unspecified, reserved, documentation and the IPv6 ranges that embed IPv4 addresses
+ * (IPv4-mapped addresses are checked as the IPv4 address they carry).
+ *
+ * The clients use it through these doors: `fetch` (undici with a connector that resolves through
+ * the policy; redirects never followed), `agent()` (a node:http(s) Agent for clients built on
+ * node:http — Slack's, ws), `lookup` (for drivers that take a lookup function) and `resolve`
+ * (for drivers that are handed the checked address to dial: PostgreSQL, MySQL).
+ */
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import { Agent as HttpAgent, type AgentOptions } from "node:http";
+import { Agent as HttpsAgent } from "node:https";
+import { isIP, type LookupFunction, type Socket } from "node:net";
+import ipaddr from "ipaddr.js";
+import { Agent as UndiciAgent, buildConnector, fetch as undiciFetch, type Dispatcher } from "undici";
+
+/** A connection a tenant's configuration asked for went to an address the policy refuses. */
+export class EgressDeniedError extends Error {
+  readonly code = "EGRESS_DENIED";
+  constructor(readonly host: string) {
+    super(`${host} is not a public address (loopback, private, link-local and similar ranges are refused)`);
+    this.name = "EgressDeniedError";
+  }
+}
+
+/** The name did not resolve, or the server answered with a redirect (never followed). */
+export class EgressUnreachableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "EgressUnreachableError";
+  }
+}
+
+type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
+
+/** Parses one `--mcp-allow-cidr` value (`10.1.2.0/24`, `fd00::/8`, or a single address); throws on nonsense. */
+export function parseCidr(text: string): Cidr {
+  const t = text.trim();
+  if (!t.includes("/")) {
+    const addr = ipaddr.parse(t);
+    return [addr, addr.kind() === "ipv4" ? 32 : 128];
+  }
+  return ipaddr.parseCIDR(t);
+}
+
+export interface EgressPolicyOptions {
+  /** CIDRs the operator allows in spite of the built-in refusals (`--mcp-allow-cidr`). Default none. */
+  allow?: string[];
+  /** The resolver; default `dns.lookup` (what every client would use). */
+  lookup?: typeof dnsLookup;
+}
+
+export class EgressPolicy {
+  private readonly allowed: Cidr[];
+  private readonly dns: typeof dnsLookup;
+
+  constructor(options: EgressPolicyOptions = {}) {
+    this.allowed = (options.allow ?? []).map(parseCidr);
+    this.dns = options.lookup ?? dnsLookup;
+  }
+
+  /** True when a connection to `address` (an IP literal) is allowed. */
+  permits(address: string): boolean {
+    if (!ipaddr.isValid(address)) return false;
+    const addr = ipaddr.process(address); // IPv4-mapped IPv6 → the IPv4 address it carries
+    for (const [net, bits] of this.allowed) {
+      if (net.kind() === addr.kind() && addr.match([net, bits] as never)) return true;
+    }
+    return addr.range() === "unicast";
+  }
+
+  /**
+   * Resolves `host` once and checks every address it resolves to; returns the address to dial.
+   * Throws `EgressDeniedError` when any is refused (a name that also resolves inward is refused
+   * whole) and `EgressUnreachableError` when it does not resolve.
+   */
+  async resolve(host: string): Promise<LookupAddress> {
+    const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+    const family = isIP(bare);
+    if (family) {
+      if (!this.permits(bare)) throw new EgressDeniedError(host);
+      return { address: bare, family };
+    }
+    const all = await new Promise<LookupAddress[]>((resolve, reject) => {
+      this.dns(bare, { all: true, verbatim: true }, (err, addresses) => (err ? reject(new EgressUnreachableError(`${bare} does not resolve (${err.code ?? err.message})`)) : resolve(addresses)));
+    });
+    if (!all.length) throw new EgressUnreachableError(`${bare} does not resolve`);
+    if (all.some((a) => !this.permits(a.address))) throw new EgressDeniedError(host);
+    return all[0]!;
+  }
+
+  /** A `net` lookup function over `resolve`, for clients that take one (it is not called for IP literals: see `agent`). */
+  readonly lookup: LookupFunction = (hostname, options, callback) => {
+    this.resolve(hostname).then(
+      (a) => (options as { all?: boolean }).all ? (callback as (e: null, a: LookupAddress[]) => void)(null, [a]) : callback(null, a.address, a.family),
+      (err: NodeJS.ErrnoException) => callback(err, "", 0),
+    );
+  };
+
+  /**
+   * A node:http(s) Agent whose every socket goes through the policy: names through `lookup`,
+   * IP literals (which `net` connects to without a lookup) checked before the socket is made.
+   */
+  agent(secure: boolean, options: AgentOptions = {}): HttpAgent {
+    const agent = secure ? new HttpsAgent({ keepAlive: false, ...options }) : new HttpAgent({ keepAlive: false, ...options });
+    type Create = (opts: { host?: string; lookup?: LookupFunction }, callback: (err: Error | null, socket?: Socket) => void) => Socket | undefined;
+    const door = agent as unknown as { createConnection: Create };
+    const create = door.createConnection.bind(agent);
+    door.createConnection = (opts, callback) => {
+      const host = opts.host ?? "localhost";
+      if (isIP(host) && !this.permits(host)) {
+        process.nextTick(() => callback(new EgressDeniedError(host)));
+        return undefined;
+      }
+      return create({ ...opts, lookup: this.lookup }, callback);
+    };
+    return agent;
+  }
+
+  /** An undici dispatcher that dials only checked addresses (TLS still verifies the name). */
+  dispatcher(timeoutMs: number): Dispatcher {
+    const connect = buildConnector({ timeout: timeoutMs });
+    return new UndiciAgent({
+      connect: (opts, callback) => {
+        this.resolve(opts.hostname).then(
+          (a) => connect({ ...opts, hostname: a.address, servername: opts.servername ?? (isIP(opts.hostname) ? undefined : opts.hostname) } as typeof opts, callback),
+          (err: Error) => callback(err, null),
+        );
+      },
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+  }
+
+  /**
+   * `fetch` through the policy. Redirects are never followed: a redirect to a refused address is
+   * an `EgressDeniedError`, any other an `EgressUnreachableError`. `close()` destroys every
+   * connection it made (call it when done, or when the caller gives up).
+   */
+  fetch(timeoutMs: number): { fetch: typeof globalThis.fetch; close: () => Promise<void> } {
+    const dispatcher = this.dispatcher(timeoutMs);
+    const guarded = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+      const res = await undiciFetch(input as never, { ...(init as object), redirect: "manual", dispatcher } as never) as unknown as Response;
+      if (res.status >= 300 && res.status < 400 && res.headers.has("location")) {
+        await res.body?.cancel().catch(() => undefined);
+        const target = new URL(res.headers.get("location")!, typeof input === "string" || input instanceof URL ? input : input.url);
+        await this.resolve(target.hostname); // throws EgressDeniedError for an inward redirect
+        throw new EgressUnreachableError(`the server answered with a redirect (${res.status}), which is not followed`);
+      }
+      return res;
+    };
+    return { fetch: guarded as typeof globalThis.fetch, close: () => dispatcher.destroy() };
+  }
+}

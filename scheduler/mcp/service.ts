@@ -1,0 +1,115 @@
+/**
+ * MCP for one scheduler: the accounts' configurations and secrets, and the test. The one way in
+ * for the public API (`/v1/mcp`, an account's own) and the dashboard (any account): both get the
+ * same validation, caps and tenant isolation.
+ */
+import type { StdioCatalog } from "../../config/index.js";
+import { InFlightLimitError, InvalidRequestError, NotFoundError } from "../../core/errors.js";
+import type { Logger } from "../../core/log.js";
+import { validateMcpConfig } from "./config.js";
+import type { EgressPolicy } from "./egress.js";
+import { AccountSecrets, MAX_SECRET_BYTES, MAX_SECRETS_PER_ACCOUNT, SECRET_NAME } from "./secrets.js";
+import { McpStore, type StoredMcpServer } from "./store.js";
+import { testMcpServer, type McpTestResult } from "./tester.js";
+
+/** Configurations per account. */
+export const MAX_SERVERS_PER_ACCOUNT = 100;
+
+export interface McpServiceOptions {
+  store: McpStore;
+  secrets: AccountSecrets;
+  egress: EgressPolicy;
+  /** The operator's stdio servers (`--mcp-stdio-servers`). Default none. */
+  stdioServers?: StdioCatalog;
+  /** `--mcp-fs-base`; unset: filesystem servers are refused. */
+  fsBase?: string;
+  /** How long a test waits for a server, in ms (`--mcp-timeout`). */
+  timeoutMs: number;
+  /** Tests one account may run at once (`--mcp-concurrency`, default 4). */
+  concurrency: number;
+  logger: Logger;
+}
+
+export class McpService {
+  private readonly running = new Map<string, number>();
+  private readonly stdioServers: StdioCatalog;
+
+  constructor(private readonly options: McpServiceOptions) {
+    this.stdioServers = options.stdioServers ?? {};
+  }
+
+  list(account: string): StoredMcpServer[] {
+    return this.options.store.list(account);
+  }
+
+  get(account: string, id: string): StoredMcpServer {
+    const server = this.options.store.get(account, id);
+    if (!server) throw new NotFoundError("mcp_server_not_found", `server_id: no MCP server "${id}" in this account`);
+    return server;
+  }
+
+  create(account: string, body: unknown): StoredMcpServer {
+    const config = this.validate(account, body);
+    if (this.options.store.list(account).length >= MAX_SERVERS_PER_ACCOUNT) {
+      throw new InvalidRequestError("mcp_server_limit", `name: this account already has ${MAX_SERVERS_PER_ACCOUNT} MCP configurations, the most it may keep; delete one first`);
+    }
+    return this.options.store.create(account, config);
+  }
+
+  update(account: string, id: string, body: unknown): StoredMcpServer {
+    this.get(account, id);
+    return this.options.store.update(account, id, this.validate(account, body))!;
+  }
+
+  delete(account: string, id: string): void {
+    this.get(account, id);
+    this.options.store.delete(account, id);
+  }
+
+  /** The account's secret names (never values). */
+  listSecrets(account: string): { name: string; updated_at: number }[] {
+    return this.options.secrets.list(account);
+  }
+
+  setSecret(account: string, name: string, body: unknown): { name: string } {
+    if (!SECRET_NAME.test(name)) throw new InvalidRequestError("invalid_secret_name", "name: a secret's name is 1–128 of A-Z, 0-9 and _, not starting with a digit");
+    const value = (body && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>).value : undefined);
+    if (typeof value !== "string" || value === "") throw new InvalidRequestError("missing_required_field", "value: required (a non-empty string)");
+    if (Buffer.byteLength(value) > MAX_SECRET_BYTES) throw new InvalidRequestError("secret_too_large", `value: at most ${MAX_SECRET_BYTES} bytes`);
+    if (!this.options.secrets.set(account, name, value)) throw new InvalidRequestError("secret_limit", `name: this account already has ${MAX_SECRETS_PER_ACCOUNT} secrets, the most it may keep`);
+    return { name };
+  }
+
+  deleteSecret(account: string, name: string): void {
+    if (!this.options.secrets.delete(account, name)) throw new NotFoundError("secret_not_found", `name: this account has no secret named ${name}`);
+  }
+
+  /** Tests one of the account's configurations; at most `concurrency` at once per account (429 beyond). */
+  async test(account: string, id: string, requestId?: string): Promise<McpTestResult> {
+    const server = this.get(account, id);
+    const running = this.running.get(account) ?? 0;
+    if (running >= this.options.concurrency) {
+      throw new InFlightLimitError(`server_id: this account already has ${running} MCP tests running, the most it may run at once; retry when one ends`);
+    }
+    this.running.set(account, running + 1);
+    try {
+      const { egress, fsBase, timeoutMs, logger } = this.options;
+      return await testMcpServer(server, {
+        account, secret: this.options.secrets.reader(account), egress, stdioServers: this.stdioServers, timeoutMs, logger,
+        ...(fsBase ? { fsBase } : {}), ...(requestId ? { requestId } : {}),
+      });
+    } finally {
+      const left = (this.running.get(account) ?? 1) - 1;
+      if (left > 0) this.running.set(account, left);
+      else this.running.delete(account);
+    }
+  }
+
+  private validate(account: string, body: unknown) {
+    return validateMcpConfig(body, {
+      stdioServers: this.stdioServers,
+      filesystem: Boolean(this.options.fsBase),
+      secrets: this.options.secrets.names(account),
+    });
+  }
+}
