@@ -4,7 +4,7 @@
  * sign in with the admin token, create a key (shown once), create a filesystem MCP
  * configuration, press Test and see its tools. Plus the admin API's guard.
  */
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -72,18 +72,20 @@ describe("dashboard hardening", () => {
 describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
   let browser: Browser;
   let scheduler: SchedulerHandle;
+  let fsBase: string;
   beforeAll(async () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-    scheduler = await inProcessScheduler({ adminToken: ADMIN });
+    fsBase = tempDir();
+    scheduler = await inProcessScheduler({ adminToken: ADMIN, mcpFsBase: fsBase });
   });
   afterAll(async () => {
     await browser?.close();
     await scheduler?.close();
   });
 
-  it("signs in, creates a key, creates a filesystem configuration and tests it", async () => {
-    const root = tempDir();
-    writeFileSync(join(root, "guide.md"), "# guide");
+  it("signs in, creates a key, sets a write-only secret, creates a filesystem configuration and tests it", async () => {
+    mkdirSync(join(fsBase, "acme", "docs"), { recursive: true });
+    writeFileSync(join(fsBase, "acme", "docs", "guide.md"), "# guide");
     const page = await browser.newPage();
     await page.goto(`${httpBase(scheduler)}/dashboard`);
     await page.fill("#admin-token", ADMIN);
@@ -101,14 +103,25 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     expect((await fetch(`${httpBase(scheduler)}/v1/models`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
 
     await page.fill("#mcp-account", "acme");
+    await page.click("#mcp-load");
+    // A secret is set once and listed by name only; its value is never shown again.
+    await page.fill("#secret-name", "PG_PASSWORD");
+    await page.fill("#secret-value", "dashboard-secret-value");
+    await page.click("#secret-form button[type=submit]");
+    await page.locator("#secret-list li", { hasText: "PG_PASSWORD" }).waitFor();
+    expect(await page.locator("#secret-value").inputValue()).toBe("");
+    expect(await page.content()).not.toContain("dashboard-secret-value");
+    const listed = await (await fetch(`${httpBase(scheduler)}/admin/api/accounts/acme/secrets`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
+    expect(listed.data.map((x: { name: string }) => x.name)).toEqual(["PG_PASSWORD"]);
+    expect(JSON.stringify(listed)).not.toContain("dashboard-secret-value");
     // Each type has its own fields, from its template; the JSON follows them.
     await page.selectOption("#mcp-type", "rest_api");
     for (const id of ["field-base_url", "field-authentication-key_env", "field-endpoints-0-method"]) expect(await page.locator(`#${id}`).count()).toBe(1);
     await page.selectOption("#mcp-type", "filesystem");
     await page.fill("#mcp-name", "docs");
-    await page.fill("#field-root_path", root);
+    await page.fill("#field-root_path", "docs");
     await page.fill("#field-permissions-allowed_extensions", ".md");
-    expect(JSON.parse(await page.locator("#mcp-config").inputValue())).toMatchObject({ root_path: root, permissions: { read_only: true, allowed_extensions: [".md"] } });
+    expect(JSON.parse(await page.locator("#mcp-config").inputValue())).toMatchObject({ root_path: "docs", permissions: { read_only: true, allowed_extensions: [".md"] } });
     await page.click("#mcp-form button[type=submit]");
     await page.locator("#mcp-list li", { hasText: "docs" }).waitFor();
     await page.click("button[aria-label='Test docs']");

@@ -287,6 +287,13 @@ describe("a hostile tenant with a standard key", () => {
       expect(JSON.stringify(res.body)).not.toContain("diary");
     });
 
+    it("an account whose name is not a plain folder name cannot be created (kiln keys, the dashboard)", async () => {
+      for (const account of ["..", "../alice", "a/b", ".hidden", ""]) {
+        await expect(scheduler.keys.create({ account, tier: "standard" }), account).rejects.toMatchObject({ status: 400, code: "invalid_account", message: expect.stringMatching(/^account: /) });
+      }
+      expect(scheduler.keys.list().map((k) => k.account)).not.toContain("../alice");
+    });
+
     it("without --mcp-fs-base the filesystem type is refused", async () => {
       const plain = await inProcessScheduler();
       try {

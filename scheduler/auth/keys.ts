@@ -14,7 +14,8 @@
 import { createHash, randomBytes, webcrypto } from "node:crypto";
 import type { Statement } from "better-sqlite3";
 import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
-import { AuthenticationError } from "../../core/errors.js";
+import { AuthenticationError, InvalidRequestError } from "../../core/errors.js";
+import { ACCOUNT_NAME_RULE, isValidAccountName } from "./account-name.js";
 import { ensureSetting, type Db } from "../store/index.js";
 import { isTier, type Tier } from "./tiers.js";
 
@@ -77,7 +78,7 @@ export class KeyService {
 
   /** Creates (or re-tiers) the account and issues a key; the token is returned only here. */
   async create(options: CreateKeyOptions): Promise<{ id: string; token: string }> {
-    if (!options.account.trim()) throw new Error("account: must not be empty");
+    if (!isValidAccountName(options.account)) throw new InvalidRequestError("invalid_account", `account: ${ACCOUNT_NAME_RULE} (got ${JSON.stringify(options.account)})`);
     if (options.tier === "enterprise" && options.rpm === undefined) throw new Error("rpm: enterprise accounts need their own requests-per-minute figure (--rpm)");
     const id = `key_${randomBytes(9).toString("base64url")}`;
     const now = Math.floor(Date.now() / 1000);

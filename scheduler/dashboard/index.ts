@@ -9,9 +9,8 @@ import { secureHeaders } from "hono/secure-headers";
 import { InvalidRequestError, NotFoundError } from "../../core/errors.js";
 import { bearerToken, readJsonBody, staticFiles } from "../../core/http/index.js";
 import { existingOr } from "../../core/paths.js";
-import { isTier, TIERS, type KeyService } from "../auth/index.js";
+import { ACCOUNT_NAME_RULE, isTier, isValidAccountName, TIERS, type KeyService } from "../auth/index.js";
 import { SERVER_TYPES, type McpService } from "../mcp/index.js";
-import { isValidAccountName } from "../mcp/filesystem.js";
 
 /** The static folder: beside this module in the sources, or back in the sources from dist/. */
 const STATIC = existingOr(new URL("./static/", import.meta.url), new URL("../../../scheduler/dashboard/static/", import.meta.url));
@@ -61,7 +60,7 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
   const api = new Hono();
   const wrong: [string, string] = ["invalid_admin_token", "Authorization: the admin token is missing or wrong"];
   api.use("*", bearerToken(deps.adminToken, { missing: wrong, invalid: wrong }));
-  api.get("/session", (c) => c.json({ tiers: TIERS, server_types: SERVER_TYPES }));
+  api.get("/session", (c) => c.json({ tiers: TIERS, server_types: SERVER_TYPES, stdio_servers: deps.mcp.stdioServerNames() }));
   api.get("/accounts", (c) => {
     const byAccount = new Map<string, { name: string; tier: string; keys: unknown[] }>();
     for (const k of deps.keys.list()) {
@@ -75,7 +74,7 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
   api.post("/keys", async (c) => {
     const body = await readJsonBody(c, deps.maxBodyBytes) as Record<string, unknown>;
     const account = typeof body?.account === "string" ? body.account.trim() : "";
-    if (!isValidAccountName(account)) throw new InvalidRequestError("invalid_account", "account: 1–64 letters, digits, _ . @ or -, not starting with .");
+    if (!isValidAccountName(account)) throw new InvalidRequestError("invalid_account", `account: ${ACCOUNT_NAME_RULE}`);
     const tier = String(body.tier ?? "");
     if (!isTier(tier)) throw new InvalidRequestError("invalid_tier", `tier: one of ${TIERS.join(", ")}`);
     const rpm = body.rpm === undefined || body.rpm === "" || body.rpm === null ? undefined : Number(body.rpm);
@@ -89,7 +88,7 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
   });
   const account = (c: { req: { param(name: "account"): string } }) => {
     const name = c.req.param("account");
-    if (!isValidAccountName(name)) throw new InvalidRequestError("invalid_account", "account: 1–64 letters, digits, _ . @ or -, not starting with .");
+    if (!isValidAccountName(name)) throw new InvalidRequestError("invalid_account", `account: ${ACCOUNT_NAME_RULE}`);
     return name;
   };
   api.get("/accounts/:account/mcp", (c) => c.json({ data: deps.mcp.list(account(c)) }));

@@ -17,6 +17,7 @@ import { existsSync } from "node:fs";
 import { constants, lstat, mkdir, open, readdir, readlink, realpath, type FileHandle } from "node:fs/promises";
 import { extname, isAbsolute, join, relative, sep } from "node:path";
 import { pathToFileURL } from "node:url";
+import { isValidAccountName } from "../auth/index.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 
@@ -39,13 +40,6 @@ export class PathEscapeError extends Error {
     super(`${what} ${why}`);
     this.name = "PathEscapeError";
   }
-}
-
-const ACCOUNT_NAME = /^[A-Za-z0-9_@-][A-Za-z0-9_.@-]{0,63}$/;
-
-/** Whether `account` can name a folder under the base: one plain path segment, never "." or "..". */
-export function isValidAccountName(account: unknown): account is string {
-  return typeof account === "string" && ACCOUNT_NAME.test(account) && account !== "." && account !== "..";
 }
 
 const DEFAULT_MAX_RESULTS = 200;

@@ -38,6 +38,11 @@ export class McpService {
     this.stdioServers = options.stdioServers ?? {};
   }
 
+  /** The names of the operator's stdio servers tenants may pick. */
+  stdioServerNames(): string[] {
+    return Object.keys(this.stdioServers);
+  }
+
   list(account: string): StoredMcpServer[] {
     return this.options.store.list(account);
   }

@@ -1,8 +1,8 @@
-// Kiln's dashboard: plain JavaScript over /admin/api (admin token) — keys and MCP configurations.
+// Kiln's dashboard: plain JavaScript over /admin/api (admin token) — keys, MCP configurations and accounts' secrets.
 const $ = (id) => document.getElementById(id);
 const TOKEN = "kiln-admin-token";
 
-/** Starting points for each server type's configuration (every secret named by an *_env member). */
+/** Starting points for each server type's configuration (every secret named by an *_env member: one of the account's secrets). */
 const TEMPLATES = {
   github: { authentication: { type: "app", app_id: 0, private_key_env: "GITHUB_PRIVATE_KEY", installation_id: 0 }, base_url: "https://api.github.com", resources: { repositories: ["owner/repo"], include_issues: true, include_prs: true } },
   slack: { authentication: { type: "oauth", bot_token_env: "SLACK_BOT_TOKEN", scopes: ["channels:read", "channels:history"] }, resources: { channels: ["general"], history_limit: 100 } },
@@ -12,7 +12,7 @@ const TEMPLATES = {
   rest_api: { base_url: "https://api.example.com", authentication: { type: "api_key", key_env: "API_KEY", header: "Authorization", prefix: "Bearer " }, endpoints: [{ name: "list_items", method: "GET", path: "/items", description: "List items" }] },
   filesystem: { root_path: "docs", permissions: { read_only: true, allowed_extensions: [".md", ".txt"], max_file_size: 1048576 }, indexing: { enable_search: true } },
   websocket: { url: "wss://feed.example.com/ws", subscription: { topics: ["updates"], buffer_size: 100, max_age: 3600 } },
-  mcp: { transport: "stdio", command: "node", args: ["/opt/mcp/server.js"], env_from: {} },
+  mcp: { transport: "http", url: "https://mcp.example.com/mcp" },
 };
 
 async function api(path, init = {}) {
@@ -40,6 +40,9 @@ async function signIn() {
   $("key-tier").replaceChildren(...session.tiers.map((t) => el("option", t, { value: t })));
   $("mcp-type").replaceChildren(...session.server_types.map((t) => el("option", t, { value: t })));
   $("mcp-type").value = "filesystem";
+  // A tenant never names a program: stdio servers are the operator's, picked by name.
+  if (session.stdio_servers?.length) TEMPLATES.mcp = { transport: "stdio", server: session.stdio_servers[0], env_from: {} };
+  $("stdio-servers").textContent = session.stdio_servers?.length ? `Stdio servers offered by the operator: ${session.stdio_servers.join(", ")}.` : "This scheduler offers no stdio servers: use transport http.";
   resetForm();
   await loadKeys();
 }
@@ -102,7 +105,7 @@ function renderFields(config) {
       : el("input", undefined, { id, type: typeof value === "number" ? "number" : "text", value: Array.isArray(value) ? value.join(", ") : String(value ?? "") });
     input.dataset.path = JSON.stringify(path);
     input.dataset.kind = Array.isArray(value) ? "list" : typeof value;
-    if (name.endsWith("_env")) input.title = "the name of an environment variable that holds the secret, never the secret";
+    if (name.endsWith("_env")) input.title = "the name of one of the account's secrets (set under Secrets), never the secret itself";
     if (name === "root_path") input.title = "a folder relative to the account's folder on the scheduler (empty for the folder itself)";
     input.addEventListener(input.type === "checkbox" ? "change" : "input", syncFromFields);
     wrap.append(label, input);
@@ -133,9 +136,23 @@ function resetForm() {
   $("mcp-error").textContent = "";
 }
 
+async function loadSecrets(account) {
+  const { data } = await api(`/accounts/${encodeURIComponent(account)}/secrets`);
+  $("secret-list").replaceChildren(...data.map((secret) => {
+    const li = el("li");
+    li.append(el("code", secret.name), el("span", ` · set ${new Date(secret.updated_at * 1000).toLocaleString()}`, { className: "muted" }), " ");
+    const del = el("button", "Delete", { type: "button" });
+    del.setAttribute("aria-label", `Delete secret ${secret.name}`);
+    del.addEventListener("click", async () => { await api(`/accounts/${encodeURIComponent(account)}/secrets/${secret.name}`, { method: "DELETE" }); await loadSecrets(account); });
+    li.append(del);
+    return li;
+  }));
+}
+
 async function loadMcp() {
   const account = $("mcp-account").value.trim();
   if (!account) return;
+  await loadSecrets(account);
   const { data } = await api(`/accounts/${encodeURIComponent(account)}/mcp`);
   $("mcp-list").replaceChildren(...data.map((s) => {
     const li = el("li");
@@ -195,6 +212,19 @@ $("key-form").addEventListener("submit", async (e) => {
   } catch (err) { $("key-error").textContent = err.message; }
 });
 $("mcp-load").addEventListener("click", () => void loadMcp());
+$("secret-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  $("secret-error").textContent = "";
+  const account = $("mcp-account").value.trim();
+  if (!account) return void ($("secret-error").textContent = "Choose the account first.");
+  const name = $("secret-name").value.trim();
+  try {
+    await api(`/accounts/${encodeURIComponent(account)}/secrets/${encodeURIComponent(name)}`, { method: "PUT", body: JSON.stringify({ value: $("secret-value").value }) });
+    $("secret-value").value = ""; // write-only: the value is never shown again
+    $("secret-name").value = "";
+    await loadSecrets(account);
+  } catch (err) { $("secret-error").textContent = err.message; }
+});
 $("mcp-type").addEventListener("change", () => { if (!$("mcp-id").value) resetForm(); });
 $("mcp-new").addEventListener("click", resetForm);
 $("mcp-config").addEventListener("input", () => {
