@@ -56,3 +56,21 @@ export function scopedFetch(ctx: ConnectContext): typeof globalThis.fetch {
   ctx.defer(close);
   return (input, init = {}) => fetch(input, { ...init, signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.timeoutMs), ...(init.signal ? [init.signal] : [])]) });
 }
+
+/** The first `maxBytes` of a response's body as text (the rest is not read), and whether it was cut. */
+export async function readCapped(res: Response, maxBytes: number): Promise<{ text: string; truncated: boolean }> {
+  const reader = res.body?.getReader();
+  if (!reader) return { text: "", truncated: false };
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { text: Buffer.concat(parts).toString("utf8"), truncated: false };
+    parts.push(value);
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      return { text: Buffer.concat(parts).subarray(0, maxBytes).toString("utf8"), truncated: true };
+    }
+  }
+}

@@ -6,8 +6,11 @@
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { scopedFetch, type ConnectContext } from "./context.js";
+import { readCapped, scopedFetch, type ConnectContext } from "./context.js";
 import type { SecretReader } from "./secrets.js";
+
+/** The most of a response a tool call hands back. */
+const MAX_RESPONSE_BYTES = 1024 * 1024;
 
 export interface RestApiConfig {
   base_url: string;
@@ -59,8 +62,8 @@ export function createRestApiServer(config: RestApiConfig, ctx: ConnectContext):
           headers: { accept: "application/json", ...authHeaders(config.authentication, ctx.secret), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
           ...(body !== undefined && writes ? { body: JSON.stringify(body) } : {}),
         });
-        const text = await res.text();
-        return { isError: !res.ok, content: [{ type: "text" as const, text: `${res.status} ${res.statusText}\n${text}` }] };
+        const { text, truncated } = await readCapped(res, MAX_RESPONSE_BYTES);
+        return { isError: !res.ok, content: [{ type: "text" as const, text: `${res.status} ${res.statusText}\n${text}${truncated ? `\n[cut at ${MAX_RESPONSE_BYTES} bytes]` : ""}` }] };
       } catch (err) {
         return { isError: true, content: [{ type: "text" as const, text: err instanceof Error ? err.message : String(err) }] };
       }

@@ -116,7 +116,9 @@ async function connectTo(server: StoredMcpServer, ctx: ConnectContext, options: 
 /** Connects to the server, lists its resources and tools; throws a `KilnError` saying what failed. */
 export async function testMcpServer(server: StoredMcpServer, options: McpTestOptions): Promise<McpTestResult> {
   const started = performance.now();
-  const { context, close } = connectScope({ egress: options.egress, secret: options.secret, timeoutMs: options.timeoutMs });
+  // The integrations' own socket and query timeouts fire a little before the test's, so a client
+  // gives up (and says why) before the test is cut off.
+  const { context, close } = connectScope({ egress: options.egress, secret: options.secret, timeoutMs: Math.max(250, options.timeoutMs - 250) });
   const client = new Client({ name: "kiln-mcp-test", version: "1.0.0" });
   context.defer(() => client.close());
   let timer: NodeJS.Timeout | undefined;
