@@ -31,14 +31,18 @@ async function drain(events: AsyncIterable<CompletionEvent>): Promise<Completion
 }
 
 describe("Fleet routing", () => {
-  it("picks the least-loaded pool and queues when every slot is busy", () => {
+  it("picks the least-loaded pool (by its share of slots in use) and queues when every slot is busy", () => {
     const f = fleet();
     const a = new RecordingLink(), b = new RecordingLink();
-    f.attach(register("a", 2), a);
-    f.attach(register("b", 2), b);
-    for (let i = 0; i < 4; i++) f.submit(request);
-    expect(a.requests()).toHaveLength(2);
-    expect(b.requests()).toHaveLength(2);
+    f.attach(register("a", 4), a);
+    f.attach(register("b", 1), b);
+    f.submit(request); // a: 0/4 and b: 0/1 tie → a
+    f.submit(request); // a: 1/4 in use, b: 0/1 → b (a first-free-slot rule would pick a again)
+    expect([a.requests().length, b.requests().length]).toEqual([1, 1]);
+    f.submit(request); // b is full → a
+    f.submit(request);
+    f.submit(request);
+    expect([a.requests().length, b.requests().length]).toEqual([4, 1]);
     f.submit(request);
     expect(f.queued).toBe(1);
     f.close();
@@ -99,6 +103,36 @@ describe("Fleet routing", () => {
       f.receive("a", a, { body: "error", error: { request_id: id, code: "draining", message: "draining", retryable: true } });
     }
     await expect(events).rejects.toMatchObject({ status: 502, code: "agents_failed" });
+    f.close();
+  });
+
+  it("a retryable error sends the request to another node, not back to the one that failed", async () => {
+    const f = fleet({ queueSize: 4, maxAttempts: 3 });
+    const a = new RecordingLink(), b = new RecordingLink();
+    f.attach(register("a", 1), a);
+    f.attach(register("b", 1), b);
+    const events = drain(f.submit(request));
+    expect([a.requests().length, b.requests().length]).toEqual([1, 0]); // a tie: the first node
+    f.receive("a", a, { body: "error", error: { request_id: a.requests()[0]!, code: "draining", message: "draining", retryable: true } });
+    // a's slot is free again and as loaded as b's, yet the retry goes to b.
+    expect([a.requests().length, b.requests().length]).toEqual([1, 1]);
+    const id = b.requests()[0]!;
+    f.receive("b", b, { body: "chunk", chunk: { request_id: id, text: "ok" } });
+    f.receive("b", b, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1 } } });
+    expect((await events).map((e) => e.type)).toEqual(["text", "done"]);
+    f.close();
+  });
+
+  it("a request that failed on every node serving its model may go back to one of them", async () => {
+    const f = fleet({ queueSize: 4, maxAttempts: 3 });
+    const a = new RecordingLink();
+    f.attach(register("a", 1), a);
+    const events = drain(f.submit(request));
+    f.receive("a", a, { body: "error", error: { request_id: a.requests()[0]!, code: "draining", message: "draining", retryable: true } });
+    expect(a.requests()).toHaveLength(2);
+    const id = a.requests()[1]!;
+    f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 0 } } });
+    expect((await events).map((e) => e.type)).toEqual(["done"]);
     f.close();
   });
 

@@ -38,6 +38,8 @@ interface Job {
   request: CompletionRequest;
   channel: Channel<CompletionEvent>;
   attempts: number;
+  /** Nodes this request failed on: a retry goes elsewhere while another node serves its model. */
+  failedOn: Set<string>;
   /** True once any text reached the client: from then on the request cannot move to another agent. */
   started: boolean;
   assigned?: { agent: Agent; pool: PoolState & { peak: number } };
@@ -100,7 +102,7 @@ export class Fleet {
     if (!this.serves(request.model)) {
       throw new ServiceUnavailableError("model_unavailable", `model: no connected agent serves "${request.model}" right now`);
     }
-    const job: Job = { id: randomUUID(), traceId, request, attempts: 0, started: false, cancelled: false, channel: undefined! };
+    const job: Job = { id: randomUUID(), traceId, request, attempts: 0, failedOn: new Set(), started: false, cancelled: false, channel: undefined! };
     job.channel = new Channel<CompletionEvent>(() => this.cancel(job));
     signal?.addEventListener("abort", () => this.cancel(job), { once: true });
     if (!this.dispatch(job)) this.enqueue(job);
@@ -170,7 +172,10 @@ export class Fleet {
         const err = message.error!;
         const job = this.finish(agent, err.request_id);
         if (!job || job.cancelled) return;
-        if (err.retryable && !job.started) this.retry(job, `${nodeId}: ${err.message}`);
+        if (err.retryable && !job.started) {
+          job.failedOn.add(nodeId);
+          this.retry(job, `${nodeId}: ${err.message}`);
+        }
         else job.channel.fail(toClientError(err.code, err.message, job.started));
         return;
       }
@@ -211,12 +216,18 @@ export class Fleet {
 
   // --- routing ------------------------------------------------------------------------------
 
-  /** Sends the job to the least-loaded pool with a free slot; false when there is none. */
+  /**
+   * Sends the job to the least-loaded pool with a free slot; false when there is none. Nodes the
+   * job already failed on are passed over while another node serves its model (it then waits for
+   * that node rather than going back).
+   */
   private dispatch(job: Job): boolean {
     let best: { agent: Agent; pool: PoolState & { peak: number } } | undefined;
     let bestLoad = Infinity;
+    const serves = (agent: Agent) => !agent.draining && agent.pools.some((p) => p.modelIds.has(job.request.model));
+    const avoid = job.failedOn.size > 0 && [...this.agents.values()].some((a) => !job.failedOn.has(a.nodeId) && serves(a));
     for (const agent of this.agents.values()) {
-      if (agent.draining) continue;
+      if (agent.draining || (avoid && job.failedOn.has(agent.nodeId))) continue;
       for (const pool of agent.pools) {
         if (!pool.modelIds.has(job.request.model) || pool.inflight >= pool.slots) continue;
         const load = pool.inflight / pool.slots + agent.jobs.size * 1e-6; // tie-break: fewer requests overall
