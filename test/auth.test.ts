@@ -1,5 +1,8 @@
 /** API keys (JWT, checked by signature and active key id) and per-account tier rate limits. */
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import Database from "better-sqlite3";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { SignJWT } from "jose";
@@ -75,9 +78,25 @@ describe("401 authentication_error", () => {
   });
 
   it("keys are stored hashed, never in clear", async () => {
-    const { token } = await scheduler.keys.create({ account: "b", tier: "pro" });
-    const listed = JSON.stringify(scheduler.keys.list());
-    expect(listed).not.toContain(token);
+    const db = join(tempDir(), "keys.db");
+    const own = await inProcessScheduler({ db });
+    try {
+      const { id, token } = await own.keys.create({ account: "b", tier: "pro" });
+      expect(JSON.stringify(own.keys.list())).not.toContain(token);
+      // What is on disk: the SHA-256 of the token in its row, and the token nowhere (database and WAL).
+      const stored = new Database(db, { readonly: true });
+      try {
+        expect(stored.prepare("SELECT token_sha256 FROM api_keys WHERE id = ?").get(id)).toEqual({ token_sha256: createHash("sha256").update(token).digest("hex") });
+      } finally {
+        stored.close();
+      }
+      const signature = token.split(".")[2]!;
+      const bytes = Buffer.concat([db, `${db}-wal`].filter(existsSync).map((f) => readFileSync(f)));
+      expect(bytes.includes(token)).toBe(false);
+      expect(bytes.includes(signature)).toBe(false);
+    } finally {
+      await own.close();
+    }
   });
 });
 
