@@ -42,8 +42,8 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     const grpcPort = await bindFleetServer(grpcServer, formatHostPort(config.grpc), grpcCredentials);
     const metrics = createSchedulerMetrics(fleet);
     const mcp = new McpService({
-      store: new McpStore(db), secrets: new AccountSecrets(db, loadSecretsKey(config.secretsKey, config.db)), egress: new EgressPolicy({ allow: config.mcpAllowCidr }),
-      stdioServers: config.mcpStdioServers, ...(config.mcpFsBase ? { fsBase: config.mcpFsBase } : {}), timeoutMs: config.mcpTimeout * 1000, concurrency: config.mcpConcurrency, logger,
+      store: new McpStore(db), secrets: new AccountSecrets(db, loadSecretsKey(config.secretsKey, config.db)), egress: new EgressPolicy({ allow: config.mcpAllowCidr, resolveTimeoutMs: Math.max(500, config.mcpTimeout * 1000 - 500) }),
+      stdioServers: config.mcpStdioServers, ...(config.mcpFsBase ? { fsBase: config.mcpFsBase } : {}), timeoutMs: config.mcpTimeout * 1000, concurrency: config.mcpConcurrency, totalConcurrency: config.mcpTotalConcurrency, logger,
     });
     const ready = () => {
       const checks = { store: db.open };

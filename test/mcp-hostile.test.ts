@@ -137,11 +137,13 @@ describe("a hostile tenant with a standard key", () => {
     return { status: res.status, body: text ? JSON.parse(text) : null };
   }
 
-  /** Stores a configuration (expecting 201) and tests it. */
+  /** Stores a configuration (expecting 201), tests it, and deletes it (an account keeps at most 100). */
   async function storeAndTest(key: string, server_type: string, config: Record<string, unknown>): Promise<{ status: number; body: any }> {
     const created = await api(key, "POST", "/servers", { name: `t-${server_type}`, server_type, config });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    return api(key, "POST", "/test", { server_id: created.body.id });
+    const tested = await api(key, "POST", "/test", { server_id: created.body.id });
+    expect((await api(key, "DELETE", `/servers/${created.body.id}`)).status).toBe(204);
+    return tested;
   }
 
   describe("no tenant-supplied programs", () => {
@@ -260,6 +262,26 @@ describe("a hostile tenant with a standard key", () => {
       expect((await api(mallory, "POST", "/test", { server_id: created.body.id })).status).toBe(502); // places freed
     });
 
+    it("at most --mcp-total-concurrency tests run at once across accounts (503 mcp_busy beyond)", async () => {
+      const small = await inProcessScheduler({ mcpTimeout: "1", mcpConcurrency: "4", mcpTotalConcurrency: "5", mcpAllowCidr: "127.0.0.2/32", standardRpm: "100000" });
+      try {
+        const call = async (key: string, path: string, body: unknown) => {
+          const res = await fetch(`${httpBase(small)}/v1/mcp${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+          return { status: res.status, body: await res.json() as any };
+        };
+        const runs = await Promise.all(["one", "two"].map(async (account) => {
+          const key = (await small.keys.create({ account, tier: "standard" })).token;
+          const created = await call(key, "/servers", { name: "slow", server_type: "rest_api", config: connectors("127.0.0.2", silent.port)[0]![2] });
+          return { key, id: created.body.id as string };
+        }));
+        const results = await Promise.all(runs.flatMap(({ key, id }) => Array.from({ length: 4 }, () => call(key, "/test", { server_id: id }))));
+        expect(results.filter((r) => r.status === 503).map((r) => r.body.error.code)).toEqual(["mcp_busy", "mcp_busy", "mcp_busy"]);
+        expect(results.filter((r) => r.status === 502)).toHaveLength(5);
+      } finally {
+        await small.close();
+      }
+    });
+
     it("an account keeps at most 100 configurations", async () => {
       const other = (await scheduler.keys.create({ account: "hoarder", tier: "standard" })).token;
       for (let i = 0; i < 100; i++) expect((await api(other, "POST", "/servers", { name: `c${i}`, server_type: "mcp", config: { transport: "stdio", server: "echo" } })).status).toBe(201);
@@ -267,6 +289,74 @@ describe("a hostile tenant with a standard key", () => {
       expect(over.status).toBe(400);
       expect(over.body.error.code).toBe("mcp_server_limit");
       expect((await api(other, "GET", "/servers")).body.data).toHaveLength(100);
+    });
+  });
+
+  describe("the operator's own settings never reach a tenant's server", () => {
+    it("postgresql: no password, user or options from the scheduler's PG* environment or a pgpass file", async () => {
+      const dir = tempDir();
+      writeFileSync(join(dir, "pgpass"), "*:*:*:*:pgpass-file-secret\n", { mode: 0o600 });
+      const saved = { ...process.env };
+      Object.assign(process.env, { PGPASSWORD: "operator-pg-secret", PGUSER: "operator_admin", PGPASSFILE: join(dir, "pgpass"), PGOPTIONS: "-c search_path=secret", PGDATABASE: "operator_db" });
+      const seen: Buffer[] = [];
+      // A server that asks for a cleartext password and records what comes.
+      const fake = await countingServer("127.0.0.2", (socket) => {
+        socket.once("data", (startup) => {
+          seen.push(startup);
+          socket.write(Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 3])); // 'R' AuthenticationCleartextPassword
+          socket.once("data", (password) => { seen.push(password); socket.end(); });
+        });
+      });
+      try {
+        await storeAndTest(mallory, "postgresql", { connection: { host: "127.0.0.2", port: fake.port } });
+        await until(() => seen.length === 2, 3000, "the startup and password messages");
+        const wire = Buffer.concat(seen).toString("latin1");
+        for (const leaked of ["operator-pg-secret", "pgpass-file-secret", "operator_admin", "search_path", "operator_db"]) expect(wire, leaked).not.toContain(leaked);
+        expect(wire).toContain("user\0kiln\0");
+      } finally {
+        for (const k of ["PGPASSWORD", "PGUSER", "PGPASSFILE", "PGOPTIONS", "PGDATABASE"]) delete process.env[k];
+        Object.assign(process.env, saved);
+        fake.close();
+      }
+    });
+
+    it("slack: a 429 with a huge Retry-After fails the test at once instead of leaving a wait behind", async () => {
+      const limited = createHttpServer((req, res) => { req.resume(); res.writeHead(429, { "retry-after": "2000000", "content-type": "application/json" }).end('{"ok":false,"error":"ratelimited"}'); });
+      await new Promise<void>((r) => limited.listen(0, "127.0.0.2", () => r()));
+      try {
+        const res = await storeAndTest(mallory, "slack", { base_url: `http://127.0.0.2:${(limited.address() as AddressInfo).port}/api`, authentication: { type: "oauth", bot_token_env: "GH_TOKEN" } });
+        expect(res.status).toBe(502);
+        expect(res.body.error.code).toBe("mcp_unreachable"); // refused, not left waiting until mcp_timeout
+      } finally {
+        limited.close();
+      }
+    });
+
+    it("a stdio server name that every JavaScript object has is no catalog entry", async () => {
+      for (const server of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+        const res = await api(mallory, "POST", "/servers", { name: "p", server_type: "mcp", config: { transport: "stdio", server, env_from: { X: "GH_TOKEN" } } });
+        expect(res.status, server).toBe(400);
+        expect(res.body.error.code).toMatch(/^(unknown_stdio_server|invalid_config)$/);
+      }
+    });
+
+    it("an answer larger than the scheduler reads is cut off, not read whole into memory", async () => {
+      let sent = 0; // MiB the server got out before the scheduler hung up
+      const huge = createHttpServer((req, res) => {
+        req.resume();
+        res.writeHead(200, { "content-type": "application/json" });
+        const chunk = Buffer.alloc(1024 * 1024, 0x20);
+        const pump = () => { while (sent < 64 && res.write(chunk)) sent++; if (sent < 64) res.once("drain", () => { sent++; pump(); }); else res.end("{}"); };
+        pump();
+      });
+      await new Promise<void>((r) => huge.listen(0, "127.0.0.2", () => r()));
+      try {
+        const res = await storeAndTest(mallory, "mcp", { transport: "http", url: `http://127.0.0.2:${(huge.address() as AddressInfo).port}/mcp` });
+        expect(res.status).toBe(502);
+        expect(sent).toBeLessThan(32); // 8 MiB read, plus what the sockets' buffers held
+      } finally {
+        huge.close();
+      }
     });
   });
 

@@ -100,22 +100,39 @@ describe("Fleet fairness across accounts", () => {
     f.close();
   });
 
-  it("the queue bound is global; a cancelled or timed-out request leaves its account's queue", async () => {
+  it("the queue bound is global; a full queue makes room for an account holding less of it; cancelled or timed-out requests leave it", async () => {
     const f = fleet({ queueSize: 3, queueTimeoutMs: 100 });
     const a = new RecordingLink();
     f.attach(register("a", 1), a);
-    void submit(f, "A", "a1");
+    void submit(f, "A", "a1"); // running
     const ac = new AbortController();
     f.submit(request("A", "a2"), ac.signal);
-    void submit(f, "A", "a3");
-    void submit(f, "B", "b1");
-    await expect(submit(f, "C", "c1")).rejects.toMatchObject({ status: 503, code: "queue_full" });
+    const a3 = submit(f, "A", "a3");
+    void submit(f, "B", "b1"); // the queue is full: a2, a3, b1
+    void submit(f, "C", "c1"); // A holds 2 places, C none: A's newest gives way
+    await expect(a3).rejects.toMatchObject({ status: 503, code: "queue_full" });
+    expect(f.queued).toBe(3);
+    // Now no account holds more than one place more than B: B's second request is refused.
+    await expect(submit(f, "B", "b2")).rejects.toMatchObject({ status: 503, code: "queue_full" });
     ac.abort();
     expect(f.queued).toBe(2);
-    await new Promise((r) => setTimeout(r, 200)); // a3 and b1 time out
+    await new Promise((r) => setTimeout(r, 200)); // b1 and c1 time out
     expect(f.queued).toBe(0);
     done(f, "a", a, "a1");
     expect(a.dispatched()).toEqual(["a1"]);
+    f.close();
+  });
+
+  it("one account's flood cannot keep another out of a full queue", async () => {
+    const f = fleet({ queueSize: 10 });
+    const a = new RecordingLink();
+    f.attach(register("a", 1), a);
+    const flood = Array.from({ length: 11 }, (_, i) => submit(f, "A", `a${i + 1}`)); // a1 runs, 10 wait: full
+    expect(f.queued).toBe(10);
+    void submit(f, "B", "b1");
+    await expect(flood[10]).rejects.toMatchObject({ status: 503, code: "queue_full" }); // A's newest gave way
+    expect(f.queued).toBe(10);
+    expect(runAll(f, a).slice(0, 2)).toEqual(["a1", "b1"]);
     f.close();
   });
 });

@@ -258,7 +258,8 @@ export class Fleet {
 
   /** Puts the job at the tail of its account's queue (a retry: at the head), unless the queues are full. */
   private enqueue(job: Job, atHead = false): void {
-    if (this.queuedJobs >= this.options.queueSize) {
+    const account = job.request.account ?? "";
+    if (this.queuedJobs >= this.options.queueSize && !this.makeRoomFor(account)) {
       job.channel.fail(new ServiceUnavailableError("queue_full", `model: every slot serving "${job.request.model}" is busy and the wait queue is full; retry later`));
       return;
     }
@@ -266,12 +267,28 @@ export class Fleet {
       this.unqueue(job);
       job.channel.fail(new ServiceUnavailableError("queue_timeout", `model: no slot serving "${job.request.model}" came free within ${Math.round(this.options.queueTimeoutMs / 1000)} s`));
     }, this.options.queueTimeoutMs);
-    const account = job.request.account ?? "";
     let queue = this.queues.get(account);
     if (!queue) this.queues.set(account, queue = []);
     if (atHead) queue.unshift(job);
     else queue.push(job);
     this.queuedJobs++;
+  }
+
+  /**
+   * A full queue makes room for `account` when another account holds more than one place more than
+   * it does: that account's newest waiting request is refused (503 queue_full), so one account's
+   * flood cannot keep every other account out of the queue.
+   */
+  private makeRoomFor(account: string): boolean {
+    const own = this.queues.get(account)?.length ?? 0;
+    let largest: [string, Job[]] | undefined;
+    for (const entry of this.queues) if (!largest || entry[1].length > largest[1].length) largest = entry;
+    if (!largest || largest[0] === account || largest[1].length <= own + 1) return false;
+    const [victimAccount, queue] = largest;
+    const victim = queue[queue.length - 1]!;
+    this.take(victimAccount, queue, queue.length - 1);
+    victim.channel.fail(new ServiceUnavailableError("queue_full", `model: the wait queue is full and this account holds more of it than any other; retry later`));
+    return true;
   }
 
   private unqueue(job: Job): boolean {

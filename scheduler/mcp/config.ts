@@ -67,7 +67,6 @@ const connectionFields = {
   database: z.string().min(1).optional(),
   ssl_mode: z.enum(["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]).optional(),
   uri: z.string().min(1).optional(),
-  options: z.record(z.string(), z.unknown()).optional(),
 };
 
 /** A connection for a driver whose URIs use `schemes`: host (and port, database) or one URI without query parameters (they can name socket paths and files on the scheduler). */
@@ -103,7 +102,7 @@ export const CONFIG_SCHEMAS: Record<ServerType, z.ZodType> = {
   websocket: z.strictObject({
     ...common,
     url: url(["ws:", "wss:"]),
-    subscription: z.strictObject({ topics: stringList.min(1), buffer_size: z.number().int().positive().optional(), max_age: z.number().int().positive().optional() }),
+    subscription: z.strictObject({ topics: z.array(z.string().max(256)).min(1).max(50), buffer_size: z.number().int().positive().max(1000).optional(), max_age: z.number().int().positive().optional() }),
   }),
   mcp: z.discriminatedUnion("transport", [
     z.strictObject({
@@ -217,7 +216,7 @@ export function validateMcpConfig(body: unknown, context: McpValidationContext):
   const config = parsed.data as Record<string, unknown>;
   if (type === "filesystem" && !context.filesystem) throw new InvalidRequestError("mcp_filesystem_disabled", "server_type: filesystem servers are off on this scheduler (the operator sets --mcp-fs-base to allow them)");
   if (type === "mcp" && config.transport === "stdio") {
-    const entry = context.stdioServers[config.server as string];
+    const entry = Object.hasOwn(context.stdioServers, config.server as string) ? context.stdioServers[config.server as string] : undefined;
     if (!entry) throw new InvalidRequestError("unknown_stdio_server", `config.server: "${String(config.server)}" is not one of the operator's stdio servers (${Object.keys(context.stdioServers).join(", ") || "none"})`);
     for (const variable of Object.keys((config.env_from as Record<string, string> | undefined) ?? {})) {
       if (!entry.tenant_env.includes(variable)) throw new InvalidRequestError("invalid_config", `config.env_from.${variable}: the server "${String(config.server)}" takes no such variable from tenants (it takes: ${entry.tenant_env.join(", ") || "none"})`);

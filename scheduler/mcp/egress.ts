@@ -13,10 +13,11 @@
  * node:http — Slack's, ws), `lookup` (for drivers that take a lookup function) and `resolve`
  * (for drivers that are handed the checked address to dial: PostgreSQL, MySQL).
  */
-import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import { Resolver, type LookupAddress } from "node:dns";
 import { Agent as HttpAgent, type AgentOptions } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import { isIP, type LookupFunction, type Socket } from "node:net";
+import { networkInterfaces } from "node:os";
 import ipaddr from "ipaddr.js";
 import { Agent as UndiciAgent, buildConnector, fetch as undiciFetch, type Dispatcher } from "undici";
 
@@ -39,6 +40,36 @@ export class EgressUnreachableError extends Error {
 
 type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
 
+/** The most of one response a client reads through the guard (the rest fails the read). */
+const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+
+/** The response with a body that fails once more than `max` bytes have come (a server cannot fill the scheduler's memory). */
+function capBody(res: Response, max: number): Response {
+  if (!res.body || [101, 204, 205, 304].includes(res.status)) return res;
+  let seen = 0;
+  const capped = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      seen += chunk.byteLength;
+      if (seen > max) controller.error(new EgressUnreachableError(`the server's answer is over ${max} bytes`));
+      else controller.enqueue(chunk);
+    },
+  }));
+  const out = new Response(capped, { status: res.status, statusText: res.statusText, headers: res.headers });
+  Object.defineProperty(out, "url", { value: res.url }); // clients read it (Slack's does)
+  return out;
+}
+
+/** Every IPv4 and IPv6 address of a name, by DNS queries that give up after `timeoutMs`. */
+function aresResolver(timeoutMs: number): (host: string) => Promise<string[]> {
+  return async (host) => {
+    const resolver = new Resolver({ timeout: timeoutMs, tries: 1 });
+    const ask = (query: (name: string, cb: (err: NodeJS.ErrnoException | null, addresses: string[]) => void) => void) =>
+      new Promise<string[]>((resolve) => query.call(resolver, host, (err, addresses) => resolve(err ? [] : addresses)));
+    const [v4, v6] = await Promise.all([ask(resolver.resolve4), ask(resolver.resolve6)]);
+    return [...v4, ...v6];
+  };
+}
+
 /** Parses one `--mcp-allow-cidr` value (`10.1.2.0/24`, `fd00::/8`, or a single address); throws on nonsense. */
 export function parseCidr(text: string): Cidr {
   const t = text.trim();
@@ -52,17 +83,32 @@ export function parseCidr(text: string): Cidr {
 export interface EgressPolicyOptions {
   /** CIDRs the operator allows in spite of the built-in refusals (`--mcp-allow-cidr`). Default none. */
   allow?: string[];
-  /** The resolver; default `dns.lookup` (what every client would use). */
-  lookup?: typeof dnsLookup;
+  /** How long a name may take to resolve, in ms. Default 5000. */
+  resolveTimeoutMs?: number;
+  /**
+   * The resolver: every address of a name. Default: DNS queries through c-ares (`dns.Resolver`),
+   * which can time out and runs off libuv's thread pool (a tenant's slow name cannot hold the
+   * threads that key checks and file I/O need, as `dns.lookup` would). It reads no hosts file.
+   */
+  resolveAll?: (host: string) => Promise<string[]>;
+  /** This machine's addresses, refused even when public. Default: every interface's (`os.networkInterfaces()`). */
+  ownAddresses?: string[];
 }
+
+/** Names that mean this machine, whatever DNS says. */
+const LOCAL_NAME = /^(localhost|.*\.localhost)\.?$/i;
 
 export class EgressPolicy {
   private readonly allowed: Cidr[];
-  private readonly dns: typeof dnsLookup;
+  private readonly resolveAll: (host: string) => Promise<string[]>;
+  /** The scheduler's own interface addresses: reaching them reaches services bound to 0.0.0.0. */
+  private readonly own: Set<string>;
 
   constructor(options: EgressPolicyOptions = {}) {
     this.allowed = (options.allow ?? []).map(parseCidr);
-    this.dns = options.lookup ?? dnsLookup;
+    this.resolveAll = options.resolveAll ?? aresResolver(options.resolveTimeoutMs ?? 5000);
+    const own = options.ownAddresses ?? Object.values(networkInterfaces()).flat().flatMap((i) => (i ? [i.address] : []));
+    this.own = new Set(own.filter((a) => ipaddr.isValid(a)).map((a) => ipaddr.process(a).toString()));
   }
 
   /** True when a connection to `address` (an IP literal) is allowed. */
@@ -72,6 +118,9 @@ export class EgressPolicy {
     for (const [net, bits] of this.allowed) {
       if (net.kind() === addr.kind() && addr.match([net, bits] as never)) return true;
     }
+    if (this.own.has(addr.toString())) return false;
+    // IPv4-compatible IPv6 (::a.b.c.d, deprecated) carries an IPv4 address ipaddr.js calls unicast.
+    if (addr.kind() === "ipv6" && (addr as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0)) return false;
     return addr.range() === "unicast";
   }
 
@@ -87,12 +136,11 @@ export class EgressPolicy {
       if (!this.permits(bare)) throw new EgressDeniedError(host);
       return { address: bare, family };
     }
-    const all = await new Promise<LookupAddress[]>((resolve, reject) => {
-      this.dns(bare, { all: true, verbatim: true }, (err, addresses) => (err ? reject(new EgressUnreachableError(`${bare} does not resolve (${err.code ?? err.message})`)) : resolve(addresses)));
-    });
+    if (LOCAL_NAME.test(bare)) throw new EgressDeniedError(host);
+    const all = await this.resolveAll(bare);
     if (!all.length) throw new EgressUnreachableError(`${bare} does not resolve`);
-    if (all.some((a) => !this.permits(a.address))) throw new EgressDeniedError(host);
-    return all[0]!;
+    if (all.some((a) => !this.permits(a))) throw new EgressDeniedError(host);
+    return { address: all[0]!, family: isIP(all[0]!) as 4 | 6 };
   }
 
   /** A `net` lookup function over `resolve`, for clients that take one (it is not called for IP literals: see `agent`). */
@@ -143,7 +191,7 @@ export class EgressPolicy {
    * an `EgressDeniedError`, any other an `EgressUnreachableError`. `close()` destroys every
    * connection it made (call it when done, or when the caller gives up).
    */
-  fetch(timeoutMs: number): { fetch: typeof globalThis.fetch; close: () => Promise<void> } {
+  fetch(timeoutMs: number, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES): { fetch: typeof globalThis.fetch; close: () => Promise<void> } {
     const dispatcher = this.dispatcher(timeoutMs);
     const guarded = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
       const res = await undiciFetch(input as never, { ...(init as object), redirect: "manual", dispatcher } as never) as unknown as Response;
@@ -153,7 +201,7 @@ export class EgressPolicy {
         await this.resolve(target.hostname); // throws EgressDeniedError for an inward redirect
         throw new EgressUnreachableError(`the server answered with a redirect (${res.status}), which is not followed`);
       }
-      return res;
+      return capBody(res, maxResponseBytes);
     };
     return { fetch: guarded as typeof globalThis.fetch, close: () => dispatcher.destroy() };
   }

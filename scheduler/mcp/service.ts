@@ -4,7 +4,7 @@
  * same validation, caps and tenant isolation.
  */
 import type { StdioCatalog } from "../../config/index.js";
-import { InFlightLimitError, InvalidRequestError, NotFoundError } from "../../core/errors.js";
+import { InFlightLimitError, InvalidRequestError, NotFoundError, ServiceUnavailableError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import { validateMcpConfig } from "./config.js";
 import type { EgressPolicy } from "./egress.js";
@@ -27,11 +27,14 @@ export interface McpServiceOptions {
   timeoutMs: number;
   /** Tests one account may run at once (`--mcp-concurrency`, default 4). */
   concurrency: number;
+  /** Tests all accounts together may run at once (`--mcp-total-concurrency`, default 32). */
+  totalConcurrency?: number;
   logger: Logger;
 }
 
 export class McpService {
   private readonly running = new Map<string, number>();
+  private runningTotal = 0;
   private readonly stdioServers: StdioCatalog;
 
   constructor(private readonly options: McpServiceOptions) {
@@ -96,7 +99,11 @@ export class McpService {
     if (running >= this.options.concurrency) {
       throw new InFlightLimitError(`server_id: this account already has ${running} MCP tests running, the most it may run at once; retry when one ends`);
     }
+    if (this.runningTotal >= (this.options.totalConcurrency ?? 32)) {
+      throw new ServiceUnavailableError("mcp_busy", "server_id: the scheduler is running as many MCP tests as it may; retry shortly");
+    }
     this.running.set(account, running + 1);
+    this.runningTotal++;
     try {
       const { egress, fsBase, timeoutMs, logger } = this.options;
       return await testMcpServer(server, {
@@ -104,6 +111,7 @@ export class McpService {
         ...(fsBase ? { fsBase } : {}), ...(requestId ? { requestId } : {}),
       });
     } finally {
+      this.runningTotal--;
       const left = (this.running.get(account) ?? 1) - 1;
       if (left > 0) this.running.set(account, left);
       else this.running.delete(account);

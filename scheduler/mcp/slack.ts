@@ -6,9 +6,12 @@
  * Grid, tests). Every request goes through the egress guard.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { WebClient } from "@slack/web-api";
+import { LogLevel, WebClient, type Logger } from "@slack/web-api";
 import { z } from "zod";
 import { scopedFetch, type ConnectContext } from "./context.js";
+
+/** The client's own log lines would go to the scheduler's stdout, one per tenant request: none. */
+const SILENT: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, setLevel: () => undefined, getLevel: () => LogLevel.ERROR, setName: () => undefined };
 
 export interface SlackConfig {
   base_url?: string;
@@ -19,7 +22,9 @@ export interface SlackConfig {
 export async function createSlackServer(c: SlackConfig, ctx: ConnectContext): Promise<McpServer> {
   const token = ctx.secret(c.authentication.bot_token_env ?? c.authentication.token_env);
   const base = c.base_url ?? "https://slack.com/api/";
-  const slack = new WebClient(token, { slackApiUrl: base.endsWith("/") ? base : `${base}/`, fetch: scopedFetch(ctx), allowAbsoluteUrls: false, timeout: ctx.timeoutMs, retryConfig: { retries: 0 } });
+  const slack = new WebClient(token, { slackApiUrl: base.endsWith("/") ? base : `${base}/`, fetch: scopedFetch(ctx), allowAbsoluteUrls: false, timeout: ctx.timeoutMs, retryConfig: { retries: 0 },
+    // A 429 fails at once (the client would otherwise wait out a server-chosen Retry-After in a timer nothing cancels).
+    rejectRateLimitedCalls: true, logger: SILENT });
   // The configured scopes must all be granted to the token (Slack reports them on every call).
   const wanted = c.authentication.scopes ?? [];
   if (wanted.length) {

@@ -20,6 +20,8 @@ export interface SqlConfig {
 
 const DEFAULT_ROW_LIMIT = 100;
 const DEFAULT_QUERY_TIMEOUT_S = 10;
+/** The user when a configuration names none (never the scheduler's own `PGUSER` or login). */
+const DEFAULT_USER = "kiln";
 
 /** Host, port, database and user of a connection given as fields or as a URI (validated: one host, no query). */
 export function connectionTarget(c: SqlConfig["connection"], defaultPort: number): { host: string; port: number; database?: string; user?: string } {
@@ -29,27 +31,49 @@ export function connectionTarget(c: SqlConfig["connection"], defaultPort: number
   return { host: u.hostname, port: u.port ? Number(u.port) : c.port ?? defaultPort, ...(database ? { database } : {}), ...(u.username ? { user: decodeURIComponent(u.username) } : {}) };
 }
 
+/**
+ * The client's settings, every one given: pg reads whatever is left out from the scheduler's own
+ * environment (`PGPASSWORD`, `~/.pgpass`, `PGUSER`, `PGOPTIONS`, `PGSSLMODE`, …), which would hand
+ * the operator's credentials to a tenant's server.
+ */
 async function clientConfig(c: SqlConfig, ctx: ConnectContext): Promise<pg.ClientConfig> {
   const auth = c.authentication;
   const password = optionalSecret(ctx.secret, auth?.password_env);
   const target = connectionTarget(c.connection, 5432);
   const { address } = await ctx.egress.resolve(target.host);
-  const ssl = c.connection.ssl_mode && !["disable", "allow", "prefer"].includes(c.connection.ssl_mode)
-    ? { rejectUnauthorized: c.connection.ssl_mode === "verify-full", servername: target.host }
-    : undefined;
+  const mode = c.connection.ssl_mode;
+  const ssl = mode && !["disable", "allow", "prefer"].includes(mode)
+    ? { rejectUnauthorized: mode === "verify-full" || mode === "verify-ca", servername: target.host, ...(mode === "verify-ca" ? { checkServerIdentity: () => undefined } : {}) }
+    : false;
+  const user = auth?.username ?? target.user ?? DEFAULT_USER;
   return {
-    host: address, port: target.port, ...(target.database ? { database: target.database } : {}),
-    ...(auth?.username ?? target.user ? { user: auth?.username ?? target.user } : {}),
-    ...(password !== undefined ? { password } : {}),
-    ...(ssl ? { ssl } : {}),
+    host: address, port: target.port, database: target.database ?? user, user,
+    password: () => password ?? "", // a function: pg never falls back to PGPASSWORD or a pgpass file
+    options: "",
+    ssl,
     connectionTimeoutMillis: ctx.timeoutMs,
     query_timeout: ctx.timeoutMs,
     application_name: "kiln-mcp",
   };
 }
 
+/**
+ * A client made while the scheduler's `PG*` variables are out of sight: pg fills any setting left
+ * empty from them (`PGOPTIONS`, `PGSSLMODE`, …), and an empty string counts as left out. pg reads
+ * them in the constructor, synchronously, so nothing else runs while they are hidden.
+ */
+function withoutPgEnvironment(config: pg.ClientConfig): pg.Client {
+  const hidden = Object.entries(process.env).filter(([k]) => k.startsWith("PG"));
+  for (const [k] of hidden) delete process.env[k];
+  try {
+    return new pg.Client(config);
+  } finally {
+    for (const [k, v] of hidden) process.env[k] = v;
+  }
+}
+
 export async function createPostgresServer(config: SqlConfig, ctx: ConnectContext): Promise<McpServer> {
-  const client = new pg.Client(await clientConfig(config, ctx));
+  const client = withoutPgEnvironment(await clientConfig(config, ctx));
   client.on("error", () => undefined); // a dropped connection fails the next query, not the scheduler
   ctx.defer(() => {
     (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();

@@ -95,11 +95,12 @@ async function connectTo(server: StoredMcpServer, ctx: ConnectContext, options: 
     case "mcp": {
       const c = config as McpConfig;
       if (c.transport === "http") {
-        const transport = new StreamableHTTPClientTransport(new URL(c.url), { fetch: scopedFetch(ctx) });
+        // No reconnection: the SDK would retry a dropped event stream after a delay the server picks, in timers that outlive the test.
+        const transport = new StreamableHTTPClientTransport(new URL(c.url), { fetch: scopedFetch(ctx), reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1 } });
         ctx.defer(() => transport.close());
         return transport;
       }
-      const spec = options.stdioServers[c.server];
+      const spec = Object.hasOwn(options.stdioServers, c.server) ? options.stdioServers[c.server] : undefined;
       if (!spec) throw new McpConfigProblem(`the operator's stdio server "${c.server}" no longer exists`);
       const env: Record<string, string> = {};
       for (const [variable, secret] of Object.entries(c.env_from ?? {})) {

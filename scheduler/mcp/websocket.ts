@@ -14,11 +14,16 @@ export interface WebsocketConfig {
   subscription: { topics: string[]; buffer_size?: number; max_age?: number };
 }
 
+/** The largest message accepted, and the most text kept across all topics: a server cannot fill the scheduler's memory. */
+const MAX_MESSAGE_BYTES = 256 * 1024;
+const MAX_BUFFERED = 8 * 1024 * 1024;
+
 export async function createWebsocketServer(config: WebsocketConfig, ctx: ConnectContext): Promise<McpServer> {
   const { topics, buffer_size: size = 100, max_age: maxAge = 3600 } = config.subscription;
   const buffers = new Map(topics.map((t) => [t, [] as { at: number; data: string }[]]));
+  let buffered = 0; // characters held across every topic, at most MAX_BUFFERED
   // Through the egress guard; ws follows no redirects unless told to.
-  const socket = new WebSocket(config.url, { handshakeTimeout: ctx.timeoutMs, agent: ctx.egress.agent(config.url.startsWith("wss:")), followRedirects: false, maxPayload: 1024 * 1024 });
+  const socket = new WebSocket(config.url, { handshakeTimeout: ctx.timeoutMs, agent: ctx.egress.agent(config.url.startsWith("wss:")), followRedirects: false, maxPayload: MAX_MESSAGE_BYTES });
   ctx.defer(() => socket.terminate());
   // Listening before the handshake completes: a server may send as soon as it accepts.
   socket.on("message", (raw) => {
@@ -32,7 +37,8 @@ export async function createWebsocketServer(config: WebsocketConfig, ctx: Connec
     const buffer = topic !== undefined ? buffers.get(topic) : undefined;
     if (!buffer) return;
     buffer.push({ at: Date.now(), data });
-    if (buffer.length > size) buffer.splice(0, buffer.length - size);
+    buffered += data.length;
+    while (buffer.length && (buffer.length > size || buffered > MAX_BUFFERED)) buffered -= buffer.shift()!.data.length;
   });
   await new Promise<void>((resolve, reject) => {
     socket.once("open", () => resolve());

@@ -10,7 +10,7 @@
  * its account's queue (the fleet serves the accounts' queues in turn).
  */
 import { Hono, type Context } from "hono";
-import { KilnError } from "../../../core/errors.js";
+import { KilnError, UpstreamError } from "../../../core/errors.js";
 import type { SchedulerMetrics } from "../../metrics.js";
 import type { Logger } from "../../../core/log.js";
 import { chunkBody, completionBody, completionId, usage, usageChunkBody, validateChatCompletion, type ChatCompletionBody } from "../../chat/index.js";
@@ -39,6 +39,7 @@ export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger, m
       let streaming = false;
       try {
         const body = validateChatCompletion(await readJsonBody(c, maxBodyBytes));
+        if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
         const events = metrics.measure(fleet.submit({ ...body, account }, signal, c.get("requestId")), body.model);
         const first = await events.next(); // throws the KilnError of a request that never started
         const id = completionId();
