@@ -107,12 +107,16 @@ describe("translation to another language", () => {
     for (const s of r.segments) {
       expect(typeof s.original_text).toBe("string");
       expect(typeof s.text).toBe("string");
+      // The chat model's output, not the words as spoken copied over.
+      if (s.original_text.trim()) expect(s.text, s.original_text).not.toBe(s.original_text);
       for (const w of s.words) {
         expect(w.start).toBeGreaterThanOrEqual(s.start);
         expect(w.end).toBeLessThanOrEqual(s.end);
       }
     }
     expect(r.original_text).toBe(r.segments.map((s: { original_text: string }) => s.original_text).join(" "));
+    expect(r.segments.some((s: { original_text: string }) => s.original_text.trim())).toBe(true);
+    expect(r.text).not.toBe(r.original_text);
   });
 
   it("is refused at submission (400) on a node without a chat model, and an unknown target is a 400", async () => {
