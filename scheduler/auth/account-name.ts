@@ -6,7 +6,7 @@
 const ACCOUNT_NAME = /^[A-Za-z0-9_@-][A-Za-z0-9_.@-]{0,63}$/;
 
 export function isValidAccountName(account: unknown): account is string {
-  return typeof account === "string" && ACCOUNT_NAME.test(account) && account !== "." && account !== "..";
+  return typeof account === "string" && ACCOUNT_NAME.test(account); // no leading ".": never "." or ".."
 }
 
 /** What an invalid account name is told. */

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openSchedulerDatabase, type Db } from "../store/index.js";
 import { KeyService } from "./keys.js";
 import { requestsPerMinute, tierAtLeast, isTier } from "./tiers.js";
+import { ACCOUNT_NAME_RULE, isValidAccountName } from "./account-name.js";
 
 let db: Db;
 let keys: KeyService;
@@ -35,6 +36,8 @@ describe("KeyService", () => {
     ["", "missing_api_key"],
     ["Basic abc", "invalid_auth_scheme"],
     ["Bearer  two-spaces", "invalid_auth_scheme"],
+    ["Bearer a b", "invalid_auth_scheme"],
+    ["xBearer abc", "invalid_auth_scheme"],
     ["bearer abc", "invalid_auth_scheme"],
     ["Bearer not-a-jwt", "invalid_api_key"],
   ])("refuses the header %j with %s", async (header, code) => {
@@ -48,7 +51,9 @@ describe("KeyService", () => {
     await expect(keys.authenticate(bearer(foreign))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not valid (bad format or signature)" });
     const secret = new TextEncoder().encode("a-signing-secret-of-at-least-32-characters");
     const wrongIssuer = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setIssuer("not-kiln").setJti("key_x").sign(secret);
-    await expect(keys.authenticate(bearer(wrongIssuer))).rejects.toMatchObject({ code: "invalid_api_key" });
+    await expect(keys.authenticate(bearer(wrongIssuer))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not valid (bad format or signature)" });
+    const otherAlgorithm = await new SignJWT({}).setProtectedHeader({ alg: "HS512" }).setIssuer("kiln").setJti(keys.list()[0]!.keyId).sign(secret);
+    await expect(keys.authenticate(bearer(otherAlgorithm))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not valid (bad format or signature)" });
     const unknownId = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setIssuer("kiln").setJti("key_unknown").sign(secret);
     await expect(keys.authenticate(bearer(unknownId))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not known to this service" });
     // Same id, another token (a forged twin with the right secret but not the stored one).
@@ -64,17 +69,21 @@ describe("KeyService", () => {
     expect(keys.revoke(id)).toBe(true);
     expect(keys.revoke(id)).toBe(false);
     expect(keys.revoke("key_nope")).toBe(false);
-    await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "revoked_api_key" });
+    await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "revoked_api_key", message: "Authorization: this API key has been revoked" });
     expect(keys.list()[0]!.revokedAt).toEqual(expect.any(Number));
   });
 
   it("an expired key is refused, whether first seen or remembered", async () => {
     const { token } = await keys.create({ account: "acme", tier: "pro", expiresInSeconds: 60 });
     expect((await keys.authenticate(bearer(token))).expiresAt).toEqual(expect.any(Number));
-    vi.useFakeTimers({ now: Date.now() + 61_000, toFake: ["Date"] });
-    await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "expired_api_key" });
+    const expired = { code: "expired_api_key", message: "Authorization: this API key has expired" };
+    const start = Date.now();
+    vi.useFakeTimers({ now: start + 59_000, toFake: ["Date"] });
+    expect((await keys.authenticate(bearer(token))).account).toBe("acme"); // remembered, not yet expired
+    vi.setSystemTime(start + 61_000);
+    await expect(keys.authenticate(bearer(token))).rejects.toMatchObject(expired); // remembered, now expired
     const fresh = new KeyService(db, "a-signing-secret-of-at-least-32-characters");
-    await expect(fresh.authenticate(bearer(token))).rejects.toMatchObject({ code: "expired_api_key" });
+    await expect(fresh.authenticate(bearer(token))).rejects.toMatchObject(expired); // first seen, expired
   });
 
   it("a key follows its account's current tier and rpm", async () => {
@@ -86,7 +95,7 @@ describe("KeyService", () => {
   });
 
   it("refuses an account that is not a plain folder name, and enterprise without rpm", async () => {
-    await expect(keys.create({ account: "../x", tier: "pro" })).rejects.toMatchObject({ status: 400, code: "invalid_account" });
+    await expect(keys.create({ account: "../x", tier: "pro" })).rejects.toMatchObject({ status: 400, code: "invalid_account", message: `account: ${ACCOUNT_NAME_RULE} (got "../x")` });
     await expect(keys.create({ account: "acme", tier: "enterprise" })).rejects.toThrow(/^rpm: enterprise accounts need/);
     expect(keys.list()).toEqual([]);
   });
@@ -95,6 +104,30 @@ describe("KeyService", () => {
     const a = new KeyService(db);
     const { token } = await a.create({ account: "acme", tier: "pro" });
     expect((await new KeyService(db).authenticate(bearer(token))).account).toBe("acme");
+    expect((db.prepare("SELECT value FROM settings WHERE name = 'jwt_secret'").get() as { value: string }).value).toMatch(/^[\w-]{43}$/);
+  });
+
+  it("a key carries its tier in a signed HS256 JWT, and its revocation time is now", async () => {
+    const { id, token } = await keys.create({ account: "acme", tier: "pro" });
+    const [header, payload] = token.split(".").slice(0, 2).map((p) => JSON.parse(Buffer.from(p!, "base64url").toString()));
+    expect(header).toEqual({ alg: "HS256", typ: "JWT" });
+    expect(payload).toMatchObject({ tier: "pro", iss: "kiln", sub: "acme", jti: id });
+    keys.revoke(id);
+    expect(Math.abs(keys.list()[0]!.revokedAt! - Date.now() / 1000)).toBeLessThan(5);
+  });
+
+  it("a key whose row is gone is refused, even when remembered", async () => {
+    const { id, token } = await keys.create({ account: "acme", tier: "pro" });
+    await keys.authenticate(bearer(token));
+    db.prepare("DELETE FROM api_keys WHERE id = ?").run(id);
+    await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not known to this service" });
+  });
+});
+
+describe("account names", () => {
+  it("are plain folder names: 1–64 of letters, digits, _ . @ -, not starting with .", () => {
+    for (const ok of ["acme", "a", "A9", "x_y-z", "user@example.com", "a.b", "-a", "@x", "x".repeat(64)]) expect(isValidAccountName(ok), ok).toBe(true);
+    for (const bad of ["", ".", "..", ".hidden", "a/b", "a\\b", "a b", "x".repeat(65), "a\0", null, 123, undefined]) expect(isValidAccountName(bad), String(bad)).toBe(false);
   });
 });
 
