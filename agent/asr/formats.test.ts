@@ -58,3 +58,75 @@ describe("render", () => {
     expect(JSON.parse(render(transcript, "json"))).toEqual(transcript);
   });
 });
+
+describe("formats, exactly", () => {
+  const transcript = (segments: Segment[]): Transcript => ({ text: segments.map((s) => s.text).join(" "), language: "en", duration: 10, task: "transcribe", model: "base", segments } as Transcript);
+
+  it("writes each format byte for byte, speakers included", () => {
+    const t = transcript([
+      { id: 0, start: 0, end: 1.5, text: "hello there", words: [word("hello", 0, 0.5), word("there", 0.6, 1.5)], speaker: "SPEAKER_00" },
+      { id: 1, start: 2, end: 3, text: "general", words: [word("general", 2, 3)], speaker: "SPEAKER_01" },
+    ]);
+    expect(render(t, "txt")).toBe("[SPEAKER_00] hello there\n[SPEAKER_01] general\n");
+    expect(render(t, "srt")).toBe("1\n00:00:00,000 --> 00:00:01,500\nSPEAKER_00: hello there\n\n2\n00:00:02,000 --> 00:00:03,000\nSPEAKER_01: general\n");
+    expect(render(t, "vtt")).toBe("WEBVTT\n\n00:00:00.000 --> 00:00:01.500\n<v SPEAKER_00>hello there\n\n00:00:02.000 --> 00:00:03.000\n<v SPEAKER_01>general\n");
+    const plain = transcript([{ id: 0, start: 0, end: 1, text: "just text", words: [word("just", 0, 0.4), word("text", 0.5, 1)] }]);
+    expect(render(plain, "txt")).toBe("just text\n");
+    expect(render(plain, "srt")).toBe("1\n00:00:00,000 --> 00:00:01,000\njust text\n");
+    expect(render(transcript([]), "txt")).toBe("");
+    expect(render(transcript([]), "vtt")).toBe("WEBVTT\n");
+  });
+
+  it("a two-line cue carries the speaker on its first line only", () => {
+    const words = "one two three four five six seven eight nine ten eleven twelve".split(" ").map((x, i) => word(x, i * 0.3, i * 0.3 + 0.25));
+    const t = transcript([{ id: 0, start: 0, end: 4, text: words.map((x) => x.word).join(" "), words, speaker: "SPEAKER_03" }]);
+    const srt = render(t, "srt").split("\n");
+    expect(srt[2]).toMatch(/^SPEAKER_03: one /);
+    expect(srt[3]).not.toMatch(/SPEAKER/);
+    expect(render(t, "vtt").split("\n")[3]).toMatch(/^<v SPEAKER_03>one /);
+  });
+
+  it("wraps at exactly the width, splitting on any run of white space", () => {
+    expect(wrap("aaaa bbbb", 9)).toEqual(["aaaa bbbb"]);
+    expect(wrap("aaaa bbbbb", 9)).toEqual(["aaaa", "bbbbb"]);
+    expect(wrap("  a \t b\n\nc  ", 42)).toEqual(["a b c"]);
+  });
+
+  it("spreads a wordless segment's words evenly from its start", () => {
+    const cues = buildCues([{ id: 0, start: 10, end: 12, text: "a  b", words: [] }]);
+    expect(cues).toEqual([{ start: 10, end: 12, lines: ["a b"] }]);
+    const long = buildCues([{ id: 0, start: 0, end: 20, text: Array.from({ length: 40 }, (_, i) => `w${i}`).join(" "), words: [] }]);
+    expect(long[0]!.start).toBe(0);
+    expect(long[1]!.start).toBeCloseTo(long[0]!.end, 6); // the next word's start: evenly spaced
+    expect(long.at(-1)!.end).toBeCloseTo(20, 6);
+  });
+
+  it("a cue holds words while they fit: at most 84 characters, 2 lines and 7 s, exactly those included", () => {
+    const exactly7 = buildCues([{ id: 0, start: 0, end: 7, text: "a b", words: [word("a", 0, 1), word("b", 6, 7)] }]);
+    expect(exactly7).toHaveLength(1);
+    const over7 = buildCues([{ id: 0, start: 0, end: 7.1, text: "a b", words: [word("a", 0, 1), word("b", 6, 7.1)] }]);
+    expect(over7).toHaveLength(2);
+    const w21 = "x".repeat(20); // 4 × 20 + 3 spaces = 83 characters, two lines of 41
+    const fourWords = buildCues([{ id: 0, start: 0, end: 4, text: "", words: [0, 1, 2, 3].map((i) => word(w21, i, i + 0.5)) }]);
+    expect(fourWords).toHaveLength(1);
+    expect(fourWords[0]!.lines).toEqual([`${w21} ${w21}`, `${w21} ${w21}`]);
+    const w42 = "y".repeat(42); // two words of 42 fill two lines exactly: 85 characters with the space, over 84
+    expect(buildCues([{ id: 0, start: 0, end: 2, text: "", words: [word(w42, 0, 0.5), word(w42, 1, 1.5)] }])).toHaveLength(2);
+  });
+
+  it("orders cues by start across segments, and gives a zero-length word a visible moment", () => {
+    const cues = buildCues([
+      { id: 0, start: 5, end: 6, text: "late", words: [word("late", 5, 6)] },
+      { id: 1, start: 1, end: 2, text: "early", words: [word("early", 1, 1)] },
+    ]);
+    expect(cues.map((c) => c.lines[0])).toEqual(["early", "late"]);
+    expect(cues[0]!.end).toBeCloseTo(1.04, 6);
+  });
+
+  it("a single word longer than two lines stays one cue of at most two lines", () => {
+    const t = "z".repeat(100);
+    const cues = buildCues([{ id: 0, start: 0, end: 1, text: t, words: [word(t, 0, 1)] }]);
+    expect(cues).toHaveLength(1);
+    expect(cues[0]!.lines.length).toBeLessThanOrEqual(2);
+  });
+});
