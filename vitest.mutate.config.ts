@@ -8,7 +8,6 @@ export const MUTATION_SUITES = [
   "scheduler/chat/validate.test.ts",
   "scheduler/ratelimit/index.test.ts",
   "scheduler/auth/keys.test.ts",
-  "scheduler/mcp/egress.test.ts",
   "agent/asr/formats.test.ts",
   "agent/asr/chunks.test.ts",
   "agent/asr/words.test.ts",
@@ -17,6 +16,7 @@ export const MUTATION_SUITES = [
   "agent/link/backoff.test.ts",
   "config/config.test.ts",
   "config/max-inflight.test.ts",
+  "config/rules.test.ts",
 ];
 
 export default defineConfig({

@@ -35,7 +35,7 @@ const hostPort = z.string().transform((s, ctx): HostPort => {
     ctx.addIssue({ code: "custom", message: `expected HOST:PORT (e.g. 127.0.0.1:8080), got "${s}"` });
     return z.NEVER;
   }
-  return { host: m[1] ?? (m[2] || "127.0.0.1"), port };
+  return { host: m[1] || m[2] || "127.0.0.1", port }; // a bare port (no host at all) is loopback, never "" (every interface)
 });
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>

@@ -1,0 +1,146 @@
+/** The configuration's parsers and cross-option rules, each refusal naming its flag and variable. */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../core/errors.js";
+import { formatHostPort, isLoopback, maskSecrets, nodeIdMatcher, parseAgentConfig, parseNodeTokenEntry, parseSchedulerConfig, SCHEDULER_OPTIONS } from "./index.js";
+
+const TOKEN = "a-long-enough-token-123";
+const scheduler = (raw: Record<string, string | boolean | string[]> = {}) => parseSchedulerConfig({ nodeTokens: TOKEN, ...raw });
+const refusal = (fn: () => unknown, key: string, message: RegExp | string) => {
+  let err: unknown;
+  try { fn(); } catch (e) { err = e; }
+  expect(err).toBeInstanceOf(ConfigError);
+  expect((err as ConfigError).key).toBe(key);
+  expect((err as ConfigError).message).toEqual(typeof message === "string" ? `${key}: ${message}` : expect.stringMatching(message));
+};
+
+describe("addresses", () => {
+  it.each([
+    ["127.0.0.1:80", { host: "127.0.0.1", port: 80 }],
+    ["[::1]:9000", { host: "::1", port: 9000 }],
+    [" 0.0.0.0:65535 ", { host: "0.0.0.0", port: 65535 }],
+    [":8080", { host: "127.0.0.1", port: 8080 }],
+    ["8081", { host: "127.0.0.1", port: 8081 }],
+    ["example.com:1", { host: "example.com", port: 1 }],
+  ])("parses %j", (text, expected) => {
+    expect(scheduler({ http: text }).http).toEqual(expected);
+  });
+
+  it.each(["127.0.0.1:65536", "127.0.0.1", "a:b", "127.0.0.1:123456", "[::1]"])("refuses %j", (text) => {
+    refusal(() => scheduler({ http: text }), "--http / KILN_HTTP", `expected HOST:PORT (e.g. 127.0.0.1:8080), got "${text}"`);
+  });
+
+  it("formats IPv6 hosts in brackets", () => {
+    expect(formatHostPort({ host: "::1", port: 5 })).toBe("[::1]:5");
+    expect(formatHostPort({ host: "h", port: 5 })).toBe("h:5");
+  });
+
+  it("knows loopback", () => {
+    for (const h of ["127.0.0.1", "127.9.8.7", "::1", "localhost", "LOCALHOST"]) expect(isLoopback(h), h).toBe(true);
+    for (const h of ["0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "example.com", "localhost.example.com"]) expect(isLoopback(h), h).toBe(false);
+  });
+});
+
+describe("numbers and sizes", () => {
+  it.each([["1024", 1024], ["4kb", 4096], ["2KiB", 2048], ["1.5mb", 1.5 * 1024 ** 2], ["1 gb", 1024 ** 3], ["3b", 3]])("a size of %j is %i bytes", (text, n) => {
+    if (n >= 1024) expect(scheduler({ maxBody: text }).maxBody).toBe(n);
+    else refusal(() => scheduler({ maxBody: text }), "--max-body / KILN_MAX_BODY", "must be at least 1kb");
+  });
+
+  it("refuses a size it cannot read, and whole numbers out of range", () => {
+    refusal(() => scheduler({ maxBody: "4 parsecs" }), "--max-body / KILN_MAX_BODY", 'expected a size like 4mb or 1048576, got "4 parsecs"');
+    refusal(() => scheduler({ queueTimeout: "0" }), "--queue-timeout / KILN_QUEUE_TIMEOUT", /too small|>=1/);
+    refusal(() => scheduler({ queueTimeout: "3601" }), "--queue-timeout / KILN_QUEUE_TIMEOUT", /too big|<=3600/);
+    refusal(() => scheduler({ queueSize: "1.5" }), "--queue-size / KILN_QUEUE_SIZE", "expected a whole number");
+    expect(scheduler({ queueTimeout: " 3600 " }).queueTimeout).toBe(3600);
+  });
+});
+
+describe("node tokens", () => {
+  it("a bare token registers any node id; IDS=TOKEN only those ids and globs", () => {
+    expect(parseNodeTokenEntry(TOKEN)).toEqual({ token: TOKEN });
+    expect(parseNodeTokenEntry(`gpu-1|rack-*=${TOKEN}`)).toEqual({ token: TOKEN, nodeIds: ["gpu-1", "rack-*"] });
+    expect(parseNodeTokenEntry("YWJjZGVmZ2hpamtsbW5vcA==")).toEqual({ token: "YWJjZGVmZ2hpamtsbW5vcA==" }); // padding stays in a bare token
+    expect(parseNodeTokenEntry("a/b=0123456789abcdef")).toEqual({ token: "a/b=0123456789abcdef" }); // "/" is no node id character
+    expect(parseNodeTokenEntry("gpu=short")).toEqual({ token: "gpu=short" }); // under 16 after "=": bare
+    expect(parseNodeTokenEntry("gpu=0123456789abcdef")).toEqual({ token: "0123456789abcdef", nodeIds: ["gpu"] }); // exactly 16
+    const match = nodeIdMatcher(["gpu-1", "rack-*"]);
+    expect(["gpu-1", "rack-", "rack-7"].map(match)).toEqual([true, true, true]);
+    expect(["gpu-10", "xgpu-1", "rack"].map(match)).toEqual([false, false, false]);
+    expect(nodeIdMatcher(undefined)("anything")).toBe(true);
+    expect(nodeIdMatcher(["a.b"])("axb")).toBe(false); // "." is literal
+  });
+
+  it("parses the list, refusing short tokens and empty id lists without echoing a token", () => {
+    expect(scheduler({ nodeTokens: `gpu-1=${TOKEN}, ${TOKEN}x` }).nodeTokens).toEqual([{ token: TOKEN, nodeIds: ["gpu-1"] }, { token: `${TOKEN}x` }]);
+    refusal(() => parseSchedulerConfig({ nodeTokens: "short-token" }), "--node-tokens / KILN_NODE_TOKENS", "each token must be at least 16 characters");
+    refusal(() => parseSchedulerConfig({ nodeTokens: `|=${TOKEN}` }), "--node-tokens / KILN_NODE_TOKENS", 'entry 1: IDS=TOKEN needs at least one node id before "="');
+    refusal(() => parseSchedulerConfig({}), "--node-tokens / KILN_NODE_TOKENS", "is required");
+    refusal(() => parseSchedulerConfig({ nodeTokens: " , " }), "--node-tokens / KILN_NODE_TOKENS", "at least one token is required");
+  });
+});
+
+describe("the scheduler's gRPC rules", () => {
+  it("plaintext only on loopback, or with --grpc-insecure; TLS flags in pairs", () => {
+    expect(scheduler({ grpc: "0.0.0.0:1", grpcInsecure: true }).grpcInsecure).toBe(true);
+    expect(scheduler({ grpc: "0.0.0.0:1", grpcInsecure: "1" }).grpcInsecure).toBe(true);
+    expect(scheduler().grpcInsecure).toBe(false);
+    refusal(() => scheduler({ grpc: "0.0.0.0:1" }), "--grpc / KILN_GRPC", /^--grpc \/ KILN_GRPC: 0\.0\.0\.0 is not a loopback address/);
+    refusal(() => scheduler({ grpc: "0.0.0.0:1", grpcInsecure: "0" }), "--grpc / KILN_GRPC", /is not a loopback address/);
+    refusal(() => scheduler({ grpcInsecure: "maybe" }), "--grpc-insecure / KILN_GRPC_INSECURE", 'expected true, false, 1 or 0, got "maybe"');
+    refusal(() => scheduler({ grpcTlsCert: "c.pem" }), "--grpc-tls-key / KILN_GRPC_TLS_KEY", "is required with --grpc-tls-cert");
+    refusal(() => scheduler({ grpcTlsKey: "k.pem" }), "--grpc-tls-cert / KILN_GRPC_TLS_CERT", "is required with --grpc-tls-key");
+    refusal(() => scheduler({ grpcClientCa: "ca.pem" }), "--grpc-client-ca / KILN_GRPC_CLIENT_CA", "needs --grpc-tls-cert and --grpc-tls-key (mutual TLS runs over TLS)");
+    refusal(() => scheduler({ grpcTlsCert: "c", grpcTlsKey: "k", grpcInsecure: true }), "--grpc-insecure / KILN_GRPC_INSECURE", "contradicts --grpc-tls-cert (give one or the other)");
+    expect(scheduler({ grpc: "0.0.0.0:1", grpcTlsCert: "c", grpcTlsKey: "k", grpcClientCa: "ca" })).toMatchObject({ grpcTlsCert: "c", grpcTlsKey: "k", grpcClientCa: "ca" });
+  });
+
+  it("MCP options: CIDRs, the stdio catalog file", () => {
+    expect(scheduler({ mcpAllowCidr: ["10.0.0.0/8", "fd00::1"] }).mcpAllowCidr).toEqual(["10.0.0.0/8", "fd00::1"]);
+    expect(scheduler({ mcpAllowCidr: "10.0.0.0/8,192.168.0.1" }).mcpAllowCidr).toEqual(["10.0.0.0/8", "192.168.0.1"]);
+    refusal(() => scheduler({ mcpAllowCidr: "10.0.0.0/33" }), "--mcp-allow-cidr / KILN_MCP_ALLOW_CIDR", "expected a CIDR like 10.1.0.0/16 or an IP address");
+    expect(scheduler().mcpStdioServers).toEqual({});
+    const dir = mkdtempSync(join(tmpdir(), "kiln-cfg-"));
+    writeFileSync(join(dir, "ok.json"), JSON.stringify({ echo: { command: "/usr/bin/node", tenant_env: ["X"] } }));
+    expect(scheduler({ mcpStdioServers: join(dir, "ok.json") }).mcpStdioServers).toEqual({ echo: { command: "/usr/bin/node", args: [], env: {}, tenant_env: ["X"], memory_mb: 512, cpu_seconds: 60 } });
+    writeFileSync(join(dir, "bad.json"), JSON.stringify({ echo: { command: "node" } }));
+    refusal(() => scheduler({ mcpStdioServers: join(dir, "bad.json") }), "--mcp-stdio-servers / KILN_MCP_STDIO_SERVERS", /bad\.json: echo\.command: must be an absolute path$/);
+    refusal(() => scheduler({ mcpStdioServers: join(dir, "missing.json") }), "--mcp-stdio-servers / KILN_MCP_STDIO_SERVERS", /missing\.json: ENOENT/);
+  });
+
+  it("masks secrets for printing", () => {
+    const c = scheduler({ adminToken: "an-admin-token-of-16+" });
+    const masked = maskSecrets(SCHEDULER_OPTIONS, c as unknown as Record<string, unknown>);
+    expect(masked.adminToken).toBe("[redacted]");
+    expect(masked.nodeTokens).toBe("[redacted]");
+    expect(masked.jwtSecret).toBeUndefined();
+    expect(masked.queueSize).toBe(256);
+  });
+});
+
+describe("the agent's rules", () => {
+  const agent = (raw: Record<string, string | boolean | string[]> = {}) => parseAgentConfig(raw);
+  it("a scheduler needs a node token; plaintext only to loopback; TLS flags in pairs", () => {
+    expect(agent({ scheduler: "127.0.0.1:5", nodeToken: TOKEN }).scheduler).toEqual({ host: "127.0.0.1", port: 5 });
+    refusal(() => agent({ scheduler: "127.0.0.1:5" }), "--node-token / KILN_NODE_TOKEN", "is required with --scheduler");
+    refusal(() => agent({ scheduler: "10.0.0.1:5", nodeToken: TOKEN }), "--scheduler / KILN_SCHEDULER", /^--scheduler \/ KILN_SCHEDULER: 10\.0\.0\.1 is not a loopback address/);
+    expect(agent({ scheduler: "10.0.0.1:5", nodeToken: TOKEN, grpcInsecure: "true" }).grpcInsecure).toBe(true);
+    expect(agent({ scheduler: "10.0.0.1:5", nodeToken: TOKEN, schedulerCa: "ca" }).schedulerCa).toBe("ca");
+    refusal(() => agent({ tlsCert: "c" }), "--tls-key / KILN_TLS_KEY", "is required with --tls-cert");
+    refusal(() => agent({ tlsKey: "k" }), "--tls-cert / KILN_TLS_CERT", "is required with --tls-key");
+    refusal(() => agent({ tlsCert: "c", tlsKey: "k" }), "--scheduler-ca / KILN_SCHEDULER_CA", "is required with --tls-cert (a client certificate is presented over TLS)");
+    refusal(() => agent({ schedulerCa: "ca", grpcInsecure: true }), "--grpc-insecure / KILN_GRPC_INSECURE", "contradicts --scheduler-ca (give one or the other)");
+  });
+
+  it("diarization needs both models; the translation model must be served; --serve pairs are ID=GGUF", () => {
+    refusal(() => agent({ segmentationModel: "s.onnx" }), "--embedding-model / KILN_EMBEDDING_MODEL", "is required for speaker diarization (give both models)");
+    refusal(() => agent({ embeddingModel: "e.onnx" }), "--segmentation-model / KILN_SEGMENTATION_MODEL", "is required for speaker diarization (give both models)");
+    expect(agent({ segmentationModel: "s", embeddingModel: "e" })).toMatchObject({ segmentationModel: "s", embeddingModel: "e" });
+    refusal(() => agent({ translationModel: "x", serve: ["y=/m.gguf"] }), "--translation-model / KILN_TRANSLATION_MODEL", '"x" is not one of the --serve ids');
+    expect(agent({ translationModel: "y", serve: ["y=/m.gguf"] }).serve).toEqual([{ id: "y", path: "/m.gguf" }]);
+    expect(agent({ serve: "a=/1.gguf,b=/2.gguf" }).serve).toEqual([{ id: "a", path: "/1.gguf" }, { id: "b", path: "/2.gguf" }]);
+    for (const bad of ["=x", "x=", "nothing"]) refusal(() => agent({ serve: [bad] }), "--serve / KILN_SERVE", `expected ID=GGUF (e.g. famB-v3.1=./model.gguf), got "${bad}"`);
+  });
+});
