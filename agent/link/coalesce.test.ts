@@ -54,4 +54,30 @@ describe("ChunkBatcher", () => {
     slow.close();
     expect(sent.flat().map((p) => p.text)).toEqual(["x", "y", "again"]);
   });
+
+  it("close drops what was gathered: nothing goes out afterwards, and a new piece starts over", async () => {
+    const sent: Piece[][] = [];
+    const b = new ChunkBatcher((pieces) => sent.push(pieces), 20);
+    b.push("a", "first");
+    b.push("a", "second"); // flushed at once (nothing flushed yet)
+    b.push("a", "gathered"); // waits for the interval
+    b.close();
+    await sleep(50);
+    expect(sent.flat().map((p) => p.text)).toEqual(["first", "second"]);
+    b.push("a", "anew");
+    expect(sent.flat().map((p) => p.text)).toEqual(["first", "second", "anew"]); // a first piece again: at once
+  });
+
+  it("a flush with nothing gathered sends nothing, and one timer serves every completion", async () => {
+    const sent: Piece[][] = [];
+    const b = new ChunkBatcher((pieces) => sent.push(pieces), 20);
+    b.push("a", "a0");
+    b.push("b", "b0");
+    b.push("a", "a1"); // flushed at once
+    b.push("a", "a2");
+    b.push("b", "b1"); // both wait for the same flush
+    await sleep(50);
+    expect(sent).toEqual([[{ request_id: "a", text: "a0" }], [{ request_id: "b", text: "b0" }], [{ request_id: "a", text: "a1" }], [{ request_id: "a", text: "a2" }, { request_id: "b", text: "b1" }]]);
+    expect(sent.every((pieces) => pieces.length > 0)).toBe(true);
+  });
 });

@@ -169,10 +169,55 @@ describe("RateLimiter (sliding window)", () => {
     expect(c.limiter.accounts).toBe(1);
   });
 
-  it("refuses a limit that is not a whole number of at least 1", () => {
+  it("refuses a limit that is not a whole number of at least 1; 1 is one", () => {
     const c = clocked();
-    expect(() => c.limiter.hit("a", 0)).toThrow(RangeError);
+    expect(() => c.limiter.hit("a", 0)).toThrow(new RangeError("rate limit: expected a whole number of at least 1, got 0"));
     expect(() => c.limiter.hit("a", 1.5)).toThrow(RangeError);
+    expect(c.limiter.hit("a", 1)).toEqual({ limit: 1, remaining: 0, resetMs: WINDOW_MS });
+    expect(c.allowed("a", 1)).toBe(false);
+  });
+
+  it("after a lower limit, a refusal says when enough of the window has left: not before the (count − limit + 1)th oldest goes", () => {
+    const c = clocked(0);
+    for (let i = 0; i < 10; i++) { expect(c.allowed("a", 100)).toBe(true); c.clock.t += 1000; } // at 0..9 s, now 10 s
+    let refusal: { headers: Record<string, string>; retryAfterSeconds: number } | undefined;
+    try { c.limiter.hit("a", 4); } catch (err) { refusal = err as typeof refusal; }
+    // 10 in the window, limit 4: accepted again once 7 have left, when the one at 6 s leaves (66 s): 56 s from now.
+    expect(refusal!.retryAfterSeconds).toBe(56);
+    expect(refusal!.headers["x-ratelimit-reset-requests"]).toBe("56s");
+  });
+
+  it("idle accounts are forgotten once a minute, not at every request", () => {
+    const c = clocked(0);
+    c.clock.t = 30_000;
+    c.limiter.hit("early", 10);
+    c.clock.t = WINDOW_MS; // a minute since the start: a sweep, but "early" is still in its window
+    c.limiter.hit("late", 10);
+    expect(c.limiter.accounts).toBe(2);
+    c.clock.t = 90_001; // "early" has left its window, but the last sweep was 30 s ago: kept for now
+    c.limiter.hit("late", 10);
+    expect(c.limiter.accounts).toBe(2);
+    c.clock.t = 2 * WINDOW_MS; // a minute since the last sweep: forgotten
+    c.limiter.hit("late", 10);
+    expect(c.limiter.accounts).toBe(1);
+  });
+
+  it("an account's storage grows by doubling with its traffic, up to its limit, and shrinks after a lower limit", () => {
+    const c = clocked(0);
+    c.limiter.hit("a", 10_000);
+    const initial = c.limiter.storageOf("a");
+    expect(initial).toBeGreaterThan(0);
+    expect(initial).toBeLessThan(10_000); // not the whole limit up front
+    for (let i = 1; i < initial; i++) c.limiter.hit("a", 10_000);
+    expect(c.limiter.storageOf("a")).toBe(initial); // full, not grown yet
+    c.limiter.hit("a", 10_000);
+    expect(c.limiter.storageOf("a")).toBe(initial * 2); // doubled
+    expect(c.limiter.storageOf("small")).toBe(0);
+    c.limiter.hit("small", 3);
+    expect(c.limiter.storageOf("small")).toBe(3); // never more than the limit
+    c.clock.t = WINDOW_MS + 1; // the window empties; a lower limit gives the storage back
+    c.limiter.hit("a", 5);
+    expect(c.limiter.storageOf("a")).toBe(5);
   });
 });
 

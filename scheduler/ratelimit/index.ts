@@ -44,6 +44,10 @@ class Ring {
     this.times = new Float64Array(Math.min(limit, INITIAL_CAPACITY));
   }
 
+  get capacity(): number {
+    return this.times.length;
+  }
+
   /** The `i`th time, oldest first. */
   at(i: number): number {
     return this.times[(this.start + i) % this.times.length]!;
@@ -116,6 +120,11 @@ export class RateLimiter {
   /** Accounts with a ring (for tests and metrics). */
   get accounts(): number {
     return this.rings.size;
+  }
+
+  /** Request times an account's ring has room for (for tests and metrics: what an account costs). */
+  storageOf(account: string): number {
+    return this.rings.get(account)?.capacity ?? 0;
   }
 
   /** Now and then, forgets accounts with no request in the last 60 s, so idle accounts cost nothing. */
