@@ -279,6 +279,8 @@ describe("POST /v1/mcp/test", () => {
     expect(test.status).toBe(200);
     expect(test.body).toMatchObject({ server_id: created.body.id, status: "ok", resources: [{ name: "readme.md" }], latency_ms: expect.any(Number) });
     expect(test.body.tools.map((t: { name: string }) => t.name)).toEqual(["list_files", "read_file", "search_files"]);
+    expect(test.body.resources[0].uri).toBe("kiln-fs:///readme.md");
+    expect(JSON.stringify(test.body)).not.toContain(fsBase); // nothing of the scheduler's own folders
     expect((await call(standard, "DELETE", `/servers/${created.body.id}`)).status).toBe(204);
   });
 

@@ -16,7 +16,6 @@
 import { existsSync } from "node:fs";
 import { constants, lstat, mkdir, open, readdir, readlink, realpath, type FileHandle } from "node:fs/promises";
 import { extname, isAbsolute, join, relative, sep } from "node:path";
-import { pathToFileURL } from "node:url";
 import { isValidAccountName } from "../auth/index.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
@@ -223,7 +222,8 @@ export async function createFilesystemServer(config: FilesystemConfig, location:
 
   const server = new McpServer({ name: "kiln-filesystem", version: "1.0.0" });
   for (const file of await files()) {
-    server.registerResource(file, pathToFileURL(join(root, file)).href, { mimeType: "text/plain", description: `${file} under root_path` }, async (uri) => ({
+    // The URI names the file under the root, never the scheduler's own folders.
+    server.registerResource(file, `kiln-fs:///${file.split(sep).map(encodeURIComponent).join("/")}`, { mimeType: "text/plain", description: `${file} under root_path` }, async (uri) => ({
       contents: [{ uri: uri.href, mimeType: "text/plain", text: await readChecked(file) }],
     }));
   }

@@ -11,7 +11,7 @@ import { MongoClient } from "mongodb";
 import { z } from "zod";
 import type { ConnectContext } from "./context.js";
 import { optionalSecret } from "./secrets.js";
-import { connectionTarget } from "./sql.js";
+import { connectionTarget, MAX_LISTED } from "./sql.js";
 
 export interface MongoConfig {
   connection: { uri?: string; host?: string; port?: number; database?: string };
@@ -38,7 +38,9 @@ export async function createMongoServer(config: MongoConfig, ctx: ConnectContext
   const p = config.permissions ?? {};
   const limit = p.document_limit ?? 50;
   const maxTimeMS = (p.query_timeout ?? 10) * 1000;
-  const names = (await db.listCollections({}, { nameOnly: true }).toArray()).map((x) => x.name)
+  const listed: string[] = [];
+  for await (const c of db.listCollections({}, { nameOnly: true })) if (listed.push(c.name) >= MAX_LISTED) break;
+  const names = listed
     .filter((n) => !p.allowed_collections?.length || p.allowed_collections.includes(n)).sort();
 
   const server = new McpServer({ name: "kiln-mongodb", version: "1.0.0" });

@@ -11,7 +11,7 @@ import type mysql from "mysql2/promise";
 import { z } from "zod";
 import type { ConnectContext } from "./context.js";
 import { optionalSecret } from "./secrets.js";
-import { connectionTarget, type SqlConfig } from "./sql.js";
+import { connectionTarget, MAX_LISTED, type SqlConfig } from "./sql.js";
 
 export async function createMysqlServer(config: SqlConfig, ctx: ConnectContext): Promise<McpServer> {
   const auth = config.authentication;
@@ -34,7 +34,7 @@ export async function createMysqlServer(config: SqlConfig, ctx: ConnectContext):
   const rowLimit = p.row_limit ?? 100;
   const timeoutS = p.query_timeout ?? 10;
   const readOnly = p.read_only !== false;
-  const [tables] = await conn.query<mysql.RowDataPacket[]>({ sql: "SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_schema IN (?) ORDER BY 1, 2", timeout: ctx.timeoutMs }, [schemas]);
+  const [tables] = await conn.query<mysql.RowDataPacket[]>({ sql: `SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_schema IN (?) ORDER BY 1, 2 LIMIT ${MAX_LISTED}`, timeout: ctx.timeoutMs }, [schemas]);
   const allowed = tables.filter((r) => !p.allowed_tables?.length || p.allowed_tables.includes(String(r.t)) || p.allowed_tables.includes(`${r.s}.${r.t}`));
 
   const server = new McpServer({ name: "kiln-mysql", version: "1.0.0" });

@@ -20,6 +20,8 @@ export interface SqlConfig {
 
 const DEFAULT_ROW_LIMIT = 100;
 const DEFAULT_QUERY_TIMEOUT_S = 10;
+/** The most tables (or collections) listed as resources: a server cannot make the scheduler hold a million. */
+export const MAX_LISTED = 1000;
 /** The user when a configuration names none (never the scheduler's own `PGUSER` or login). */
 const DEFAULT_USER = "kiln";
 
@@ -86,7 +88,7 @@ export async function createPostgresServer(config: SqlConfig, ctx: ConnectContex
   const timeoutS = p.query_timeout ?? DEFAULT_QUERY_TIMEOUT_S;
   const readOnly = p.read_only !== false;
   const tables = (await client.query<{ table_schema: string; table_name: string }>(
-    "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema = ANY($1) ORDER BY 1, 2", [schemas],
+    `SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema = ANY($1) ORDER BY 1, 2 LIMIT ${MAX_LISTED}`, [schemas],
   )).rows.filter((t) => !p.allowed_tables?.length || p.allowed_tables.includes(t.table_name) || p.allowed_tables.includes(`${t.table_schema}.${t.table_name}`));
 
   const server = new McpServer({ name: "kiln-postgresql", version: "1.0.0" });
