@@ -12,6 +12,9 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { scopedFetch, type ConnectContext } from "./context.js";
 
+/** Octokit's own log lines would go to the scheduler's stdout, one per tenant request: none. */
+const SILENT = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
 export interface GithubConfig {
   base_url?: string;
   authentication: { type: string; token_env?: string; app_id?: string | number; private_key_env?: string; installation_id?: string | number };
@@ -24,7 +27,7 @@ export function githubClient(c: GithubConfig, ctx: ConnectContext): Octokit {
   const auth = a.type === "app"
     ? { authStrategy: createAppAuth, auth: { appId: a.app_id!, privateKey: ctx.secret(a.private_key_env), installationId: a.installation_id! } }
     : { auth: ctx.secret(a.token_env) };
-  return new Octokit({ ...auth, ...(c.base_url ? { baseUrl: c.base_url.replace(/\/$/, "") } : {}), request: { fetch: scopedFetch(ctx) }, userAgent: "kiln-mcp" });
+  return new Octokit({ ...auth, ...(c.base_url ? { baseUrl: c.base_url.replace(/\/$/, "") } : {}), request: { fetch: scopedFetch(ctx) }, userAgent: "kiln-mcp", log: SILENT });
 }
 
 export async function createGithubServer(c: GithubConfig, ctx: ConnectContext): Promise<McpServer> {
