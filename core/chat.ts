@@ -1,4 +1,4 @@
-/** The roles of a chat message (SPEC.md, Message), shared by the scheduler's validation and the agent's engine. */
+/** The roles of a chat message (README, "API"), shared by the scheduler's validation and the agent's engine. */
 export const CHAT_ROLES = ["system", "user", "assistant"] as const;
 export type ChatRole = (typeof CHAT_ROLES)[number];
 

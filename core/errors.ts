@@ -1,6 +1,6 @@
 /**
  * Named errors that carry their HTTP meaning. Every public error body is
- * `{"error": {"message", "type", "code"}}` (DESIGN.md, "Contract decisions"); these classes are
+ * `{"error": {"message", "type", "code"}}` (README, "API", the error table); these classes are
  * the one place where a status, a `type` and a `code` meet.
  */
 

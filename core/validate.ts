@@ -1,6 +1,6 @@
 /**
  * Errors of request-body validation, each naming the offending field's path first (`messages[0].role: …`),
- * as DESIGN.md's error contract asks. Unknown members are ignored by the validators; known members
+ * as the error contract (core/errors.ts) asks. Unknown members are ignored by the validators; known members
  * of the wrong type are refused with what was expected and what came.
  */
 import { InvalidRequestError } from "./errors.js";

@@ -1,6 +1,5 @@
 /**
- * The public model catalog: the chat model identifiers the API accepts (SPEC.md, "Allowed model
- * values", exact). A request naming anything else is a 400; a catalog model that no connected
+ * The public model catalog: the chat model identifiers the API accepts (exactly these; README, "API"). A request naming anything else is a 400; a catalog model that no connected
  * agent serves is a 503. Agents map these ids to GGUF files with `--serve ID=GGUF`.
  */
 export interface CatalogModel {

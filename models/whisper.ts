@@ -1,5 +1,5 @@
 /**
- * The whisper model catalog of the transcription tool (SPEC.md, "GET /api/models"): five sizes,
+ * The whisper model catalog of the transcription tool (README, "GET /api/models"): five sizes,
  * each a `ggml-<name>.bin` file in the agent's `--whisper-dir`, each speaking whisper's 99
  * languages. `memoryMb` is what a loaded model takes on this engine (weights plus one decoding
  * state), used by the memory budget before the real figure is known.

@@ -1,4 +1,4 @@
-/** Account tiers, lowest first, and their requests-per-minute limits (SPEC.md "Limits", DESIGN.md). */
+/** Account tiers, lowest first, and their requests-per-minute limits (README, "Limits (scheduler)"). */
 export const TIERS = ["free", "standard", "pro", "enterprise"] as const;
 export type Tier = (typeof TIERS)[number];
 

@@ -1,4 +1,4 @@
-/** The OpenAI-compatible shapes of chat completions (SPEC.md ChatCompletionResponse; DESIGN.md contract). */
+/** The OpenAI-compatible shapes of chat completions (README, "API"). */
 import { randomBytes } from "node:crypto";
 
 export interface Usage {

@@ -1,5 +1,5 @@
 /**
- * Validation of `POST /v1/chat/completions` bodies (SPEC.md, ChatCompletionRequest and Message).
+ * Validation of `POST /v1/chat/completions` bodies (README, "API": the request and its messages).
  * Unknown members are ignored; known members of the wrong type are not. Every failure is an
  * `InvalidRequestError` whose message starts with the offending field's path.
  */

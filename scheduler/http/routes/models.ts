@@ -1,4 +1,4 @@
-/** `GET /v1/models`: both shapes of the spec in one body (DESIGN.md). */
+/** `GET /v1/models`: both list shapes (`data` and `models`) in one body (README, "API"). */
 import { Hono } from "hono";
 import { CATALOG_CREATED, CHAT_MODELS } from "../../../models/catalog.js";
 import type { AgentSnapshot, Fleet } from "../../fleet/index.js";
