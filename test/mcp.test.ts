@@ -248,16 +248,19 @@ describe("POST /v1/mcp/test", () => {
   let fsBase: string;
   let dump: string;
   let grandchildPidFile: string;
+  let hogMarker: string;
   beforeAll(async () => {
     const dir = tempDir();
     fsBase = join(dir, "fs");
     dump = join(dir, "echo-env.json");
     grandchildPidFile = join(dir, "grandchild.pid");
+    hogMarker = join(dir, "hog-allocated");
     const spawnGrandchild = `const c = require("child_process").spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" }); require("fs").writeFileSync(${JSON.stringify(grandchildPidFile)}, String(c.pid)); setTimeout(() => {}, 60000)`;
     writeFileSync(join(dir, "stdio.json"), JSON.stringify({
       echo: { command: process.execPath, args: [resolve("test/fixtures/echo-mcp-server.mjs")], env: { ECHO_ENV_DUMP: dump }, tenant_env: ["ECHO_NAME"] },
       silent: { command: process.execPath, args: ["-e", spawnGrandchild] },
       gone: { command: "/nonexistent/mcp-server" },
+      hog: { command: process.execPath, args: ["-e", `const a = []; for (let i = 0; i < 40; i++) a.push(Buffer.alloc(8 * 1024 * 1024, 1)); require("fs").writeFileSync(${JSON.stringify(hogMarker)}, "allocated 320 MB")`], memory_mb: 128 },
     }));
     process.env.KILN_TEST_SCHEDULER_SECRET = "the-schedulers-own-secret-value";
     scheduler = await inProcessScheduler({ mcpTimeout: "2", mcpFsBase: fsBase, mcpStdioServers: join(dir, "stdio.json"), mcpAllowCidr: "127.0.0.1/32" });
@@ -300,6 +303,13 @@ describe("POST /v1/mcp/test", () => {
     expect(started.cwd).toBe(started.env.HOME);
     expect(started.cwd).not.toBe(process.cwd());
     expect(existsSync(started.cwd)).toBe(false); // the scratch folder is gone with the server
+  });
+
+  it("an operator's stdio server cannot take more memory than its catalog entry gives it", async () => {
+    const created = await call(standard, "POST", "/servers", { name: "hog", server_type: "mcp", config: { transport: "stdio", server: "hog" } });
+    const test = await call(standard, "POST", "/test", { server_id: created.body.id });
+    expect(test.status).toBe(502);
+    expect(existsSync(hogMarker)).toBe(false); // 320 MB under a 128 MB data limit: the allocation failed
   });
 
   it("403 below the standard tier, 404 for an unknown id, 400 for an inlined secret", async () => {

@@ -127,26 +127,31 @@ export interface McpServerConfig {
 /** Member names that hold a secret when they carry a value (the `_env` twin names it instead). */
 const SECRET_MEMBER = /^(password|passwd|secret|client_secret|token|bot_token|access_token|api_key|key|private_key|credentials?)$/i;
 
-/** The path of the first member holding a secret value, if any. */
-function findInlinedSecret(value: unknown, path = "config"): string | undefined {
-  if (Array.isArray(value)) {
-    for (const [i, v] of value.entries()) {
-      const found = findInlinedSecret(v, `${path}[${i}]`);
-      if (found) return found;
-    }
-    return undefined;
+/** A member of a parsed JSON value: its path (`config.endpoints[0].name`), its key, its value and its parent's path. */
+interface Member { path: string; key: string; value: unknown; parent: string }
+
+/** Every member of a parsed JSON value, depth first, each before its own members. */
+function* members(value: unknown, path = "config"): Generator<Member> {
+  if (!value || typeof value !== "object") return;
+  for (const [key, v] of Object.entries(value)) {
+    const at = Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`;
+    yield { path: at, key, value: v, parent: path };
+    yield* members(v, at);
   }
-  if (!value || typeof value !== "object") {
-    if (typeof value === "string" && /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*:[^/@\s]+@/i.test(value)) return path; // user:password@ in a URL
-    return undefined;
-  }
-  for (const [k, v] of Object.entries(value)) {
-    if (SECRET_MEMBER.test(k) && v !== null && v !== undefined && v !== "") return `${path}.${k}`;
-    const found = findInlinedSecret(v, `${path}.${k}`);
-    if (found) return found;
-  }
+}
+
+/** The path of the first member that `test` holds for, if any. */
+function firstMember(value: unknown, test: (m: Member) => boolean): string | undefined {
+  for (const m of members(value)) if (test(m)) return m.path;
   return undefined;
 }
+
+/** `user:password@` in a URL. */
+const URL_CREDENTIALS = /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*:[^/@\s]+@/i;
+
+/** The path of the first member holding a secret value (a secret-named member with a value, or credentials in a URL), if any. */
+const findInlinedSecret = (config: unknown) => firstMember(config, (m) =>
+  (SECRET_MEMBER.test(m.key) && m.value !== null && m.value !== undefined && m.value !== "") || (typeof m.value === "string" && URL_CREDENTIALS.test(m.value)));
 
 /** Largest stored configuration, as JSON. */
 export const MAX_CONFIG_BYTES = 64 * 1024;
@@ -155,24 +160,13 @@ export const MAX_CONFIG_BYTES = 64 * 1024;
 const FORBIDDEN_MEMBER = new Set(["__proto__", "constructor", "prototype"]);
 
 /** The path of the first forbidden member, if any. */
-function findForbiddenMember(value: unknown, path = "config"): string | undefined {
-  if (!value || typeof value !== "object") return undefined;
-  for (const [k, v] of Object.entries(value)) {
-    if (FORBIDDEN_MEMBER.has(k)) return `${path}.${k}`;
-    const found = findForbiddenMember(v, Array.isArray(value) ? `${path}[${k}]` : `${path}.${k}`);
-    if (found) return found;
-  }
-  return undefined;
-}
+const findForbiddenMember = (config: unknown) => firstMember(config, (m) => FORBIDDEN_MEMBER.has(m.key));
 
 /** Every secret a configuration names: `*_env` members and `env_from` values, with their paths. */
-export function secretReferences(config: unknown, path = "config"): { path: string; name: string }[] {
-  if (!config || typeof config !== "object") return [];
-  return Object.entries(config).flatMap(([k, v]) => {
-    const at = `${path}.${k}`;
-    if (typeof v === "string" && (k.endsWith("_env") || path.endsWith(".env_from"))) return [{ path: at, name: v }];
-    return secretReferences(v, at);
-  });
+export function secretReferences(config: unknown): { path: string; name: string }[] {
+  return [...members(config)]
+    .filter((m) => typeof m.value === "string" && (m.key.endsWith("_env") || m.parent.endsWith(".env_from")))
+    .map((m) => ({ path: m.path, name: m.value as string }));
 }
 
 /** What validation needs to know about this scheduler. */

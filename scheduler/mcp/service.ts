@@ -4,7 +4,8 @@
  * same validation, caps and tenant isolation.
  */
 import type { StdioCatalog } from "../../config/index.js";
-import { InFlightLimitError, InvalidRequestError, NotFoundError, ServiceUnavailableError } from "../../core/errors.js";
+import { InvalidRequestError, NotFoundError, ServiceUnavailableError } from "../../core/errors.js";
+import { InflightLimiter } from "../ratelimit/index.js";
 import type { Logger } from "../../core/log.js";
 import { validateMcpConfig } from "./config.js";
 import type { EgressPolicy } from "./egress.js";
@@ -33,8 +34,8 @@ export interface McpServiceOptions {
 }
 
 export class McpService {
-  private readonly running = new Map<string, number>();
-  private runningTotal = 0;
+  /** The tests running now, by account. */
+  private readonly running = new InflightLimiter();
   private readonly stdioServers: StdioCatalog;
 
   constructor(private readonly options: McpServiceOptions) {
@@ -95,15 +96,11 @@ export class McpService {
   /** Tests one of the account's configurations; at most `concurrency` at once per account (429 beyond). */
   async test(account: string, id: string, requestId?: string): Promise<McpTestResult> {
     const server = this.get(account, id);
-    const running = this.running.get(account) ?? 0;
-    if (running >= this.options.concurrency) {
-      throw new InFlightLimitError(`server_id: this account already has ${running} MCP tests running, the most it may run at once; retry when one ends`);
-    }
-    if (this.runningTotal >= (this.options.totalConcurrency ?? 32)) {
+    const release = this.running.acquire(account, this.options.concurrency, (n) => `server_id: this account already has ${n} MCP tests running, the most it may run at once; retry when one ends`);
+    if (this.running.total > (this.options.totalConcurrency ?? 32)) {
+      release();
       throw new ServiceUnavailableError("mcp_busy", "server_id: the scheduler is running as many MCP tests as it may; retry shortly");
     }
-    this.running.set(account, running + 1);
-    this.runningTotal++;
     try {
       const { egress, fsBase, timeoutMs, logger } = this.options;
       return await testMcpServer(server, {
@@ -111,10 +108,7 @@ export class McpService {
         ...(fsBase ? { fsBase } : {}), ...(requestId ? { requestId } : {}),
       });
     } finally {
-      this.runningTotal--;
-      const left = (this.running.get(account) ?? 1) - 1;
-      if (left > 0) this.running.set(account, left);
-      else this.running.delete(account);
+      release();
     }
   }
 

@@ -151,24 +151,34 @@ export function rateHeaders(d: RateDecision): Record<string, string> {
  * Requests in flight per account: a chat completion takes a place when it arrives and gives it
  * back when its answer is complete or its client is gone. Accounts with none hold no memory.
  */
+/** What a chat completion beyond its account's cap is told. */
+const chatRefusal = (limit: number): string => `requests in flight: this account may have at most ${limit} chat completions in flight (queued or generating) at once; retry when one finishes`;
+
 export class InflightLimiter {
   private readonly inflight = new Map<string, number>();
+  private held = 0;
+
+  /** Places held now, all accounts together. */
+  get total(): number {
+    return this.held;
+  }
 
   /**
    * Takes one of `limit` places for `account`, or throws `InFlightLimitError` (429
-   * `too_many_requests_in_flight`) when all are taken. Returns the release, which may be called
-   * any number of times (only the first counts).
+   * `too_many_requests_in_flight`, with the message `refusal` gives; default: a chat completion's)
+   * when all are taken. Returns the release, which may be called any number of times (only the
+   * first counts).
    */
-  acquire(account: string, limit: number): () => void {
+  acquire(account: string, limit: number, refusal: (limit: number) => string = chatRefusal): () => void {
     const held = this.inflight.get(account) ?? 0;
-    if (held >= limit) {
-      throw new InFlightLimitError(`requests in flight: this account may have at most ${limit} chat completions in flight (queued or generating) at once; retry when one finishes`);
-    }
+    if (held >= limit) throw new InFlightLimitError(refusal(limit));
     this.inflight.set(account, held + 1);
+    this.held++;
     let released = false;
     return () => {
       if (released) return;
       released = true;
+      this.held--;
       const left = (this.inflight.get(account) ?? 1) - 1;
       if (left > 0) this.inflight.set(account, left);
       else this.inflight.delete(account);
