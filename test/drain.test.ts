@@ -36,16 +36,16 @@ describe("drain on SIGTERM", () => {
 
     agent.child.kill("SIGTERM");
     await agent.waitFor(/shutting down/);
+    // The scheduler is told the node drains (a break that never tells it fails here), then refuses
+    // new work while the node's completion still streams, not because the node has left the fleet.
+    await sched.proc.waitFor(/"msg":"agent draining"/, 5000);
     let refused: { status: number; body: any } | undefined;
     await until(async () => {
       const r = await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "new work" }], max_tokens: 4 });
       if (r.status === 503) refused = r;
       return r.status === 503;
     }, 5000, "new work to be refused while draining");
-    // Refused because the scheduler was told the node is draining (its completion still streaming),
-    // not because the node has already left the fleet.
     expect(sched.proc.lines.some((l) => l.includes('"msg":"agent left"'))).toBe(false);
-    await sched.proc.waitFor(/"msg":"agent draining"/, 2000);
     expect(refused!.body.error).toMatchObject({ type: "service_unavailable_error", code: "model_unavailable" });
 
     for (;;) {
