@@ -3,15 +3,17 @@
  * (node-llama-cpp running the fabricated tiny model), over loopback HTTP and gRPC.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getLlama } from "node-llama-cpp";
 import type { AgentHandle } from "../agent/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, postChat, TINY_MODEL, until, waitForAgents } from "./helpers/fleet.js";
+import { GreedyReference, type ReferenceAnswer, type ReferenceMessage } from "./helpers/reference.js";
 
 let scheduler: SchedulerHandle;
 let agent: AgentHandle;
 let base: string;
 let key: string;
+/** The same GGUF, generated greedily outside Kiln: what each greedy answer's text must be. */
+let reference: GreedyReference;
 
 beforeAll(async () => {
   scheduler = await inProcessScheduler({ maxBody: "2kb" });
@@ -19,15 +21,38 @@ beforeAll(async () => {
   await waitForAgents(scheduler, 1);
   base = httpBase(scheduler);
   key = (await scheduler.keys.create({ account: "acme", tier: "pro" })).token;
+  reference = await GreedyReference.load(TINY_MODEL);
 });
 
 afterAll(async () => {
   await agent?.close();
   await scheduler?.close();
+  await reference?.dispose();
 });
 
-const user = (content = "Hello") => [{ role: "user", content }];
+const user = (content = "Hello"): ReferenceMessage[] => [{ role: "user", content }];
 const ok = (body: Record<string, unknown>) => postChat(base, key, { model: MODEL_ID, messages: user(), max_tokens: 4, ...body });
+
+/** The reference answer, which must have text (else a test comparing with it proves nothing). */
+async function expected(messages: ReferenceMessage[], maxTokens: number): Promise<ReferenceAnswer> {
+  const answer = await reference.complete(messages, maxTokens);
+  expect(answer.text, "the reference's own text").not.toBe("");
+  return answer;
+}
+
+/** A streamed greedy completion: its chunks, the concatenated delta.content, the finish reason. */
+async function streamChat(messages: ReferenceMessage[], maxTokens: number, extra: Record<string, unknown> = {}) {
+  const res = await fetch(`${base}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: MODEL_ID, messages, max_tokens: maxTokens, temperature: 0, stream: true, ...extra }),
+  });
+  const events = (await res.text()).split("\n\n").filter(Boolean).map((e) => e.replace(/^data: /, ""));
+  const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+  const text = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
+  const finish: unknown = chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0].finish_reason;
+  return { res, events, chunks, text, finish };
+}
 
 describe("request rules (SPEC request table, DESIGN error table)", () => {
   const cases: [string, unknown, number, string, RegExp][] = [
@@ -108,76 +133,98 @@ describe("request rules (SPEC request table, DESIGN error table)", () => {
 
 describe("completions", () => {
   it("answers with the spec's fields", async () => {
+    const want = await expected(user(), 5);
     const res = await ok({ max_tokens: 5, temperature: 0 });
     expect(res.status).toBe(200);
     const b = res.body;
     expect(b).toMatchObject({ object: "chat.completion", model: MODEL_ID, id: expect.stringMatching(/^chatcmpl-/) });
     expect(Number.isInteger(b.created)).toBe(true);
     expect(b.choices).toHaveLength(1);
-    expect(b.choices[0]).toMatchObject({ index: 0, message: { role: "assistant", content: expect.any(String) }, finish_reason: "length" });
+    expect(b.choices[0]).toMatchObject({ index: 0, message: { role: "assistant", content: want.text }, finish_reason: "length" });
+    expect(want.finishReason).toBe("length");
+    expect(b.usage.completion_tokens).toBe(want.completionTokens);
     expect(b.usage.total_tokens).toBe(b.usage.prompt_tokens + b.usage.completion_tokens);
     expect(res.headers.get("x-request-id")).toBeTruthy();
   });
 
   it("usage.prompt_tokens is the rendered prompt's token count by the model's own tokenizer", async () => {
-    const llama = await getLlama({ gpu: false, build: "never" });
-    const model = await llama.loadModel({ modelPath: TINY_MODEL });
-    try {
-      const messages = [
-        { role: "system", content: "You are a terse assistant." },
-        { role: "user", content: "What is two plus two?" },
-        { role: "assistant", content: "Four." },
-        { role: "user", content: "And times three? Ünïcödé ☃" },
-      ];
-      // ChatML rendered by hand (the GGUF's template), tokenized with special tokens; node-llama-cpp's ChatML wrapper adds BOS.
-      const chatml = messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join("") + "<|im_start|>assistant\n";
-      const expected = 1 + model.tokenize(chatml, true).length;
-      const res = await postChat(base, key, { model: MODEL_ID, messages: [...messages], max_tokens: 3 });
-      expect(res.status).toBe(200);
-      expect(res.body.usage.prompt_tokens).toBe(expected);
-      // The same request again: the KV cache is reused, the count is not smaller.
-      const again = await postChat(base, key, { model: MODEL_ID, messages, max_tokens: 3 });
-      expect(again.body.usage.prompt_tokens).toBe(expected);
-    } finally {
-      await model.dispose();
-      await llama.dispose();
-    }
+    const messages: ReferenceMessage[] = [
+      { role: "system", content: "You are a terse assistant." },
+      { role: "user", content: "What is two plus two?" },
+      { role: "assistant", content: "Four." },
+      { role: "user", content: "And times three? Ünïcödé ☃" },
+    ];
+    // ChatML rendered by hand (the GGUF's template), tokenized with special tokens, after BOS (which node-llama-cpp's ChatML wrapper adds).
+    const promptTokens = reference.promptTokens(messages).length;
+    const want = await expected(messages, 3);
+    const res = await postChat(base, key, { model: MODEL_ID, messages: [...messages], max_tokens: 3, temperature: 0 });
+    expect(res.status).toBe(200);
+    expect(res.body.usage.prompt_tokens).toBe(promptTokens);
+    expect(res.body.choices[0].message.content).toBe(want.text);
+    // The same request again: the KV cache is reused, neither the count nor the text changes.
+    const again = await postChat(base, key, { model: MODEL_ID, messages, max_tokens: 3, temperature: 0 });
+    expect(again.body.usage.prompt_tokens).toBe(promptTokens);
+    expect(again.body.choices[0].message.content).toBe(want.text);
   });
 
   // Greedy, so the outcome is deterministic: sampling can draw the end-of-turn token early.
   it.each([1, 7, 32])("max_tokens %i → finish_reason length with exactly that many completion tokens", async (n) => {
+    const want = await expected(user(), n);
     const res = await ok({ max_tokens: n, temperature: 0 });
     expect(res.body.choices[0].finish_reason).toBe("length");
     expect(res.body.usage.completion_tokens).toBe(n);
+    expect(res.body.choices[0].message.content).toBe(want.text);
+  });
+
+  // "ping": the tiny model's greedy answer ends with the end-of-turn token after 20 tokens.
+  it("a greedy answer that ends on its own → finish_reason stop, the reference's text, the end-of-turn token counted", async () => {
+    const want = await expected(user("ping"), 64);
+    expect(want.finishReason).toBe("stop");
+    const res = await ok({ messages: user("ping"), max_tokens: 64, temperature: 0 });
+    expect(res.body.choices[0]).toMatchObject({ message: { content: want.text }, finish_reason: "stop" });
+    expect(res.body.usage.completion_tokens).toBe(want.completionTokens);
+    const streamed = await streamChat(user("ping"), 64);
+    expect(streamed.text).toBe(want.text);
+    expect(streamed.finish).toBe("stop");
   });
 
   it("streams OpenAI server-sent events ending with [DONE], with usage on request", async () => {
-    const res = await fetch(`${base}/v1/chat/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: MODEL_ID, messages: user(), max_tokens: 12, temperature: 0, stream: true, stream_options: { include_usage: true } }),
-    });
+    const want = await expected(user(), 12);
+    const { res, events, chunks, text, finish } = await streamChat(user(), 12, { stream_options: { include_usage: true } });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    const events = (await res.text()).split("\n\n").filter(Boolean).map((e) => e.replace(/^data: /, ""));
     expect(events.at(-1)).toBe("[DONE]");
-    const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
     for (const c of chunks) expect(c).toMatchObject({ object: "chat.completion.chunk", model: MODEL_ID, id: chunks[0].id });
     expect(chunks[0].choices[0].delta.role).toBe("assistant");
-    const finish = chunks.find((c) => c.choices[0]?.finish_reason);
-    expect(finish.choices[0].finish_reason).toBe("length");
+    expect(text).toBe(want.text);
+    expect(finish).toBe("length");
     expect(chunks.at(-1).usage).toMatchObject({ completion_tokens: 12 });
   });
 
   it("8 concurrent requests on 4 sequences all complete, never more than 4 generating at once", async () => {
     const pool = agent.engine.modelPools[0]!;
     pool.peakBusy = 0;
-    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => ok({ max_tokens: 48, temperature: 0, messages: user(`request ${i}`) })));
+    const prompts = Array.from({ length: 8 }, (_, i) => user(`request ${i}`));
+    const wants: string[] = [];
+    for (const p of prompts) wants.push((await expected(p, 48)).text);
+    expect(new Set(wants).size, "the prompts' reference texts differ").toBe(8);
+    const results = await Promise.all(prompts.map((messages) => ok({ max_tokens: 48, temperature: 0, messages })));
     for (const r of results) expect(r.status).toBe(200);
+    // Each answer is its own prompt's text: none swapped, mixed or garbled by the batching.
+    expect(results.map((r) => r.body.choices[0].message.content)).toEqual(wants);
     expect(pool.peakBusy).toBe(4); // batched: 4 at once, and no more
     const snap = scheduler.fleet.snapshot()[0]!;
     expect(snap.pools[0]!.peakInflight).toBeLessThanOrEqual(4);
     expect(snap.pools[0]!.inflight).toBe(0);
+  });
+
+  it("4 concurrent streamed requests each stream their own prompt's text", async () => {
+    const prompts = ["Hello", "Tell me a story", "Once upon a time", "What is two plus two?"].map((p) => user(p));
+    const wants: string[] = [];
+    for (const p of prompts) wants.push((await expected(p, 24)).text);
+    expect(new Set(wants).size, "the prompts' reference texts differ").toBe(4);
+    const streams = await Promise.all(prompts.map((p) => streamChat(p, 24)));
+    expect(streams.map((s) => s.text)).toEqual(wants);
   });
 
   it("aborting a streamed request cancels it on the agent (a cancelled answer, not a finished one) and frees its sequence", async () => {
