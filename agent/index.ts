@@ -14,7 +14,7 @@ import { createLogger, type Logger } from "../core/log.js";
 import { checkDiarizationModels, checkVadModel, Transcriber, WhisperPool, type Translator } from "./asr/index.js";
 import { probeHardware } from "./hardware/index.js";
 import { createAgentApp, type NodeInfo } from "./http/index.js";
-import { JobService } from "./jobs/index.js";
+import { freeBytes, JobService } from "./jobs/index.js";
 import { FleetLink } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
 import { createAgentMetrics } from "./metrics.js";
@@ -23,6 +23,11 @@ import { WHISPER_LANGUAGES } from "../models/whisper.js";
 /** The spec's limits on one transcription input. */
 export const MAX_AUDIO_SECONDS = 4 * 3600;
 export const MAX_FILES = 10;
+/** How often finished jobs past their TTL, and orphaned files, are swept (also once at start). */
+const SWEEP_EVERY_MS = 3600_000;
+/** The slowest upload the request timeout allows for: 1 MB/s, plus a margin for the rest of the request. */
+const SLOWEST_UPLOAD_BYTES_PER_S = 1024 ** 2;
+const REQUEST_MARGIN_S = 300;
 
 export interface AgentHandle {
   engine: LlmEngine;
@@ -58,7 +63,8 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   const whisper = new WhisperPool({
     dir: whisperDir,
     gpu: config.gpu !== "cpu",
-    memoryBudgetMb: Math.floor(config.whisperMemory / 1024 ** 2),
+    // Each running job has its own engine process with its own loaded models: the budget is shared out.
+    memoryBudgetMb: Math.floor(config.whisperMemory / 1024 ** 2 / config.asrJobs),
     parallel: config.asrParallel,
     threads: Math.max(1, Math.floor(config.asrThreads / config.asrParallel)),
     logger,
@@ -72,15 +78,21 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     whisper, vad: { model: vadModel }, maxAudioSeconds: MAX_AUDIO_SECONDS, logger,
     ...(diarization ? { diarization } : {}),
     ...(translationModel ? { translator: chatTranslator(engine, translationModel) } : {}),
+    ffmpegStallMs: config.ffmpegStallSeconds * 1000,
   });
   let link: FleetLink | undefined;
   const metrics = createAgentMetrics({ jobs: () => jobs, engine, link: () => link });
+  const dataDir = resolve(config.dataDir);
+  await mkdir(dataDir, { recursive: true });
+  const uploadBudgetBytes = "bytes" in config.uploadBudget ? config.uploadBudget.bytes : Math.floor((await freeBytes(dataDir)) * config.uploadBudget.share);
   const jobs = new JobService({
-    dataDir: resolve(config.dataDir), transcriber, concurrency: config.asrJobs, maxQueued: config.asrQueue, logger,
+    dataDir, transcriber, concurrency: config.asrJobs, maxQueued: config.asrQueue, logger,
+    uploadBudgetBytes, resultTtlSeconds: config.resultTtl, maxResults: config.maxResults,
     onFinished: (outcome, audio, wall) => metrics.jobFinished(outcome, audio, wall),
   });
   await jobs.recover();
-  await mkdir(resolve(config.dataDir), { recursive: true });
+  await jobs.sweep();
+  const sweeper = setInterval(() => void jobs.sweep().catch((err: unknown) => logger.error({ err }, "sweeping finished jobs failed")), SWEEP_EVERY_MS).unref();
   const hardware = await probeHardware(engine.compute, config.dataDir);
   const capabilities = { diarization: Boolean(diarization), translation: Boolean(translationModel) };
   const node = async (): Promise<NodeInfo> => ({
@@ -108,19 +120,26 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     };
     return { ready: Object.values(checks).every(Boolean), checks, transcription };
   };
-  const app = createAgentApp({ jobs, whisper, capabilities, node, metrics, ready, limits: { fileBytes: config.maxUpload, files: MAX_FILES }, logger, ...(config.agentToken ? { token: config.agentToken } : {}) });
-  const http = await listenHttp(app.fetch, { host: config.host, port: config.port }).catch(async (err: unknown) => {
+  const app = createAgentApp({
+    jobs, whisper, capabilities, node, metrics, ready, logger,
+    limits: { fileBytes: config.maxUpload, files: MAX_FILES }, maxClientUploads: config.maxClientUploads,
+    ...(config.agentToken ? { token: config.agentToken } : {}),
+  });
+  if (config.agentInsecure) logger.warn({ host: config.host }, "--agent-insecure: the transcription API is served without a token; anyone who reaches this address can submit jobs (reading one still needs its handle)");
+  const requestTimeoutMs = (Math.ceil(config.maxUpload / SLOWEST_UPLOAD_BYTES_PER_S) + REQUEST_MARGIN_S) * 1000;
+  const http = await listenHttp(app.fetch, { host: config.host, port: config.port }, { requestTimeoutMs }).catch(async (err: unknown) => {
+    clearInterval(sweeper);
     await jobs.close();
     await engine.dispose();
     throw err;
   });
   const installed = (await whisper.status()).filter((m) => m.installed).map((m) => m.name);
-  logger.info({ http: formatHostPort(http.address), whisperDir, installed, auth: Boolean(config.agentToken) }, "transcription API listening");
+  logger.info({ http: formatHostPort(http.address), whisperDir, installed, auth: Boolean(config.agentToken), uploadBudgetMb: Math.floor(uploadBudgetBytes / 1024 ** 2), requestTimeoutS: requestTimeoutMs / 1000 }, "transcription API listening");
 
   if (config.scheduler && config.nodeToken) {
     if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
     logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU");
-    link = new FleetLink({ scheduler: config.scheduler, ...(credentials ? { credentials } : {}), nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir: resolve(config.dataDir), streamIntervalMs: config.streamInterval, logger });
+    link = new FleetLink({ scheduler: config.scheduler, ...(credentials ? { credentials } : {}), nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir, streamIntervalMs: config.streamInterval, logger });
     link.start();
   } else {
     logger.info("no --scheduler given: a transcription-only instance");
@@ -135,6 +154,7 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     async close(deadlineMs = 0) {
       await link?.drain(deadlineMs);
       await http.close(Math.min(deadlineMs, 1000));
+      clearInterval(sweeper);
       await jobs.close();
       await whisper.dispose();
       await engine.dispose();
@@ -153,7 +173,7 @@ function chatTranslator(engine: LlmEngine, modelId: string): Translator {
     const result = await engine.generate(modelId, [
       { role: "system", content: `You translate ${name(from)} into ${name(to)}. Reply with the translation only, no notes.` },
       { role: "user", content: text },
-    ], { temperature: 0, maxTokens: Math.max(32, text.length * 2), ...(signal ? { signal } : {}) });
+    ], { temperature: 0, maxTokens: Math.max(32, text.length * 2), local: true, ...(signal ? { signal } : {}) });
     return result.text;
   };
 }

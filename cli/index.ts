@@ -37,11 +37,13 @@ function printed(opts: Raw, specs: Record<string, OptionSpec>, config: Record<st
   return true;
 }
 
-const DEV_OPTIONS = { ...AGENT_OPTIONS, ...SCHEDULER_OPTIONS };
+/** `kiln dev`'s agent: its transcription API stays on this machine unless `--host` says otherwise. */
+const DEV_AGENT_OPTIONS = { ...AGENT_OPTIONS, host: { ...AGENT_OPTIONS.host, default: "127.0.0.1" } };
+const DEV_OPTIONS = { ...DEV_AGENT_OPTIONS, ...SCHEDULER_OPTIONS };
 
 withConfigOptions(addOptions(
   addOptions(program.command("dev").description("scheduler + agent on this machine; prints a dev API key"), SCHEDULER_OPTIONS),
-  AGENT_OPTIONS,
+  DEV_AGENT_OPTIONS,
   ["scheduler", "nodeToken", "logLevel", "drainSeconds", "grpcInsecure"],
 )).action((opts: Raw, cmd: Command) => {
   const raw = withConfigFile(opts, cmd, DEV_OPTIONS);

@@ -1,14 +1,30 @@
+/**
+ * How a Kiln process ends: on SIGINT/SIGTERM it drains (`close`) and exits 0; on a fault nothing
+ * caught (an unhandled rejection, an uncaught exception) it logs the fault with the request or job
+ * it came from, drains the same way and exits 1, so a supervisor restarts it. A second signal, or a
+ * fault during the drain, exits at once.
+ */
+import { currentContext } from "../core/context.js";
 import type { Logger } from "../core/log.js";
 
-/** Runs `close` once on SIGINT/SIGTERM, then exits; a second signal exits at once. */
-export function onShutdown(logger: Logger, close: () => Promise<void>): void {
+export function onShutdown(logger: Logger, close: () => Promise<void>, exit: (code: number) => void = (code) => process.exit(code)): void {
   let closing = false;
-  const handler = (signal: NodeJS.Signals): void => {
-    if (closing) process.exit(1);
+  const stop = (code: number): void => {
+    if (closing) return exit(code || 1);
     closing = true;
-    logger.info({ signal }, "shutting down");
-    close().then(() => process.exit(0), (err: unknown) => { logger.error({ err }, "shutdown failed"); process.exit(1); });
+    close().then(() => exit(code), (err: unknown) => { logger.error({ err }, "shutdown failed"); exit(1); });
   };
-  process.on("SIGINT", handler);
-  process.on("SIGTERM", handler);
+  const onSignal = (signal: NodeJS.Signals): void => {
+    logger.info({ signal }, "shutting down");
+    stop(0);
+  };
+  const onFault = (kind: string) => (err: unknown): void => {
+    // The handler runs in the context of the work that failed (AsyncLocalStorage): its request or job id.
+    logger.error({ ...currentContext(), err }, `${kind}: draining and exiting (this is a bug in Kiln; please report it)`);
+    stop(1);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  process.on("unhandledRejection", onFault("unhandled rejection"));
+  process.on("uncaughtException", onFault("uncaught exception"));
 }

@@ -21,7 +21,7 @@ describe("configuration", () => {
   });
 
   it("defaults threads by the CPU backend installed and parses --serve pairs", () => {
-    const c = parseAgentConfig({ scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", serve: ["famB-v3.1=/m/a.gguf", "famC-k2=/m/a.gguf"] });
+    const c = parseAgentConfig({ host: "127.0.0.1", scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", serve: ["famB-v3.1=/m/a.gguf", "famC-k2=/m/a.gguf"] });
     expect(c.threads).toBe(defaultThreads());
     // every core with the shared-threadpool backend; cores − 1 (at least 1) with node-llama-cpp's own
     expect([defaultThreads(2, true), defaultThreads(2, false), defaultThreads(1, false), defaultThreads(16, false)]).toEqual([2, 1, 1, 15]);
@@ -29,15 +29,15 @@ describe("configuration", () => {
   });
 
   it("runs a transcription-only agent without a scheduler, and ties the fleet flags together", () => {
-    const c = parseAgentConfig({ maxUpload: "1gb", whisperMemory: "512mb" });
+    const c = parseAgentConfig({ host: "127.0.0.1", maxUpload: "1gb", whisperMemory: "512mb" });
     expect(c.scheduler).toBeUndefined();
     expect(c.port).toBe(7860);
     expect(c.maxUpload).toBe(1024 ** 3);
     expect(c.whisperMemory).toBe(512 * 1024 ** 2);
     expect(c.asrParallel).toBeGreaterThanOrEqual(1);
-    expect(() => parseAgentConfig({ scheduler: "127.0.0.1:1" })).toThrow(/--node-token \/ KILN_NODE_TOKEN: is required with --scheduler/);
-    expect(() => parseAgentConfig({ segmentationModel: "/m/seg.onnx" })).toThrow(/--embedding-model \/ KILN_EMBEDDING_MODEL: is required/);
-    expect(() => parseAgentConfig({ serve: ["famB-v3.1=/m/a.gguf"], translationModel: "famC-k2" })).toThrow(/--translation-model/);
+    expect(() => parseAgentConfig({ host: "127.0.0.1", scheduler: "127.0.0.1:1" })).toThrow(/--node-token \/ KILN_NODE_TOKEN: is required with --scheduler/);
+    expect(() => parseAgentConfig({ host: "127.0.0.1", segmentationModel: "/m/seg.onnx" })).toThrow(/--embedding-model \/ KILN_EMBEDDING_MODEL: is required/);
+    expect(() => parseAgentConfig({ host: "127.0.0.1", serve: ["famB-v3.1=/m/a.gguf"], translationModel: "famC-k2" })).toThrow(/--translation-model/);
     expect(() => parseAgentConfig({ port: "70000" })).toThrow(/--port \/ KILN_PORT/);
   });
 });

@@ -52,6 +52,35 @@ const bytes = z.string().trim().transform((s, ctx) => {
   return Math.floor(Number(m[1]) * scale);
 });
 
+/** A duration: `90s`, `30m`, `12h`, `7d`, or bare seconds; in seconds. */
+const duration = z.string().trim().transform((s, ctx) => {
+  const m = /^(\d+)\s*(s|m|h|d)?$/i.exec(s);
+  if (!m) {
+    ctx.addIssue({ code: "custom", message: `expected a duration like 90s, 30m, 12h or 7d, got "${s}"` });
+    return z.NEVER;
+  }
+  const unit = (m[2] ?? "s").toLowerCase();
+  return Number(m[1]) * (unit === "d" ? 86_400 : unit === "h" ? 3600 : unit === "m" ? 60 : 1);
+});
+
+/** A size (`20gb`) or a share of the free disk (`25%`). */
+export type SizeOrShare = { bytes: number } | { share: number };
+const sizeOrShare = z.string().trim().transform((s, ctx): SizeOrShare => {
+  const pct = /^(\d+(?:\.\d+)?)\s*%$/.exec(s);
+  if (pct) {
+    const share = Number(pct[1]) / 100;
+    if (share > 0 && share <= 1) return { share };
+    ctx.addIssue({ code: "custom", message: `a share of the free disk must be above 0% and at most 100%, got "${s}"` });
+    return z.NEVER;
+  }
+  const parsed = bytes.safeParse(s);
+  if (!parsed.success || parsed.data < 1024 ** 2) {
+    ctx.addIssue({ code: "custom", message: `expected a size of at least 1mb (like 20gb) or a share of the free disk (like 25%), got "${s}"` });
+    return z.NEVER;
+  }
+  return { bytes: parsed.data };
+});
+
 const list = z.string().transform((s) => s.split(",").map((t) => t.trim()).filter(Boolean));
 
 /** An IPv4 or IPv6 range (`10.0.0.0/8`, `fd00::/8`) or a single address. */
@@ -256,7 +285,10 @@ export const AGENT_OPTIONS = {
   gpu: { flags: "--gpu <kind>", env: "KILN_GPU", default: "auto", description: `compute backend (${GPU_KINDS.join(", ")}); auto falls back to CPU`, schema: z.enum(GPU_KINDS) },
   host: { flags: "--host <host>", env: "KILN_HOST", default: "0.0.0.0", description: "address of the transcription API and web UI", schema: z.string().min(1) },
   port: { flags: "--port <port>", env: "KILN_PORT", default: "7860", description: "port of the transcription API and web UI (0 picks one)", schema: int(0, 65535) },
-  agentToken: { flags: "--agent-token <token>", env: "KILN_AGENT_TOKEN", secret: true, description: "when set, every /api/* call needs Authorization: Bearer <token>", schema: z.string().min(1).optional() },
+  /** Every `/api/*` call needs `Authorization: Bearer <token>` (a job's own calls also take its handle). Required off loopback. Default: none. */
+  agentToken: { flags: "--agent-token <token>", env: "KILN_AGENT_TOKEN", secret: true, description: "every /api/* call needs Authorization: Bearer <token> (a job's status, result and cancel also take the job's handle); required when --host is not loopback, unless --agent-insecure (default: none)", schema: z.string().min(16, "must be at least 16 characters").optional() },
+  /** Serve a non-loopback `--host` without `--agent-token` anyway. Default: off. */
+  agentInsecure: { flags: "--agent-insecure", env: "KILN_AGENT_INSECURE", description: "serve the transcription API on a non-loopback --host without --agent-token anyway; warned at every start (default: off)", schema: bool },
   dataDir: { flags: "--data-dir <dir>", env: "KILN_DATA_DIR", default: ".kiln/agent", description: "job database, uploads and results", schema: z.string().min(1) },
   whisperDir: { flags: "--whisper-dir <dir>", env: "KILN_WHISPER_DIR", default: ".kiln/whisper", description: "folder of ggml-<name>.bin whisper models", schema: z.string().min(1) },
   vadModel: { flags: "--vad-model <file>", env: "KILN_VAD_MODEL", description: "Silero VAD ONNX model (default: silero_vad.onnx in --whisper-dir)", schema: z.string().min(1).optional() },
@@ -267,9 +299,19 @@ export const AGENT_OPTIONS = {
   asrQueue: { flags: "--asr-queue <n>", env: "KILN_ASR_QUEUE", default: "100", description: "transcription jobs that may wait (more is a 503)", schema: int(0) },
   asrParallel: { flags: "--asr-parallel <n>", env: "KILN_ASR_PARALLEL", default: String(Math.min(4, cpus().length)), description: "speech chunks decoded at once, each on its own whisper state (default: cores, at most 4)", schema: int(1, 64) },
   asrThreads: { flags: "--asr-threads <n>", env: "KILN_ASR_THREADS", default: String(cpus().length), description: "whisper compute threads in all, shared by the parallel decodes (default: cores)", schema: int(1, 1024) },
-  whisperMemory: { flags: "--whisper-memory <size>", env: "KILN_WHISPER_MEMORY", default: `${Math.floor(totalmem() / 2 / 1024 ** 2)}mb`, description: "memory loaded whisper models may take before idle ones are unloaded (default: half the RAM)", schema: bytes.pipe(z.number().int().min(1024 ** 2, "must be at least 1mb")) },
+  whisperMemory: { flags: "--whisper-memory <size>", env: "KILN_WHISPER_MEMORY", default: `${Math.floor(totalmem() / 2 / 1024 ** 2)}mb`, description: "memory loaded whisper models may take, shared out among the --asr-jobs engine processes, before idle ones are unloaded (default: half the RAM)", schema: bytes.pipe(z.number().int().min(1024 ** 2, "must be at least 1mb")) },
   drainSeconds: drainSeconds("running completions may finish (queued transcription jobs resume at the next start)"),
   maxUpload: { flags: "--max-upload <size>", env: "KILN_MAX_UPLOAD", default: "1gb", description: "largest audio file accepted (413 above)", schema: bytes.pipe(z.number().int().min(1024, "must be at least 1kb")) },
+  /** Bytes all uploads in flight may stage together, a size or a share of the free disk at start. Default: 50%. */
+  uploadBudget: { flags: "--upload-budget <size|N%>", env: "KILN_UPLOAD_BUDGET", default: "50%", description: "bytes the uploads in flight may stage on disk together: a size, or a share of the data folder's free disk at start (507 past it, or when the disk itself runs low)", schema: sizeOrShare },
+  /** Uploads one client address may have in flight at once. Default: 2. */
+  maxClientUploads: { flags: "--max-client-uploads <n>", env: "KILN_MAX_CLIENT_UPLOADS", default: "2", description: "uploads one client address may have in flight at once (429 past it)", schema: int(1, 1000) },
+  /** How long finished jobs (row, result, files) are kept. Default: 7d. */
+  resultTtl: { flags: "--result-ttl <duration>", env: "KILN_RESULT_TTL", default: "7d", description: "how long a finished job and its result are kept (like 12h or 7d)", schema: duration.pipe(z.number().int().min(60, "must be at least 60s")) },
+  /** Finished jobs kept at most; the oldest go first. Default: 10000. */
+  maxResults: { flags: "--max-results <n>", env: "KILN_MAX_RESULTS", default: "10000", description: "finished jobs kept at most (the oldest are removed first)", schema: int(1) },
+  /** ffmpeg is killed when its output has not grown for this long. Default: 120. */
+  ffmpegStallSeconds: { flags: "--ffmpeg-stall-seconds <s>", env: "KILN_FFMPEG_STALL_SECONDS", default: "120", description: "a decode whose output has not grown for this many seconds is killed and its job fails", schema: int(1, 86_400) },
   logLevel,
 } satisfies Record<string, OptionSpec>;
 
@@ -321,6 +363,10 @@ export function parseAgentConfig(raw: Raw): AgentConfig {
   if (config.scheduler && !config.schedulerCa && !config.grpcInsecure && !isLoopback(config.scheduler.host)) {
     throw new ConfigError(optionName(o.scheduler), `${config.scheduler.host} is not a loopback address, and the node token and prompts would cross the network in plaintext: pass --scheduler-ca to dial with TLS, or --grpc-insecure to dial plaintext anyway`);
   }
+  if (!config.agentToken && !config.agentInsecure && !isLoopback(config.host)) {
+    throw new ConfigError(optionName(o.host), `${config.host} is reachable from other machines and no --agent-token is set: pass --agent-token (every /api call then needs it), --host 127.0.0.1 to serve this machine only, or --agent-insecure to serve without a token anyway`);
+  }
+  if (config.agentToken && config.agentInsecure) throw new ConfigError(optionName(o.agentInsecure), "contradicts --agent-token (give one or the other)");
   if (Boolean(config.segmentationModel) !== Boolean(config.embeddingModel)) {
     throw new ConfigError(config.segmentationModel ? "--embedding-model / KILN_EMBEDDING_MODEL" : "--segmentation-model / KILN_SEGMENTATION_MODEL", "is required for speaker diarization (give both models)");
   }

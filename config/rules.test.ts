@@ -121,7 +121,29 @@ describe("the scheduler's gRPC rules", () => {
 });
 
 describe("the agent's rules", () => {
-  const agent = (raw: Record<string, string | boolean | string[]> = {}) => parseAgentConfig(raw);
+  const agent = (raw: Record<string, string | boolean | string[]> = {}) => parseAgentConfig({ host: "127.0.0.1", ...raw });
+
+  it("the transcription API off loopback needs --agent-token (16+ characters) or --agent-insecure, not both", () => {
+    refusal(() => parseAgentConfig({}), "--host / KILN_HOST", "0.0.0.0 is reachable from other machines and no --agent-token is set: pass --agent-token (every /api call then needs it), --host 127.0.0.1 to serve this machine only, or --agent-insecure to serve without a token anyway");
+    refusal(() => agent({ host: "10.1.2.3" }), "--host / KILN_HOST", /^--host \/ KILN_HOST: 10\.1\.2\.3 is reachable/);
+    expect(agent({ host: "0.0.0.0", agentToken: TOKEN })).toMatchObject({ host: "0.0.0.0", agentToken: TOKEN, agentInsecure: false });
+    expect(agent({ host: "::", agentInsecure: true })).toMatchObject({ host: "::", agentInsecure: true });
+    expect(agent({ host: "localhost" }).agentToken).toBeUndefined();
+    refusal(() => agent({ agentToken: "short" }), "--agent-token / KILN_AGENT_TOKEN", "must be at least 16 characters");
+    refusal(() => agent({ agentToken: TOKEN, agentInsecure: "1" }), "--agent-insecure / KILN_AGENT_INSECURE", "contradicts --agent-token (give one or the other)");
+  });
+
+  it("budgets and retention: sizes or shares, durations", () => {
+    expect(agent()).toMatchObject({ uploadBudget: { share: 0.5 }, maxClientUploads: 2, resultTtl: 7 * 86_400, maxResults: 10_000, ffmpegStallSeconds: 120 });
+    expect(agent({ uploadBudget: "20gb" }).uploadBudget).toEqual({ bytes: 20 * 1024 ** 3 });
+    expect(agent({ uploadBudget: "12.5%" }).uploadBudget).toEqual({ share: 0.125 });
+    refusal(() => agent({ uploadBudget: "0%" }), "--upload-budget / KILN_UPLOAD_BUDGET", 'a share of the free disk must be above 0% and at most 100%, got "0%"');
+    refusal(() => agent({ uploadBudget: "150%" }), "--upload-budget / KILN_UPLOAD_BUDGET", /at most 100%/);
+    refusal(() => agent({ uploadBudget: "1kb" }), "--upload-budget / KILN_UPLOAD_BUDGET", 'expected a size of at least 1mb (like 20gb) or a share of the free disk (like 25%), got "1kb"');
+    for (const [given, seconds] of [["90s", 90], ["30m", 1800], ["12h", 43_200], ["7D", 604_800], ["3600", 3600]] as const) expect(agent({ resultTtl: given }).resultTtl, given).toBe(seconds);
+    refusal(() => agent({ resultTtl: "soon" }), "--result-ttl / KILN_RESULT_TTL", 'expected a duration like 90s, 30m, 12h or 7d, got "soon"');
+    refusal(() => agent({ resultTtl: "59s" }), "--result-ttl / KILN_RESULT_TTL", "must be at least 60s");
+  });
   it("a scheduler needs a node token; plaintext only to loopback; TLS flags in pairs", () => {
     expect(agent({ scheduler: "127.0.0.1:5", nodeToken: TOKEN }).scheduler).toEqual({ host: "127.0.0.1", port: 5 });
     refusal(() => agent({ scheduler: "127.0.0.1:5" }), "--node-token / KILN_NODE_TOKEN", "is required with --scheduler");

@@ -65,6 +65,13 @@ export class NotFoundError extends KilnError {
   }
 }
 
+/** 409: the request conflicts with the resource's state (a job not finished yet, or already finished). */
+export class ConflictError extends KilnError {
+  constructor(code: string, message: string) {
+    super(409, "invalid_request_error", code, message);
+  }
+}
+
 /** 413: a body or upload over its limit. */
 export class PayloadTooLargeError extends KilnError {
   constructor(code: string, message: string) {
@@ -90,6 +97,13 @@ export class InFlightLimitError extends KilnError {
 export class ServiceUnavailableError extends KilnError {
   constructor(code: string, message: string) {
     super(503, "service_unavailable_error", code, message);
+  }
+}
+
+/** 507: the upload does not fit the instance's staging budget or its free disk. */
+export class InsufficientStorageError extends KilnError {
+  constructor(message: string) {
+    super(507, "service_unavailable_error", "insufficient_storage", message);
   }
 }
 

@@ -23,15 +23,18 @@ env_file() { # name, template
   [ -e "/etc/kiln/$1.env" ] || { printf '%s\n' "$2" > "/etc/kiln/$1.env"; chown root:kiln "/etc/kiln/$1.env"; chmod 0640 "/etc/kiln/$1.env"; }
 }
 if [ "$which" != "scheduler" ]; then
+  # The transcription API listens on every interface (:7860), so it gets a token of its own.
+  agent_token="$(node -e 'process.stdout.write(require("node:crypto").randomBytes(24).toString("base64url"))')"
   env_file agent "# kiln agent: every flag has a KILN_* twin (node bin/kiln.js agent --help)
+# every /api call on :7860 needs Authorization: Bearer <KILN_AGENT_TOKEN> (a job's own calls also take its handle)
+KILN_AGENT_TOKEN=$agent_token
 #KILN_SCHEDULER=scheduler.example:50051
 # a non-loopback scheduler is dialed with TLS (or KILN_GRPC_INSECURE=1, warned at every start):
 #KILN_SCHEDULER_CA=/etc/kiln/tls/ca.crt
 #KILN_TLS_CERT=/etc/kiln/tls/agent.crt
 #KILN_TLS_KEY=/etc/kiln/tls/agent.key
 #KILN_NODE_TOKEN=
-#KILN_SERVE=famB-v3.1=/var/lib/kiln/models/model.gguf
-#KILN_AGENT_TOKEN="
+#KILN_SERVE=famB-v3.1=/var/lib/kiln/models/model.gguf"
   install -m 0644 systemd/kiln-agent.service /etc/systemd/system/kiln-agent.service
 fi
 if [ "$which" != "agent" ]; then

@@ -50,7 +50,7 @@ describe("kiln CLI", () => {
       [["--segmentation-model", bogus, "--embedding-model", bogus], /^kiln: segmentation model .*bogus\.onnx is not an ONNX file\n$/],
     ];
     for (const [args, message] of cases) {
-      const r = await kiln(["agent", "--port", "0", "--data-dir", join(dir, "data"), "--log-level", "warn", ...args]);
+      const r = await kiln(["agent", "--host", "127.0.0.1", "--port", "0", "--data-dir", join(dir, "data"), "--log-level", "warn", ...args]);
       expect(r.code).toBe(1);
       expect(r.stderr.split("\n").filter((l) => l.startsWith("kiln:") || l.startsWith("    at ")).join("\n") + "\n").toMatch(message);
     }
@@ -66,7 +66,7 @@ describe("kiln CLI", () => {
     expect(config).toMatchObject({ queueSize: 7, queueTimeout: 5, http: { host: "127.0.0.1", port: 9999 }, nodeTokens: "[redacted]" });
     expect(r.stdout).not.toContain("file-secret-token");
 
-    const agent = await kiln(["agent", "--print-config", "--agent-token", "agent-secret"], {});
+    const agent = await kiln(["agent", "--print-config", "--agent-token", "agent-secret-token-16"], {});
     expect(JSON.parse(agent.stdout)).toMatchObject({ agentToken: "[redacted]", port: 7860 });
 
     writeFileSync(file, JSON.stringify({ queueSise: 1 }));

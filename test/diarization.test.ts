@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MODEL_ID, TINY_MODEL, tempDir } from "./helpers/fleet.js";
-import { getJson, makeMedia, startTranscription, TEST_EMBEDDING, TEST_SEGMENTATION, twoVoices, upload, waitForJob, type Transcription } from "./helpers/speech.js";
+import { fetchJob, getJson, makeMedia, startTranscription, TEST_EMBEDDING, TEST_SEGMENTATION, twoVoices, upload, waitForJob, type Transcription } from "./helpers/speech.js";
 
 let t: Transcription;
 let plain: Transcription;
@@ -56,9 +56,9 @@ describe("speaker diarization", () => {
     const { view } = await waitForJob(t.base, res.body.job_id);
     expect(view.status, view.error).toBe("completed");
     expect(checkSpeakers(view.result).size).toBe(2);
-    const srt = await (await fetch(`${t.base}/api/result/${res.body.job_id}?format=srt`)).text();
+    const srt = await (await fetchJob(`${t.base}/api/result/${res.body.job_id}?format=srt`)).text();
     expect(srt).toMatch(/SPEAKER_00: /);
-    const txt = await (await fetch(`${t.base}/api/result/${res.body.job_id}?format=txt`)).text();
+    const txt = await (await fetchJob(`${t.base}/api/result/${res.body.job_id}?format=txt`)).text();
     expect(txt).toMatch(/^\[SPEAKER_00\] /);
   });
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ffmpegPath } from "../agent/asr/ffmpeg.js";
 import { tempDir } from "./helpers/fleet.js";
-import { getJson, makeMedia, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
+import { fetchJob, getJson, handleOf, makeMedia, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
 
 let t: Transcription;
 let media: string;
@@ -32,7 +32,8 @@ describe("POST /api/process", () => {
     const res = await upload(t.base, files, { model: "base" });
     expect(res.status).toBe(202);
     expect(res.body.jobs).toHaveLength(10);
-    for (const job of res.body.jobs) expect(job).toMatchObject({ job_id: expect.any(String), status: "processing" });
+    for (const job of res.body.jobs) expect(job).toMatchObject({ job_id: expect.any(String), status: "processing", handle: expect.stringMatching(/^jh_/) });
+    expect(new Set(res.body.jobs.map((j: { handle: string }) => j.handle)).size).toBe(10);
     for (const [i, job] of (res.body.jobs as { job_id: string; file_name: string }[]).entries()) {
       const { view, progress, etas } = await waitForJob(t.base, job.job_id);
       expect(view.status, `${job.file_name}: ${view.error}`).toBe("completed");
@@ -44,10 +45,10 @@ describe("POST /api/process", () => {
     }
   });
 
-  it("answers one file with {job_id, status}", async () => {
+  it("answers one file with {job_id, status, handle}", async () => {
     const res = await upload(t.base, [makeMedia(media, "one.wav", { seconds: 3 })]);
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ job_id: expect.any(String), status: "processing" });
+    expect(res.body).toEqual({ job_id: expect.stringMatching(/^[0-9a-f-]{36}$/), status: "processing", handle: expect.stringMatching(/^jh_[\w-]{32}$/) });
     expect((await waitForJob(t.base, res.body.job_id)).view.status).toBe("completed");
   });
 
@@ -152,7 +153,7 @@ describe("results", () => {
 
   it("SRT and VTT parse, are ordered, never overlap and keep cues short", async () => {
     for (const format of ["srt", "vtt"] as const) {
-      const res = await fetch(`${t.base}/api/result/${completed.wav}?format=${format}`);
+      const res = await fetchJob(`${t.base}/api/result/${completed.wav}?format=${format}`);
       expect(res.headers.get("content-type")).toContain(format === "srt" ? "subrip" : "text/vtt");
       const text = await res.text();
       if (format === "vtt") expect(text.startsWith("WEBVTT\n")).toBe(true);
@@ -176,16 +177,17 @@ describe("results", () => {
   });
 
   it("TXT holds the text; an unknown format and an unknown job are refused", async () => {
-    const txt = await fetch(`${t.base}/api/result/${completed.mp3}?format=txt`);
+    const txt = await fetchJob(`${t.base}/api/result/${completed.mp3}?format=txt`);
     expect(txt.status).toBe(200);
-    const json = (await getJson(`${t.base}/api/result/${completed.mp3}`)).body;
+    const json = (await getJson(`${t.base}/api/result/${completed.mp3!}`)).body;
     expect((await txt.text()).trim()).toBe(json.segments.map((s: { text: string }) => s.text).join("\n"));
     const bad = await getJson(`${t.base}/api/result/${completed.mp3}?format=docx`);
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toMatch(/^format:/);
-    const missing = await getJson(`${t.base}/api/status/no-such-job`);
-    expect(missing.status).toBe(404);
-    expect(missing.body.error).toMatchObject({ type: "not_found_error", code: "job_not_found" });
+    // Without the instance's token nobody learns whether a job id exists: no handle opens it.
+    const missing = await getJson(`${t.base}/api/status/no-such-job`, { authorization: `Bearer ${handleOf(completed.mp3!)}` });
+    expect(missing.status).toBe(401);
+    expect(missing.body.error).toMatchObject({ type: "authentication_error", code: "invalid_job_handle" });
   });
 });
 
@@ -203,11 +205,11 @@ describe("GET /api/models", () => {
 
 describe("KILN_AGENT_TOKEN", () => {
   it("guards every /api call when set", async () => {
-    const guarded = await startTranscription({ agentToken: "s3cret-token" });
+    const guarded = await startTranscription({ agentToken: "s3cret-token-of-16" });
     try {
       expect((await getJson(`${guarded.base}/api/models`)).status).toBe(401);
       expect((await getJson(`${guarded.base}/api/models`, { authorization: "Bearer wrong" })).status).toBe(401);
-      expect((await getJson(`${guarded.base}/api/models`, { authorization: "Bearer s3cret-token" })).status).toBe(200);
+      expect((await getJson(`${guarded.base}/api/models`, { authorization: "Bearer s3cret-token-of-16" })).status).toBe(200);
       expect((await upload(guarded.base, [makeMedia(media, "g.wav", { seconds: 1 })])).status).toBe(401);
     } finally {
       await guarded.agent.close();

@@ -42,7 +42,8 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
     await expect.poll(() => page.locator("#model option").count()).toBe(5);
     await page.setInputFiles("#audio", makeMedia(media, "hello.wav", { seconds: 6 }));
     await page.selectOption("#format", "srt");
-    await page.click("#submit");
+    const [submitted] = await Promise.all([page.waitForResponse((r) => r.url().endsWith("/api/process")), page.click("#submit")]);
+    const { handle } = (await submitted.json()) as { handle: string };
     const row = page.locator(".job").first();
     await row.locator(".status", { hasText: "Completed · 100 %" }).waitFor({ timeout: 60_000 });
     expect(await row.locator("progress").getAttribute("value")).toBe("100");
@@ -54,7 +55,9 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
     expect(download.suggestedFilename()).toBe("hello.srt");
     const saved = join(media, "download.srt");
     await download.saveAs(saved);
-    const expected = await (await fetch(`${t.base}/api/result/${jobId}?format=srt`)).text();
+    // The page read the result with the job's handle, as any client must (no token on this instance).
+    expect((await fetch(`${t.base}/api/result/${jobId}?format=srt`)).status).toBe(401);
+    const expected = await (await fetch(`${t.base}/api/result/${jobId}?format=srt`, { headers: { authorization: `Bearer ${handle}` } })).text();
     expect(readFileSync(saved, "utf8")).toBe(expected);
     expect(await page.locator("#preview").textContent()).toBe(expected);
 
@@ -103,11 +106,11 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
   }, 60_000);
 
   it("asks for the agent token once and keeps it for the session", async () => {
-    const guarded = await startTranscription({ agentToken: "ui-secret-token" });
+    const guarded = await startTranscription({ agentToken: "ui-secret-token-16" });
     try {
       const page = await open(1280, 900, guarded.base);
       await page.locator("#token-dialog[open]").waitFor();
-      await page.fill("#token", "ui-secret-token");
+      await page.fill("#token", "ui-secret-token-16");
       await page.click("#token-form button[type=submit]");
       await expect.poll(() => page.locator("#model option").count()).toBe(5);
       expect(await page.locator("#node").textContent()).toMatch(/Jobs0 running, 0 queued/);

@@ -1,7 +1,7 @@
 /** Speech transcription: ffmpeg decoding, voice activity, whisper, words and output formats. */
 export { Transcriber, type TranscriberOptions, type TranscribeRequest, type Progress, type Translator } from "./pipeline.js";
 export { checkDiarizationModels, diarize, type DiarizationModels } from "./diarize/index.js";
-export { WhisperPool, type WhisperPoolOptions, type WhisperModelStatus } from "./whisper.js";
+export { WhisperPool, WhisperSession, type WhisperPoolOptions, type WhisperModelStatus, type WhisperEngineInfo, type DecodeOptions } from "./whisper.js";
 export { checkVadModel, detectSpeech, type VadOptions, type SpeechSpan } from "./vad/index.js";
 export { render, buildCues, FORMATS, type OutputFormat, type Cue } from "./formats.js";
 export { AudioError, EngineError, JobAbortedError } from "./errors.js";

@@ -4,7 +4,7 @@
  * Progress is reported as a fraction that only rises, with an ETA from the measured speed.
  */
 import { mkdir, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { Logger } from "../../core/log.js";
 import { Semaphore } from "../../core/semaphore.js";
 import type { WhisperModelName } from "../../models/whisper.js";
@@ -20,6 +20,8 @@ import type { WhisperPool, WhisperSegment } from "./whisper.js";
 import { segmentsFromChunk } from "./words.js";
 
 export interface TranscribeRequest {
+  /** Names this run's whisper engine process (`WhisperPool.engines()`); the job id. Default: the work folder's name. */
+  label?: string;
   /** The uploaded file. */
   input: string;
   /** The name the user knows the file by, for error messages. */
@@ -56,6 +58,8 @@ export interface TranscriberOptions {
   diarization?: DiarizationModels;
   /** Translation into languages other than English; absent means unavailable. */
   translator?: Translator;
+  /** ffmpeg is killed after this long without progress (default: `DEFAULT_STALL_MS`, 120 s). */
+  ffmpegStallMs?: number;
   logger: Logger;
 }
 
@@ -84,12 +88,13 @@ export class Transcriber {
     await mkdir(request.workDir, { recursive: true });
     const pcmPath = join(request.workDir, "audio.f32");
     try {
-      const probe = await probeAudio(request.input, request.displayName);
+      const stall = this.options.ffmpegStallMs !== undefined ? { stallMs: this.options.ffmpegStallMs } : {};
+      const probe = await probeAudio(request.input, request.displayName, stall);
       if (probe.durationSeconds !== undefined && probe.durationSeconds > this.options.maxAudioSeconds) {
         throw new AudioError(`${request.displayName} lasts ${formatDuration(probe.durationSeconds)}, over the ${this.options.maxAudioSeconds / 3600}-hour limit`);
       }
       report(0.01, (probe.durationSeconds ?? 60) * rtf);
-      const samples = await decodeToPcm(request.input, pcmPath, { maxSeconds: this.options.maxAudioSeconds, displayName: request.displayName, ...(signal ? { signal } : {}) });
+      const samples = await decodeToPcm(request.input, pcmPath, { maxSeconds: this.options.maxAudioSeconds, displayName: request.displayName, ...stall, ...(signal ? { signal } : {}) });
       const duration = samples / SAMPLE_RATE;
       report(DECODE_SHARE, duration * rtf);
       if (signal?.aborted) throw new JobAbortedError();
@@ -159,7 +164,12 @@ export class Transcriber {
     report: (progress: number, eta: number) => void, signal?: AbortSignal,
   ): Promise<{ list: Segment[]; languages: Map<string, number> }> {
     const { whisper } = this.options;
-    const pcm = await PcmFile.open(pcmPath);
+    // This run's own whisper engine process: a native crash there fails this job alone.
+    const session = whisper.session(request.label ?? basename(request.workDir));
+    const pcm = await PcmFile.open(pcmPath).catch((err: unknown) => {
+      void session.close();
+      throw err;
+    });
     const perChunk: Omit<Segment, "id">[][] = new Array<Omit<Segment, "id">[]>(chunks.length);
     const languages = new Map<string, number>();
     const partial = new Map<number, number>(); // chunk index → seconds decoded so far
@@ -181,10 +191,10 @@ export class Transcriber {
           if (signal?.aborted) throw new JobAbortedError();
           const audio = await readChunk(pcm, chunk);
           const seconds = chunk.samples / SAMPLE_RATE;
-          const decoded: WhisperSegment[] = await whisper.decode(request.model, audio, {
+          const decoded: WhisperSegment[] = await session.decode(request.model, audio, {
             translate: request.translate,
             ...(request.language ? { language: request.language } : {}),
-          }, (seg) => { partial.set(chunk.index, Math.min(seconds, seg.to / 1000)); update(); });
+          }, (seg) => { partial.set(chunk.index, Math.min(seconds, seg.to / 1000)); update(); }, signal ? { signal } : {});
           partial.delete(chunk.index);
           done += seconds;
           const lang = decoded.find((s) => s.lang)?.lang;
@@ -196,6 +206,7 @@ export class Transcriber {
         }
       }));
     } finally {
+      void session.close(); // once its last decode ends, the engine serves the next run
       await pcm.close();
     }
     if (speech > 0) {

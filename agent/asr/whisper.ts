@@ -1,63 +1,33 @@
 /**
- * Whisper models through smart-whisper: which catalog models are installed (`ggml-<name>.bin`
- * in the whisper directory), loading on first use, keeping them loaded, unloading the least
- * recently used idle one when a memory budget would be exceeded, and decoding on parallel
- * whisper states of one loaded model (smart-whisper makes a fresh state per call).
+ * Whisper models through smart-whisper, in supervised engine processes: which catalog models
+ * are installed (`ggml-<name>.bin` in the whisper directory), and sessions, one per job run, each
+ * leasing one engine process (engine/whisper-engine.ts) for its decodes, so that a native crash
+ * fails that job alone. A returned engine keeps its models loaded for the next session; a crashed
+ * one is dropped and the next session gets a fresh one. Decodes running at once across all
+ * sessions are bounded by `parallel`.
  */
-import { createRequire } from "node:module";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../core/log.js";
-import { WHISPER_MODELS, whisperModel, type WhisperModelName } from "../../models/whisper.js";
-import { EngineError } from "./errors.js";
 import { Semaphore } from "../../core/semaphore.js";
+import { WHISPER_MODELS, whisperModel, type WhisperModelName } from "../../models/whisper.js";
+import { JobAbortedError } from "./errors.js";
+import { WhisperEngine } from "./engine/whisper-engine.js";
+import type { DecodeParams, WhisperSegment } from "./engine/whisper-protocol.js";
 
-/** One token of whisper's detailed output; times in milliseconds on the decoded audio. */
-export interface WhisperToken {
-  text: string;
-  id: number;
-  p: number;
-  from?: number;
-  to?: number;
-}
-
-/** One segment of whisper's detailed output; times in milliseconds on the decoded audio. */
-export interface WhisperSegment {
-  from: number;
-  to: number;
-  text: string;
-  lang: string;
-  confidence: number;
-  tokens: WhisperToken[];
-}
-
-interface NativeModel {
-  readonly freed: boolean;
-  free(): Promise<void>;
-}
-interface NativeTask {
-  on(event: "transcribed", listener: (segment: WhisperSegment) => void): void;
-  readonly result: Promise<WhisperSegment[] | Error>;
-}
-interface SmartWhisper {
-  WhisperModel: { load(file: string, gpu?: boolean): Promise<NativeModel> };
-  TranscribeTask: { run(model: NativeModel, pcm: Float32Array, params: Record<string, unknown>): Promise<NativeTask> };
-}
-
-let native: SmartWhisper | undefined;
-function smartWhisper(): SmartWhisper {
-  native ??= createRequire(import.meta.url)("smart-whisper") as SmartWhisper;
-  return native;
-}
+export type { DecodeParams, WhisperSegment, WhisperToken } from "./engine/whisper-protocol.js";
 
 export interface WhisperPoolOptions {
   /** Folder holding `ggml-<name>.bin` files. */
   dir: string;
   /** Ask whisper.cpp for the GPU (used when the library was built with CUDA). */
   gpu: boolean;
-  /** Loaded models may take this many MiB together before idle ones are unloaded. */
+  /**
+   * Loaded models may take this many MiB together in one engine process before its idle ones
+   * are unloaded. Each engine process (one per open session, plus the idle ones) has this budget.
+   */
   memoryBudgetMb: number;
-  /** Whisper decodes running at once (each on its own state). */
+  /** Whisper decodes running at once across all sessions (each on its own state). */
   parallel: number;
   /** Compute threads per decode. */
   threads: number;
@@ -67,22 +37,13 @@ export interface WhisperPoolOptions {
    * sides, since random-weight models trip it on every window.
    */
   temperatureFallback?: boolean;
+  /** Idle engine processes kept warm (models loaded) for the next sessions. Default 1. */
+  idleEngines?: number;
+  /** An idle engine process beyond `idleEngines` exits after this many milliseconds unused. Default 60 000. */
+  idleExitMs?: number;
+  /** At `dispose()`, milliseconds between SIGTERM and SIGKILL of an engine process. Default 2000. */
+  stopGraceMs?: number;
   logger: Logger;
-}
-
-export interface DecodeParams {
-  /** A whisper language code, or undefined to detect. */
-  language?: string;
-  /** Whisper's translate task (into English). */
-  translate: boolean;
-}
-
-interface Loaded {
-  name: WhisperModelName;
-  model: NativeModel;
-  memoryMb: number;
-  users: number;
-  lastUsed: number;
 }
 
 export interface WhisperModelStatus {
@@ -90,13 +51,38 @@ export interface WhisperModelStatus {
   size: string;
   languages: number;
   installed: boolean;
+  /** Loaded in one of the engine processes. */
   loaded: boolean;
 }
 
+/** An engine process as `engines()` lists it. */
+export interface WhisperEngineInfo {
+  pid: number;
+  /** The session leasing it (the job id), or null while it is idle. */
+  label: string | null;
+}
+
+export interface DecodeOptions {
+  /** Stops waiting: the decode rejects with `JobAbortedError` (whisper finishes the chunk unseen). */
+  signal?: AbortSignal;
+  /** Called once the engine has the model loaded and whisper runs on this audio. */
+  onStarted?: () => void;
+}
+
+/** What a session needs of its pool. */
+interface SessionHost {
+  slot(): Promise<() => void>;
+  path(name: WhisperModelName): string;
+  giveBack(): void;
+}
+
 export class WhisperPool {
-  private readonly loaded = new Map<WhisperModelName, Loaded>();
-  private readonly loading = new Map<WhisperModelName, Promise<Loaded>>();
   private readonly slots: Semaphore;
+  private readonly live = new Set<WhisperEngine>();
+  /** Idle engines, the most recently returned last. */
+  private readonly idle: WhisperEngine[] = [];
+  private readonly idleTimers = new Map<WhisperEngine, NodeJS.Timeout>();
+  private disposed = false;
 
   constructor(private readonly options: WhisperPoolOptions) {
     this.slots = new Semaphore(options.parallel);
@@ -115,96 +101,166 @@ export class WhisperPool {
   }
 
   async status(): Promise<WhisperModelStatus[]> {
+    const loaded = new Set([...this.live].flatMap((e) => e.loaded));
     return Promise.all(WHISPER_MODELS.map(async (m) => ({
       name: m.name, size: m.size, languages: m.languages,
       installed: await this.isInstalled(m.name),
-      loaded: this.loaded.has(m.name),
+      loaded: loaded.has(m.name),
     })));
+  }
+
+  /** The engine processes running now, and the session leasing each. */
+  engines(): WhisperEngineInfo[] {
+    return [...this.live].flatMap((e) => (e.pid === undefined ? [] : [{ pid: e.pid, label: e.label }]));
+  }
+
+  /**
+   * Opens a session for one job run (`label`: the job id): it leases an engine process of its
+   * own, idle and warm if there is one, else a fresh one, until `close()`.
+   * Throws `JobAbortedError` once the pool is disposed.
+   */
+  session(label: string): WhisperSession {
+    if (this.disposed) throw new JobAbortedError();
+    const engine = this.idle.pop() ?? this.spawn(label);
+    this.cancelRetirement(engine);
+    engine.label = label;
+    return new WhisperSession(label, engine, {
+      slot: () => this.slots.acquire(),
+      path: (name) => this.path(name),
+      giveBack: () => this.giveBack(engine),
+    });
+  }
+
+  /** Decodes one chunk in a session of its own (see `WhisperSession.decode`). */
+  async decode(name: WhisperModelName, pcm: Float32Array, params: DecodeParams, onSegment?: (segment: WhisperSegment) => void, options?: DecodeOptions): Promise<WhisperSegment[]> {
+    const session = this.session("decode");
+    try {
+      return await session.decode(name, pcm, params, onSegment, options);
+    } finally {
+      await session.close();
+    }
+  }
+
+  /** Ends every engine process (SIGTERM, then SIGKILL after the grace); decodes in flight reject with `JobAbortedError`. */
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    for (const timer of this.idleTimers.values()) clearTimeout(timer);
+    this.idleTimers.clear();
+    this.idle.length = 0;
+    await Promise.all([...this.live].map((e) => e.stop(this.options.stopGraceMs ?? 2000)));
+  }
+
+  private spawn(label: string): WhisperEngine {
+    const { options } = this;
+    const engine = new WhisperEngine({
+      gpu: options.gpu,
+      memoryBudgetMb: options.memoryBudgetMb,
+      parallel: options.parallel,
+      threads: options.threads,
+      temperatureFallback: options.temperatureFallback !== false,
+    }, options.logger, (gone) => this.forget(gone));
+    this.live.add(engine);
+    options.logger.info({ engine: engine.pid, session: label }, "whisper engine process started");
+    return engine;
+  }
+
+  /** A session is done with `engine`: it waits idle for the next one, unless it has ended. */
+  private giveBack(engine: WhisperEngine): void {
+    if (!engine.alive || this.disposed) return;
+    engine.label = null;
+    this.idle.push(engine);
+    this.retireExtraIdle();
+  }
+
+  /** Idle engines beyond the newest `idleEngines` exit after `idleExitMs` unless a session takes them first. */
+  private retireExtraIdle(): void {
+    const keep = this.options.idleEngines ?? 1;
+    for (const engine of this.idle.slice(0, Math.max(0, this.idle.length - keep))) {
+      if (this.idleTimers.has(engine)) continue;
+      const timer = setTimeout(() => {
+        this.idleTimers.delete(engine);
+        const at = this.idle.indexOf(engine);
+        if (at < 0 || this.idle.length <= keep) return;
+        this.idle.splice(at, 1);
+        this.options.logger.info({ engine: engine.pid }, "idle whisper engine process exits");
+        void engine.stop(this.options.stopGraceMs ?? 2000);
+      }, this.options.idleExitMs ?? 60_000);
+      timer.unref();
+      this.idleTimers.set(engine, timer);
+    }
+  }
+
+  private cancelRetirement(engine: WhisperEngine): void {
+    clearTimeout(this.idleTimers.get(engine));
+    this.idleTimers.delete(engine);
+  }
+
+  /** An engine process has ended (crashed, retired or stopped): no session gets it again. */
+  private forget(engine: WhisperEngine): void {
+    this.live.delete(engine);
+    const at = this.idle.indexOf(engine);
+    if (at >= 0) this.idle.splice(at, 1);
+    this.cancelRetirement(engine);
+  }
+}
+
+/**
+ * One job run's lease of an engine process. Its decodes run there (at most `parallel` at once
+ * across the pool); if that process crashes, they and every later one reject with the crash
+ * `EngineError`. `close()` returns the process to the pool.
+ */
+export class WhisperSession {
+  private closing: Promise<void> | undefined;
+
+  constructor(readonly label: string, private readonly engine: WhisperEngine, private readonly host: SessionHost) {}
+
+  /** The leased engine process's id. */
+  get pid(): number | undefined {
+    return this.engine.pid;
   }
 
   /**
    * Decodes one chunk (16 kHz mono) and returns whisper's segments with token timestamps.
    * Waits for a free decoding slot; `onSegment` sees each segment as whisper finishes it.
    */
-  async decode(name: WhisperModelName, pcm: Float32Array, params: DecodeParams, onSegment?: (segment: WhisperSegment) => void): Promise<WhisperSegment[]> {
-    const release = await this.slots.acquire();
-    const entry = await this.acquire(name).catch((err: unknown) => { release(); throw err; });
+  async decode(name: WhisperModelName, pcm: Float32Array, params: DecodeParams, onSegment?: (segment: WhisperSegment) => void, options: DecodeOptions = {}): Promise<WhisperSegment[]> {
+    const { signal, onStarted } = options;
+    this.check(signal);
+    const release = await this.host.slot();
+    let work: Promise<WhisperSegment[]>;
     try {
-      const task = await smartWhisper().TranscribeTask.run(entry.model, pcm, {
-        format: "detail",
-        token_timestamps: true,
-        strategy: 0, // greedy, with whisper's temperature fallback
-        n_threads: this.options.threads,
-        translate: params.translate,
-        language: params.language ?? "auto",
-        suppress_non_speech_tokens: true,
-        no_context: true,
-        ...(this.options.temperatureFallback === false ? { temperature_inc: 0 } : {}),
-      });
-      if (onSegment) task.on("transcribed", onSegment);
-      const result = await task.result;
-      if (!Array.isArray(result)) throw new EngineError(`whisper failed on this audio: ${result instanceof Error ? result.message : String(result)}`);
-      return result;
-    } finally {
-      entry.users--;
-      entry.lastUsed = Date.now();
+      this.check(signal);
+      work = this.engine.decode(name, this.host.path(name), pcm, params, { ...(onSegment ? { onSegment } : {}), ...(onStarted ? { onStarted } : {}) });
+    } catch (err) {
       release();
+      throw err;
     }
+    // The slot stays taken until the engine is done with the audio, even if the caller stops waiting.
+    void work.then(release, release);
+    return signal ? abortable(work, signal) : work;
   }
 
-  private async acquire(name: WhisperModelName): Promise<Loaded> {
-    let entry = this.loaded.get(name);
-    if (!entry) {
-      let pending = this.loading.get(name);
-      if (!pending) {
-        pending = this.load(name).finally(() => this.loading.delete(name));
-        this.loading.set(name, pending);
-      }
-      entry = await pending;
-    }
-    entry.users++;
-    entry.lastUsed = Date.now();
-    return entry;
+  /**
+   * Returns the engine process to the pool once the decodes still running on it end (their
+   * results are dropped). Later decodes on this session are refused. Need not be awaited.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.engine.whenIdle().then(() => this.host.giveBack());
+    return this.closing;
   }
 
-  private async load(name: WhisperModelName): Promise<Loaded> {
-    const file = this.path(name);
-    const size = await stat(file).then((s) => s.size, () => { throw new EngineError(`whisper model "${name}" is not installed (${file})`); });
-    const memoryMb = Math.ceil((size / 1024 ** 2) * 1.25 + 64 * this.options.parallel);
-    await this.makeRoom(memoryMb);
-    const started = Date.now();
-    const model = await smartWhisper().WhisperModel.load(file, this.options.gpu).catch((err: unknown) => {
-      throw new EngineError(`whisper model "${name}" failed to load from ${file}: ${err instanceof Error ? err.message : String(err)}`);
-    });
-    const entry: Loaded = { name, model, memoryMb, users: 0, lastUsed: Date.now() };
-    this.loaded.set(name, entry);
-    this.options.logger.info({ model: name, file, memoryMb, ms: Date.now() - started }, "whisper model loaded");
-    return entry;
+  private check(signal?: AbortSignal): void {
+    if (signal?.aborted) throw new JobAbortedError();
+    if (this.closing) throw new Error(`whisper session ${this.label} is closed`);
+    if (this.engine.error) throw this.engine.error;
   }
+}
 
-  /** Unloads idle models, least recently used first, until `needMb` more fits the budget. */
-  private async makeRoom(needMb: number): Promise<void> {
-    const used = () => [...this.loaded.values()].reduce((a, e) => a + e.memoryMb, 0);
-    while (used() + needMb > this.options.memoryBudgetMb) {
-      const idle = [...this.loaded.values()].filter((e) => e.users === 0).sort((a, b) => a.lastUsed - b.lastUsed)[0];
-      if (!idle) {
-        this.options.logger.warn({ needMb, usedMb: used(), budgetMb: this.options.memoryBudgetMb }, "whisper memory budget exceeded: every loaded model is busy");
-        return;
-      }
-      await this.unload(idle.name, "memory budget");
-    }
-  }
-
-  private async unload(name: WhisperModelName, reason: string): Promise<void> {
-    const entry = this.loaded.get(name);
-    if (!entry) return;
-    this.loaded.delete(name);
-    await entry.model.free();
-    this.options.logger.info({ model: name, reason }, "whisper model unloaded");
-  }
-
-  async dispose(): Promise<void> {
-    await Promise.allSettled([...this.loading.values()]);
-    for (const name of [...this.loaded.keys()]) await this.unload(name, "shutdown");
-  }
+/** `work`, or `JobAbortedError` as soon as `signal` aborts. */
+function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new JobAbortedError());
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }

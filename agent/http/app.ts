@@ -1,29 +1,33 @@
 /**
  * The agent's HTTP app on port 7860 (Hono): the transcription API under `/api` —
  * `POST /api/process`, `GET /api/status/{job_id}`, `GET /api/result/{job_id}?format=`,
- * `GET /api/models` — behind an optional bearer token (`KILN_AGENT_TOKEN`).
+ * `GET /api/jobs`, `POST /api/jobs/{job_id}/cancel`, `DELETE /api/jobs/{job_id}`,
+ * `GET /api/models` — behind the agent token and each job's handle (`./access.ts`).
  */
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
-import { bearerToken, notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
-import { InvalidRequestError, KilnError } from "../../core/errors.js";
+import { notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
+import { InFlightLimitError, InvalidRequestError, KilnError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import type { HttpMetrics } from "../../core/metrics.js";
 import { WHISPER_LANGUAGES, type WhisperModelName } from "../../models/whisper.js";
 import { CONTENT_TYPES, FORMATS, render, type OutputFormat } from "../asr/formats.js";
 import type { WhisperPool } from "../asr/whisper.js";
-import type { JobService } from "../jobs/index.js";
+import { MAX_PAGE, type JobService } from "../jobs/index.js";
+import { access, requireJob, requireOperator, type AccessVariables } from "./access.js";
 import { uiRoutes } from "../ui/index.js";
 import { parseJobFields } from "./fields.js";
-import { parseUpload, type UploadLimits } from "./upload.js";
+import { drain, parseUpload, type UploadLimits } from "./upload.js";
 
 export interface AgentHttpDeps {
   jobs: JobService;
   whisper: WhisperPool;
   limits: UploadLimits;
+  /** Uploads one client address may have in flight at once (more: 429). */
+  maxClientUploads: number;
   /** What this node can do beyond transcription; requests needing more are refused at submission. */
   capabilities: { diarization: boolean; translation: boolean };
-  /** When set, every `/api/*` call needs `Authorization: Bearer <token>`. */
+  /** When set, every `/api/*` call needs `Authorization: Bearer <token>` (or, for a job's own routes, its handle). */
   token?: string;
   /** The node panel's facts (hardware, jobs, scheduler link). */
   node: () => Promise<NodeInfo>;
@@ -49,7 +53,10 @@ export interface NodeInfo {
   capabilities: { diarization: boolean; translation: boolean; max_upload_bytes: number; max_files: number };
 }
 
-export type AgentEnv = RequestIdEnv & { Bindings: HttpBindings };
+export type AgentEnv = { Bindings: HttpBindings; Variables: RequestIdEnv["Variables"] & AccessVariables };
+
+/** Routes about one job, which its handle opens. */
+const JOB_ROUTE = /^\/api\/(?:(?:status|result)\/[^/]+|jobs\/[^/]+(?:\/cancel)?)$/;
 
 export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
   const app = new Hono<AgentEnv>();
@@ -64,22 +71,44 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     return c.json(r, r.ready ? 200 : 503);
   });
   app.get("/metrics", () => deps.metrics.handler());
-  if (deps.token) {
-    app.use("/api/*", bearerToken(deps.token, {
-      missing: ["missing_api_key", "Authorization: this instance needs \"Bearer <token>\""],
-      invalid: ["invalid_api_key", "Authorization: the bearer token is not this instance's"],
-    }));
-  }
+  app.use("/api/*", access(deps.token, (path) => JOB_ROUTE.test(path)));
 
+  const uploading = new Map<string, number>(); // client address → uploads in flight
   app.post("/api/process", async (c) => {
     deps.jobs.ensureRoom(1);
+    const client = c.env.incoming.socket.remoteAddress ?? "unknown";
+    const mine = uploading.get(client) ?? 0;
+    if (mine >= deps.maxClientUploads) {
+      drain(c.env.incoming);
+      throw new InFlightLimitError(`audio: this address already has ${mine} uploads in progress (at most ${deps.maxClientUploads}); wait for one to finish`);
+    }
+    uploading.set(client, mine + 1);
     let upload;
+    let ticket;
     try {
-      upload = await parseUpload(c.env.incoming, deps.limits, (name) => deps.jobs.stage(name), (files) => deps.jobs.discard(files));
+      const length = c.req.header("content-length");
+      ticket = await deps.jobs.admit(length && /^\d+$/.test(length) ? Number(length) : undefined);
+      const jobs = deps.jobs;
+      const reserved = ticket;
+      upload = await parseUpload(c.env.incoming, deps.limits, {
+        stage: (fileName) => jobs.stage(fileName, reserved),
+        charge: (file, bytes) => jobs.charge(file, bytes),
+        discard: (files) => jobs.discard(files),
+      });
     } catch (err) {
-      // The rest of a refused upload is not worth reading: answer, then close the connection.
-      if (err instanceof KilnError) c.header("Connection", "close");
+      if (!ticket) {
+        // Refused before a byte was staged: the body is read and dropped, the connection kept.
+        drain(c.env.incoming);
+      } else if (err instanceof KilnError) {
+        // Refused mid-upload: the rest is not worth reading; answer, then close the connection.
+        c.header("Connection", "close");
+      }
       throw err;
+    } finally {
+      if (ticket) deps.jobs.settle(ticket);
+      const left = (uploading.get(client) ?? 1) - 1;
+      if (left > 0) uploading.set(client, left);
+      else uploading.delete(client);
     }
     try {
       const options = parseJobFields(upload.fields);
@@ -95,8 +124,8 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
       }
       const jobs = deps.jobs.submit(upload.files, options);
       const body = jobs.length === 1
-        ? { job_id: jobs[0]!.job_id, status: jobs[0]!.status }
-        : { jobs: jobs.map((j) => ({ job_id: j.job_id, status: j.status, file_name: j.file_name })) };
+        ? { job_id: jobs[0]!.job_id, status: jobs[0]!.status, handle: jobs[0]!.handle }
+        : { jobs: jobs.map((j) => ({ job_id: j.job_id, status: j.status, file_name: j.file_name, handle: j.handle })) };
       return c.json(body, 202);
     } catch (err) {
       await deps.jobs.discard(upload.files);
@@ -104,7 +133,33 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     }
   });
 
-  app.get("/api/status/:id", async (c) => c.json(await deps.jobs.status(c.req.param("id"))));
+  app.get("/api/jobs", (c) => {
+    requireOperator(c, "listing jobs");
+    const raw = c.req.query("limit") ?? "20";
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_PAGE) {
+      throw new InvalidRequestError("invalid_limit", `limit: expected a whole number from 1 to ${MAX_PAGE}, got "${raw}"`);
+    }
+    return c.json(deps.jobs.list(Number(raw), c.req.query("after")));
+  });
+
+  app.post("/api/jobs/:id/cancel", async (c) => {
+    const id = c.req.param("id");
+    requireJob(c, deps.jobs, id);
+    return c.json(await deps.jobs.cancel(id));
+  });
+
+  app.delete("/api/jobs/:id", async (c) => {
+    const id = c.req.param("id");
+    requireJob(c, deps.jobs, id);
+    await deps.jobs.remove(id);
+    return c.json({ job_id: id, deleted: true });
+  });
+
+  app.get("/api/status/:id", async (c) => {
+    const id = c.req.param("id");
+    requireJob(c, deps.jobs, id);
+    return c.json(await deps.jobs.status(id));
+  });
 
   app.get("/api/result/:id", async (c) => {
     const format = (c.req.query("format") ?? "json").toLowerCase();
@@ -112,6 +167,7 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
       throw new InvalidRequestError("invalid_format", `format: "${format}" is not one of ${FORMATS.join(", ")}`);
     }
     const id = c.req.param("id");
+    requireJob(c, deps.jobs, id);
     const transcript = await deps.jobs.result(id);
     c.header("Content-Type", CONTENT_TYPES[format as OutputFormat]);
     if (c.req.query("download") !== undefined) c.header("Content-Disposition", `attachment; filename="${id}.${format}"`);

@@ -1,11 +1,13 @@
 /**
  * Streaming `multipart/form-data` (busboy): every `audio` part goes to disk as it arrives, never
  * whole into memory. Limits are enforced while streaming: a file passing the size limit stops the
- * upload at once with a 413 and its partial file is removed; an 11th `audio` part is a 400.
+ * upload at once with a 413 and its partial file is removed; an 11th `audio` part is a 400; bytes
+ * past the staging budget (charged chunk by chunk) stop it with the budget's error (507).
  * Text fields are collected (small, bounded); other file parts are drained and ignored.
  */
 import { createWriteStream, type WriteStream } from "node:fs";
 import type { IncomingMessage } from "node:http";
+import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import busboy from "busboy";
 import { InvalidRequestError, KilnError, PayloadTooLargeError } from "../../core/errors.js";
@@ -24,24 +26,25 @@ export interface ParsedUpload {
 }
 
 const FIELD_BYTES = 64 * 1024;
-/**
- * After refusing an upload, the rest of the body is read and dropped (clients such as fetch read
- * the answer only once they have sent everything), up to this many bytes; past that the
- * connection is cut.
- */
+/** Most bytes of a refused request's body read and dropped (see `drain`). */
 const DRAIN_BYTES = 64 * 1024 ** 2;
 const MAX_FIELDS = 64;
 
+/** Where uploads go, and what they may take. */
+export interface UploadStaging {
+  /** Where an audio part goes. */
+  stage(fileName: string): Promise<StagedUpload>;
+  /** Charges bytes of a part before they are written (throws to stop the upload). */
+  charge(upload: StagedUpload, bytes: number): Promise<void>;
+  /** Removes the parts of a refused upload. */
+  discard(files: StagedUpload[]): Promise<void>;
+}
+
 /**
- * Parses the request; `stage(fileName)` says where each audio part goes. On any failure the
- * files written so far are removed (by `discard`) before the error is thrown.
+ * Parses the request into staged files and text fields. On any failure the files written so far
+ * are removed (by `discard`) before the error is thrown.
  */
-export async function parseUpload(
-  req: IncomingMessage,
-  limits: UploadLimits,
-  stage: (fileName: string) => Promise<StagedUpload>,
-  discard: (files: StagedUpload[]) => Promise<void>,
-): Promise<ParsedUpload> {
+export async function parseUpload(req: IncomingMessage, limits: UploadLimits, staging: UploadStaging): Promise<ParsedUpload> {
   const contentType = req.headers["content-type"] ?? "";
   if (!/^multipart\/form-data/i.test(contentType)) {
     throw new InvalidRequestError("invalid_content_type", `Content-Type: expected multipart/form-data with an audio file, got "${contentType || "none"}"`);
@@ -84,18 +87,23 @@ export async function parseUpload(
       const fileName = info.filename || `audio-${audioParts}`;
       stream.on("limit", () => fail(new PayloadTooLargeError("file_too_large", `audio: "${fileName}" is larger than the ${formatBytes(limits.fileBytes)} limit`)));
       const write = (async () => {
-        const staged = await stage(fileName);
+        const staged = await staging.stage(fileName);
         files[index] = staged; // in the order of the parts, however staging interleaves
         if (failure) throw failure;
         const out = createWriteStream(staged.path);
         open.add(out);
+        const meter = new Transform({
+          transform(chunk: Buffer, _encoding, done) {
+            staging.charge(staged, chunk.length).then(() => done(null, chunk), (err: unknown) => done(err as Error));
+          },
+        });
         try {
-          await pipeline(stream, out);
+          await pipeline(stream, meter, out);
         } finally {
           open.delete(out);
         }
       })();
-      write.catch(() => undefined);
+      write.catch((err: unknown) => { if (err instanceof KilnError) fail(err); });
       writes.push(write);
     });
     parser.on("field", (name, value, info) => {
@@ -116,7 +124,7 @@ export async function parseUpload(
     if (failure) throw failure;
   } catch (err) {
     await Promise.allSettled(writes);
-    await discard(files.filter((f): f is StagedUpload => f !== undefined));
+    await staging.discard(files.filter((f): f is StagedUpload => f !== undefined));
     throw err instanceof KilnError ? err : new InvalidRequestError("upload_failed", `audio: the upload failed (${err instanceof Error ? err.message : String(err)})`);
   }
   const staged = files.filter((f): f is StagedUpload => f !== undefined);
@@ -124,7 +132,11 @@ export async function parseUpload(
   return { files: staged, fields };
 }
 
-function drain(req: IncomingMessage): void {
+/**
+ * Reads and drops the rest of a refused request's body (clients such as fetch read the answer
+ * only once they have sent everything), up to `DRAIN_BYTES`; past that the connection is cut.
+ */
+export function drain(req: IncomingMessage): void {
   let dropped = 0;
   req.on("data", (chunk: Buffer) => {
     dropped += chunk.length;

@@ -1,2 +1,3 @@
-export { JobService, type JobServiceOptions, type JobView, type StagedUpload } from "./service.js";
+export { freeBytes, StagingBudget } from "./budget.js";
+export { JobService, MAX_PAGE, type JobList, type JobServiceOptions, type JobView, type StagedUpload, type SubmittedJob } from "./service.js";
 export type { JobOptions, JobStatus } from "./store.js";

@@ -4,21 +4,30 @@
  * store at most once a second; results are written to disk (atomically) before the job is
  * marked completed. At start, jobs a previous run left in `processing` are resumed from their
  * kept upload, or ended as `error` saying why.
+ *
+ * Each job has a handle, a secret returned once at submission: reading, cancelling or deleting
+ * the job needs it (or the agent's token, checked by the HTTP layer). Uploads are charged to the
+ * staging budget from their first byte until the job no longer needs the file. Finished jobs are
+ * swept after the result TTL or past `maxResults`, with files no job owns (a crash mid-upload).
  */
-import { randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { NotFoundError, ServiceUnavailableError, KilnError } from "../../core/errors.js";
+import { ConflictError, NotFoundError, ServiceUnavailableError } from "../../core/errors.js";
+import { withContext } from "../../core/context.js";
 import type { Logger } from "../../core/log.js";
 import type { WhisperModelName } from "../../models/whisper.js";
 import { AudioError, EngineError, JobAbortedError } from "../asr/errors.js";
 import type { Transcriber } from "../asr/pipeline.js";
 import type { Transcript } from "../asr/transcript.js";
-import { JobStore, type JobOptions, type JobStatus } from "./store.js";
+import { StagingBudget } from "./budget.js";
+import { JobStore, type JobOptions, type JobRow, type JobStatus } from "./store.js";
 
 /** Attempts (first run plus resumes after restarts) before an interrupted job is given up. */
 const MAX_ATTEMPTS = 3;
 const PERSIST_EVERY_MS = 1000;
+/** Most jobs on one page of `list`. */
+export const MAX_PAGE = 100;
 
 export interface JobServiceOptions {
   /** Folder for the job database, uploads and results. */
@@ -28,6 +37,12 @@ export interface JobServiceOptions {
   concurrency: number;
   /** Accepted jobs that may wait for a turn (more is a 503). */
   maxQueued: number;
+  /** Bytes staged uploads may hold together (see `StagingBudget`). */
+  uploadBudgetBytes: number;
+  /** Finished jobs are removed this many seconds after they end. */
+  resultTtlSeconds: number;
+  /** Finished jobs kept at most; the oldest are removed first. */
+  maxResults: number;
   /** Told of every job that ends (metrics). */
   onFinished?: (outcome: "completed" | "error", audioSeconds?: number, wallSeconds?: number) => void;
   logger: Logger;
@@ -42,14 +57,45 @@ export interface JobView {
   result: Transcript | null;
   error?: string;
   file_name: string;
+  /** Unix seconds. */
+  created_at: number;
+  /** Unix seconds; null while processing. */
+  finished_at: number | null;
 }
 
-/** A file already streamed to disk, waiting to become a job. */
+/** What `POST /api/process` answers for each job: its view and, this once, its handle. */
+export type SubmittedJob = JobView & { handle: string };
+
+/** `GET /api/jobs`: a page of jobs, newest first (without results). */
+export interface JobList {
+  object: "list";
+  data: Omit<JobView, "result">[];
+  has_more: boolean;
+  /** The cursor for the next page (`?after=`). */
+  last_id: string | null;
+}
+
+/** One upload request's share of the staging budget: what it reserved at admission and has not used yet. */
+export interface UploadTicket {
+  prepaid: number;
+}
+
+/** A file streaming or streamed to disk, waiting to become a job. */
 export interface StagedUpload {
   id: string;
   path: string;
   fileName: string;
+  /** Bytes written so far (charged to the staging budget). */
+  bytes: number;
+  ticket: UploadTicket;
 }
+
+interface Running {
+  done: Promise<void>;
+  cancel: AbortController;
+}
+
+const hashHandle = (handle: string): string => createHash("sha256").update(handle).digest("hex");
 
 interface Live {
   progress: number;
@@ -61,12 +107,18 @@ export class JobService {
   private readonly store: JobStore;
   private readonly queue: string[] = [];
   private readonly live = new Map<string, Live>();
-  private readonly running = new Map<string, Promise<void>>();
+  private readonly running = new Map<string, Running>();
+  /** Uploads streaming now (their folders have no row yet: the sweeper leaves them alone). */
+  private readonly staging = new Map<string, StagedUpload>();
+  /** Bytes each accepted job's upload holds in the budget, until the file is removed. */
+  private readonly held = new Map<string, number>();
   private readonly abort = new AbortController();
   private closed = false;
+  readonly budget: StagingBudget;
 
   constructor(private readonly options: JobServiceOptions) {
     this.store = new JobStore(join(options.dataDir, "jobs.db"));
+    this.budget = new StagingBudget({ limitBytes: options.uploadBudgetBytes, dir: options.dataDir });
   }
 
   get uploadsDir(): string {
@@ -78,17 +130,45 @@ export class JobService {
     return { running: this.running.size, queued: this.queue.length };
   }
 
+  /**
+   * Admits an upload request of `declared` bytes (its Content-Length; absent: unknown), reserving
+   * them in the staging budget; 507 when they do not fit. `settle` gives back what it did not use.
+   */
+  async admit(declared?: number): Promise<UploadTicket> {
+    await this.budget.admit(declared ?? 0);
+    return { prepaid: declared ?? 0 };
+  }
+
+  /** Gives back the part of a request's reservation its files did not take (multipart framing, fields, a refusal). */
+  settle(ticket: UploadTicket): void {
+    this.budget.release(ticket.prepaid);
+    ticket.prepaid = 0;
+  }
+
   /** A fresh job id and the folder its upload goes to. */
-  async stage(fileName: string): Promise<StagedUpload> {
+  async stage(fileName: string, ticket: UploadTicket): Promise<StagedUpload> {
     const id = randomUUID();
     const dir = join(this.uploadsDir, id);
     await mkdir(dir, { recursive: true });
-    return { id, path: join(dir, "input"), fileName };
+    const staged = { id, path: join(dir, "input"), fileName, bytes: 0, ticket };
+    this.staging.set(id, staged);
+    return staged;
+  }
+
+  /** Charges `bytes` more of a staged upload (from its request's reservation first); throws 507 past the budget. */
+  async charge(upload: StagedUpload, bytes: number): Promise<void> {
+    const prepaid = Math.min(bytes, upload.ticket.prepaid);
+    await this.budget.charge(upload, bytes, prepaid);
+    upload.ticket.prepaid -= prepaid;
+    upload.bytes += bytes;
   }
 
   /** Removes staged uploads that did not become jobs (a rejected request). */
   async discard(uploads: readonly StagedUpload[]): Promise<void> {
-    await Promise.all(uploads.map((u) => rm(dirname(u.path), { recursive: true, force: true })));
+    await Promise.all(uploads.map(async (u) => {
+      await rm(dirname(u.path), { recursive: true, force: true });
+      if (this.staging.delete(u.id)) this.budget.release(u.bytes);
+    }));
   }
 
   /** Throws a 503 unless `count` more jobs fit in the queue. */
@@ -99,14 +179,25 @@ export class JobService {
     }
   }
 
-  /** Turns staged uploads into queued jobs. */
-  submit(uploads: readonly StagedUpload[], options: JobOptions): JobView[] {
+  /** Turns staged uploads into queued jobs, each with its own handle (returned only here). */
+  submit(uploads: readonly StagedUpload[], options: JobOptions): SubmittedJob[] {
     this.ensureRoom(uploads.length);
     return uploads.map((u) => {
-      this.store.insert({ id: u.id, fileName: u.fileName, inputPath: u.path, options, eta: 0 });
+      const handle = `jh_${randomBytes(24).toString("base64url")}`;
+      this.store.insert({ id: u.id, fileName: u.fileName, inputPath: u.path, options, eta: 0, handleHash: hashHandle(handle) });
+      this.staging.delete(u.id);
+      this.held.set(u.id, u.bytes);
       this.enqueue(u.id);
-      return this.view(u.id)!;
+      return { ...this.view(u.id)!, handle };
     });
+  }
+
+  /** Whether `credential` is the handle of job `id` (constant-time; false for unknown jobs). */
+  ownsJob(id: string, credential: string): boolean {
+    const hash = this.store.get(id)?.handleHash;
+    if (!hash) return false;
+    const given = Buffer.from(hashHandle(credential), "hex");
+    return timingSafeEqual(given, Buffer.from(hash, "hex"));
   }
 
   /** Resumes or ends the jobs a previous run left in `processing`. */
@@ -119,6 +210,9 @@ export class JobService {
         this.store.fail(job.id, `the agent stopped ${job.attempts} times while this job was processing; giving up`);
         await rm(dirname(job.inputPath), { recursive: true, force: true });
       } else {
+        const bytes = (await stat(job.inputPath)).size;
+        this.budget.hold(bytes);
+        this.held.set(job.id, bytes);
         this.store.retry(job.id);
         this.live.set(job.id, { progress: job.progress, eta: job.eta, persistedAt: 0 });
         this.enqueue(job.id);
@@ -129,8 +223,11 @@ export class JobService {
 
   view(id: string): JobView | undefined {
     const row = this.store.get(id);
-    if (!row) return undefined;
-    const live = this.live.get(id);
+    return row && this.viewOf(row);
+  }
+
+  private viewOf(row: JobRow): JobView {
+    const live = this.live.get(row.id);
     return {
       job_id: row.id,
       status: row.status,
@@ -139,7 +236,96 @@ export class JobService {
       result: null,
       ...(row.error ? { error: row.error } : {}),
       file_name: row.fileName,
+      created_at: Math.floor(row.createdAt / 1000),
+      finished_at: row.finishedAt === null ? null : Math.floor(row.finishedAt / 1000),
     };
+  }
+
+  /** A page of jobs, newest first; `after` is the last job id of the previous page. */
+  list(limit: number, after?: string): JobList {
+    const cursor = after === undefined ? undefined : this.store.get(after);
+    if (after !== undefined && !cursor) throw new NotFoundError("job_not_found", `after: no job "${after}"`);
+    const page = this.store.list(limit, cursor);
+    const data = page.jobs.map((row) => {
+      const { result: _result, ...view } = this.viewOf(row);
+      return view;
+    });
+    return { object: "list", data, has_more: page.hasMore, last_id: data.at(-1)?.job_id ?? null };
+  }
+
+  /**
+   * Cancels a job: a queued one at once, a running one between chunks (its upload and work files
+   * are removed). 409 when it has already ended.
+   */
+  async cancel(id: string): Promise<JobView> {
+    const row = this.store.get(id);
+    if (!row) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`);
+    if (row.status !== "processing") throw new ConflictError("job_finished", `job_id: job "${id}" has already ended (${row.status})`);
+    const queued = this.queue.indexOf(id);
+    if (queued >= 0) {
+      this.queue.splice(queued, 1);
+      this.store.cancel(id);
+      await this.removeInput(id, row.inputPath);
+    } else {
+      const running = this.running.get(id);
+      running?.cancel.abort();
+      await running?.done;
+    }
+    this.options.logger.info({ job: id }, "transcription job cancelled");
+    return this.view(id)!;
+  }
+
+  /** Cancels the job if it runs, then removes its row, upload, work folder and result. */
+  async remove(id: string): Promise<void> {
+    const row = this.store.get(id);
+    if (!row) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`);
+    if (row.status === "processing") await this.cancel(id);
+    await this.erase(row);
+  }
+
+  /**
+   * Removes finished jobs past the TTL or past `maxResults`, and files no job owns: upload,
+   * work and result entries left by a crash (an upload cut off mid-stream, a result half written).
+   * Returns how many jobs and orphaned entries went.
+   */
+  async sweep(now = Date.now()): Promise<{ jobs: number; orphans: number }> {
+    const expired = this.store.expired(now - this.options.resultTtlSeconds * 1000, this.options.maxResults);
+    for (const row of expired) await this.erase(row);
+    const ids = this.store.ids();
+    const alive = (id: string) => ids.has(id) || this.staging.has(id);
+    const working = new Set(this.running.keys());
+    let orphans = 0;
+    const sweepDir = async (dir: string, owner: (name: string) => string | undefined, keep: (id: string) => boolean) => {
+      const names = await readdir(dir).catch(() => [] as string[]);
+      for (const name of names) {
+        const id = owner(name);
+        if (id !== undefined && keep(id)) continue;
+        await rm(join(dir, name), { recursive: true, force: true });
+        orphans++;
+      }
+    };
+    await sweepDir(this.uploadsDir, (name) => name, alive);
+    await sweepDir(join(this.options.dataDir, "work"), (name) => name, (id) => working.has(id));
+    await sweepDir(join(this.options.dataDir, "results"), (name) => /^(.+)\.json$/.exec(name)?.[1], (id) => ids.has(id));
+    if (expired.length || orphans) this.options.logger.info({ jobs: expired.length, orphans }, "swept finished jobs and orphaned files");
+    return { jobs: expired.length, orphans };
+  }
+
+  private async erase(row: JobRow): Promise<void> {
+    await this.removeInput(row.id, row.inputPath);
+    await rm(join(this.options.dataDir, "work", row.id), { recursive: true, force: true });
+    if (row.resultPath) await rm(row.resultPath, { force: true });
+    this.store.delete(row.id);
+  }
+
+  /** Removes a job's upload and gives its bytes back to the budget. */
+  private async removeInput(id: string, inputPath: string): Promise<void> {
+    await rm(dirname(inputPath), { recursive: true, force: true });
+    const bytes = this.held.get(id);
+    if (bytes !== undefined) {
+      this.held.delete(id);
+      this.budget.release(bytes);
+    }
   }
 
   /** The job's view with its result when completed; 404 for an unknown id. */
@@ -155,8 +341,9 @@ export class JobService {
     const row = this.store.get(id);
     if (!row) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`);
     if (row.status !== "completed" || !row.resultPath) {
-      throw new KilnError(409, "invalid_request_error", row.status === "error" ? "job_failed" : "job_not_completed",
-        row.status === "error" ? `job_id: job "${id}" ended in error: ${row.error ?? "unknown"}` : `job_id: job "${id}" is still processing`);
+      throw row.status === "error" ? new ConflictError("job_failed", `job_id: job "${id}" ended in error: ${row.error ?? "unknown"}`)
+        : row.status === "cancelled" ? new ConflictError("job_cancelled", `job_id: job "${id}" was cancelled`)
+        : new ConflictError("job_not_completed", `job_id: job "${id}" is still processing`);
     }
     return JSON.parse(await readFile(row.resultPath, "utf8")) as Transcript;
   }
@@ -166,7 +353,7 @@ export class JobService {
     this.closed = true;
     this.queue.length = 0;
     this.abort.abort();
-    await Promise.allSettled([...this.running.values()]);
+    await Promise.allSettled([...this.running.values()].map((r) => r.done));
     this.store.close();
   }
 
@@ -178,15 +365,17 @@ export class JobService {
   private pump(): void {
     while (!this.closed && this.running.size < this.options.concurrency && this.queue.length) {
       const id = this.queue.shift()!;
-      const run = this.execute(id).finally(() => {
+      const cancel = new AbortController();
+      const done = withContext({ job: id }, () => this.execute(id, cancel.signal)).finally(() => {
         this.running.delete(id);
         this.pump();
       });
-      this.running.set(id, run);
+      this.running.set(id, { done, cancel });
     }
   }
 
-  private async execute(id: string): Promise<void> {
+  /** Runs one job to its end. Never rejects: a failure to record the outcome is logged. */
+  private async execute(id: string, cancelled: AbortSignal): Promise<void> {
     const row = this.store.get(id);
     if (!row) return;
     const { logger } = this.options;
@@ -195,6 +384,7 @@ export class JobService {
     this.live.set(id, live);
     try {
       const transcript = await this.options.transcriber.run({
+        label: id,
         input: row.inputPath,
         displayName: row.fileName,
         workDir: join(this.options.dataDir, "work", id),
@@ -212,30 +402,53 @@ export class JobService {
         live.eta = etaSeconds;
         if (Date.now() - live.persistedAt >= PERSIST_EVERY_MS) {
           live.persistedAt = Date.now();
-          this.store.progress(id, live.progress, live.eta);
+          this.guarded(id, "progress", () => this.store.progress(id, live.progress, live.eta));
         }
-      }, this.abort.signal);
+      }, AbortSignal.any([this.abort.signal, cancelled]));
       const resultPath = join(this.options.dataDir, "results", `${id}.json`);
       await mkdir(dirname(resultPath), { recursive: true });
       await writeFile(`${resultPath}.partial`, JSON.stringify(transcript));
       await rename(`${resultPath}.partial`, resultPath);
       this.store.complete(id, resultPath);
       this.options.onFinished?.("completed", transcript.duration, (Date.now() - started) / 1000);
-      await rm(dirname(row.inputPath), { recursive: true, force: true });
+      await this.removeInput(id, row.inputPath);
       logger.info({ job: id, file: row.fileName, segments: transcript.segments.length }, "transcription job completed");
     } catch (err) {
-      if (err instanceof JobAbortedError && this.closed) {
-        this.store.progress(id, live.progress, live.eta);
-        logger.info({ job: id }, "transcription job interrupted by shutdown; it resumes at the next start");
-        return;
-      }
-      const message = err instanceof AudioError || err instanceof EngineError ? err.message : `transcription failed: ${err instanceof Error ? err.message : String(err)}`;
-      if (!(err instanceof AudioError)) logger.error({ job: id, err }, "transcription job failed");
-      this.store.fail(id, message);
-      this.options.onFinished?.("error");
-      await rm(dirname(row.inputPath), { recursive: true, force: true });
+      await this.settleFailure(row, live, err).catch((writeErr: unknown) => {
+        logger.error({ job: id, err: writeErr, failure: err instanceof Error ? err.message : String(err) }, "transcription job ended but its outcome could not be recorded");
+      });
     } finally {
       this.live.delete(id);
+    }
+  }
+
+  /** Records why a job stopped: interrupted by shutdown (resumes later), cancelled, or failed. */
+  private async settleFailure(row: JobRow, live: Live, err: unknown): Promise<void> {
+    const { logger } = this.options;
+    const id = row.id;
+    if (err instanceof JobAbortedError && this.closed) {
+      this.guarded(id, "progress", () => this.store.progress(id, live.progress, live.eta));
+      logger.info({ job: id }, "transcription job interrupted by shutdown; it resumes at the next start");
+      return;
+    }
+    if (err instanceof JobAbortedError && this.running.get(id)?.cancel.signal.aborted) {
+      this.store.cancel(id);
+      await this.removeInput(id, row.inputPath);
+      return;
+    }
+    const message = err instanceof AudioError || err instanceof EngineError ? err.message : `transcription failed: ${err instanceof Error ? err.message : String(err)}`;
+    if (!(err instanceof AudioError)) logger.error({ job: id, err }, "transcription job failed");
+    this.options.onFinished?.("error");
+    await this.removeInput(id, row.inputPath);
+    this.store.fail(id, message);
+  }
+
+  /** A store write whose failure must not end the job's run (it is logged). */
+  private guarded(id: string, what: string, write: () => void): void {
+    try {
+      write();
+    } catch (err) {
+      this.options.logger.error({ job: id, err }, `could not record the job's ${what}`);
     }
   }
 }

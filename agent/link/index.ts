@@ -48,6 +48,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   private heartbeat: NodeJS.Timeout | undefined;
   private reconnect: NodeJS.Timeout | undefined;
   private draining = false;
+  /** Stops listening to the engine's local slot use. */
+  private readonly unsubscribeLocal: () => void;
   state: LinkState = "disconnected";
 
   constructor(private readonly options: FleetLinkOptions) {
@@ -59,6 +61,10 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       "grpc.keepalive_permit_without_calls": 1,
     });
     this.backoff = options.backoff ?? new Backoff();
+    // Slots taken by the agent's own work are told at once, so the scheduler does not send work into them.
+    this.unsubscribeLocal = options.engine.onLocalBusy(() => {
+      if (this.stream && this.state === "connected") void this.sendHeartbeat(this.stream);
+    });
   }
 
   start(): void {
@@ -119,6 +125,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
 
   async stop(): Promise<void> {
     this.setState("stopped");
+    this.unsubscribeLocal();
     clearTimeout(this.reconnect);
     clearInterval(this.heartbeat);
     for (const ac of this.running.values()) ac.abort();
@@ -188,6 +195,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     stream.write({
       heartbeat: {
         busy_slots: this.options.engine.modelPools.map((p) => p.busy),
+        local_busy_slots: this.options.engine.modelPools.map((p) => p.localBusy),
         memory_used_bytes: totalmem() - freemem(),
         memory_free_bytes: freemem(),
         device_memory_used_bytes: device.used,

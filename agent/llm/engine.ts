@@ -42,6 +42,11 @@ export interface GenerateOptions {
   signal?: AbortSignal;
   /** Called with each piece of generated text as it becomes final. */
   onText?: (text: string) => void;
+  /**
+   * Work the agent does for itself (transcript translation), not sent by the scheduler: its slot
+   * is counted in the pool's `localBusy` and `onLocalBusy` listeners hear of it. Default false.
+   */
+  local?: boolean;
 }
 
 export interface GenerateResult {
@@ -55,6 +60,8 @@ export interface GenerateResult {
 export type Compute = Exclude<LlamaGpuType, false> | "cpu";
 
 export class LlmEngine {
+  private readonly localListeners = new Set<() => void>();
+
   private constructor(
     private readonly llama: Llama,
     private readonly pools: ModelPool[],
@@ -125,6 +132,7 @@ export class LlmEngine {
     const maxTokens = Math.min(options.maxTokens ?? room, room);
 
     const slot = await pool.acquire(options.signal);
+    if (options.local) this.changeLocal(pool, +1);
     try {
       const turn = await generateTurn(slot.sequence, prompt, {
         maxTokens,
@@ -140,7 +148,19 @@ export class LlmEngine {
       throw new LlmEngineError("engine_error", `generation failed: ${(err as Error).message}`);
     } finally {
       pool.release(slot);
+      if (options.local) this.changeLocal(pool, -1);
     }
+  }
+
+  /** Calls `listener` whenever a pool's `localBusy` changes; returns the unsubscribe. */
+  onLocalBusy(listener: () => void): () => void {
+    this.localListeners.add(listener);
+    return () => this.localListeners.delete(listener);
+  }
+
+  private changeLocal(pool: ModelPool, delta: number): void {
+    pool.localBusy += delta;
+    for (const listener of this.localListeners) listener();
   }
 
   async dispose(): Promise<void> {

@@ -20,6 +20,8 @@ export class ModelPool {
   private readonly waiters: { resolve: (slot: Slot) => void; reject: (err: Error) => void }[] = [];
   /** Most slots ever busy at once (observability; tests check batching limits with it). */
   peakBusy = 0;
+  /** Slots held now by the agent's own work (transcript translation), which the scheduler did not send. */
+  localBusy = 0;
 
   /**
    * Bytes of text in the vocabulary's longest token (special tokens included). Every token of a

@@ -1,4 +1,4 @@
-import { timingSafeEqual } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { AuthenticationError } from "../errors.js";
 
@@ -9,17 +9,26 @@ export interface BearerErrors {
   invalid: [code: string, message: string];
 }
 
+/** The token of an `Authorization: Bearer <token>` header; undefined when absent or malformed. */
+export function parseBearer(header: string | undefined): string | undefined {
+  return header ? /^Bearer (\S+)$/.exec(header)?.[1] : undefined;
+}
+
+/** Whether two secrets are equal, in time independent of where they differ (and of their lengths). */
+export function sameSecret(given: string, expected: string): boolean {
+  const digest = (s: string) => createHash("sha256").update(s).digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
 /**
  * Requires `Authorization: Bearer <token>` equal to `token`, compared in constant time: the
- * agent's optional API token and the dashboard's admin token.
+ * dashboard's admin token.
  */
 export function bearerToken(token: string, errors: BearerErrors): MiddlewareHandler {
-  const expected = Buffer.from(token);
   return async (c, next) => {
     const header = c.req.header("authorization");
     if (!header) throw new AuthenticationError(...errors.missing);
-    const given = Buffer.from(/^Bearer (.+)$/.exec(header)?.[1] ?? "");
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new AuthenticationError(...errors.invalid);
+    if (!sameSecret(parseBearer(header) ?? "", token)) throw new AuthenticationError(...errors.invalid);
     await next();
   };
 }

@@ -14,11 +14,19 @@ export interface HttpListener {
   close(graceMs?: number): Promise<void>;
 }
 
+export interface ListenOptions {
+  /**
+   * Longest a request may take to arrive whole, in ms (Node's `server.requestTimeout`). Default:
+   * Node's 300 s; an upload server raises it to fit its largest upload at a slow client's speed.
+   */
+  requestTimeoutMs?: number;
+}
+
 /** Serves a Hono `fetch` on host:port (port 0 picks a free one). */
-export async function listenHttp(fetch: (req: Request, env: HttpBindings) => Response | Promise<Response>, at: HostPort): Promise<HttpListener> {
+export async function listenHttp(fetch: (req: Request, env: HttpBindings) => Response | Promise<Response>, at: HostPort, options: ListenOptions = {}): Promise<HttpListener> {
   let server: Server | undefined; // serve() makes an HTTP/1 server unless told otherwise
   const port = await new Promise<number>((resolve, reject) => {
-    server = serve({ fetch: fetch as Parameters<typeof serve>[0]["fetch"], hostname: at.host, port: at.port }, (info: AddressInfo) => resolve(info.port)) as Server;
+    server = serve({ fetch: fetch as Parameters<typeof serve>[0]["fetch"], hostname: at.host, port: at.port, ...(options.requestTimeoutMs !== undefined ? { serverOptions: { requestTimeout: options.requestTimeoutMs } } : {}) }, (info: AddressInfo) => resolve(info.port)) as Server;
     server.once("error", reject);
   });
   const s = server!;

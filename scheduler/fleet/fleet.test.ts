@@ -48,6 +48,23 @@ describe("Fleet routing", () => {
     f.close();
   });
 
+  it("counts the slots an agent's own work holds (heartbeat local_busy_slots) as busy, and sends waiting work when they come back", () => {
+    const f = fleet();
+    const a = new RecordingLink();
+    f.attach(register("a", 2), a);
+    const heartbeat = (local: number[]) => f.receive("a", a, { body: "heartbeat", heartbeat: { busy_slots: local, local_busy_slots: local, memory_used_bytes: 0, memory_free_bytes: 0, device_memory_used_bytes: 0, device_memory_total_bytes: 0, disk_free_bytes: 0 } });
+    heartbeat([1]); // a translation holds one of the two slots
+    f.submit(request);
+    f.submit(request);
+    expect(a.requests()).toHaveLength(1);
+    expect(f.queued).toBe(1);
+    expect(f.snapshot()[0]!.pools[0]).toMatchObject({ slots: 2, inflight: 1, local: 1 });
+    heartbeat([0]);
+    expect(a.requests()).toHaveLength(2);
+    expect(f.queued).toBe(0);
+    f.close();
+  });
+
   it("passes each piece of a batched chunks message to its own request, in order", async () => {
     const f = fleet();
     const a = new RecordingLink();

@@ -115,7 +115,7 @@ export class Fleet {
       hardware: a.register.hardware,
       draining: a.draining,
       connectedAt: a.connectedAt,
-      pools: a.pools.map((p) => ({ modelIds: [...p.modelIds], slots: p.slots, inflight: p.inflight, contextSize: p.contextSize, peakInflight: p.peak })),
+      pools: a.pools.map((p) => ({ modelIds: [...p.modelIds], slots: p.slots, inflight: p.inflight, local: p.local, contextSize: p.contextSize, peakInflight: p.peak })),
     }));
   }
 
@@ -141,7 +141,7 @@ export class Fleet {
       this.detach(register.node_id, existing.link, "replaced by a new connection");
       existing.link.close("replaced by a new connection");
     }
-    const pools = register.pools.map((p) => ({ modelIds: new Set(p.model_ids), slots: p.slots, contextSize: p.context_size, inflight: 0, peak: 0 }));
+    const pools = register.pools.map((p) => ({ modelIds: new Set(p.model_ids), slots: p.slots, contextSize: p.context_size, inflight: 0, local: 0, peak: 0 }));
     this.agents.set(register.node_id, new Agent(register.node_id, link, register, pools));
     this.log.info({ node: register.node_id, pools: register.pools.map((p) => ({ models: p.model_ids, slots: p.slots })), compute: register.hardware?.compute }, "agent joined");
     this.pump();
@@ -184,7 +184,18 @@ export class Fleet {
         this.log.info({ node: nodeId, deadlineMs: message.draining!.deadline_ms }, "agent draining");
         return;
       }
-      case "heartbeat":
+      case "heartbeat": {
+        // Slots the agent took for its own work count as busy; when some come back, waiting work may go.
+        const local = message.heartbeat?.local_busy_slots ?? [];
+        let freed = false;
+        agent.pools.forEach((pool, i) => {
+          const now = local[i] ?? 0;
+          if (now < pool.local) freed = true;
+          pool.local = now;
+        });
+        if (freed) this.pump();
+        return;
+      }
       case "register":
       default:
         return;
@@ -229,8 +240,8 @@ export class Fleet {
     for (const agent of this.agents.values()) {
       if (agent.draining || (avoid && job.failedOn.has(agent.nodeId))) continue;
       for (const pool of agent.pools) {
-        if (!pool.modelIds.has(job.request.model) || pool.inflight >= pool.slots) continue;
-        const load = pool.inflight / pool.slots + agent.jobs.size * 1e-6; // tie-break: fewer requests overall
+        if (!pool.modelIds.has(job.request.model) || pool.inflight + pool.local >= pool.slots) continue;
+        const load = (pool.inflight + pool.local) / pool.slots + agent.jobs.size * 1e-6; // tie-break: fewer requests overall
         if (load < bestLoad) { best = { agent, pool }; bestLoad = load; }
       }
     }

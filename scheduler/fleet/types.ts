@@ -42,13 +42,15 @@ export interface PoolState {
   contextSize: number;
   /** Requests dispatched to this pool and not yet answered with done/error. */
   inflight: number;
+  /** Slots the agent's own work holds (transcript translation), from its latest heartbeat. */
+  local: number;
 }
 
 /** A snapshot of one agent, for `/v1/models` and observability. */
 export interface AgentSnapshot {
   nodeId: string;
   hardware: Hardware__Output | null;
-  pools: { modelIds: string[]; slots: number; inflight: number; contextSize: number; peakInflight: number }[];
+  pools: { modelIds: string[]; slots: number; inflight: number; local: number; contextSize: number; peakInflight: number }[];
   draining: boolean;
   connectedAt: number;
 }

@@ -58,17 +58,35 @@ export async function spawnTranscription(dataDir: string, extra: string[] = []):
   return { proc, base: `http://127.0.0.1:${port}` };
 }
 
-/** POSTs files (paths, as `audio` parts) and fields to /api/process. */
+/** The handles of the jobs `upload` submitted, by job id: reading a job needs its handle (or the agent token). */
+const handles = new Map<string, string>();
+export const handleOf = (jobId: string): string | undefined => handles.get(jobId);
+
+/** POSTs files (paths, as `audio` parts) and fields to /api/process; remembers the jobs' handles. */
 export async function upload(base: string, files: string[], fields: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const form = new FormData();
   for (const [k, v] of Object.entries(fields)) form.append(k, v);
   for (const f of files) form.append("audio", await openAsBlob(f), basename(f));
   const res = await fetch(`${base}/api/process`, { method: "POST", body: form, headers });
-  return { status: res.status, body: await res.json() };
+  const body = await res.json();
+  for (const job of body.jobs ?? (body.job_id ? [body] : [])) handles.set(job.job_id, job.handle);
+  return { status: res.status, body };
+}
+
+/**
+ * `fetch` that, for a job route (`/api/status|result|jobs/<id>`) of a job `upload` submitted and
+ * no `authorization` given, sends that job's handle.
+ */
+export function fetchJob(url: string, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<Response> {
+  const id = /\/api\/(?:status|result|jobs)\/([^/?]+)/.exec(url)?.[1];
+  const handle = id ? handles.get(id) : undefined;
+  const headers: Record<string, string> = { ...init.headers };
+  if (handle && !Object.keys(headers).some((k) => k.toLowerCase() === "authorization")) headers.authorization = `Bearer ${handle}`;
+  return fetch(url, { ...init, headers });
 }
 
 export async function getJson(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
-  const res = await fetch(url, { headers });
+  const res = await fetchJob(url, { headers });
   return { status: res.status, body: await res.json() };
 }
 

@@ -1,13 +1,14 @@
 /**
  * Speaker diarization: sherpa-onnx's offline pipeline (pyannote segmentation, speaker
- * embeddings, clustering) in a worker thread. Both models' metadata is checked first: sherpa-onnx
- * ends the whole process (segfault or abort) on an embedding model with missing or wrong metadata.
+ * embeddings, clustering) in a child process (engine/task.ts), so a native crash fails only this
+ * task. Both models' metadata is checked first: sherpa-onnx ends its process (segfault or abort)
+ * on an embedding model with missing or wrong metadata.
  */
 import { readFile } from "node:fs/promises";
 import { readOnnxSignature } from "../../../core/onnx.js";
 import { EngineError } from "../errors.js";
 import type { DiarizationSegment } from "../sherpa.js";
-import { runWorker } from "../worker-thread.js";
+import { runTask } from "../engine/task.js";
 import type { DiarizeRequest } from "./protocol.js";
 
 export type { DiarizationSegment } from "../sherpa.js";
@@ -82,5 +83,5 @@ export async function diarize(pcmPath: string, models: DiarizationModels, option
     ...(options.minSpeakers !== undefined ? { minSpeakers: options.minSpeakers } : {}),
     ...(options.maxSpeakers !== undefined ? { maxSpeakers: options.maxSpeakers } : {}),
   };
-  return runWorker<DiarizationSegment[]>("diarize/worker.js", "speaker diarization", request, undefined, signal);
+  return runTask<DiarizeRequest, DiarizationSegment[]>("diarize/worker.js", "speaker diarization", request, undefined, signal);
 }

@@ -1,4 +1,4 @@
-/** Messages between the diarization worker thread and the pipeline. */
+/** The request to the diarization worker process. */
 import type { DiarizationSegment } from "../sherpa.js";
 
 export interface DiarizeRequest {

@@ -1,12 +1,12 @@
 /**
- * The diarization worker: sherpa-onnx's offline speaker diarization (pyannote segmentation +
- * speaker embeddings + clustering) over a PCM file, off the main event loop. When clustering by
- * threshold gives a speaker count outside [min, max], it clusters again with the count clamped.
+ * The diarization worker process (engine/task.ts): sherpa-onnx's offline speaker diarization
+ * (pyannote segmentation + speaker embeddings + clustering) over a PCM file, off the agent's event
+ * loop. When clustering by threshold gives a speaker count outside [min, max], it clusters again
+ * with the count clamped.
  */
-import { parentPort, workerData } from "node:worker_threads";
 import { PcmFile } from "../pcm.js";
 import { loadSherpa, type DiarizationSegment } from "../sherpa.js";
-import { serveWorker } from "../worker-thread.js";
+import { serveTask } from "../engine/task.js";
 import type { DiarizeRequest } from "./protocol.js";
 
 const speakerCount = (segments: DiarizationSegment[]) => new Set(segments.map((s) => s.speaker)).size;
@@ -40,4 +40,4 @@ async function main(request: DiarizeRequest): Promise<DiarizationSegment[]> {
   return segments;
 }
 
-serveWorker(() => main(workerData as DiarizeRequest), parentPort!);
+serveTask(main);

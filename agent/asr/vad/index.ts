@@ -1,12 +1,13 @@
 /**
- * Voice-activity detection: Silero VAD through sherpa-onnx, in a worker thread so the
- * synchronous detector never blocks the event loop. The model's signature is checked first,
- * because sherpa-onnx ends the whole process on a model it does not expect.
+ * Voice-activity detection: Silero VAD through sherpa-onnx, in a child process (engine/task.ts)
+ * so the synchronous detector never blocks the event loop and a native crash fails only this
+ * task. The model's signature is checked first, because sherpa-onnx ends its process on a model
+ * it does not expect.
  */
 import { readFile } from "node:fs/promises";
 import { readOnnxSignature } from "../../../core/onnx.js";
 import { EngineError } from "../errors.js";
-import { runWorker } from "../worker-thread.js";
+import { runTask } from "../engine/task.js";
 import type { SpeechSpan, VadRequest } from "./protocol.js";
 
 export type { SpeechSpan } from "./protocol.js";
@@ -53,7 +54,8 @@ export function checkVadModel(path: string): Promise<void> {
 
 /**
  * Finds the speech in a 16 kHz f32le PCM file. `onProgress` gets the fraction scanned.
- * Rejects with `JobAbortedError` when `signal` aborts (the worker is terminated).
+ * Rejects with `JobAbortedError` when `signal` aborts (the child process is killed), and with an
+ * `EngineError` when the detector fails or its process dies.
  */
 export async function detectSpeech(pcmPath: string, options: VadOptions, onProgress?: (fraction: number) => void, signal?: AbortSignal): Promise<SpeechSpan[]> {
   await checkVadModel(options.model);
@@ -65,5 +67,5 @@ export async function detectSpeech(pcmPath: string, options: VadOptions, onProgr
     minSpeechSeconds: options.minSpeechSeconds ?? 0.25,
     maxSpeechSeconds: options.maxSpeechSeconds ?? 30,
   };
-  return runWorker<SpeechSpan[]>("vad/worker.js", "voice-activity detection", request, onProgress, signal);
+  return runTask<VadRequest, SpeechSpan[]>("vad/worker.js", "voice-activity detection", request, onProgress, signal);
 }

@@ -1,4 +1,4 @@
-/** Messages between the VAD worker thread and the thread that asked for speech spans. */
+/** The request to the VAD worker process, and its answer. */
 
 /** A stretch of speech, in samples of the 16 kHz stream: [start, end). */
 export interface SpeechSpan {

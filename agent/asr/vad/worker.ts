@@ -1,19 +1,19 @@
 /**
- * The VAD worker: runs sherpa-onnx's Silero detector over a PCM file, off the main event loop
- * (the detector is synchronous), posting progress and, at the end, the speech spans.
+ * The VAD worker process (engine/task.ts): runs sherpa-onnx's Silero detector over a PCM file,
+ * off the agent's event loop (the detector is synchronous), posting progress and, at the end,
+ * the speech spans.
  */
-import { parentPort, workerData } from "node:worker_threads";
 import { SAMPLE_RATE } from "../ffmpeg.js";
 import { PcmFile } from "../pcm.js";
 import { loadSherpa } from "../sherpa.js";
-import { serveWorker, type WorkerMessage } from "../worker-thread.js";
+import { serveTask } from "../engine/task.js";
 import type { SpeechSpan, VadRequest } from "./protocol.js";
 
 const WINDOW = 512;
 /** Samples read from disk per step (10 s); a multiple of the window. */
 const BLOCK = WINDOW * 320;
 
-async function main(request: VadRequest, post: (m: WorkerMessage<SpeechSpan[]>) => void): Promise<SpeechSpan[]> {
+async function main(request: VadRequest, onProgress: (fraction: number) => void): Promise<SpeechSpan[]> {
   const vad = new (loadSherpa().Vad)({
     sileroVad: {
       model: request.model,
@@ -43,7 +43,7 @@ async function main(request: VadRequest, post: (m: WorkerMessage<SpeechSpan[]>) 
         vad.acceptWaveform(block.subarray(i, i + WINDOW));
         drain();
       }
-      post({ kind: "progress", fraction: Math.min(pcm.samples, at + BLOCK) / pcm.samples });
+      onProgress(Math.min(pcm.samples, at + BLOCK) / pcm.samples);
     }
     vad.flush();
     drain();
@@ -53,4 +53,4 @@ async function main(request: VadRequest, post: (m: WorkerMessage<SpeechSpan[]>) 
   return spans;
 }
 
-serveWorker((post) => main(workerData as VadRequest, post), parentPort!);
+serveTask(main);

@@ -6,18 +6,22 @@ const POLL_MS = 500;
 
 let node = null;
 let selected = [];
+/** Each job's handle (returned at upload; reading the job needs it, or the instance's token). Kept in this tab only. */
+const handles = new Map();
 
 // --- API ------------------------------------------------------------------------------------
 
-async function api(path, init = {}) {
+/** Calls the API with the instance's token if one was given, else with the job's handle (`job`: its id). */
+async function api(path, init = {}, job = undefined) {
   const token = sessionStorage.getItem(TOKEN_KEY);
+  const credential = token ?? handles.get(job);
   const headers = new Headers(init.headers ?? {});
-  if (token) headers.set("Authorization", `Bearer ${token}`);
+  if (credential) headers.set("Authorization", `Bearer ${credential}`);
   const res = await fetch(path, { ...init, headers });
   if (res.status === 401) {
     sessionStorage.removeItem(TOKEN_KEY);
     await askToken(token ? "That token was not accepted." : "");
-    return api(path, init);
+    return api(path, init, job);
   }
   return res;
 }
@@ -163,7 +167,8 @@ async function submit(event) {
       const { field, text } = explain(body, `The upload failed (HTTP ${res.status}).`);
       return showError(field, text);
     }
-    const jobs = body.jobs ?? [{ job_id: body.job_id, file_name: selected[0].name }];
+    const jobs = body.jobs ?? [{ job_id: body.job_id, file_name: selected[0].name, handle: body.handle }];
+    for (const j of jobs) handles.set(j.job_id, j.handle);
     jobs.forEach((j, i) => trackJob(j.job_id, j.file_name ?? selected[i]?.name ?? j.job_id, $("format").value));
     setFiles([]);
     $("audio").value = "";
@@ -182,11 +187,16 @@ function trackJob(id, name, format) {
   const bar = el("progress", { max: "100", value: "0", "aria-label": `Progress of ${name}` });
   const status = el("span", { class: "status" }, "Processing · 0 %");
   const open = el("button", { type: "button", hidden: "" }, "Open result");
-  const row = el("li", { class: "job", "data-job": id }, el("header", {}, el("span", { class: "name" }, name), status), bar, open);
+  const cancel = el("button", { type: "button", "aria-label": `Cancel ${name}` }, "Cancel");
+  const row = el("li", { class: "job", "data-job": id }, el("header", {}, el("span", { class: "name" }, name), status), bar, open, cancel);
   open.addEventListener("click", () => showResult(id, name, format));
+  cancel.addEventListener("click", async () => {
+    cancel.disabled = true;
+    await api(`/api/jobs/${id}/cancel`, { method: "POST" }, id);
+  });
   $("jobs").prepend(row);
   const poll = async () => {
-    const res = await api(`/api/status/${id}`);
+    const res = await api(`/api/status/${id}`, {}, id);
     const job = await res.json();
     const pct = Math.round((job.progress ?? 0) * 100);
     bar.value = pct;
@@ -194,10 +204,13 @@ function trackJob(id, name, format) {
       status.textContent = `Processing · ${pct} %${job.estimated_time_remaining ? ` · ${eta(job.estimated_time_remaining)}` : ""}`;
       return void setTimeout(poll, POLL_MS);
     }
+    cancel.hidden = true;
     if (job.status === "completed") {
       status.textContent = "Completed · 100 %";
       open.hidden = false;
       if ($("result").hidden) showResult(id, name, format);
+    } else if (job.status === "cancelled") {
+      status.textContent = "Cancelled";
     } else {
       row.classList.add("error");
       status.textContent = `Error: ${job.error ?? "unknown"}`;
@@ -212,7 +225,7 @@ function trackJob(id, name, format) {
 let current = null;
 
 async function showResult(id, name, format) {
-  const res = await api(`/api/result/${id}?format=json`);
+  const res = await api(`/api/result/${id}?format=json`, {}, id);
   const t = await res.json();
   current = { id, name, transcript: t };
   const translated = Boolean(t.translated_to);
@@ -234,7 +247,7 @@ async function showResult(id, name, format) {
   });
   $("transcript").replaceChildren(...(rows.length ? rows : [el("p", { class: "muted" }, "No speech was found in this file.")]));
   $("preview-format").textContent = format.toUpperCase();
-  $("preview").textContent = await (await api(`/api/result/${id}?format=${format}`)).text();
+  $("preview").textContent = await (await api(`/api/result/${id}?format=${format}`, {}, id)).text();
   for (const b of document.querySelectorAll("[data-download]")) b.classList.toggle("primary", b.dataset.download === format);
   $("result").hidden = false;
   $("result-title").scrollIntoView({ behavior: "smooth", block: "start" });
@@ -242,7 +255,7 @@ async function showResult(id, name, format) {
 
 async function download(format) {
   if (!current) return;
-  const blob = await (await api(`/api/result/${current.id}?format=${format}`)).blob();
+  const blob = await (await api(`/api/result/${current.id}?format=${format}`, {}, current.id)).blob();
   const a = el("a", { href: URL.createObjectURL(blob), download: `${current.name.replace(/\.[^.]+$/, "")}.${format}` });
   document.body.append(a);
   a.click();

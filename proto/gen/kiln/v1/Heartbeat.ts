@@ -9,6 +9,7 @@ export interface Heartbeat {
   'device_memory_used_bytes'?: (number | string | Long);
   'device_memory_total_bytes'?: (number | string | Long);
   'disk_free_bytes'?: (number | string | Long);
+  'local_busy_slots'?: (number)[];
 }
 
 export interface Heartbeat__Output {
@@ -18,4 +19,5 @@ export interface Heartbeat__Output {
   'device_memory_used_bytes': (number);
   'device_memory_total_bytes': (number);
   'disk_free_bytes': (number);
+  'local_busy_slots': (number)[];
 }

@@ -1,0 +1,35 @@
+/** ffmpeg's watchdog and input guard, on the real binary. */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { AudioError } from "./errors.js";
+import { decodeToPcm, probeAudio } from "./ffmpeg.js";
+
+const dir = mkdtempSync(join(tmpdir(), "kiln-ffmpeg-"));
+
+describe("ffmpeg", () => {
+  it("kills a decode that makes no progress for the stall time (a FIFO nobody writes) and says why", async () => {
+    const fifo = join(dir, "stalled.wav");
+    execFileSync("mkfifo", [fifo]);
+    const out = join(dir, "stalled.f32");
+    const failure = await decodeToPcm(fifo, out, { maxSeconds: 60, displayName: "stalled.wav", stallMs: 1000 }).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(AudioError);
+    expect((failure as Error).message).toBe("stalled.wav could not be read: ffmpeg made no progress for 1 s and was stopped (is the file complete?)");
+  });
+
+  it("decodes a whole file under the same watchdog", async () => {
+    const wav = join(dir, "tone.wav");
+    execFileSync("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=16000:duration=3", wav]);
+    expect(await decodeToPcm(wav, join(dir, "tone.f32"), { maxSeconds: 60, displayName: "tone.wav", stallMs: 1000 })).toBe(48_000);
+    expect(await probeAudio(wav, "tone.wav", { stallMs: 1000 })).toMatchObject({ codec: "pcm_s16le", container: "wav" });
+  });
+
+  it("reads no container outside the accepted ones (an image2 pattern, a concat list)", async () => {
+    const list = join(dir, "list.wav");
+    writeFileSync(list, `ffconcat version 1.0\nfile ${join(dir, "tone.wav")}\n`);
+    await expect(probeAudio(list, "list.wav")).rejects.toThrow(/^list\.wav (is not an audio or video file ffmpeg can read|could not be read)/);
+    expect(existsSync(join(dir, "list.f32"))).toBe(false);
+  });
+});

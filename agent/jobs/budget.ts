@@ -1,0 +1,103 @@
+/**
+ * The staging budget: bytes that uploads may hold on the agent's disk together, from the first
+ * byte of an upload until its job no longer needs the file (finished, cancelled or deleted).
+ * A request that declares its length (Content-Length) reserves it at once, so it is refused before
+ * a byte is sent when it cannot fit, and uploads already streaming are never starved by newcomers;
+ * one without a length is charged as it streams. The disk itself is asked (statfs) before an
+ * upload starts and every `CHECK_EVERY` bytes, so other writers on the same disk count too.
+ */
+import { statfs } from "node:fs/promises";
+import { InsufficientStorageError } from "../../core/errors.js";
+
+/** Free bytes the disk keeps whatever the budget says: uploads stop before the disk is full. */
+export const DISK_FLOOR = 256 * 1024 ** 2;
+/** Bytes an upload may write between two statfs calls. */
+const CHECK_EVERY = 64 * 1024 ** 2;
+
+export interface StagingBudgetOptions {
+  /** Bytes all staged uploads may take together. */
+  limitBytes: number;
+  /** The folder uploads go to: its file system is the one asked for free space. */
+  dir: string;
+  /** Free bytes the disk must keep (default `DISK_FLOOR`). */
+  floorBytes?: number;
+}
+
+/** Free bytes on the file system holding `dir` (what an unprivileged writer may use). */
+export async function freeBytes(dir: string): Promise<number> {
+  const s = await statfs(dir);
+  return s.bavail * s.bsize;
+}
+
+export class StagingBudget {
+  private used = 0;
+  private readonly unchecked = new WeakMap<object, number>();
+
+  constructor(private readonly options: StagingBudgetOptions) {}
+
+  /** Bytes held by uploads now. */
+  get usedBytes(): number {
+    return this.used;
+  }
+
+  get limitBytes(): number {
+    return this.options.limitBytes;
+  }
+
+  /**
+   * Admits a new upload of `declared` bytes (0: unknown), reserving them: throws
+   * `InsufficientStorageError` when they do not fit the budget or the disk.
+   */
+  async admit(declared = 0): Promise<void> {
+    if (this.used + declared > this.options.limitBytes || this.used >= this.options.limitBytes) {
+      throw declared > this.options.limitBytes
+        ? new InsufficientStorageError(`audio: this upload (${formatMb(declared)}) is larger than this instance's staging budget (${formatMb(this.options.limitBytes)})`)
+        : this.overBudget();
+    }
+    await this.checkDisk(declared);
+    this.used += declared;
+  }
+
+  /**
+   * Charges `bytes` more written by `owner` (one upload), of which `prepaid` were reserved at
+   * admission: throws `InsufficientStorageError` when the rest passes the budget or the disk is
+   * running low (nothing is then charged).
+   */
+  async charge(owner: object, bytes: number, prepaid = 0): Promise<void> {
+    const extra = bytes - Math.min(bytes, prepaid);
+    if (this.used + extra > this.options.limitBytes) throw this.overBudget();
+    this.used += extra;
+    const since = (this.unchecked.get(owner) ?? 0) + bytes;
+    if (since >= CHECK_EVERY) {
+      this.unchecked.set(owner, 0);
+      await this.checkDisk(bytes).catch((err: unknown) => { this.used -= extra; throw err; });
+    } else {
+      this.unchecked.set(owner, since);
+    }
+  }
+
+  /** Gives back bytes of an upload that is gone (refused, finished, deleted). */
+  release(bytes: number): void {
+    this.used = Math.max(0, this.used - bytes);
+  }
+
+  /** Counts bytes already on disk at start (the uploads of jobs that resume). */
+  hold(bytes: number): void {
+    this.used += bytes;
+  }
+
+  private async checkDisk(incoming: number): Promise<void> {
+    const free = await freeBytes(this.options.dir);
+    if (free - incoming < (this.options.floorBytes ?? DISK_FLOOR)) {
+      throw new InsufficientStorageError(`audio: this instance's disk is nearly full (${formatMb(free)} free); try again later`);
+    }
+  }
+
+  private overBudget(): InsufficientStorageError {
+    return new InsufficientStorageError(`audio: the uploads in progress and the jobs waiting already hold this instance's staging budget (${formatMb(this.options.limitBytes)}); try again later`);
+  }
+}
+
+function formatMb(bytes: number): string {
+  return `${Math.floor(bytes / 1024 ** 2)} MB`;
+}

@@ -1,0 +1,48 @@
+/**
+ * The job service's error path when the store itself fails: a real Transcriber (ffmpeg refuses a
+ * file that is not audio) and a real SQLite store that refuses writes.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import type { Logger } from "../../core/log.js";
+import { TEST_VAD, TEST_WHISPER_DIR } from "../../test/helpers/speech.js";
+import { Transcriber, WhisperPool } from "../asr/index.js";
+import { JobService } from "./service.js";
+
+describe("JobService", () => {
+  it("logs, with the job id, a failure to record a job's outcome; nothing becomes an unhandled rejection", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) }) as unknown as Logger;
+    const dataDir = mkdtempSync(join(tmpdir(), "kiln-jobs-"));
+    const whisper = new WhisperPool({ dir: TEST_WHISPER_DIR, gpu: false, memoryBudgetMb: 256, parallel: 1, threads: 1, logger });
+    const transcriber = new Transcriber({ whisper, vad: { model: TEST_VAD }, maxAudioSeconds: 3600, logger });
+    const jobs = new JobService({ dataDir, transcriber, concurrency: 1, maxQueued: 4, uploadBudgetBytes: 1024 ** 2, resultTtlSeconds: 3600, maxResults: 10, logger });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const ticket = await jobs.admit();
+      const staged = await jobs.stage("notes.mp3", ticket);
+      writeFileSync(staged.path, "not audio at all\n".repeat(100));
+      await jobs.charge(staged, 1700);
+      jobs.settle(ticket);
+      const [job] = jobs.submit([staged], { model: "base", translate: false, speakerDiarization: false });
+      // From now on (the job has started, and awaits ffmpeg) the store refuses every write, as a full disk would.
+      (jobs as unknown as { store: { db: { pragma(s: string): unknown } } }).store.db.pragma("query_only = ON");
+      await expect.poll(() => lines.some((l) => l.msg === "transcription job ended but its outcome could not be recorded"), { timeout: 20_000 }).toBe(true);
+      const line = lines.find((l) => l.msg === "transcription job ended but its outcome could not be recorded")!;
+      expect(line).toMatchObject({ level: 50, job: job!.job_id });
+      expect((line.err as { message: string }).message).toMatch(/readonly|read-only/i);
+      expect(line.failure).toMatch(/^notes\.mp3 is not an audio or video file/);
+      expect(jobs.counts()).toEqual({ running: 0, queued: 0 });
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+      await jobs.close();
+      await whisper.dispose();
+    }
+  });
+});
