@@ -28,6 +28,8 @@ const SWEEP_EVERY_MS = 3600_000;
 /** The slowest upload the request timeout allows for: 1 MB/s, plus a margin for the rest of the request. */
 const SLOWEST_UPLOAD_BYTES_PER_S = 1024 ** 2;
 const REQUEST_MARGIN_S = 300;
+/** A connection that sends nothing for this long (an upload that stalled) is closed. */
+const IDLE_TIMEOUT_MS = 120_000;
 
 export interface AgentHandle {
   engine: LlmEngine;
@@ -123,11 +125,12 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   const app = createAgentApp({
     jobs, whisper, capabilities, node, metrics, ready, logger,
     limits: { fileBytes: config.maxUpload, files: MAX_FILES }, maxClientUploads: config.maxClientUploads,
+    loopbackHostsOnly: !config.agentToken && !config.agentInsecure,
     ...(config.agentToken ? { token: config.agentToken } : {}),
   });
   if (config.agentInsecure) logger.warn({ host: config.host }, "--agent-insecure: the transcription API is served without a token; anyone who reaches this address can submit jobs (reading one still needs its handle)");
   const requestTimeoutMs = (Math.ceil(config.maxUpload / SLOWEST_UPLOAD_BYTES_PER_S) + REQUEST_MARGIN_S) * 1000;
-  const http = await listenHttp(app.fetch, { host: config.host, port: config.port }, { requestTimeoutMs }).catch(async (err: unknown) => {
+  const http = await listenHttp(app.fetch, { host: config.host, port: config.port }, { requestTimeoutMs, idleTimeoutMs: IDLE_TIMEOUT_MS }).catch(async (err: unknown) => {
     clearInterval(sweeper);
     await jobs.close();
     await engine.dispose();

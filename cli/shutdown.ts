@@ -7,6 +7,9 @@
 import { currentContext } from "../core/context.js";
 import type { Logger } from "../core/log.js";
 
+/** Longest a drain after a fault may take before the process exits regardless. */
+const FAULT_EXIT_MS = 60_000;
+
 export function onShutdown(logger: Logger, close: () => Promise<void>, exit: (code: number) => void = (code) => process.exit(code)): void {
   let closing = false;
   const stop = (code: number): void => {
@@ -21,6 +24,8 @@ export function onShutdown(logger: Logger, close: () => Promise<void>, exit: (co
   const onFault = (kind: string) => (err: unknown): void => {
     // The handler runs in the context of the work that failed (AsyncLocalStorage): its request or job id.
     logger.error({ ...currentContext(), err }, `${kind}: draining and exiting (this is a bug in Kiln; please report it)`);
+    // After a fault the drain itself may hang: the process exits anyway, for its supervisor to restart it.
+    setTimeout(() => exit(1), FAULT_EXIT_MS).unref();
     stop(1);
   };
   process.on("SIGINT", onSignal);

@@ -10,9 +10,12 @@ export type WorkContext = Readonly<Record<string, string>>;
 
 const storage = new AsyncLocalStorage<WorkContext>();
 
-/** Runs `fn` with `fields` added to the current context. */
+/**
+ * Runs `fn` in a context of exactly `fields` (not merged with the caller's: a job started from
+ * the end of another, or from a request, belongs to itself).
+ */
 export function withContext<T>(fields: WorkContext, fn: () => T): T {
-  return storage.run({ ...storage.getStore(), ...fields }, fn);
+  return storage.run({ ...fields }, fn);
 }
 
 /** The context of the work running now (empty outside any). */

@@ -150,6 +150,30 @@ describe("without a token (loopback)", () => {
     expect(list.status).toBe(403);
     expect(((await list.json()) as { error: { code: string } }).error.code).toBe("token_required");
   });
+
+  it("answers only loopback Host names (a web page cannot reach it through DNS rebinding)", async () => {
+    const port = Number(new URL(t.base).port);
+    const get = (host: string) => new Promise<{ status: number; body: string }>((resolve, reject) => {
+      request({ host: "127.0.0.1", port, path: "/api/models", headers: { host } }, (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (d: string) => (body += d)).on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      }).on("error", reject).end();
+    });
+    const evil = await get("attacker.example:7860");
+    expect(evil.status).toBe(403);
+    expect(JSON.parse(evil.body).error).toMatchObject({ type: "permission_error", code: "host_not_allowed", message: expect.stringMatching(/^Host:/) });
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]) expect((await get(host)).status, host).toBe(200);
+  });
+
+  it("cancels a job that has only just started (probe or decode): cancelled, not an error", async () => {
+    const res = await upload(t.base, [makeMedia(media, "early.wav", { seconds: 600 })]);
+    const cancel = await fetch(`${t.base}/api/jobs/${res.body.job_id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${res.body.handle}` } });
+    expect(cancel.status).toBe(200);
+    expect(await cancel.json()).toMatchObject({ status: "cancelled" });
+    const { view } = await waitForJob(t.base, res.body.job_id);
+    expect(view.status).toBe("cancelled");
+    expect(view.error).toBeUndefined();
+  });
 });
 
 describe("budgets", () => {
@@ -174,6 +198,26 @@ describe("budgets", () => {
       await t.agent.close();
     }
   }, 180_000);
+
+  it("refuses a Content-Length no ten files of the largest size could reach, before reading a byte", async () => {
+    const t = await startTranscription({ maxUpload: "1mb" });
+    try {
+      const port = Number(new URL(t.base).port);
+      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request({ host: "127.0.0.1", port, path: "/api/process", method: "POST", headers: { "content-type": "multipart/form-data; boundary=b", "content-length": String(50 * 1024 ** 2) } }, (r) => {
+          let body = "";
+          r.setEncoding("utf8").on("data", (d: string) => (body += d)).on("end", () => resolve({ status: r.statusCode ?? 0, body }));
+        });
+        req.on("error", reject);
+        req.end("--b--\r\n"); // a few bytes of the 50 MB declared; the answer comes without them
+      });
+      expect(answer.status).toBe(413);
+      expect(JSON.parse(answer.body).error).toMatchObject({ code: "request_too_large", message: expect.stringMatching(/^Content-Length: 52428800 bytes is more than 10 files/) });
+      expect(t.agent.jobs.budget.usedBytes).toBe(0);
+    } finally {
+      await t.agent.close();
+    }
+  });
 
   it("an upload without a length is charged as it streams: 507 once it passes the budget, its partial file removed", async () => {
     const t = await startTranscription({ uploadBudget: "2mb" });

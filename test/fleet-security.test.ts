@@ -263,7 +263,7 @@ describe("one node id, one token", () => {
 
 describe("configuration refusals", () => {
   const tokens = { nodeTokens: NODE_TOKEN };
-  const agentBase = { nodeToken: NODE_TOKEN };
+  const agentBase = { nodeToken: NODE_TOKEN, host: "127.0.0.1" };
 
   it("loopback is 127.0.0.0/8, ::1 and localhost", () => {
     expect(["127.0.0.1", "127.9.8.7", "::1", "localhost", "LOCALHOST"].map(isLoopback)).toEqual([true, true, true, true, true]);

@@ -69,6 +69,17 @@ describe("transcription agent process", () => {
     expect((await getJson(`${base}/api/models`)).status).toBe(200);
   }, 120_000);
 
+  it("a transcription-only agent (no --serve) never loads llama.cpp, and transcribes", async () => {
+    const { proc, base } = await spawnTranscription(tempDir());
+    procs.push(proc);
+    const media = tempDir();
+    const res = await upload(base, [makeMedia(media, "solo.wav", { seconds: 3 })]);
+    expect((await waitForJob(base, res.body.job_id)).view.status).toBe("completed");
+    const maps = readFileSync(`/proc/${proc.child.pid!}/maps`, "utf8");
+    expect(maps).toMatch(/better_sqlite3\.node/); // the maps are read right: a native addon it does load
+    expect(maps).not.toMatch(/node-llama-cpp|llama-addon|libllama|libggml/);
+  }, 60_000);
+
   it("keeps completed results and resumes the interrupted job after SIGKILL and a restart", async () => {
     const dataDir = tempDir();
     const media = tempDir();

@@ -1,6 +1,6 @@
 /** ffmpeg's watchdog and input guard, on the real binary. */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -8,6 +8,12 @@ import { AudioError } from "./errors.js";
 import { decodeToPcm, probeAudio } from "./ffmpeg.js";
 
 const dir = mkdtempSync(join(tmpdir(), "kiln-ffmpeg-"));
+// Every ffmpeg these tests run goes through a wrapper that records the environment it was given.
+const envDump = join(dir, "ffmpeg.env");
+const wrapper = join(dir, "ffmpeg-wrapper.sh");
+writeFileSync(wrapper, `#!/bin/sh\nenv > '${envDump}'\nexec ffmpeg "$@"\n`, { mode: 0o755 });
+process.env.KILN_FFMPEG = wrapper;
+process.env.KILN_AGENT_TOKEN = "an-agent-token-ffmpeg-must-not-see";
 
 describe("ffmpeg", () => {
   it("kills a decode that makes no progress for the stall time (a FIFO nobody writes) and says why", async () => {
@@ -24,6 +30,12 @@ describe("ffmpeg", () => {
     execFileSync("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=16000:duration=3", wav]);
     expect(await decodeToPcm(wav, join(dir, "tone.f32"), { maxSeconds: 60, displayName: "tone.wav", stallMs: 1000 })).toBe(48_000);
     expect(await probeAudio(wav, "tone.wav", { stallMs: 1000 })).toMatchObject({ codec: "pcm_s16le", container: "wav" });
+  });
+
+  it("runs ffmpeg (which parses what strangers upload) without the agent's secrets in its environment", () => {
+    const env = readFileSync(envDump, "utf8");
+    expect(env).toMatch(/^PATH=/m);
+    expect(env).not.toMatch(/KILN_AGENT_TOKEN|an-agent-token-ffmpeg-must-not-see/);
   });
 
   it("reads no container outside the accepted ones (an image2 pattern, a concat list)", async () => {

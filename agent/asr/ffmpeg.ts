@@ -11,6 +11,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { stat } from "node:fs/promises";
+import { engineEnv } from "./engine/fork.js";
 import { AudioError, EngineError } from "./errors.js";
 
 export const SAMPLE_RATE = 16_000;
@@ -30,7 +31,7 @@ export function ffmpegPath(): string {
   if (cached) return cached;
   const fromEnv = process.env.KILN_FFMPEG;
   if (fromEnv) return (cached = fromEnv);
-  if (spawnSync("ffmpeg", ["-version"], { stdio: "ignore" }).status === 0) return (cached = "ffmpeg");
+  if (spawnSync("ffmpeg", ["-version"], { stdio: "ignore", env: engineEnv() }).status === 0) return (cached = "ffmpeg");
   try {
     return (cached = (require("@ffmpeg-installer/ffmpeg") as { path: string }).path);
   } catch (err) {
@@ -58,7 +59,8 @@ interface RunOptions {
 
 function run(args: string[], options: RunOptions = {}): Promise<{ code: number | null; stderr: string; stalled: boolean }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(ffmpegPath(), args, { stdio: ["ignore", "ignore", "pipe"], ...(options.signal ? { signal: options.signal } : {}) });
+    // ffmpeg parses what strangers upload: it gets the engines' allow-listed environment, not the agent's secrets.
+    const child = spawn(ffmpegPath(), args, { stdio: ["ignore", "ignore", "pipe"], env: engineEnv(), ...(options.signal ? { signal: options.signal } : {}) });
     let stderr = "";
     let seen = 0; // stderr bytes and output bytes so far: progress is any growth
     let lastProgress = Date.now();
@@ -90,16 +92,21 @@ function stallError(displayName: string, stallMs: number | undefined): AudioErro
   return new AudioError(`${displayName} could not be read: ffmpeg made no progress for ${Math.round((stallMs ?? DEFAULT_STALL_MS) / 1000)} s and was stopped (is the file complete?)`);
 }
 
-/** The last meaningful line ffmpeg printed, for error messages. */
-function lastLine(stderr: string): string {
-  return stderr.trim().split("\n").map((l) => l.trim()).filter(Boolean).pop() ?? "";
+/**
+ * The last meaningful line ffmpeg printed, for error messages, with the paths it names (this
+ * machine's folders) replaced by the name the user knows.
+ */
+function lastLine(stderr: string, paths: readonly string[], displayName: string): string {
+  let line = stderr.trim().split("\n").map((l) => l.trim()).filter(Boolean).pop() ?? "";
+  for (const p of paths) line = line.split(p).join(displayName);
+  return line;
 }
 
 /**
  * Reads the container header: is this media, does it have an audio track, how long is it.
  * Throws `AudioError` for empty files, non-media and media without audio.
  */
-export async function probeAudio(file: string, displayName: string, options: { stallMs?: number } = {}): Promise<AudioProbe> {
+export async function probeAudio(file: string, displayName: string, options: { stallMs?: number; signal?: AbortSignal } = {}): Promise<AudioProbe> {
   const { size } = await stat(file);
   if (size === 0) throw new AudioError(`${displayName} is empty (0 bytes)`);
   const { stderr, stalled } = await run(["-hide_banner", "-nostdin", ...INPUT_GUARD, "-i", file], options);
@@ -108,7 +115,7 @@ export async function probeAudio(file: string, displayName: string, options: { s
   if (!input) {
     const reason = /Invalid data found|could not find codec parameters|Invalid argument/i.test(stderr)
       ? "is not an audio or video file ffmpeg can read"
-      : `could not be read (${lastLine(stderr)})`;
+      : `could not be read (${lastLine(stderr, [file], displayName)})`;
     throw new AudioError(`${displayName} ${reason}`);
   }
   const audio = /Stream #0:\d+[^:]*: Audio: ([\w-]+)/.exec(stderr);
@@ -127,7 +134,7 @@ export async function decodeToPcm(file: string, out: string, options: { maxSecon
   const args = ["-hide_banner", "-nostdin", "-loglevel", "error", "-y", ...INPUT_GUARD, "-i", file, "-map", "0:a:0", "-vn", "-ac", "1", "-ar", String(SAMPLE_RATE), "-t", String(options.maxSeconds + 1), "-f", "f32le", "-acodec", "pcm_f32le", out];
   const { code, stderr, stalled } = await run(args, { output: out, ...(options.signal ? { signal: options.signal } : {}), ...(options.stallMs !== undefined ? { stallMs: options.stallMs } : {}) });
   if (stalled) throw stallError(options.displayName, options.stallMs);
-  if (code !== 0) throw new AudioError(`${options.displayName} could not be decoded (${lastLine(stderr) || `ffmpeg exited with ${code}`})`);
+  if (code !== 0) throw new AudioError(`${options.displayName} could not be decoded (${lastLine(stderr, [file, out], options.displayName) || `ffmpeg exited with ${code}`})`);
   const samples = (await stat(out)).size / 4;
   if (samples === 0) throw new AudioError(`${options.displayName} has an audio track with no samples`);
   if (samples > options.maxSeconds * SAMPLE_RATE) throw new AudioError(`${options.displayName} runs over the ${formatLimit(options.maxSeconds)} limit`);

@@ -89,7 +89,7 @@ export class Transcriber {
     const pcmPath = join(request.workDir, "audio.f32");
     try {
       const stall = this.options.ffmpegStallMs !== undefined ? { stallMs: this.options.ffmpegStallMs } : {};
-      const probe = await probeAudio(request.input, request.displayName, stall);
+      const probe = await probeAudio(request.input, request.displayName, { ...stall, ...(signal ? { signal } : {}) });
       if (probe.durationSeconds !== undefined && probe.durationSeconds > this.options.maxAudioSeconds) {
         throw new AudioError(`${request.displayName} lasts ${formatDuration(probe.durationSeconds)}, over the ${this.options.maxAudioSeconds / 3600}-hour limit`);
       }
@@ -127,6 +127,10 @@ export class Transcriber {
       report(1, 0);
       logger.info({ input: request.displayName, model: request.model, duration, speech, chunks: chunks.length, ms: Date.now() - started, parallel: whisper.parallel }, "transcribed");
       return transcript;
+    } catch (err) {
+      // Whatever a stopped run threw (ffmpeg's AbortError, the chat engine's), it was stopped, not failed.
+      if (signal?.aborted) throw new JobAbortedError();
+      throw err;
     } finally {
       await rm(request.workDir, { recursive: true, force: true });
     }

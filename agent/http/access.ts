@@ -46,9 +46,11 @@ export function requireJob(c: { var: AccessVariables }, jobs: JobService, id: st
   if (!jobs.ownsJob(id, credential)) throw new AuthenticationError("invalid_job_handle", `Authorization: not the handle of job "${id}" (nor the instance's token)`);
 }
 
-/** Allows only the agent token; without one configured, the route is not offered. */
+/**
+ * Allows only the agent token. (With one configured, `access` has already refused every other
+ * caller of such a route; without one, the route is not offered.)
+ */
 export function requireOperator(c: { var: AccessVariables }, what: string): void {
   if (c.var.operator) return;
-  if (c.var.guarded && !c.var.credential) throw MISSING();
   throw new PermissionError("token_required", `${what} needs this instance's token (--agent-token)`);
 }

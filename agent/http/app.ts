@@ -5,9 +5,10 @@
  * `GET /api/models` — behind the agent token and each job's handle (`./access.ts`).
  */
 import type { HttpBindings } from "@hono/node-server";
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
-import { InFlightLimitError, InvalidRequestError, KilnError } from "../../core/errors.js";
+import ipaddr from "ipaddr.js";
+import { InFlightLimitError, InvalidRequestError, KilnError, PayloadTooLargeError, PermissionError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import type { HttpMetrics } from "../../core/metrics.js";
 import { WHISPER_LANGUAGES, type WhisperModelName } from "../../models/whisper.js";
@@ -25,6 +26,11 @@ export interface AgentHttpDeps {
   limits: UploadLimits;
   /** Uploads one client address may have in flight at once (more: 429). */
   maxClientUploads: number;
+  /**
+   * Answer only requests whose `Host` is a loopback name or address (an instance without a
+   * token, on loopback: a web page cannot reach it through DNS rebinding). Default false.
+   */
+  loopbackHostsOnly?: boolean;
   /** What this node can do beyond transcription; requests needing more are refused at submission. */
   capabilities: { diarization: boolean; translation: boolean };
   /** When set, every `/api/*` call needs `Authorization: Bearer <token>` (or, for a job's own routes, its handle). */
@@ -71,15 +77,18 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     return c.json(r, r.ready ? 200 : 503);
   });
   app.get("/metrics", () => deps.metrics.handler());
+  if (deps.loopbackHostsOnly) app.use("*", loopbackHostsOnly());
   app.use("/api/*", access(deps.token, (path) => JOB_ROUTE.test(path)));
 
-  const uploading = new Map<string, number>(); // client address → uploads in flight
+  /** The most a request may declare: every file at the size limit, plus room for the form's framing and fields. */
+  const largestRequest = deps.limits.files * deps.limits.fileBytes + 8 * 1024 ** 2;
+  const uploading = new Map<string, number>(); // client (address, or IPv6 /64) → uploads in flight
   app.post("/api/process", async (c) => {
     deps.jobs.ensureRoom(1);
-    const client = c.env.incoming.socket.remoteAddress ?? "unknown";
+    const client = clientKey(c.env.incoming.socket.remoteAddress);
     const mine = uploading.get(client) ?? 0;
     if (mine >= deps.maxClientUploads) {
-      drain(c.env.incoming);
+      await drain(c.env.incoming);
       throw new InFlightLimitError(`audio: this address already has ${mine} uploads in progress (at most ${deps.maxClientUploads}); wait for one to finish`);
     }
     uploading.set(client, mine + 1);
@@ -87,7 +96,11 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     let ticket;
     try {
       const length = c.req.header("content-length");
-      ticket = await deps.jobs.admit(length && /^\d+$/.test(length) ? Number(length) : undefined);
+      const declared = length && /^\d+$/.test(length) ? Number(length) : undefined;
+      if (declared !== undefined && declared > largestRequest) {
+        throw new PayloadTooLargeError("request_too_large", `Content-Length: ${declared} bytes is more than ${deps.limits.files} files of the largest size could take`);
+      }
+      ticket = await deps.jobs.admit(declared);
       const jobs = deps.jobs;
       const reserved = ticket;
       upload = await parseUpload(c.env.incoming, deps.limits, {
@@ -97,8 +110,8 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
       });
     } catch (err) {
       if (!ticket) {
-        // Refused before a byte was staged: the body is read and dropped, the connection kept.
-        drain(c.env.incoming);
+        // Refused before a byte was staged: the body is read and dropped first, the connection kept.
+        await drain(c.env.incoming);
       } else if (err instanceof KilnError) {
         // Refused mid-upload: the rest is not worth reading; answer, then close the connection.
         c.header("Connection", "close");
@@ -182,4 +195,29 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
   app.route("/", uiRoutes());
 
   return app;
+}
+
+/**
+ * Whom the per-client upload cap counts: the IPv4 address (an IPv4-mapped IPv6 one unwrapped), or
+ * the /64 of an IPv6 address (one host usually holds a whole /64). Behind a reverse proxy every
+ * client is the proxy: the cap is then the proxy's.
+ */
+export function clientKey(remote: string | undefined): string {
+  if (!remote || !ipaddr.isValid(remote)) return remote ?? "unknown";
+  const addr = ipaddr.process(remote);
+  if (addr.kind() === "ipv4") return addr.toString();
+  return `${(addr as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(":")}::/64`;
+}
+
+const LOOPBACK_HOST = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d{1,5})?$/i;
+
+/** Refuses a request whose Host is not a loopback name or address (403 host_not_allowed). */
+function loopbackHostsOnly(): MiddlewareHandler {
+  return async (c, next) => {
+    const host = c.req.header("host") ?? "";
+    if (!LOOPBACK_HOST.test(host)) {
+      throw new PermissionError("host_not_allowed", `Host: "${host.slice(0, 100)}" is not a loopback name; this instance has no --agent-token and answers only 127.0.0.1, [::1] and localhost`);
+    }
+    await next();
+  };
 }

@@ -10,7 +10,7 @@ import type { IncomingMessage } from "node:http";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import busboy from "busboy";
-import { InvalidRequestError, KilnError, PayloadTooLargeError } from "../../core/errors.js";
+import { InsufficientStorageError, InvalidRequestError, KilnError, PayloadTooLargeError, ServiceUnavailableError } from "../../core/errors.js";
 import type { StagedUpload } from "../jobs/index.js";
 
 export interface UploadLimits {
@@ -26,6 +26,8 @@ export interface ParsedUpload {
 }
 
 const FIELD_BYTES = 64 * 1024;
+/** Longest a refusal waits for the rest of the body before it is answered (see `drain`). */
+const DRAIN_WAIT_MS = 2000;
 /** Most bytes of a refused request's body read and dropped (see `drain`). */
 const DRAIN_BYTES = 64 * 1024 ** 2;
 const MAX_FIELDS = 64;
@@ -71,7 +73,7 @@ export async function parseUpload(req: IncomingMessage, limits: UploadLimits, st
       failure = err;
       req.unpipe(parser);
       for (const out of open) out.destroy(err);
-      drain(req);
+      void drain(req);
       reject(err);
     };
     parser.on("file", (name, stream, info) => {
@@ -103,7 +105,9 @@ export async function parseUpload(req: IncomingMessage, limits: UploadLimits, st
           open.delete(out);
         }
       })();
-      write.catch((err: unknown) => { if (err instanceof KilnError) fail(err); });
+      // Any failure of a part's write stops the whole upload at once (busboy would otherwise wait
+      // on the stalled part until the request times out).
+      write.catch((err: unknown) => fail(storageFailure(err)));
       writes.push(write);
     });
     parser.on("field", (name, value, info) => {
@@ -125,7 +129,7 @@ export async function parseUpload(req: IncomingMessage, limits: UploadLimits, st
   } catch (err) {
     await Promise.allSettled(writes);
     await staging.discard(files.filter((f): f is StagedUpload => f !== undefined));
-    throw err instanceof KilnError ? err : new InvalidRequestError("upload_failed", `audio: the upload failed (${err instanceof Error ? err.message : String(err)})`);
+    throw storageFailure(err);
   }
   const staged = files.filter((f): f is StagedUpload => f !== undefined);
   if (staged.length === 0) throw new InvalidRequestError("missing_audio", "audio: required (a file part named \"audio\")");
@@ -135,14 +139,31 @@ export async function parseUpload(req: IncomingMessage, limits: UploadLimits, st
 /**
  * Reads and drops the rest of a refused request's body (clients such as fetch read the answer
  * only once they have sent everything), up to `DRAIN_BYTES`; past that the connection is cut.
+ * Resolves when the body has ended, the connection is gone, or after `DRAIN_WAIT_MS` (reading
+ * goes on behind): a refusal answered then reaches a client that has usually stopped writing.
  */
-export function drain(req: IncomingMessage): void {
-  let dropped = 0;
-  req.on("data", (chunk: Buffer) => {
-    dropped += chunk.length;
-    if (dropped > DRAIN_BYTES) req.socket.destroy();
+export function drain(req: IncomingMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (req.readableEnded || req.destroyed) return resolve();
+    let dropped = 0;
+    const timer = setTimeout(resolve, DRAIN_WAIT_MS);
+    const done = () => { clearTimeout(timer); resolve(); };
+    req.on("data", (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped > DRAIN_BYTES) req.socket.destroy();
+    });
+    req.once("end", done);
+    req.once("close", done);
+    req.resume();
   });
-  req.resume();
+}
+
+/** A part's write failure as the client's error: a KilnError as is; a full disk 507; anything else 503. */
+function storageFailure(err: unknown): KilnError {
+  if (err instanceof KilnError) return err;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "ENOSPC" || code === "EDQUOT") return new InsufficientStorageError("audio: this instance's disk is full; try again later");
+  return new ServiceUnavailableError("upload_failed", `audio: the upload could not be stored (${code ?? "write failed"}); try again later`);
 }
 
 function formatBytes(n: number): string {

@@ -31,11 +31,13 @@ export async function freeBytes(dir: string): Promise<number> {
 
 export class StagingBudget {
   private used = 0;
+  /** Bytes reserved at admission and not written yet: the disk must still have room for them. */
+  private pending = 0;
   private readonly unchecked = new WeakMap<object, number>();
 
   constructor(private readonly options: StagingBudgetOptions) {}
 
-  /** Bytes held by uploads now. */
+  /** Bytes held by uploads now (reserved or written). */
   get usedBytes(): number {
     return this.used;
   }
@@ -45,40 +47,56 @@ export class StagingBudget {
   }
 
   /**
-   * Admits a new upload of `declared` bytes (0: unknown), reserving them: throws
-   * `InsufficientStorageError` when they do not fit the budget or the disk.
+   * Admits a new upload of `declared` bytes (0: unknown), reserving them before anything is
+   * awaited (so parallel admissions cannot overcommit): throws `InsufficientStorageError` when
+   * they do not fit the budget or the disk, with nothing reserved.
    */
   async admit(declared = 0): Promise<void> {
-    if (this.used + declared > this.options.limitBytes || this.used >= this.options.limitBytes) {
-      throw declared > this.options.limitBytes
-        ? new InsufficientStorageError(`audio: this upload (${formatMb(declared)}) is larger than this instance's staging budget (${formatMb(this.options.limitBytes)})`)
-        : this.overBudget();
+    if (declared > this.options.limitBytes) {
+      throw new InsufficientStorageError(`audio: this upload (${formatMb(declared)}) is larger than this instance's staging budget (${formatMb(this.options.limitBytes)})`);
     }
-    await this.checkDisk(declared);
+    if (this.used + declared > this.options.limitBytes || this.used >= this.options.limitBytes) throw this.overBudget();
     this.used += declared;
+    this.pending += declared;
+    await this.checkDisk(0).catch((err: unknown) => {
+      this.used -= declared;
+      this.pending -= declared;
+      throw err;
+    });
   }
 
   /**
-   * Charges `bytes` more written by `owner` (one upload), of which `prepaid` were reserved at
-   * admission: throws `InsufficientStorageError` when the rest passes the budget or the disk is
-   * running low (nothing is then charged).
+   * Charges `bytes` more written by `owner` (one upload), of which `prepaid` come out of its
+   * reservation. The accounting is done before anything is awaited; on a refusal
+   * (`InsufficientStorageError`: past the budget, or the disk running low) it is undone.
    */
   async charge(owner: object, bytes: number, prepaid = 0): Promise<void> {
     const extra = bytes - Math.min(bytes, prepaid);
     if (this.used + extra > this.options.limitBytes) throw this.overBudget();
     this.used += extra;
+    this.pending -= bytes - extra;
     const since = (this.unchecked.get(owner) ?? 0) + bytes;
-    if (since >= CHECK_EVERY) {
-      this.unchecked.set(owner, 0);
-      await this.checkDisk(bytes).catch((err: unknown) => { this.used -= extra; throw err; });
-    } else {
+    if (since < CHECK_EVERY) {
       this.unchecked.set(owner, since);
+      return;
     }
+    this.unchecked.set(owner, 0);
+    await this.checkDisk(bytes).catch((err: unknown) => {
+      this.used -= extra;
+      this.pending += bytes - extra;
+      throw err;
+    });
   }
 
-  /** Gives back bytes of an upload that is gone (refused, finished, deleted). */
+  /** Gives back bytes written by an upload that is gone (refused, finished, deleted). */
   release(bytes: number): void {
     this.used = Math.max(0, this.used - bytes);
+  }
+
+  /** Gives back the unused part of a reservation. */
+  unreserve(bytes: number): void {
+    this.pending = Math.max(0, this.pending - bytes);
+    this.release(bytes);
   }
 
   /** Counts bytes already on disk at start (the uploads of jobs that resume). */
@@ -86,9 +104,10 @@ export class StagingBudget {
     this.used += bytes;
   }
 
+  /** Refuses when the disk, less what admitted uploads may still write and `incoming`, would keep under the floor. */
   private async checkDisk(incoming: number): Promise<void> {
     const free = await freeBytes(this.options.dir);
-    if (free - incoming < (this.options.floorBytes ?? DISK_FLOOR)) {
+    if (free - this.pending - incoming < (this.options.floorBytes ?? DISK_FLOOR)) {
       throw new InsufficientStorageError(`audio: this instance's disk is nearly full (${formatMb(free)} free); try again later`);
     }
   }

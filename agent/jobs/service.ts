@@ -141,7 +141,7 @@ export class JobService {
 
   /** Gives back the part of a request's reservation its files did not take (multipart framing, fields, a refusal). */
   settle(ticket: UploadTicket): void {
-    this.budget.release(ticket.prepaid);
+    this.budget.unreserve(ticket.prepaid);
     ticket.prepaid = 0;
   }
 
@@ -149,18 +149,24 @@ export class JobService {
   async stage(fileName: string, ticket: UploadTicket): Promise<StagedUpload> {
     const id = randomUUID();
     const dir = join(this.uploadsDir, id);
-    await mkdir(dir, { recursive: true });
     const staged = { id, path: join(dir, "input"), fileName, bytes: 0, ticket };
-    this.staging.set(id, staged);
+    this.staging.set(id, staged); // before the folder exists: the sweeper never sees it unowned
+    await mkdir(dir, { recursive: true });
     return staged;
   }
 
   /** Charges `bytes` more of a staged upload (from its request's reservation first); throws 507 past the budget. */
   async charge(upload: StagedUpload, bytes: number): Promise<void> {
     const prepaid = Math.min(bytes, upload.ticket.prepaid);
-    await this.budget.charge(upload, bytes, prepaid);
+    // Counted on the upload in the same tick as in the budget: a discard meanwhile gives it all back.
+    const charged = this.budget.charge(upload, bytes, prepaid);
     upload.ticket.prepaid -= prepaid;
     upload.bytes += bytes;
+    await charged.catch((err: unknown) => {
+      upload.ticket.prepaid += prepaid;
+      upload.bytes -= bytes;
+      throw err;
+    });
   }
 
   /** Removes staged uploads that did not become jobs (a rejected request). */
@@ -182,13 +188,17 @@ export class JobService {
   /** Turns staged uploads into queued jobs, each with its own handle (returned only here). */
   submit(uploads: readonly StagedUpload[], options: JobOptions): SubmittedJob[] {
     this.ensureRoom(uploads.length);
-    return uploads.map((u) => {
+    // All rows or none: a failure leaves no queued job whose upload the caller then discards.
+    const handles = this.store.transaction(() => uploads.map((u) => {
       const handle = `jh_${randomBytes(24).toString("base64url")}`;
       this.store.insert({ id: u.id, fileName: u.fileName, inputPath: u.path, options, eta: 0, handleHash: hashHandle(handle) });
+      return handle;
+    }));
+    return uploads.map((u, i) => {
       this.staging.delete(u.id);
       this.held.set(u.id, u.bytes);
       this.enqueue(u.id);
-      return { ...this.view(u.id)!, handle };
+      return { ...this.view(u.id)!, handle: handles[i]! };
     });
   }
 
@@ -272,15 +282,19 @@ export class JobService {
       await running?.done;
     }
     this.options.logger.info({ job: id }, "transcription job cancelled");
-    return this.view(id)!;
+    const view = this.view(id);
+    if (!view) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`); // deleted meanwhile
+    return view;
   }
 
   /** Cancels the job if it runs, then removes its row, upload, work folder and result. */
   async remove(id: string): Promise<void> {
     const row = this.store.get(id);
     if (!row) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`);
-    if (row.status === "processing") await this.cancel(id);
-    await this.erase(row);
+    if (row.status === "processing") await this.cancel(id).catch(() => undefined); // it may have ended meanwhile
+    // Read again: a job that completed while it was being cancelled has a result file now.
+    const current = this.store.get(id);
+    if (current) await this.erase(current);
   }
 
   /**
@@ -291,22 +305,24 @@ export class JobService {
   async sweep(now = Date.now()): Promise<{ jobs: number; orphans: number }> {
     const expired = this.store.expired(now - this.options.resultTtlSeconds * 1000, this.options.maxResults);
     for (const row of expired) await this.erase(row);
-    const ids = this.store.ids();
-    const alive = (id: string) => ids.has(id) || this.staging.has(id);
-    const working = new Set(this.running.keys());
+    // Each entry is judged on the live state at the moment it would go (jobs start, end and
+    // arrive while the sweep awaits the disk), never on a snapshot.
     let orphans = 0;
-    const sweepDir = async (dir: string, owner: (name: string) => string | undefined, keep: (id: string) => boolean) => {
+    const sweepDir = async (dir: string, keep: (name: string) => boolean) => {
       const names = await readdir(dir).catch(() => [] as string[]);
       for (const name of names) {
-        const id = owner(name);
-        if (id !== undefined && keep(id)) continue;
+        if (keep(name)) continue;
         await rm(join(dir, name), { recursive: true, force: true });
         orphans++;
       }
     };
-    await sweepDir(this.uploadsDir, (name) => name, alive);
-    await sweepDir(join(this.options.dataDir, "work"), (name) => name, (id) => working.has(id));
-    await sweepDir(join(this.options.dataDir, "results"), (name) => /^(.+)\.json$/.exec(name)?.[1], (id) => ids.has(id));
+    const known = (id: string) => this.store.get(id) !== undefined;
+    await sweepDir(this.uploadsDir, (id) => this.staging.has(id) || known(id));
+    await sweepDir(join(this.options.dataDir, "work"), (id) => this.running.has(id));
+    await sweepDir(join(this.options.dataDir, "results"), (name) => {
+      const m = /^(.+)\.json(\.partial)?$/.exec(name);
+      return m !== null && (m[2] ? this.running.has(m[1]!) : known(m[1]!)); // a .partial is being written by its running job
+    });
     if (expired.length || orphans) this.options.logger.info({ jobs: expired.length, orphans }, "swept finished jobs and orphaned files");
     return { jobs: expired.length, orphans };
   }
@@ -345,7 +361,11 @@ export class JobService {
         : row.status === "cancelled" ? new ConflictError("job_cancelled", `job_id: job "${id}" was cancelled`)
         : new ConflictError("job_not_completed", `job_id: job "${id}" is still processing`);
     }
-    return JSON.parse(await readFile(row.resultPath, "utf8")) as Transcript;
+    const text = await readFile(row.resultPath, "utf8").catch((err: NodeJS.ErrnoException) => {
+      if (err.code === "ENOENT") throw new NotFoundError("job_not_found", `job_id: the result of job "${id}" is gone (deleted or expired)`);
+      throw err;
+    });
+    return JSON.parse(text) as Transcript;
   }
 
   /** Stops taking jobs, stops running ones between chunks (they resume at the next start). */
@@ -366,7 +386,9 @@ export class JobService {
     while (!this.closed && this.running.size < this.options.concurrency && this.queue.length) {
       const id = this.queue.shift()!;
       const cancel = new AbortController();
-      const done = withContext({ job: id }, () => this.execute(id, cancel.signal)).finally(() => {
+      const done = withContext({ job: id }, () => this.execute(id, cancel.signal)).catch((err: unknown) => {
+        this.options.logger.error({ job: id, err }, "transcription job runner failed");
+      }).finally(() => {
         this.running.delete(id);
         this.pump();
       });
@@ -436,7 +458,8 @@ export class JobService {
       await this.removeInput(id, row.inputPath);
       return;
     }
-    const message = err instanceof AudioError || err instanceof EngineError ? err.message : `transcription failed: ${err instanceof Error ? err.message : String(err)}`;
+    // An unexpected error's text may name paths on this machine: it goes to the log, not to the client.
+    const message = err instanceof AudioError || err instanceof EngineError ? err.message : "transcription failed (an internal error, logged under this job id)";
     if (!(err instanceof AudioError)) logger.error({ job: id, err }, "transcription job failed");
     this.options.onFinished?.("error");
     await this.removeInput(id, row.inputPath);

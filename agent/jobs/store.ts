@@ -7,8 +7,7 @@ import { openDatabase, type Db } from "../../core/sqlite.js";
 
 export type JobStatus = "processing" | "completed" | "error" | "cancelled";
 
-/** The statuses a job ends in. */
-export const FINISHED: readonly JobStatus[] = ["completed", "error", "cancelled"];
+
 
 /** What the user asked for, as validated at upload. */
 export interface JobOptions {
@@ -170,6 +169,11 @@ export class JobStore {
 
   delete(id: string): void {
     this.db.prepare("DELETE FROM jobs WHERE id = ?").run(id);
+  }
+
+  /** Runs `fn` in one transaction (all its writes or none). */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
   }
 
   close(): void {

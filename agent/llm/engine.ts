@@ -63,7 +63,8 @@ export class LlmEngine {
   private readonly localListeners = new Set<() => void>();
 
   private constructor(
-    private readonly llama: Llama,
+    /** Absent when no model is served: a transcription-only agent never loads llama.cpp. */
+    private readonly llama: Llama | undefined,
     private readonly pools: ModelPool[],
     private readonly byId: Map<string, ModelPool>,
     private readonly logger: Logger,
@@ -71,6 +72,7 @@ export class LlmEngine {
 
   static async load(options: LlmEngineOptions): Promise<LlmEngine> {
     const log = options.logger;
+    if (options.models.length === 0) return new LlmEngine(undefined, [], new Map(), log);
     const llama = await loadBackend(options.gpu, options.threads, log);
     const byPath = new Map<string, ModelPool>();
     const byId = new Map<string, ModelPool>();
@@ -97,7 +99,7 @@ export class LlmEngine {
   }
 
   get compute(): Compute {
-    return this.llama.gpu === false ? "cpu" : this.llama.gpu;
+    return !this.llama || this.llama.gpu === false ? "cpu" : this.llama.gpu;
   }
 
   /** The loaded pools, in load order (their index is the pool's number on the wire). */
@@ -111,6 +113,7 @@ export class LlmEngine {
 
   /** Device memory as llama.cpp sees it (VRAM on a GPU, system memory on CPU). */
   async memory(): Promise<{ used: number; total: number }> {
+    if (!this.llama) return { used: 0, total: 0 };
     const state = await this.llama.getVramState();
     return { used: state.used, total: state.total };
   }
@@ -165,7 +168,7 @@ export class LlmEngine {
 
   async dispose(): Promise<void> {
     await Promise.all(this.pools.map((p) => p.dispose()));
-    await this.llama.dispose();
+    await this.llama?.dispose();
   }
 
   private pool(modelId: string): ModelPool {

@@ -20,6 +20,8 @@ export interface ListenOptions {
    * Node's 300 s; an upload server raises it to fit its largest upload at a slow client's speed.
    */
   requestTimeoutMs?: number;
+  /** A connection with no traffic either way for this long is closed (Node's `server.timeout`). Default: none. */
+  idleTimeoutMs?: number;
 }
 
 /** Serves a Hono `fetch` on host:port (port 0 picks a free one). */
@@ -30,6 +32,7 @@ export async function listenHttp(fetch: (req: Request, env: HttpBindings) => Res
     server.once("error", reject);
   });
   const s = server!;
+  if (options.idleTimeoutMs !== undefined) s.setTimeout(options.idleTimeoutMs, (socket) => socket.destroy());
   return {
     address: { host: at.host, port },
     server: s,

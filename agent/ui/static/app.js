@@ -18,7 +18,9 @@ async function api(path, init = {}, job = undefined) {
   const headers = new Headers(init.headers ?? {});
   if (credential) headers.set("Authorization", `Bearer ${credential}`);
   const res = await fetch(path, { ...init, headers });
-  if (res.status === 401) {
+  // Only the instance's token is asked for; a job's handle that no longer opens it (deleted, expired) is the job's error.
+  const code = res.status === 401 ? (await res.clone().json().catch(() => null))?.error?.code : undefined;
+  if (code === "missing_api_key" || code === "invalid_api_key") {
     sessionStorage.removeItem(TOKEN_KEY);
     await askToken(token ? "That token was not accepted." : "");
     return api(path, init, job);
