@@ -43,6 +43,7 @@ import { mkdtempSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { createLogger } from "../core/log.js";
 import { LlmEngine } from "../agent/llm/index.js";
+import { loadedBinaries } from "../agent/llm/binaries.js";
 import { defaultThreads, installedAddon, installedCpuBackend } from "../agent/llm/cpu-backend.js";
 import { argValue, median, quantile } from "./lib/cli.js";
 import { freePort } from "./lib/run.js";
@@ -211,6 +212,9 @@ async function main(): Promise<void> {
   let floor: Side | undefined;
   try {
     sides.set("direct", await startDirect(modelPath, a));
+    // What node-llama-cpp really loaded in this process (its memory map), not what the install stamped.
+    const loaded = loadedBinaries();
+    console.log(`loaded: addon ${loaded.addon ?? "none"} (${loaded.kilnAddon ? "Kiln's build, sampling in the decode worker" : "node-llama-cpp's own"}; folder ${loaded.folder ?? "?"}), ggml backends ${loaded.backends.join(", ") || "none"}\n`);
     sides.set("fleet", await startFleet(modelPath, a));
     for (const ms of a.intervals) sides.set(`fleet ${ms} ms`, await startFleet(modelPath, a, ms));
     if (tools) sides.set("llama-server", await startLlamaServer(tools.server, modelPath, a));

@@ -18,7 +18,8 @@
  * libggml-base. Linux x86-64 only; elsewhere, or without cmake, git and a compiler, the stock
  * backend stays and the agent defaults to cores − 1 threads. `KILN_SKIP_LLAMA_BUILD=1` skips it.
  *
- * Then node-llama-cpp's addon itself (about 25 s): `patches/npm` makes its decode worker also sample
+ * Then node-llama-cpp's addon itself (about 25 s per folder, for the CPU folder and the CUDA and
+ * Vulkan ones where installed): `patches/npm` makes its decode worker also sample
  * the batch's next tokens, which saves a thread-pool round trip per generated token. Its sources ship
  * in the package; `scripts/llama-addon/CMakeLists.txt` compiles them against the bundled release's
  * headers and links the libraries already in the prebuilt folder, so llama.cpp itself stays
@@ -32,7 +33,7 @@ import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
-  ADDON_FILE, ADDON_STAMP, CPU_BACKEND_FILE, CPU_BACKEND_STAMP, installedAddon, installedCpuBackend, prebuiltCpuBinsDir, STOCK_ADDON_FILE, x86Features,
+  ADDON_FILE, ADDON_STAMP, CPU_BACKEND_FILE, CPU_BACKEND_STAMP, installedAddon, installedCpuBackend, prebuiltBinsDir, prebuiltCpuBinsDir, PREBUILT_KINDS, STOCK_ADDON_FILE, x86Features,
   type AddonStamp, type CpuBackendStamp,
 } from "../agent/llm/cpu-backend.js";
 import { run } from "./lib/run.js";
@@ -114,19 +115,21 @@ function addonSourcesDir(): string {
  * `sources` is the sources' hash, for the stamp. Returns the built file once it loads with every
  * symbol resolved.
  */
-export function buildAddon(dir: string, sources: string): { file: string; stamp: AddonStamp } {
+export function buildAddon(dir: string, sources: string, buildName = "build-addon"): { file: string; stamp: AddonStamp } {
   const nodeInclude = join(dirname(dirname(process.execPath)), "include", "node");
   if (!existsSync(join(nodeInclude, "node_api.h"))) throw new Error(`Node's headers are not in ${nodeInclude}`);
   const napiInclude = resolve(dirname(require.resolve("node-addon-api/package.json", { paths: [llamaPackageDir()] })));
-  // the libraries the prebuilt addon links: libllama.<variant>.so, libllama-common.so, libggml.<variant>.so, libggml-base.so
-  const libraries = readdirSync(dir).filter((f) => /^lib(llama|llama-common|ggml|ggml-base)(\.v[\w.-]+)?\.so$/.test(f)).map((f) => join(dir, f));
+  // the libraries the prebuilt addon links: libllama[.cuda|.vulkan].<release>.so, libllama-common.so, libggml[.cuda|.vulkan].<release>.so, libggml-base.so
+  const libraries = readdirSync(dir).filter((f) => /^lib(llama|llama-common|ggml|ggml-base)(\.(cuda|vulkan))?(\.v[\w.-]+)?\.so$/.test(f)).map((f) => join(dir, f));
   const src = source("llama.cpp-kiln", PATCH); // its headers are the release's own: the patch changes two .c/.cpp files
-  const build = join(CACHE_DIR, "build-addon");
+  const build = join(CACHE_DIR, buildName);
   run("cmake", ["-S", join(ROOT, "scripts", "llama-addon"), "-B", build, "-DCMAKE_BUILD_TYPE=Release", `-DNLC_ADDON_DIR=${addonSourcesDir()}`,
     `-DLLAMA_SOURCE=${src}`, `-DNODE_INCLUDE=${nodeInclude}`, `-DNAPI_INCLUDE=${napiInclude}`, `-DLINK_LIBRARIES=${libraries.join(";")}`], { log: LOG });
   run("cmake", ["--build", build, "-j", String(cpus().length)], { log: LOG });
   const file = join(build, ADDON_FILE);
   // Load it as node-llama-cpp will, but with every symbol bound now: a mismatch fails here, not in the agent.
+  // (A GPU folder's addon links llama and ggml only; ggml opens its CUDA or Vulkan module at run
+  // time, so this check needs no GPU driver.)
   const check = spawnSync(process.execPath, ["-e", `process.dlopen({ exports: {} }, ${JSON.stringify(file)})`], {
     env: { ...process.env, LD_LIBRARY_PATH: dir, LD_BIND_NOW: "1" }, encoding: "utf8",
   });
@@ -175,9 +178,10 @@ function main(): void {
   }
   const dir = prebuiltCpuBinsDir();
   if (args.includes("--restore")) {
-    if (dir) {
-      restoreCpuBackend(dir);
-      restoreAddon(dir);
+    if (dir) restoreCpuBackend(dir);
+    for (const kind of PREBUILT_KINDS) {
+      const kindDir = prebuiltBinsDir(kind);
+      if (kindDir) restoreAddon(kindDir);
     }
     console.log("build-llama: node-llama-cpp's own CPU backends and addon restored");
     return;
@@ -195,14 +199,20 @@ function main(): void {
       installCpuBackend(file, stamp, dir);
     });
   }
-  const addon = installedAddon();
+  // The addon, for every prebuilt folder node-llama-cpp may load (CPU, and CUDA or Vulkan where installed).
   const sources = sha256Tree(addonSourcesDir());
-  if (!force && addon && addon.release === bundledRelease() && addon.sources === sources) {
-    console.log("build-llama: the addon that samples in its decode worker is already installed");
-  } else {
-    buildStep("the addon that samples in its decode worker", "node-llama-cpp's sources as patches/npm patches them", () => {
-      const { file, stamp } = buildAddon(dir, sources);
-      installAddon(file, stamp, dir);
+  for (const kind of PREBUILT_KINDS) {
+    const kindDir = prebuiltBinsDir(kind);
+    if (!kindDir) continue;
+    const addon = installedAddon(kind);
+    const what = `the ${kind === "cpu" ? "CPU" : kind === "cuda" ? "CUDA" : "Vulkan"} folder's addon that samples in its decode worker`;
+    if (!force && addon && addon.release === bundledRelease() && addon.sources === sources) {
+      console.log(`build-llama: ${what} is already installed`);
+      continue;
+    }
+    buildStep(what, "node-llama-cpp's sources as patches/npm patches them", () => {
+      const { file, stamp } = buildAddon(kindDir, sources, kind === "cpu" ? "build-addon" : `build-addon-${kind}`);
+      installAddon(file, stamp, kindDir);
     });
   }
 }

@@ -31,18 +31,27 @@ export interface CpuBackendStamp {
   features: string[];
 }
 
-/** The folder of node-llama-cpp's prebuilt CPU binaries for this platform, if installed. */
-export function prebuiltCpuBinsDir(): string | undefined {
+/** The prebuilt binary folders node-llama-cpp may load on Linux: its CPU build and, where installed, CUDA and Vulkan. */
+export const PREBUILT_KINDS = ["cpu", "cuda", "vulkan"] as const;
+export type PrebuiltKind = (typeof PREBUILT_KINDS)[number];
+
+/** The folder of node-llama-cpp's prebuilt binaries of `kind` for this platform, if installed. */
+export function prebuiltBinsDir(kind: PrebuiltKind): string | undefined {
   if (process.platform !== "linux") return undefined;
-  const pkg = `@node-llama-cpp/linux-${process.arch}`;
+  const name = kind === "cpu" ? `linux-${process.arch}` : `linux-${process.arch}-${kind}`;
   try {
-    // resolved as node-llama-cpp resolves its optional dependency; the package exports only its entry
+    // resolved as node-llama-cpp resolves its optional dependencies; the packages export only their entry
     const fromBinding = createRequire(createRequire(import.meta.url).resolve("node-llama-cpp"));
-    const dir = join(dirname(dirname(fromBinding.resolve(pkg))), "bins", `linux-${process.arch}`);
-    return existsSync(dir) ? dir : undefined;
+    const dir = join(dirname(dirname(fromBinding.resolve(`@node-llama-cpp/${name}`))), "bins", name);
+    return existsSync(join(dir, ADDON_FILE)) || existsSync(join(dir, STOCK_ADDON_FILE)) ? dir : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The folder of node-llama-cpp's prebuilt CPU binaries for this platform, if installed. */
+export function prebuiltCpuBinsDir(): string | undefined {
+  return prebuiltBinsDir("cpu");
 }
 
 /** The stamp `build-llama` writes next to the addon it builds. */
@@ -63,8 +72,8 @@ export interface AddonStamp {
  * The stamp of Kiln's build of node-llama-cpp's addon (its decode worker also samples the token,
  * see `patches/npm`), or undefined when node-llama-cpp's prebuilt addon loads.
  */
-export function installedAddon(): AddonStamp | undefined {
-  const dir = prebuiltCpuBinsDir();
+export function installedAddon(kind: PrebuiltKind = "cpu"): AddonStamp | undefined {
+  const dir = prebuiltBinsDir(kind);
   if (!dir || !existsSync(join(dir, STOCK_ADDON_FILE))) return undefined;
   try {
     return JSON.parse(readFileSync(join(dir, ADDON_STAMP), "utf8")) as AddonStamp;

@@ -8,6 +8,7 @@ import { getLlama, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaGp
 import type { ChatRole } from "../../core/chat.js";
 import type { Logger } from "../../core/log.js";
 import { ContextLengthExceededError, GenerationAbortedError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
+import { loadedBinaries } from "./binaries.js";
 import { ModelPool } from "./pool.js";
 import { generateTurn } from "./turn.js";
 
@@ -74,6 +75,8 @@ export class LlmEngine {
     const log = options.logger;
     if (options.models.length === 0) return new LlmEngine(undefined, [], new Map(), log);
     const llama = await loadBackend(options.gpu, options.threads, log);
+    const { addon, folder, kilnAddon, backends } = loadedBinaries();
+    log.info({ compute: llama.gpu || "cpu", addon, folder, kilnAddon, backends }, "llama.cpp binaries loaded");
     const byPath = new Map<string, ModelPool>();
     const byId = new Map<string, ModelPool>();
     try {
