@@ -2,6 +2,14 @@
  * Chat benchmark, every side measured in one run on the same GGUF file and machine:
  *
  *   npm run bench:chat -- [--model PATH | --bench-model] [--threads N] [--tokens N] [--rounds N] [--streams 1,2,4,8] [--ttft-samples N] [--no-reference] [--stream-intervals 10,100]
+ *   npm run bench:chat -- --gpu [--model PATH] [--streams 1,8,32] …   (on a CUDA machine with nvcc)
+ *
+ * With `--gpu` every side runs on CUDA (node-llama-cpp's CUDA binaries with Kiln's addon; llama.cpp's
+ * tools built with CUDA from the same release, `-ngl 99`), the servers get as many slots as the
+ * largest stream count, and without `--model` the model is Llama-3.2-1B's shape with Llama 3's
+ * real tokenizer (random weights, `make-test-models --realistic`), quantized to Q4_K_M with
+ * llama-quantize. Targets there (issue 19): one stream ≥ 0.95× llama-server's generation speed,
+ * 8 and 32 streams ≥ 1.2× llama-server.
  *
  * - direct: Kiln's LLM engine in this process (node-llama-cpp, the agent's own generation loop, no network);
  * - fleet: the whole path, HTTP → scheduler → gRPC → agent, in a `kiln dev` child process, streamed over SSE
@@ -39,7 +47,7 @@ import { Agent, request } from "node:http";
 import { promisify } from "node:util";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { createLogger } from "../core/log.js";
 import { LlmEngine } from "../agent/llm/index.js";
@@ -47,14 +55,15 @@ import { loadedBinaries } from "../agent/llm/binaries.js";
 import { defaultThreads, installedAddon, installedCpuBackend } from "../agent/llm/cpu-backend.js";
 import { argValue, median, quantile } from "./lib/cli.js";
 import { freePort } from "./lib/run.js";
-import { buildTools } from "./build-llama.js";
+import { buildTools, provideCudaBackend, vocabGguf } from "./build-llama.js";
+import { defaultModelDir, REALISTIC_LLAMA, writeWithVocabulary } from "./make-test-models.js";
 import { ensureTestModel } from "./make-test-models.js";
 import { startRelayFloor } from "./lib/relay-floor.js";
 
 const MODEL_ID = "famB-v3.1";
 const CONTEXT = 2048;
 
-interface Args { model?: string; benchModel: boolean; threads: number; tokens: number; rounds: number; reference: boolean; streams: number[]; intervals: number[]; ttftSamples: number }
+interface Args { model?: string; benchModel: boolean; gpu: boolean; threads: number; tokens: number; rounds: number; reference: boolean; streams: number[]; intervals: number[]; ttftSamples: number }
 
 function parseArgs(argv: string[]): Args {
   const get = (flag: string) => argValue(argv, flag);
@@ -62,11 +71,12 @@ function parseArgs(argv: string[]): Args {
   return {
     ...(model ? { model: resolve(model) } : {}),
     benchModel: argv.includes("--bench-model"),
+    gpu: argv.includes("--gpu"),
     threads: Number(get("--threads") ?? defaultThreads()),
     tokens: Number(get("--tokens") ?? 128),
     rounds: Number(get("--rounds") ?? 5),
     reference: !argv.includes("--no-reference"),
-    streams: (get("--streams") ?? "1,2,4,8").split(",").map(Number),
+    streams: (get("--streams") ?? (argv.includes("--gpu") ? "1,8,32" : "1,2,4,8")).split(",").map(Number),
     intervals: get("--stream-intervals")?.split(",").map(Number) ?? [],
     ttftSamples: Number(get("--ttft-samples") ?? 10),
   };
@@ -101,7 +111,7 @@ async function round(one: One, c: number, r: number, maxTokens: number): Promise
 }
 
 async function startDirect(modelPath: string, a: Args): Promise<Side> {
-  const engine = await LlmEngine.load({ models: [{ id: MODEL_ID, path: modelPath }], sequences: 8, contextSize: CONTEXT, threads: a.threads, gpu: "cpu", logger: createLogger("bench", "silent") });
+  const engine = await LlmEngine.load({ models: [{ id: MODEL_ID, path: modelPath }], sequences: slots(a), contextSize: CONTEXT, threads: a.threads, gpu: a.gpu ? "cuda" : "cpu", logger: createLogger("bench", "silent") });
   return {
     one: async (i, maxTokens) => {
       const start = performance.now();
@@ -158,7 +168,7 @@ function stop(child: ChildProcess): Promise<void> {
 async function startFleet(modelPath: string, a: Args, streamInterval?: number): Promise<Side> {
   const child = spawn(process.execPath, [resolve("bin/kiln.js"), "dev", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--port", "0",
     "--db", join(mkdtempSync(join(tmpdir(), "kiln-bench-")), "kiln.db"), "--serve", `${MODEL_ID}=${modelPath}`,
-    "--sequences", "8", "--context-size", String(CONTEXT), "--threads", String(a.threads), "--gpu", "cpu", "--log-level", "warn",
+    "--sequences", String(slots(a)), "--context-size", String(CONTEXT), "--threads", String(a.threads), "--gpu", a.gpu ? "cuda" : "cpu", "--log-level", "warn",
     ...(streamInterval !== undefined ? ["--stream-interval", String(streamInterval)] : [])], { stdio: ["ignore", "pipe", "inherit"] });
   let base = "", key = "";
   for await (const line of createInterface({ input: child.stdout! })) {
@@ -174,17 +184,17 @@ async function startFleet(modelPath: string, a: Args, streamInterval?: number): 
  * tokens/s. Asynchronous: a blocked event loop would keep idle keep-alive sockets in the client pool
  * past the servers' own timeouts, and the next request would find them closed.
  */
-async function llamaBench(bin: string, modelPath: string, threads: number[], tokens: number): Promise<Map<number, number>> {
-  const res = await promisify(execFile)(bin, ["-m", modelPath, "-t", threads.join(","), "-p", "0", "-n", String(tokens), "-r", "1", "-o", "json"], { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 })
+async function llamaBench(bin: string, modelPath: string, threads: number[], tokens: number, gpu: boolean): Promise<Map<number, number>> {
+  const res = await promisify(execFile)(bin, ["-m", modelPath, "-t", threads.join(","), "-p", "0", "-n", String(tokens), "-r", "1", "-o", "json", ...(gpu ? ["-ngl", "99"] : [])], { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 })
     .catch((err: Error & { stderr?: string }) => { throw new Error(`llama-bench failed: ${err.stderr ?? err.message}`); });
   const rows = JSON.parse(res.stdout) as { n_threads: number; n_gen: number; avg_ts: number }[];
   return new Map(rows.filter((r) => r.n_gen > 0).map((r) => [r.n_threads, r.avg_ts]));
 }
 
-/** llama-server with 8 slots (context 2048 each), streamed like the fleet. */
+/** llama-server with as many slots as the fleet (context 2048 each), streamed like the fleet. */
 async function startLlamaServer(bin: string, modelPath: string, a: Args): Promise<Side> {
   const port = await freePort();
-  const child = spawn(bin, ["-m", modelPath, "-np", "8", "-c", String(8 * CONTEXT), "-t", String(a.threads), "--host", "127.0.0.1", "--port", String(port), "--no-webui"], { stdio: "ignore" });
+  const child = spawn(bin, ["-m", modelPath, "-np", String(slots(a)), "-c", String(slots(a) * CONTEXT), "-t", String(a.threads), "--host", "127.0.0.1", "--port", String(port), "--no-webui", ...(a.gpu ? ["-ngl", "99"] : [])], { stdio: "ignore" });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`llama-server exited (${child.exitCode})`);
@@ -201,12 +211,31 @@ const add = (x: Sample, y: Sample): Sample => ({ tokens: x.tokens + y.tokens, se
 const mean = (xs: number[]) => xs.reduce((n, x) => n + x, 0) / xs.length;
 const spread = (xs: number[]) => `median ${median(xs).toFixed(3)}, rounds ${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`;
 
+/** Slots of every server side: 8 on CPU; on a GPU, the largest stream count (at least 8). */
+const slots = (a: Args): number => (a.gpu ? Math.max(8, ...a.streams) : 8);
+
+/** The GPU benchmark's model: Llama-3.2-1B's shape with Llama 3's tokenizer, Q4_K_M (written once under .kiln/test-models). */
+async function realisticModel(quantize: string): Promise<string> {
+  const dir = defaultModelDir();
+  const q4 = join(dir, REALISTIC_LLAMA.file.replace("-f16.gguf", "-q4_k_m.gguf"));
+  if (existsSync(q4)) return q4;
+  const f16 = join(dir, REALISTIC_LLAMA.file);
+  if (!existsSync(f16)) {
+    mkdirSync(dir, { recursive: true });
+    console.log(`fabricating ${f16} (Llama-3.2-1B shape, Llama 3's tokenizer, random weights)…`);
+    await writeWithVocabulary(f16, vocabGguf("llama-bpe"));
+  }
+  await promisify(execFile)(quantize, [f16, q4, "Q4_K_M", String(cpus().length)], { maxBuffer: 64 * 1024 * 1024 });
+  return q4;
+}
+
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
-  const modelPath = a.model ?? (await ensureTestModel(a.benchModel ? "bench" : "tiny"));
+  const tools = a.reference || a.gpu ? buildTools({ cuda: a.gpu }) : undefined;
+  if (a.gpu && tools?.cudaBackend) provideCudaBackend(tools.cudaBackend);
+  const modelPath = a.model ?? (a.gpu ? await realisticModel(tools!.quantize) : await ensureTestModel(a.benchModel ? "bench" : "tiny"));
   const backend = installedCpuBackend();
-  console.log(`model ${modelPath}\nthreads ${a.threads} (${cpus().length} cores; CPU backend: ${backend ? "Kiln's shared-threadpool build" : "node-llama-cpp's prebuilt"}; addon: ${installedAddon() ? "Kiln's build, sampling in the decode worker" : "node-llama-cpp's prebuilt"}), ${a.tokens} tokens per stream, ${a.rounds} rounds per point, 8 sequences, sides interleaved round by round\n`);
-  const tools = a.reference ? buildTools() : undefined;
+  console.log(`model ${modelPath}\n${a.gpu ? "CUDA (-ngl 99 for llama.cpp's tools)" : "CPU"}; threads ${a.threads} (${cpus().length} cores; CPU backend: ${backend ? "Kiln's shared-threadpool build" : "node-llama-cpp's prebuilt"}; addon: ${installedAddon(a.gpu ? "cuda" : "cpu") ? "Kiln's build, sampling in the decode worker" : "node-llama-cpp's prebuilt"}), ${a.tokens} tokens per stream, ${a.rounds} rounds per point, ${slots(a)} sequences, sides interleaved round by round\n`);
 
   const sides = new Map<string, Side>();
   let floor: Side | undefined;
@@ -244,7 +273,7 @@ async function main(): Promise<void> {
         }
         ttftTriples.push(triple);
       }
-      if (tools) benchRounds.push(await llamaBench(tools.bench, modelPath, Array.from({ length: cpus().length }, (_, i) => i + 1), a.tokens));
+      if (tools) benchRounds.push(await llamaBench(tools.bench, modelPath, a.gpu ? [a.threads] : Array.from({ length: cpus().length }, (_, i) => i + 1), a.tokens, a.gpu));
       process.stderr.write(`round ${r + 1}/${a.rounds} done\n`);
     }
 
@@ -289,8 +318,14 @@ async function main(): Promise<void> {
         console.log(`1 stream: fleet generation speed ÷ llama-bench (best, ${best} thread${best > 1 ? "s" : ""}) = ${(mean(gen("fleet")) / benchMean(best)).toFixed(3)} (target ≥ 0.9; ${spread(perRound)}); end to end, with the prompt and the trip: ${(rate(f1) / benchMean(best)).toFixed(3)}`);
       }
     }
-    if (server && a.streams.includes(8)) {
-      console.log(`8 streams: fleet ÷ llama-server -np 8 = ${(rate(total("fleet", 8)) / rate(total("llama-server", 8))).toFixed(3)} (target ≥ 1.0; ${spread(ratios("fleet", "llama-server", 8))})`);
+    if (server) {
+      for (const c of a.streams.filter((n) => n === 8 || (a.gpu && n === 32))) {
+        console.log(`${c} streams: fleet ÷ llama-server -np ${slots(a)} = ${(rate(total("fleet", c)) / rate(total("llama-server", c))).toFixed(3)} (target ≥ ${a.gpu ? "1.2" : "1.0"}; ${spread(ratios("fleet", "llama-server", c))})`);
+      }
+      if (a.gpu && a.streams.includes(1)) {
+        const gen = (name: string) => of(name, 1).map((s) => mean(s.genRates));
+        console.log(`1 stream on the GPU: fleet generation speed ÷ llama-server's = ${(mean(gen("fleet")) / mean(gen("llama-server"))).toFixed(3)} (target ≥ 0.95)`);
+      }
     }
     if (a.intervals.length) {
       console.log("\nThe fleet at other --stream-interval values (the same rounds):");

@@ -4,7 +4,8 @@
  *
  *   node dist/scripts/build-llama.js             # the patched CPU backend, installed into node-llama-cpp (runs from `prepare`)
  *   node dist/scripts/build-llama.js --restore   # remove it: node-llama-cpp's own CPU backends load again
- *   node dist/scripts/build-llama.js --tools     # llama-bench and llama-server from the unpatched source (for bench-chat)
+ *   node dist/scripts/build-llama.js --tools     # llama-bench, llama-server, llama-quantize from the unpatched source (for bench-chat)
+ *   node dist/scripts/build-llama.js --tools --cuda   # the same with CUDA (on a GPU machine with nvcc; bench-chat --gpu)
  *   node dist/scripts/build-llama.js --force     # rebuild even when the stamp matches
  *
  * Why: node-llama-cpp's prebuilt CPU backends are built without OpenMP, and its addon attaches no
@@ -57,8 +58,13 @@ export function bundledRelease(): string {
   return (JSON.parse(readFileSync(join(llamaPackageDir(), "llama.cpp.info.json"), "utf8")) as { tag: string }).tag;
 }
 
-/** Clones the bundled source into `.cache/<name>` (once per release); applies `patch` to a fresh clone. */
+/**
+ * Clones the bundled source into `.cache/<name>` (once per release); applies `patch` to a fresh clone.
+ * `KILN_LLAMA_SOURCE` names an unpacked copy of the pristine source to use instead (the GPU machine's
+ * packed project leaves the 35 MB git bundle out; `scripts/gpu/pack.sh`).
+ */
 function source(name: string, patch?: string): string {
+  if (!patch && process.env.KILN_LLAMA_SOURCE) return process.env.KILN_LLAMA_SOURCE;
   const dir = join(CACHE_DIR, name);
   const marker = join(dir, ".kiln-source");
   const wanted = `${bundledRelease()} ${patch ? sha256File(patch) : "pristine"}`;
@@ -155,25 +161,52 @@ export function restoreAddon(dir: string): void {
 export interface LlamaTools {
   bench: string;
   server: string;
+  quantize: string;
+  /** With `cuda`: the CUDA backend module this build made. */
+  cudaBackend?: string;
 }
 
-/** Finds or builds `llama-bench` and `llama-server` (about 10 minutes on two cores the first time). */
-export function buildTools(): LlamaTools {
+/**
+ * Finds or builds `llama-bench`, `llama-server` and `llama-quantize` (about 10 minutes on two cores
+ * the first time; with `cuda`, about 5.5 minutes on 16 cores, for this machine's GPU architecture,
+ * needing `nvcc`).
+ */
+export function buildTools(options: { cuda?: boolean } = {}): LlamaTools {
   const src = source("llama.cpp");
-  const build = join(src, "build");
-  const tools = { bench: join(build, "bin", "llama-bench"), server: join(build, "bin", "llama-server") };
-  if (existsSync(tools.bench) && existsSync(tools.server)) return tools;
-  console.log(`build-llama: building llama-bench and llama-server from llama.cpp ${bundledRelease()} (about 10 minutes on two cores)…`);
-  run("cmake", ["-S", src, "-B", build, ...COMMON_CMAKE], { log: LOG });
-  run("cmake", ["--build", build, "-j", String(cpus().length), "--target", "llama-bench", "llama-server"], { log: LOG });
+  const build = join(src, options.cuda ? "build-cuda" : "build");
+  const bin = join(build, "bin");
+  const tools: LlamaTools = {
+    bench: join(bin, "llama-bench"), server: join(bin, "llama-server"), quantize: join(bin, "llama-quantize"),
+    ...(options.cuda ? { cudaBackend: join(bin, "libggml-cuda.so") } : {}),
+  };
+  if ([tools.bench, tools.server, tools.quantize, tools.cudaBackend].every((f) => f === undefined || existsSync(f))) return tools;
+  console.log(`build-llama: building llama-bench, llama-server and llama-quantize${options.cuda ? " with CUDA" : ""} from llama.cpp ${bundledRelease()}…`);
+  const cuda = options.cuda ? ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native", "-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON", "-DGGML_NATIVE=OFF", "-DLLAMA_OPENSSL=OFF"] : [];
+  run("cmake", ["-S", src, "-B", build, ...COMMON_CMAKE, ...cuda], { log: LOG });
+  run("cmake", ["--build", build, "-j", String(cpus().length), "--target", "llama-bench", "llama-server", "llama-quantize", ...(options.cuda ? ["ggml-cuda"] : [])], { log: LOG });
   return tools;
+}
+
+/**
+ * Puts a CUDA backend module built from the same release into node-llama-cpp's CUDA folder when
+ * that folder lacks one (a packed copy of the project leaves out the 159 MB prebuilt).
+ */
+export function provideCudaBackend(file: string): void {
+  const dir = prebuiltBinsDir("cuda");
+  if (!dir) throw new Error("node-llama-cpp's CUDA binaries (@node-llama-cpp/linux-x64-cuda) are not installed");
+  if (!existsSync(join(dir, "libggml-cuda.so"))) copyFileSync(file, join(dir, "libggml-cuda.so"));
+}
+
+/** A tokenizer-only GGUF from llama.cpp's source (`models/ggml-vocab-<name>.gguf`, e.g. `llama-bpe`: Llama 3's). */
+export function vocabGguf(name: string): string {
+  return join(source("llama.cpp"), "models", `ggml-vocab-${name}.gguf`);
 }
 
 function main(): void {
   const args = process.argv.slice(2);
   if (args.includes("--tools")) {
-    const tools = buildTools();
-    console.log(`build-llama: ${tools.bench}\nbuild-llama: ${tools.server}`);
+    const tools = buildTools({ cuda: args.includes("--cuda") });
+    console.log(`build-llama: ${tools.bench}\nbuild-llama: ${tools.server}\nbuild-llama: ${tools.quantize}`);
     return;
   }
   const dir = prebuiltCpuBinsDir();

@@ -1,8 +1,12 @@
 /**
- * Writes the fabricated test models: `node dist/scripts/make-test-models.js [--out DIR] [--bench]`.
+ * Writes the fabricated test models: `node dist/scripts/make-test-models.js [--out DIR] [--bench] [--realistic VOCAB.gguf]`.
  *
  * - `tiny-chat.gguf`: ~90 K parameters, loads and generates in milliseconds (the suite's model).
  * - `bench-45m.gguf` (with `--bench`): ~45 M parameters, big enough that compute dominates (benchmarks).
+ * - `llama-3.2-1b-shape-f16.gguf` (with `--realistic VOCAB.gguf`): Llama-3.2-1B's shape (2048 wide, 16
+ *   layers, 32 heads over 8 KV heads, 8192 feed-forward, RoPE base 500 000) with a real tokenizer
+ *   (llama.cpp's `models/ggml-vocab-llama-bpe.gguf`, Llama 3's), untied output: ~1.5 B parameters in
+ *   F16, 3 GB (the GPU benchmarks quantize it with llama-quantize).
  *
  * - `whisper/ggml-base.bin`: a tiny random-weight whisper (state 64, 3 layers) under the catalog
  *   name `base`, so a whisper directory of test models answers to the default model.
@@ -16,13 +20,24 @@ import { mkdir, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { writeDiarizationModels } from "./lib/diarization-models.js";
 import { writeEnergyVad } from "./lib/energy-vad.js";
-import { writeTinyLlama, type TinyLlamaOptions } from "./lib/tiny-llama.js";
+import { LLAMA3_TEMPLATE, vocabularyFromGguf, writeTinyLlama, type TinyLlamaOptions } from "./lib/tiny-llama.js";
 import { writeTinyWhisper } from "./lib/tiny-whisper.js";
 
 export const TEST_MODELS = {
   tiny: { file: "tiny-chat.gguf", options: { embedding: 64, layers: 2, heads: 4, name: "kiln-tiny-chat" } },
   bench: { file: "bench-45m.gguf", options: { embedding: 768, layers: 6, heads: 12, feedForward: 2048, name: "kiln-bench-45m" } },
 } satisfies Record<string, { file: string; options: TinyLlamaOptions }>;
+
+/** Llama-3.2-1B's shape, for the GPU benchmarks (random weights, a real tokenizer given at writing). */
+export const REALISTIC_LLAMA = {
+  file: "llama-3.2-1b-shape-f16.gguf",
+  options: { embedding: 2048, layers: 16, heads: 32, kvHeads: 8, feedForward: 8192, ropeFreqBase: 500_000, contextLength: 131_072, type: "f16", name: "kiln-llama-3.2-1b-shape" },
+} satisfies { file: string; options: TinyLlamaOptions };
+
+/** Writes a random-weight model of `options`' shape with the tokenizer of `vocabGguf` (Llama 3's template when it has none). */
+export async function writeWithVocabulary(path: string, vocabGguf: string, options: TinyLlamaOptions = REALISTIC_LLAMA.options): Promise<{ parameters: number }> {
+  return writeTinyLlama(path, { ...options, vocabulary: await vocabularyFromGguf(vocabGguf, LLAMA3_TEMPLATE) });
+}
 
 /** The default folder for fabricated models: `.kiln/test-models` under the project root. */
 export function defaultModelDir(root = process.cwd()): string {
@@ -68,6 +83,16 @@ async function main(): Promise<void> {
   const dir = args.includes("--out") && out ? resolve(out) : defaultModelDir();
   const kinds: (keyof typeof TEST_MODELS)[] = args.includes("--bench") ? ["tiny", "bench"] : ["tiny"];
   for (const kind of kinds) console.log(await ensureTestModel(kind, dir));
+  const vocab = args.includes("--realistic") ? args[args.indexOf("--realistic") + 1] : undefined;
+  if (vocab) {
+    const path = join(dir, REALISTIC_LLAMA.file);
+    if (!(await exists(path))) {
+      await mkdir(dir, { recursive: true });
+      const { parameters } = await writeWithVocabulary(path, resolve(vocab));
+      console.error(`${REALISTIC_LLAMA.file}: ${(parameters / 1e9).toFixed(2)} B parameters`);
+    }
+    console.log(path);
+  }
   const speech = await ensureTestSpeechModels(dir);
   console.log(join(speech.whisperDir, TEST_SPEECH.whisperFile));
   console.log(speech.vadModel);

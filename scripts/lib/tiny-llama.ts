@@ -12,8 +12,14 @@ export interface TinyLlamaOptions {
   embedding?: number;
   /** Transformer blocks. Default 2. */
   layers?: number;
-  /** Attention heads (and KV heads). Default 4. */
+  /** Attention heads. Default 4. */
   heads?: number;
+  /** Key/value heads (grouped-query attention when fewer than `heads`). Default `heads`. */
+  kvHeads?: number;
+  /** RoPE frequency base. Default llama.cpp's (10000). */
+  ropeFreqBase?: number;
+  /** The tokenizer: default the byte-level SentencePiece vocabulary with ChatML; or one read from a real GGUF (`vocabularyFromGguf`). */
+  vocabulary?: Vocabulary;
   /** Feed-forward width. Default 4 × embedding. */
   feedForward?: number;
   /** Trained context length written to the metadata. Default 2048. */
@@ -49,9 +55,66 @@ export function byteVocabulary(): { tokens: string[]; types: number[]; scores: n
   return { tokens, types, scores: tokens.map(() => 0), imEnd: tokens.length - 1 };
 }
 
+/** A tokenizer as GGUF metadata (`tokenizer.*` keys) and its size. */
+export interface Vocabulary {
+  size: number;
+  metadata: Record<string, MetadataValue>;
+}
+
+/** The default vocabulary as metadata: byte-level SentencePiece, ChatML. */
+function byteVocabularyMetadata(): Vocabulary {
+  const vocab = byteVocabulary();
+  return {
+    size: vocab.tokens.length,
+    metadata: {
+      "tokenizer.ggml.model": { type: GgufType.STRING, value: "llama" },
+      "tokenizer.ggml.tokens": { type: GgufType.ARRAY, itemType: GgufType.STRING, value: vocab.tokens },
+      "tokenizer.ggml.scores": { type: GgufType.ARRAY, itemType: GgufType.FLOAT32, value: vocab.scores },
+      "tokenizer.ggml.token_type": { type: GgufType.ARRAY, itemType: GgufType.INT32, value: vocab.types },
+      "tokenizer.ggml.unknown_token_id": { type: GgufType.UINT32, value: 0 },
+      "tokenizer.ggml.bos_token_id": { type: GgufType.UINT32, value: 1 },
+      "tokenizer.ggml.eos_token_id": { type: GgufType.UINT32, value: vocab.imEnd },
+      "tokenizer.ggml.add_bos_token": { type: GgufType.BOOL, value: false },
+      "tokenizer.ggml.add_space_prefix": { type: GgufType.BOOL, value: false },
+      "tokenizer.chat_template": { type: GgufType.STRING, value: CHATML_TEMPLATE },
+    },
+  };
+}
+
+/** Llama 3's chat template (the tokens of llama.cpp's `ggml-vocab-llama-bpe.gguf` name its headers). */
+export const LLAMA3_TEMPLATE =
+  "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + message['content'] + '<|eot_id|>' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}";
+
+/**
+ * A real tokenizer read from a GGUF (llama.cpp ships tokenizer-only ones in `models/ggml-vocab-*.gguf`):
+ * its `tokenizer.ggml.*` entries, with `chatTemplate` when the file has none.
+ */
+export async function vocabularyFromGguf(path: string, chatTemplate?: string): Promise<Vocabulary> {
+  const { readGgufFileInfo } = await import("node-llama-cpp");
+  const info = await readGgufFileInfo(path, { readTensorInfo: false });
+  const ggml = (info.metadata as unknown as { tokenizer: { ggml: Record<string, unknown>; chat_template?: string } }).tokenizer;
+  const metadata: Record<string, MetadataValue> = {};
+  for (const [key, value] of Object.entries(ggml.ggml)) {
+    const name = `tokenizer.ggml.${key}`;
+    if (typeof value === "string") metadata[name] = { type: GgufType.STRING, value };
+    else if (typeof value === "boolean") metadata[name] = { type: GgufType.BOOL, value };
+    else if (typeof value === "number") metadata[name] = { type: GgufType.UINT32, value };
+    else if (Array.isArray(value) && typeof value[0] === "string") metadata[name] = { type: GgufType.ARRAY, itemType: GgufType.STRING, value: value as string[] };
+    else if (Array.isArray(value) && key === "scores") metadata[name] = { type: GgufType.ARRAY, itemType: GgufType.FLOAT32, value: value as number[] };
+    else if (Array.isArray(value)) metadata[name] = { type: GgufType.ARRAY, itemType: GgufType.INT32, value: value as number[] };
+  }
+  const template = ggml.chat_template ?? chatTemplate;
+  if (template) metadata["tokenizer.chat_template"] = { type: GgufType.STRING, value: template };
+  const tokens = ggml.ggml.tokens as string[] | undefined;
+  if (!tokens?.length) throw new Error(`${path} holds no tokenizer.ggml.tokens`);
+  return { size: tokens.length, metadata };
+}
+
 /** Parameter count of a model with these options (for naming and reporting). */
-export function parameterCount(o: Required<Pick<TinyLlamaOptions, "embedding" | "layers" | "feedForward">>, vocab: number): number {
-  const perLayer = 4 * o.embedding * o.embedding + 3 * o.embedding * o.feedForward + 2 * o.embedding;
+export function parameterCount(o: Required<Pick<TinyLlamaOptions, "embedding" | "layers" | "feedForward">> & { kvEmbedding?: number }, vocab: number): number {
+  const kv = o.kvEmbedding ?? o.embedding;
+  const perLayer = 2 * o.embedding * o.embedding + 2 * o.embedding * kv + 3 * o.embedding * o.feedForward + 2 * o.embedding;
   return 2 * vocab * o.embedding + o.layers * perLayer + o.embedding;
 }
 
@@ -59,11 +122,13 @@ export async function writeTinyLlama(path: string, options: TinyLlamaOptions = {
   const embedding = options.embedding ?? 64;
   const layers = options.layers ?? 2;
   const heads = options.heads ?? 4;
+  const kvHeads = options.kvHeads ?? heads;
+  const kvEmbedding = (embedding / heads) * kvHeads;
   const feedForward = options.feedForward ?? embedding * 4;
   const type = options.type ?? "f32";
   const normal = normalSource(options.seed ?? 1);
-  const vocab = byteVocabulary();
-  const nVocab = vocab.tokens.length;
+  const vocabulary = options.vocabulary ?? byteVocabularyMetadata();
+  const nVocab = vocabulary.size;
 
   const meta: Record<string, MetadataValue> = {
     "general.architecture": { type: GgufType.STRING, value: "llama" },
@@ -74,20 +139,12 @@ export async function writeTinyLlama(path: string, options: TinyLlamaOptions = {
     "llama.block_count": { type: GgufType.UINT32, value: layers },
     "llama.feed_forward_length": { type: GgufType.UINT32, value: feedForward },
     "llama.attention.head_count": { type: GgufType.UINT32, value: heads },
-    "llama.attention.head_count_kv": { type: GgufType.UINT32, value: heads },
+    "llama.attention.head_count_kv": { type: GgufType.UINT32, value: kvHeads },
     "llama.attention.layer_norm_rms_epsilon": { type: GgufType.FLOAT32, value: 1e-5 },
     "llama.rope.dimension_count": { type: GgufType.UINT32, value: embedding / heads },
     "llama.vocab_size": { type: GgufType.UINT32, value: nVocab },
-    "tokenizer.ggml.model": { type: GgufType.STRING, value: "llama" },
-    "tokenizer.ggml.tokens": { type: GgufType.ARRAY, itemType: GgufType.STRING, value: vocab.tokens },
-    "tokenizer.ggml.scores": { type: GgufType.ARRAY, itemType: GgufType.FLOAT32, value: vocab.scores },
-    "tokenizer.ggml.token_type": { type: GgufType.ARRAY, itemType: GgufType.INT32, value: vocab.types },
-    "tokenizer.ggml.unknown_token_id": { type: GgufType.UINT32, value: 0 },
-    "tokenizer.ggml.bos_token_id": { type: GgufType.UINT32, value: 1 },
-    "tokenizer.ggml.eos_token_id": { type: GgufType.UINT32, value: vocab.imEnd },
-    "tokenizer.ggml.add_bos_token": { type: GgufType.BOOL, value: false },
-    "tokenizer.ggml.add_space_prefix": { type: GgufType.BOOL, value: false },
-    "tokenizer.chat_template": { type: GgufType.STRING, value: CHATML_TEMPLATE },
+    ...(options.ropeFreqBase !== undefined ? { "llama.rope.freq_base": { type: GgufType.FLOAT32, value: options.ropeFreqBase } } : {}),
+    ...vocabulary.metadata,
   };
 
   const random = (scale: number) => (out: Float32Array) => { for (let i = 0; i < out.length; i++) out[i] = normal() * scale; };
@@ -101,8 +158,8 @@ export async function writeTinyLlama(path: string, options: TinyLlamaOptions = {
     tensors.push(
       w(`${p}.attn_norm.weight`, [embedding], ones, "f32"),
       w(`${p}.attn_q.weight`, [embedding, embedding], random(std)),
-      w(`${p}.attn_k.weight`, [embedding, embedding], random(std)),
-      w(`${p}.attn_v.weight`, [embedding, embedding], random(std)),
+      w(`${p}.attn_k.weight`, [embedding, kvEmbedding], random(std)),
+      w(`${p}.attn_v.weight`, [embedding, kvEmbedding], random(std)),
       w(`${p}.attn_output.weight`, [embedding, embedding], random(std)),
       w(`${p}.ffn_norm.weight`, [embedding], ones, "f32"),
       w(`${p}.ffn_gate.weight`, [embedding, feedForward], random(std)),
@@ -113,5 +170,5 @@ export async function writeTinyLlama(path: string, options: TinyLlamaOptions = {
   tensors.push(w("output_norm.weight", [embedding], ones, "f32"), w("output.weight", [embedding, nVocab], random(std)));
 
   await writeGguf(path, meta, tensors);
-  return { parameters: parameterCount({ embedding, layers, feedForward }, nVocab) };
+  return { parameters: parameterCount({ embedding, layers, feedForward, kvEmbedding }, nVocab) };
 }

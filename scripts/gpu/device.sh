@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs on the lent GPU machine, from the project root it was carried into (with .gpu/ from
+# scripts/gpu/pack.sh). Each step fits one call (10 minutes at most); the machine stays warm only
+# about 30 s after a call, so chain the next call at once.
+#
+#   bash .gpu/device.sh setup   # node on the PATH, the project unpacked in /opt/w, llama.cpp's tools
+#                               # and libggml-cuda.so built with CUDA from the same release (~5.5 min)
+#   bash .gpu/device.sh chat    # bench-chat --gpu: the fleet, node-llama-cpp directly, llama-bench and
+#                               # llama-server on a Llama-3.2-1B-shape Q4_K_M model, 1/8/32 streams
+#
+# Results go to $OUT (bench-chat-gpu.txt, and the build log on failure) when the device sets it.
+set -euo pipefail
+G=$(pwd)/.gpu; W=/opt/w; out=${OUT:-$G/out}; mkdir -p "$W" "$out"
+name=$(cat "$G/project-name"); P=$W/$name
+unxz() { python3 -c "import lzma,shutil,sys;shutil.copyfileobj(lzma.open(sys.argv[1]),open(sys.argv[2],'wb'))" "$1" "$2"; }
+untar() { python3 -c "import tarfile,sys;tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$1" "$2"; }
+[ -x /usr/local/bin/node ] || { unxz "$G/node.xz" /usr/local/bin/node; chmod +x /usr/local/bin/node; }
+[ -d "$P" ] || untar "$G/project.tar.xz" "$W"
+[ -d "$W/llama-src" ] || untar "$G/llama-src.tar.xz" "$W"
+export KILN_LLAMA_SOURCE=$W/llama-src
+cd "$P"
+case "${1:-}" in
+  setup)
+    node dist/scripts/build-llama.js --tools --cuda || { tail -40 "$P/.cache/build-llama.log" > "$out/build-llama.log"; exit 1; }
+    ;;
+  chat)
+    node dist/scripts/bench-chat.js --gpu --threads "${THREADS:-8}" --rounds "${ROUNDS:-3}" --ttft-samples 5 2>&1 | tee "$out/bench-chat-gpu.txt"
+    ;;
+  *) echo "usage: bash .gpu/device.sh setup|chat" >&2; exit 2 ;;
+esac
