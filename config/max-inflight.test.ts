@@ -17,19 +17,25 @@ describe("--max-inflight", () => {
     expect(parse("")).toEqual(DEFAULT_MAX_INFLIGHT);
   });
 
+  it("takes 1000000, the largest cap", () => {
+    expect(parse("pro=1000000").pro).toBe(1_000_000);
+  });
+
   it.each([
-    ["pro", /expected TIER=N pairs/],
-    ["gold=3", /unknown tier "gold"/],
+    ["pro", 'expected TIER=N pairs like pro=64 (tiers: free, standard, pro, enterprise), got "pro"'],
+    ["+pro=3", 'expected TIER=N pairs like pro=64 (tiers: free, standard, pro, enterprise), got "+pro=3"'],
+    ["gold=3", 'unknown tier "gold" (tiers: free, standard, pro, enterprise)'],
     ["pro=0", /pro: expected a whole number from 1/],
     ["pro=-1", /expected TIER=N pairs/],
     ["pro=1.5", /expected TIER=N pairs/],
     ["pro=2000000", /pro: expected a whole number from 1 to 1000000/],
     ["pro=3,pro=4", /tier "pro" is named twice/],
-  ])("%s is a ConfigError naming the flag and its variable", (value, message) => {
+  ] as [string, string | RegExp][])("%s is a ConfigError naming the flag and its variable", (value, message) => {
     let thrown: unknown;
     try { parse(value); } catch (err) { thrown = err; }
     expect(thrown).toBeInstanceOf(ConfigError);
     expect((thrown as ConfigError).key).toBe("--max-inflight / KILN_MAX_INFLIGHT");
-    expect((thrown as Error).message).toMatch(message);
+    if (typeof message === "string") expect((thrown as Error).message).toBe(`--max-inflight / KILN_MAX_INFLIGHT: ${message}`);
+    else expect((thrown as Error).message).toMatch(message);
   });
 });

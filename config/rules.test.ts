@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../core/errors.js";
-import { formatHostPort, isLoopback, maskSecrets, nodeIdMatcher, parseAgentConfig, parseNodeTokenEntry, parseSchedulerConfig, SCHEDULER_OPTIONS } from "./index.js";
+import { AGENT_OPTIONS, formatHostPort, isLoopback, maskSecrets, nodeIdMatcher, optionKey, parseAgentConfig, parseNodeTokenEntry, parseSchedulerConfig, SCHEDULER_OPTIONS } from "./index.js";
 
 const TOKEN = "a-long-enough-token-123";
 const scheduler = (raw: Record<string, string | boolean | string[]> = {}) => parseSchedulerConfig({ nodeTokens: TOKEN, ...raw });
@@ -28,7 +28,11 @@ describe("addresses", () => {
     expect(scheduler({ http: text }).http).toEqual(expected);
   });
 
-  it.each(["127.0.0.1:65536", "127.0.0.1", "a:b", "127.0.0.1:123456", "[::1]"])("refuses %j", (text) => {
+  it("trims a bare port too", () => {
+    expect(scheduler({ http: " 8081 " }).http).toEqual({ host: "127.0.0.1", port: 8081 });
+  });
+
+  it.each(["127.0.0.1:65536", "127.0.0.1", "a:b", "127.0.0.1:123456", "[::1]", "::1:80", "a:b:80"])("refuses %j", (text) => {
     refusal(() => scheduler({ http: text }), "--http / KILN_HTTP", `expected HOST:PORT (e.g. 127.0.0.1:8080), got "${text}"`);
   });
 
@@ -40,6 +44,8 @@ describe("addresses", () => {
   it("knows loopback", () => {
     for (const h of ["127.0.0.1", "127.9.8.7", "::1", "localhost", "LOCALHOST"]) expect(isLoopback(h), h).toBe(true);
     for (const h of ["0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "example.com", "localhost.example.com"]) expect(isLoopback(h), h).toBe(false);
+    // Not an IP address to node:net (an empty zone), although BlockList alone would read it as ::1.
+    expect(isLoopback("::1%")).toBe(false);
   });
 });
 
@@ -56,6 +62,11 @@ describe("numbers and sizes", () => {
     refusal(() => scheduler({ queueSize: "1.5" }), "--queue-size / KILN_QUEUE_SIZE", "expected a whole number");
     expect(scheduler({ queueTimeout: " 3600 " }).queueTimeout).toBe(3600);
   });
+
+  it("reads every decimal of a size, and refuses one with anything before its number", () => {
+    expect(scheduler({ maxBody: "1.25mb" }).maxBody).toBe(1.25 * 1024 ** 2);
+    for (const text of ["-4mb", "x4mb"]) refusal(() => scheduler({ maxBody: text }), "--max-body / KILN_MAX_BODY", `expected a size like 4mb or 1048576, got "${text}"`);
+  });
 });
 
 describe("node tokens", () => {
@@ -66,11 +77,14 @@ describe("node tokens", () => {
     expect(parseNodeTokenEntry("a/b=0123456789abcdef")).toEqual({ token: "a/b=0123456789abcdef" }); // "/" is no node id character
     expect(parseNodeTokenEntry("gpu=short")).toEqual({ token: "gpu=short" }); // under 16 after "=": bare
     expect(parseNodeTokenEntry("gpu=0123456789abcdef")).toEqual({ token: "0123456789abcdef", nodeIds: ["gpu"] }); // exactly 16
+    expect(parseNodeTokenEntry("gpu=0123456789abcde")).toEqual({ token: "gpu=0123456789abcde" }); // 15 after "=": bare
     const match = nodeIdMatcher(["gpu-1", "rack-*"]);
     expect(["gpu-1", "rack-", "rack-7"].map(match)).toEqual([true, true, true]);
     expect(["gpu-10", "xgpu-1", "rack"].map(match)).toEqual([false, false, false]);
     expect(nodeIdMatcher(undefined)("anything")).toBe(true);
     expect(nodeIdMatcher(["a.b"])("axb")).toBe(false); // "." is literal
+    expect(nodeIdMatcher(["a.b", "(x)+"])("a.b")).toBe(true); // escaped, not dropped
+    expect(nodeIdMatcher(["(x)+"])("(x)+")).toBe(true);
   });
 
   it("parses the list, refusing short tokens and empty id lists without echoing a token", () => {
@@ -79,6 +93,9 @@ describe("node tokens", () => {
     refusal(() => parseSchedulerConfig({ nodeTokens: `|=${TOKEN}` }), "--node-tokens / KILN_NODE_TOKENS", 'entry 1: IDS=TOKEN needs at least one node id before "="');
     refusal(() => parseSchedulerConfig({}), "--node-tokens / KILN_NODE_TOKENS", "is required");
     refusal(() => parseSchedulerConfig({ nodeTokens: " , " }), "--node-tokens / KILN_NODE_TOKENS", "at least one token is required");
+    expect(parseSchedulerConfig({ nodeTokens: "0123456789abcdef" }).nodeTokens).toEqual([{ token: "0123456789abcdef" }]); // exactly 16
+    // Every problem is told, joined by "; ".
+    refusal(() => parseSchedulerConfig({ nodeTokens: `short-token,|=${TOKEN}` }), "--node-tokens / KILN_NODE_TOKENS", 'each token must be at least 16 characters; entry 2: IDS=TOKEN needs at least one node id before "="');
   });
 });
 
@@ -100,6 +117,7 @@ describe("the scheduler's gRPC rules", () => {
   it("MCP options: CIDRs, the stdio catalog file", () => {
     expect(scheduler({ mcpAllowCidr: ["10.0.0.0/8", "fd00::1"] }).mcpAllowCidr).toEqual(["10.0.0.0/8", "fd00::1"]);
     expect(scheduler({ mcpAllowCidr: "10.0.0.0/8,192.168.0.1" }).mcpAllowCidr).toEqual(["10.0.0.0/8", "192.168.0.1"]);
+    expect(scheduler({ mcpAllowCidr: "10.0.0.0/8,,192.168.0.1," }).mcpAllowCidr).toEqual(["10.0.0.0/8", "192.168.0.1"]); // empty items of an env list are skipped
     refusal(() => scheduler({ mcpAllowCidr: "10.0.0.0/33" }), "--mcp-allow-cidr / KILN_MCP_ALLOW_CIDR", "expected a CIDR like 10.1.0.0/16 or an IP address");
     expect(scheduler().mcpStdioServers).toEqual({});
     const dir = mkdtempSync(join(tmpdir(), "kiln-cfg-"));
@@ -117,6 +135,29 @@ describe("the scheduler's gRPC rules", () => {
     expect(masked.nodeTokens).toBe("[redacted]");
     expect(masked.jwtSecret).toBeUndefined();
     expect(masked.queueSize).toBe(256);
+    expect(maskSecrets(SCHEDULER_OPTIONS, { notAnOption: "x", nodeTokens: [] })).toEqual({ notAnOption: "x", nodeTokens: "[redacted]" }); // an undeclared key passes through
+  });
+});
+
+describe("the option declarations", () => {
+  it("every refusal of a value is a zod custom issue", () => {
+    const codes = (schema: { safeParse(v: unknown): { error?: { issues: { code: string }[] } } }, value: unknown) => schema.safeParse(value).error!.issues.map((i) => i.code);
+    expect(codes(SCHEDULER_OPTIONS.http.schema, "nowhere")).toEqual(["custom"]);
+    expect(codes(SCHEDULER_OPTIONS.maxBody.schema, "4 parsecs")).toEqual(["custom"]);
+    expect(codes(SCHEDULER_OPTIONS.grpcInsecure.schema, "maybe")).toEqual(["custom"]);
+    expect(codes(SCHEDULER_OPTIONS.nodeTokens.schema, `short-token,|=${TOKEN}`)).toEqual(["custom", "custom"]);
+    expect(codes(SCHEDULER_OPTIONS.maxInflight.schema, "gold=1")).toEqual(["custom"]);
+    expect(codes(SCHEDULER_OPTIONS.mcpStdioServers.schema, join(tmpdir(), "kiln-no-such-catalog.json"))).toEqual(["custom"]);
+    expect(codes(AGENT_OPTIONS.resultTtl.schema, "soon")).toEqual(["custom"]);
+    expect(codes(AGENT_OPTIONS.uploadBudget.schema, "0%")).toEqual(["custom"]);
+    expect(codes(AGENT_OPTIONS.uploadBudget.schema, "1kb")).toEqual(["custom"]);
+    expect(codes(AGENT_OPTIONS.serve.schema, ["nothing"])).toEqual(["custom"]);
+  });
+
+  it("each option's key is the camel case of its long flag (what commander hands back)", () => {
+    for (const options of [SCHEDULER_OPTIONS, AGENT_OPTIONS]) for (const [key, spec] of Object.entries(options)) expect(optionKey(spec), spec.flags).toBe(key);
+    expect(optionKey({ ...SCHEDULER_OPTIONS.db, flags: "--a1-b2-c <x>" })).toBe("a1B2C");
+    expect(optionKey({ ...SCHEDULER_OPTIONS.db, flags: "<no long flag>" })).toBe("");
   });
 });
 
@@ -131,6 +172,7 @@ describe("the agent's rules", () => {
     expect(agent({ host: "localhost" }).agentToken).toBeUndefined();
     refusal(() => agent({ agentToken: "short" }), "--agent-token / KILN_AGENT_TOKEN", "must be at least 16 characters");
     refusal(() => agent({ agentToken: TOKEN, agentInsecure: "1" }), "--agent-insecure / KILN_AGENT_INSECURE", "contradicts --agent-token (give one or the other)");
+    for (const off of [false, "false", "0", " false "]) expect(agent({ agentInsecure: off }).agentInsecure, String(off)).toBe(false);
   });
 
   it("budgets and retention: sizes or shares, durations", () => {
@@ -143,6 +185,15 @@ describe("the agent's rules", () => {
     for (const [given, seconds] of [["90s", 90], ["30m", 1800], ["12h", 43_200], ["7D", 604_800], ["3600", 3600]] as const) expect(agent({ resultTtl: given }).resultTtl, given).toBe(seconds);
     refusal(() => agent({ resultTtl: "soon" }), "--result-ttl / KILN_RESULT_TTL", 'expected a duration like 90s, 30m, 12h or 7d, got "soon"');
     refusal(() => agent({ resultTtl: "59s" }), "--result-ttl / KILN_RESULT_TTL", "must be at least 60s");
+  });
+
+  it("budgets and durations at their edges, and nothing before or after the number", () => {
+    expect(agent({ uploadBudget: "100%" }).uploadBudget).toEqual({ share: 1 });
+    expect(agent({ uploadBudget: "1mb" }).uploadBudget).toEqual({ bytes: 1024 ** 2 });
+    expect(agent({ uploadBudget: "12.25%" }).uploadBudget).toEqual({ share: 0.1225 });
+    expect(agent({ uploadBudget: "50 %" }).uploadBudget).toEqual({ share: 0.5 });
+    for (const text of ["-5%", "50%x", "50x%"]) refusal(() => agent({ uploadBudget: text }), "--upload-budget / KILN_UPLOAD_BUDGET", `expected a size of at least 1mb (like 20gb) or a share of the free disk (like 25%), got "${text}"`);
+    for (const text of ["-90s", "90 seconds", "x90s"]) refusal(() => agent({ resultTtl: text }), "--result-ttl / KILN_RESULT_TTL", `expected a duration like 90s, 30m, 12h or 7d, got "${text}"`);
   });
   it("a scheduler needs a node token; plaintext only to loopback; TLS flags in pairs", () => {
     expect(agent({ scheduler: "127.0.0.1:5", nodeToken: TOKEN }).scheduler).toEqual({ host: "127.0.0.1", port: 5 });
@@ -162,7 +213,9 @@ describe("the agent's rules", () => {
     expect(agent({ segmentationModel: "s", embeddingModel: "e" })).toMatchObject({ segmentationModel: "s", embeddingModel: "e" });
     refusal(() => agent({ translationModel: "x", serve: ["y=/m.gguf"] }), "--translation-model / KILN_TRANSLATION_MODEL", '"x" is not one of the --serve ids');
     expect(agent({ translationModel: "y", serve: ["y=/m.gguf"] }).serve).toEqual([{ id: "y", path: "/m.gguf" }]);
+    expect(agent({ translationModel: "b", serve: ["a=/1.gguf", "b=/2.gguf"] }).translationModel).toBe("b"); // any --serve id, not only the first
     expect(agent({ serve: "a=/1.gguf,b=/2.gguf" }).serve).toEqual([{ id: "a", path: "/1.gguf" }, { id: "b", path: "/2.gguf" }]);
+    expect(agent({ serve: "a=/1.gguf,,b=/2.gguf," }).serve).toEqual([{ id: "a", path: "/1.gguf" }, { id: "b", path: "/2.gguf" }]); // empty items skipped
     for (const bad of ["=x", "x=", "nothing"]) refusal(() => agent({ serve: [bad] }), "--serve / KILN_SERVE", `expected ID=GGUF (e.g. famB-v3.1=./model.gguf), got "${bad}"`);
   });
 });

@@ -36,6 +36,16 @@ describe("planChunks", () => {
     expect(chunks.map((c) => c.samples / SR)).toEqual([30, 1]);
   });
 
+  it("merges spans that touch, so a long run of speech is split at the window, not where two spans met", () => {
+    const chunks = planChunks([s(0, 20), s(20, 40)], 60 * SR, { padSeconds: 0, maxSeconds: 30 });
+    expect(chunks.map((c) => c.pieces)).toEqual([[{ start: 0, end: 30 * SR }], [{ start: 30 * SR, end: 40 * SR }]]);
+  });
+
+  it("a span of exactly the window is one piece, with no empty piece after it", () => {
+    const chunks = planChunks([s(0, 30), s(40, 41)], 60 * SR, { padSeconds: 0, maxSeconds: 30 });
+    expect(chunks.map((c) => c.pieces)).toEqual([[{ start: 0, end: 30 * SR }], [{ start: 40 * SR, end: 41 * SR }]]);
+  });
+
   it("no speech, no chunks", () => {
     expect(planChunks([], 10 * SR)).toEqual([]);
     expect(chunkSeconds([])).toBe(0);

@@ -129,4 +129,27 @@ describe("formats, exactly", () => {
     expect(cues).toHaveLength(1);
     expect(cues[0]!.lines.length).toBeLessThanOrEqual(2);
   });
+
+  it("writes a two-line cue's lines one under the other", () => {
+    const words = "one two three four five six seven eight nine ten eleven twelve".split(" ").map((x, i) => word(x, i * 0.3, i * 0.3 + 0.25));
+    const t = transcript([{ id: 0, start: 0, end: 4, text: words.map((x) => x.word).join(" "), words }]);
+    expect(render(t, "srt")).toBe("1\n00:00:00,000 --> 00:00:03,550\none two three four five six seven eight\nnine ten eleven twelve\n");
+    expect(render(t, "vtt")).toBe("WEBVTT\n\n00:00:00.000 --> 00:00:03.550\none two three four five six seven eight\nnine ten eleven twelve\n");
+  });
+
+  it("a cue takes exactly 84 characters, and never a word that would make a third line", () => {
+    const [x41, y42] = ["x".repeat(41), "y".repeat(42)];
+    expect(buildCues([{ id: 0, start: 0, end: 2, text: "", words: [word(x41, 0, 0.5), word(y42, 1, 1.5)] }])).toEqual([{ start: 0, end: 1.5, lines: [x41, y42] }]);
+    const [a, b, c] = ["a".repeat(30), "b".repeat(30), "c".repeat(20)]; // 82 characters, but three lines
+    expect(buildCues([{ id: 0, start: 0, end: 3, text: "", words: [word(a, 0, 0.5), word(b, 1, 1.5), word(c, 2, 2.5)] }]).map((cue) => cue.lines)).toEqual([[a, b], [c]]);
+  });
+
+  it("a single word that wraps to three lines (whisper's word with spaces in it) keeps two: the rest goes on the second", () => {
+    const [a, b, c] = ["a".repeat(30), "b".repeat(30), "c".repeat(20)];
+    expect(buildCues([{ id: 0, start: 0, end: 1, text: "", words: [word(`${a} ${b} ${c}`, 0, 1)] }])).toEqual([{ start: 0, end: 1, lines: [a, `${b} ${c}`] }]);
+  });
+
+  it("spreads a wordless segment's words, ignoring white space at its ends", () => {
+    expect(buildCues([{ id: 0, start: 0, end: 16, text: " a b ", words: [] }])).toEqual([{ start: 0, end: 7, lines: ["a"] }, { start: 8, end: 15, lines: ["b"] }]);
+  });
 });

@@ -73,4 +73,28 @@ describe("attributeSpeakers, the edges", () => {
     const r = attributeSpeakers(segments, [{ start: 0, end: 2.4, speaker: 1 }, { start: 2.4, end: 5, speaker: 2 }]);
     expect(r.turns.map((t) => [t.speaker, t.start, t.end])).toEqual([["SPEAKER_00", 0, 3], ["SPEAKER_01", 3, 4]]);
   });
+
+  const speakersOf = (words: ReturnType<typeof w>[], turns: { start: number; end: number; speaker: number }[]) =>
+    attributeSpeakers([{ id: 0, start: 0, end: 10, text: "", words }], turns).segments.flatMap((s) => s.words.map((x) => `${x.word}:${x.speaker}`));
+
+  it("ties go to the turn listed first: equal overlaps, and equal distances", () => {
+    const turns = [{ start: 0, end: 1.5, speaker: 1 }, { start: 1.5, end: 3, speaker: 2 }];
+    expect(speakersOf([w("x", 1, 2), w("y", 2.5, 3)], turns)).toEqual(["x:SPEAKER_00", "y:SPEAKER_01"]); // x overlaps each by 0.5 s
+    const apart = [{ start: 0, end: 4, speaker: 1 }, { start: 7, end: 9, speaker: 2 }];
+    expect(speakersOf([w("x", 5, 6), w("y", 8, 9)], apart)).toEqual(["x:SPEAKER_00", "y:SPEAKER_01"]); // x is 1 s from each
+  });
+
+  it("with no overlap, a (zero-length) turn inside the word is nearer than one that only touches it", () => {
+    const turns = [{ start: 2, end: 3, speaker: 1 }, { start: 1.5, end: 1.5, speaker: 2 }];
+    expect(speakersOf([w("x", 1, 2), w("y", 2.5, 3)], turns)).toEqual(["x:SPEAKER_00", "y:SPEAKER_01"]);
+  });
+
+  it("a zero-length word counts as its first 10 ms", () => {
+    const turns = [{ start: 0.9, end: 1.004, speaker: 1 }, { start: 0.9999, end: 1.5, speaker: 2 }];
+    expect(speakersOf([w("x", 1, 1), w("y", 1.2, 1.4)], turns)).toEqual(["x:SPEAKER_00", "y:SPEAKER_00"]); // both speaker 2
+  });
+
+  it("a word no turn can be measured against (times that are not numbers) gets SPEAKER_00, not a label of its own", () => {
+    expect(speakersOf([w("a", 0, 1), w("b", NaN, NaN)], [{ start: 0, end: 1, speaker: 4 }])).toEqual(["a:SPEAKER_00", "b:SPEAKER_00"]);
+  });
 });

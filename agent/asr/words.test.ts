@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { chunkTimeToOriginal, planChunks } from "./chunks.js";
+import type { WhisperSegment } from "./whisper.js";
 import { segmentsFromChunk, wordsFromTokens } from "./words.js";
 
 const S = 16_000;
@@ -57,5 +58,32 @@ describe("words from whisper tokens", () => {
     expect(segs).toHaveLength(1);
     expect(segs[0]).toMatchObject({ start: 5, end: 6.5, text: "hi there" });
     expect(segs[0]!.words.map((w) => [w.start, w.end])).toEqual([[5, 5.5], [5.5, 6.5]]);
+  });
+
+  it("drops special tokens whisper pads with a space, empty tokens (confidence included) and words of white space only", () => {
+    const words = wordsFromTokens([
+      { text: "  ", id: 9, p: 0.1, from: 0, to: 100 },
+      { text: " [_BEG_]", id: 50364, p: 1, from: 100, to: 100 },
+      { text: " hi", id: 1, p: 1, from: 100, to: 400 },
+      { text: "", id: 2, p: 0, from: 400, to: 900 },
+      { text: " <|endoftext|>", id: 50257, p: 0, from: 900, to: 900 },
+    ], 0, 2, ms);
+    expect(words).toEqual([{ word: "hi", start: 0.1, end: 0.4, confidence: 1 }]);
+  });
+
+  it("only a token that starts with white space starts a word", () => {
+    const words = wordsFromTokens([{ text: " it", id: 1, p: 1, from: 0, to: 200 }, { text: "'s own", id: 2, p: 1, from: 200, to: 500 }], 0, 1, ms);
+    expect(words.map((w) => w.word)).toEqual(["it's own"]);
+  });
+
+  it("a token without times takes the word's start from the cursor and its end from its start", () => {
+    const words = wordsFromTokens([{ text: " a", id: 1, p: 1 }, { text: " b", id: 2, p: 1, from: 600 }, { text: " c", id: 3, p: 1, to: 900 }], 0.5, 2, ms);
+    expect(words.map((w) => [w.word, w.start, w.end])).toEqual([["a", 0.5, 0.5], ["b", 0.6, 0.6], ["c", 0.6, 0.9]]);
+  });
+
+  it("a segment without times spans its chunk", () => {
+    const [chunk] = planChunks([{ start: 5 * S, end: 7 * S }], 10 * S, { padSeconds: 0 });
+    const segs = segmentsFromChunk(chunk!, [{ text: " hi", lang: "en", confidence: 1, tokens: [] } as unknown as WhisperSegment]);
+    expect(segs).toEqual([{ start: 5, end: 7, text: "hi", words: [] }]);
   });
 });

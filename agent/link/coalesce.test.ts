@@ -1,7 +1,10 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ChunkBatcher, type Piece } from "./coalesce.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Blocks the event loop for `ms`: time passes, but no timer can fire. */
+const busy = (ms: number) => { const until = performance.now() + ms; while (performance.now() < until); };
+const texts = (sent: Piece[][]) => sent.map((pieces) => pieces.map((p) => `${p.request_id}:${p.text}`).join(" "));
 
 describe("ChunkBatcher", () => {
   it("sends a completion's first piece at once and gathers the next ones for the interval", async () => {
@@ -79,5 +82,64 @@ describe("ChunkBatcher", () => {
     await sleep(50);
     expect(sent).toEqual([[{ request_id: "a", text: "a0" }], [{ request_id: "b", text: "b0" }], [{ request_id: "a", text: "a1" }], [{ request_id: "a", text: "a2" }, { request_id: "b", text: "b1" }]]);
     expect(sent.every((pieces) => pieces.length > 0)).toBe(true);
+  });
+
+  it("a piece that comes exactly an interval after the last flush goes out at once", () => {
+    let now = 1000;
+    const clock = vi.spyOn(performance, "now").mockImplementation(() => now);
+    try {
+      const sent: Piece[][] = [];
+      const b = new ChunkBatcher((pieces) => sent.push(pieces), 20);
+      b.push("a", "a0");
+      b.push("a", "a1"); // the first flush, at 1000
+      now = 1020;
+      b.push("a", "a2");
+      expect(texts(sent)).toEqual(["a:a0", "a:a1", "a:a2"]);
+      b.close();
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
+  it("while a flush is due, a later piece waits for it even when the event loop ran late", async () => {
+    const sent: Piece[][] = [];
+    const b = new ChunkBatcher((pieces) => sent.push(pieces), 20);
+    b.push("a", "a0");
+    b.push("a", "a1"); // flushed at once
+    b.push("a", "a2"); // a flush is due in 20 ms
+    busy(30);
+    b.push("a", "a3"); // past the due time, but the flush is already on its way
+    expect(texts(sent)).toEqual(["a:a0", "a:a1"]);
+    await sleep(30);
+    expect(texts(sent)).toEqual(["a:a0", "a:a1", "a:a2a3"]);
+  });
+
+  it("ending or discarding one completion leaves the flush due for the others", async () => {
+    const sent: Piece[][] = [];
+    const b = new ChunkBatcher((pieces) => sent.push(pieces), 20);
+    for (const id of ["a", "b", "c"]) b.push(id, `${id}0`);
+    b.push("a", "a1"); // flushed at once
+    b.push("a", "a2");
+    b.push("b", "b1");
+    b.push("c", "c1"); // all three wait for the next flush
+    b.end("a"); // sends its own at once
+    expect(b.discard("c")).toBe(true);
+    expect(texts(sent)).toEqual(["a:a0", "b:b0", "c:c0", "a:a1", "a:a2"]);
+    await sleep(50);
+    expect(texts(sent)).toEqual(["a:a0", "b:b0", "c:c0", "a:a1", "a:a2", "b:b1"]);
+  });
+
+  it("once nothing is gathered, no flush stays due: a piece past the interval goes out at once", () => {
+    const sent: Piece[][] = [];
+    const b = new ChunkBatcher((pieces) => sent.push(pieces), 20);
+    b.push("a", "a0");
+    b.push("b", "b0");
+    b.push("a", "a1"); // flushed at once
+    b.push("a", "a2"); // a flush is due in 20 ms
+    b.end("a"); // sends a2: nothing is gathered any more
+    busy(30);
+    b.push("b", "b1"); // the last flush is over 20 ms old
+    expect(texts(sent)).toEqual(["a:a0", "b:b0", "a:a1", "a:a2", "b:b1"]);
+    b.close();
   });
 });

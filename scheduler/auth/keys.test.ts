@@ -1,5 +1,5 @@
 /** KeyService on a real SQLite database: issuing, verifying, revoking and expiring keys; the account's tier. */
-import { createHash } from "node:crypto";
+import { createHash, webcrypto } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -74,12 +74,15 @@ describe("KeyService", () => {
   });
 
   it("an expired key is refused, whether first seen or remembered", async () => {
+    // The clock is fixed from the key's creation: with the real one, a second boundary crossed
+    // between creating the key and reading the time would make "59 s later" already expired.
+    const start = 1_800_000_000_000;
+    vi.useFakeTimers({ now: start, toFake: ["Date"] });
     const { token } = await keys.create({ account: "acme", tier: "pro", expiresInSeconds: 60 });
     expect((await keys.authenticate(bearer(token))).account).toBe("acme");
-    expect(keys.list()[0]!.expiresAt).toEqual(expect.any(Number));
+    expect(keys.list()[0]!.expiresAt).toBe(start / 1000 + 60);
     const expired = { code: "expired_api_key", message: "Authorization: this API key has expired" };
-    const start = Date.now();
-    vi.useFakeTimers({ now: start + 59_000, toFake: ["Date"] });
+    vi.setSystemTime(start + 59_000);
     expect((await keys.authenticate(bearer(token))).account).toBe("acme"); // remembered, not yet expired
     vi.setSystemTime(start + 61_000);
     await expect(keys.authenticate(bearer(token))).rejects.toMatchObject(expired); // remembered, now expired
@@ -122,6 +125,67 @@ describe("KeyService", () => {
     await keys.authenticate(bearer(token));
     db.prepare("DELETE FROM api_keys WHERE id = ?").run(id);
     await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not known to this service" });
+  });
+});
+
+describe("KeyService, what it remembers", () => {
+  it("verifies a token's signature once: a remembered token only has its row read again; the HMAC key is imported once, not extractable", async () => {
+    const { token } = await keys.create({ account: "acme", tier: "pro" });
+    const { token: second } = await keys.create({ account: "acme", tier: "pro" });
+    const verify = vi.spyOn(webcrypto.subtle, "verify");
+    const importKey = vi.spyOn(webcrypto.subtle, "importKey");
+    try {
+      await keys.authenticate(bearer(token));
+      expect(verify).toHaveBeenCalledTimes(1);
+      expect((await keys.authenticate(bearer(token))).account).toBe("acme");
+      expect(verify).toHaveBeenCalledTimes(1); // remembered
+      await keys.authenticate(bearer(second));
+      expect(verify).toHaveBeenCalledTimes(2);
+      expect(importKey).toHaveBeenCalledTimes(1);
+      expect(importKey).toHaveBeenCalledWith("raw", expect.any(Uint8Array), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
+    } finally {
+      verify.mockRestore();
+      importKey.mockRestore();
+    }
+  });
+
+  it("a remembered key expires at exactly its exp second", async () => {
+    const start = 1_800_000_000_000; // a whole second
+    vi.useFakeTimers({ now: start, toFake: ["Date"] });
+    const { token } = await keys.create({ account: "acme", tier: "pro", expiresInSeconds: 60 });
+    await keys.authenticate(bearer(token));
+    vi.setSystemTime(start + 59_999);
+    expect((await keys.authenticate(bearer(token))).account).toBe("acme");
+    vi.setSystemTime(start + 60_000);
+    await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "expired_api_key" });
+    await expect(new KeyService(db, "a-signing-secret-of-at-least-32-characters").authenticate(bearer(token))).rejects.toMatchObject({ code: "expired_api_key" }); // as jose has it
+  });
+
+  it("remembers at most 10000 tokens, forgetting the oldest first", async () => {
+    const secret = await webcrypto.subtle.importKey("raw", new TextEncoder().encode("a-signing-secret-of-at-least-32-characters"), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    const tokens = await Promise.all(Array.from({ length: 10_001 }, (_, i) => new SignJWT({ tier: "free" }).setProtectedHeader({ alg: "HS256" }).setIssuer("kiln").setJti(`key_${i}`).sign(secret)));
+    db.prepare("INSERT INTO accounts (name, tier, rpm, created_at) VALUES ('acme', 'free', NULL, 0)").run();
+    const insert = db.prepare("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at) VALUES (?, 'acme', 'free', NULL, ?, 0)");
+    db.transaction(() => tokens.forEach((t, i) => insert.run(`key_${i}`, createHash("sha256").update(t).digest("hex"))))();
+    await keys.authenticate(bearer(tokens[0]!));
+    await Promise.all(tokens.slice(1, 10_000).map((t) => keys.authenticate(bearer(t))));
+    await keys.authenticate(bearer(tokens[10_000]!)); // the 10001st pushes out the first
+    const verify = vi.spyOn(webcrypto.subtle, "verify");
+    try {
+      await keys.authenticate(bearer(tokens[1]!));
+      await keys.authenticate(bearer(tokens[10_000]!));
+      expect(verify).toHaveBeenCalledTimes(0); // still remembered
+      expect((await keys.authenticate(bearer(tokens[0]!))).keyId).toBe("key_0");
+      expect(verify).toHaveBeenCalledTimes(1); // forgotten: verified again
+    } finally {
+      verify.mockRestore();
+    }
+  });
+
+  it("a key row with a tier it does not know (a hand-edited database, its account gone) counts as free", () => {
+    db.pragma("foreign_keys = OFF");
+    db.prepare("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at) VALUES ('key_hand', 'ghost', 'gold', NULL, 'x', 0)").run();
+    expect(keys.list()).toMatchObject([{ keyId: "key_hand", account: "ghost", tier: "free" }]);
   });
 });
 

@@ -68,5 +68,8 @@ describe("validateChatCompletion", () => {
   it("names the offending field for the error body's param", () => {
     expect(() => validateChatCompletion({ ...base, temperature: 3 })).toThrow(expect.objectContaining({ field: "temperature" }));
     expect(() => validateChatCompletion({ model: MODEL, messages: [{ role: "x", content: "" }] })).toThrow(expect.objectContaining({ field: "messages[0].role" }));
+    expect(() => validateChatCompletion({ model: "gpt-9", messages: base.messages })).toThrow(expect.objectContaining({ code: "model_not_found", field: "model" }));
+    expect(() => validateChatCompletion({ model: MODEL, messages: [] })).toThrow(expect.objectContaining({ code: "invalid_messages", field: "messages" }));
+    expect(() => validateChatCompletion({ ...base, max_tokens: 0 })).toThrow(expect.objectContaining({ code: "invalid_max_tokens", field: "max_tokens" }));
   });
 });

@@ -219,6 +219,46 @@ describe("RateLimiter (sliding window)", () => {
     c.limiter.hit("a", 5);
     expect(c.limiter.storageOf("a")).toBe(5);
   });
+
+  it("a lower limit gives the storage back once the window holds no more than it, down to the limit or 16", () => {
+    const c = clocked(0);
+    for (let i = 0; i < 17; i++) c.limiter.hit("a", 100);
+    expect(c.limiter.storageOf("a")).toBe(32);
+    c.clock.t = 30_000;
+    c.limiter.hit("a", 100); // keeps the account in the window: no sweep forgets it
+    c.clock.t = 60_500; // the 17 of t = 0 have left; one request remains
+    expect(c.limiter.hit("a", 5)).toMatchObject({ remaining: 3 });
+    expect(c.limiter.storageOf("a")).toBe(5);
+    c.clock.t = 91_000; // another account: exactly at its new limit, the storage shrinks to it
+    for (let i = 0; i < 17; i++) c.limiter.hit("b", 100);
+    c.clock.t = 92_000;
+    expect(c.allowed("b", 17)).toBe(false); // 17 in the window: exactly the new limit
+    expect(c.limiter.storageOf("b")).toBe(17);
+  });
+
+  it("a lower limit keeps the storage while the window still holds more requests than it", () => {
+    const c = clocked(0);
+    for (let i = 0; i < 35; i++) c.limiter.hit("a", 40);
+    expect(c.limiter.storageOf("a")).toBe(40); // 16, 32, then the limit
+    c.clock.t = 1000;
+    expect(c.allowed("a", 2)).toBe(false);
+    expect(c.limiter.storageOf("a")).toBe(40);
+  });
+
+  it("an unchanged limit never shrinks the storage as requests leave the window", () => {
+    const c = clocked(0);
+    for (let i = 0; i < 16; i++) c.limiter.hit("a", 32);
+    c.clock.t = 30_000;
+    c.limiter.hit("a", 32);
+    expect(c.limiter.storageOf("a")).toBe(32);
+    c.clock.t = 61_000; // 16 have left, one is left
+    expect(c.limiter.hit("a", 32)).toMatchObject({ remaining: 30 });
+    expect(c.limiter.storageOf("a")).toBe(32);
+  });
+
+  it("runs on performance.now by default", () => {
+    expect(new RateLimiter().hit("a", 1)).toEqual({ limit: 1, remaining: 0, resetMs: WINDOW_MS });
+  });
 });
 
 describe("InflightLimiter", () => {
@@ -232,6 +272,19 @@ describe("InflightLimiter", () => {
     expect(l.count("a")).toBe(1);
     l.acquire("a", 2);
     expect(() => l.acquire("a", 2)).toThrow(/at most 2/);
+  });
+
+  it("counts the places held by all accounts together", () => {
+    const l = new InflightLimiter();
+    expect(l.total).toBe(0);
+    const [a, b] = [l.acquire("a", 2), l.acquire("b", 2)];
+    l.acquire("a", 2);
+    expect(l.total).toBe(3);
+    a();
+    a();
+    expect(l.total).toBe(2);
+    b();
+    expect(l.total).toBe(1);
   });
 
   it("accounts with nothing in flight hold no memory", () => {
