@@ -50,6 +50,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   private draining = false;
   /** Stops listening to the engine's local slot use. */
   private readonly unsubscribeLocal: () => void;
+  /** Device memory and free disk as the last interval heartbeat measured them. */
+  private measured = { device: { used: 0, total: 0 }, diskFree: 0 };
   state: LinkState = "disconnected";
 
   constructor(private readonly options: FleetLinkOptions) {
@@ -61,9 +63,10 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       "grpc.keepalive_permit_without_calls": 1,
     });
     this.backoff = options.backoff ?? new Backoff();
-    // Slots taken by the agent's own work are told at once, so the scheduler does not send work into them.
+    // Slots taken by the agent's own work are told at once (in the same tick, with the last measured
+    // memory and disk), so the scheduler hears of a slot taken before it hears the `done` that freed it.
     this.unsubscribeLocal = options.engine.onLocalBusy(() => {
-      if (this.stream && this.state === "connected") void this.sendHeartbeat(this.stream);
+      if (this.stream && this.state === "connected") this.writeHeartbeat(this.stream);
     });
   }
 
@@ -188,9 +191,16 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     }
   }
 
+  /** Measures device memory and free disk (asynchronous), then writes a heartbeat. */
   private async sendHeartbeat(stream: Stream): Promise<void> {
     const device = await this.options.engine.memory().catch(() => ({ used: 0, total: 0 }));
     const disk = this.options.dataDir ? await diskOf(this.options.dataDir) : { free: 0 };
+    this.measured = { device, diskFree: disk.free };
+    this.writeHeartbeat(stream);
+  }
+
+  /** Writes a heartbeat now: slots as they are, memory and disk as last measured. */
+  private writeHeartbeat(stream: Stream): void {
     if (this.stream !== stream || stream.destroyed) return;
     stream.write({
       heartbeat: {
@@ -198,9 +208,9 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         local_busy_slots: this.options.engine.modelPools.map((p) => p.localBusy),
         memory_used_bytes: totalmem() - freemem(),
         memory_free_bytes: freemem(),
-        device_memory_used_bytes: device.used,
-        device_memory_total_bytes: device.total,
-        disk_free_bytes: disk.free,
+        device_memory_used_bytes: this.measured.device.used,
+        device_memory_total_bytes: this.measured.device.total,
+        disk_free_bytes: this.measured.diskFree,
       },
     });
   }
