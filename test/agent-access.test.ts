@@ -243,6 +243,20 @@ describe("budgets", () => {
     }
   });
 
+  it("a full queue refuses the next upload with 503 before storing a byte", async () => {
+    const t = await startTranscription({ asrJobs: "1", asrQueue: "0" });
+    try {
+      const first = await upload(t.base, [makeMedia(media, "running.wav", { seconds: 240 })]);
+      expect(first.status).toBe(202);
+      const second = await upload(t.base, [makeMedia(media, "waiting.wav", { seconds: 32 })]);
+      expect(second.status).toBe(503);
+      expect(second.body.error).toMatchObject({ type: "service_unavailable_error", code: "queue_full", message: expect.stringMatching(/^audio: the transcription queue is full/) });
+      expect(readdirSync(t.agent.jobs.uploadsDir)).toEqual([first.body.job_id]);
+    } finally {
+      await t.agent.close();
+    }
+  });
+
   it("caps the uploads one address has in flight: a second one while the first streams is a 429", async () => {
     const t = await startTranscription({ maxClientUploads: "1" });
     try {

@@ -84,7 +84,6 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
   const largestRequest = deps.limits.files * deps.limits.fileBytes + 8 * 1024 ** 2;
   const uploading = new Map<string, number>(); // client (address, or IPv6 /64) → uploads in flight
   app.post("/api/process", async (c) => {
-    deps.jobs.ensureRoom(1);
     const client = clientKey(c.env.incoming.socket.remoteAddress);
     const mine = uploading.get(client) ?? 0;
     if (mine >= deps.maxClientUploads) {
@@ -95,6 +94,7 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     let upload;
     let ticket;
     try {
+      deps.jobs.ensureRoom(1);
       const length = c.req.header("content-length");
       const declared = length && /^\d+$/.test(length) ? Number(length) : undefined;
       if (declared !== undefined && declared > largestRequest) {
