@@ -23,8 +23,10 @@ env_file() { # name, template
   [ -e "/etc/kiln/$1.env" ] || { printf '%s\n' "$2" > "/etc/kiln/$1.env"; chown root:kiln "/etc/kiln/$1.env"; chmod 0640 "/etc/kiln/$1.env"; }
 }
 if [ "$which" != "scheduler" ]; then
-  # The transcription API listens on every interface (:7860), so it gets a token of its own.
-  agent_token="$(node -e 'process.stdout.write(require("node:crypto").randomBytes(24).toString("base64url"))')"
+  # The transcription API listens on every interface (:7860), so it gets a token of its own
+  # (made only for a new env file; an existing one is kept as it is).
+  agent_token=""
+  [ -e /etc/kiln/agent.env ] || agent_token="$(head -c 24 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
   env_file agent "# kiln agent: every flag has a KILN_* twin (node bin/kiln.js agent --help)
 # every /api call on :7860 needs Authorization: Bearer <KILN_AGENT_TOKEN> (a job's own calls also take its handle)
 KILN_AGENT_TOKEN=$agent_token

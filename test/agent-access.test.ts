@@ -6,7 +6,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
-import { createServer, request, type Server } from "node:http";
+import { createServer, request, type RequestOptions, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,6 +20,18 @@ let media: string;
 beforeAll(() => {
   media = tempDir();
 });
+
+/** A request through node:http, which sends what fetch will not (any Host, a Content-Length the body does not reach). */
+function rawRequest(port: number, options: RequestOptions, body = ""): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, ...options }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (d: string) => (text += d)).on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
 
 describe("starting on a reachable address", () => {
   it("refuses a non-loopback --host without --agent-token, in one line naming the flag", async () => {
@@ -153,12 +165,7 @@ describe("without a token (loopback)", () => {
 
   it("answers only loopback Host names (a web page cannot reach it through DNS rebinding)", async () => {
     const port = Number(new URL(t.base).port);
-    const get = (host: string) => new Promise<{ status: number; body: string }>((resolve, reject) => {
-      request({ host: "127.0.0.1", port, path: "/api/models", headers: { host } }, (res) => {
-        let body = "";
-        res.setEncoding("utf8").on("data", (d: string) => (body += d)).on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-      }).on("error", reject).end();
-    });
+    const get = (host: string) => rawRequest(port, { path: "/api/models", headers: { host } });
     const evil = await get("attacker.example:7860");
     expect(evil.status).toBe(403);
     expect(JSON.parse(evil.body).error).toMatchObject({ type: "permission_error", code: "host_not_allowed", message: expect.stringMatching(/^Host:/) });
@@ -203,14 +210,8 @@ describe("budgets", () => {
     const t = await startTranscription({ maxUpload: "1mb" });
     try {
       const port = Number(new URL(t.base).port);
-      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = request({ host: "127.0.0.1", port, path: "/api/process", method: "POST", headers: { "content-type": "multipart/form-data; boundary=b", "content-length": String(50 * 1024 ** 2) } }, (r) => {
-          let body = "";
-          r.setEncoding("utf8").on("data", (d: string) => (body += d)).on("end", () => resolve({ status: r.statusCode ?? 0, body }));
-        });
-        req.on("error", reject);
-        req.end("--b--\r\n"); // a few bytes of the 50 MB declared; the answer comes without them
-      });
+      // a few bytes of the 50 MB declared; the answer comes without them
+      const answer = await rawRequest(port, { path: "/api/process", method: "POST", headers: { "content-type": "multipart/form-data; boundary=b", "content-length": String(50 * 1024 ** 2) } }, "--b--\r\n");
       expect(answer.status).toBe(413);
       expect(JSON.parse(answer.body).error).toMatchObject({ code: "request_too_large", message: expect.stringMatching(/^Content-Length: 52428800 bytes is more than 10 files/) });
       expect(t.agent.jobs.budget.usedBytes).toBe(0);

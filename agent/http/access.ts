@@ -6,7 +6,8 @@
  * handle, and listing jobs is refused.
  */
 import type { MiddlewareHandler } from "hono";
-import { parseBearer, sameSecret } from "../../core/http/index.js";
+import { sameSecret } from "../../core/digest.js";
+import { parseBearer } from "../../core/http/index.js";
 import { AuthenticationError, PermissionError } from "../../core/errors.js";
 import type { JobService } from "../jobs/index.js";
 

@@ -42,10 +42,6 @@ export class StagingBudget {
     return this.used;
   }
 
-  get limitBytes(): number {
-    return this.options.limitBytes;
-  }
-
   /**
    * Admits a new upload of `declared` bytes (0: unknown), reserving them before anything is
    * awaited (so parallel admissions cannot overcommit): throws `InsufficientStorageError` when

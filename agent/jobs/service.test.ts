@@ -45,4 +45,28 @@ describe("JobService", () => {
       await whisper.dispose();
     }
   });
+
+  it("a job resumed at start holds its upload's bytes in the staging budget until it ends", async () => {
+    const logger = pino({ level: "silent" }) as unknown as Logger;
+    const dataDir = mkdtempSync(join(tmpdir(), "kiln-jobs-"));
+    const whisper = new WhisperPool({ dir: TEST_WHISPER_DIR, gpu: false, memoryBudgetMb: 256, parallel: 1, threads: 1, logger });
+    const transcriber = new Transcriber({ whisper, vad: { model: TEST_VAD }, maxAudioSeconds: 3600, logger });
+    const options = { dataDir, transcriber, concurrency: 1, maxQueued: 4, uploadBudgetBytes: 10 * 1024 ** 2, resultTtlSeconds: 3600, maxResults: 10, logger };
+    // A job left in `processing` by a previous run (its service closed before it could start).
+    const before = new JobService({ ...options, concurrency: 0 });
+    const staged = await before.stage("kept.mp3", await before.admit());
+    writeFileSync(staged.path, "not audio at all\n".repeat(100));
+    const [job] = before.submit([staged], { model: "base", translate: false, speakerDiarization: false });
+    await before.close();
+    const jobs = new JobService(options);
+    try {
+      await jobs.recover();
+      expect(jobs.budget.usedBytes).toBe(1700);
+      await expect.poll(() => jobs.view(job!.job_id)?.status, { timeout: 20_000 }).toBe("error");
+      expect(jobs.budget.usedBytes).toBe(0);
+    } finally {
+      await jobs.close();
+      await whisper.dispose();
+    }
+  });
 });

@@ -10,11 +10,12 @@
  * staging budget from their first byte until the job no longer needs the file. Finished jobs are
  * swept after the result TTL or past `maxResults`, with files no job owns (a crash mid-upload).
  */
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ConflictError, NotFoundError, ServiceUnavailableError } from "../../core/errors.js";
 import { withContext } from "../../core/context.js";
+import { matchesDigest, sha256Hex } from "../../core/digest.js";
 import type { Logger } from "../../core/log.js";
 import type { WhisperModelName } from "../../models/whisper.js";
 import { AudioError, EngineError, JobAbortedError } from "../asr/errors.js";
@@ -95,7 +96,6 @@ interface Running {
   cancel: AbortController;
 }
 
-const hashHandle = (handle: string): string => createHash("sha256").update(handle).digest("hex");
 
 interface Live {
   progress: number;
@@ -191,7 +191,7 @@ export class JobService {
     // All rows or none: a failure leaves no queued job whose upload the caller then discards.
     const handles = this.store.transaction(() => uploads.map((u) => {
       const handle = `jh_${randomBytes(24).toString("base64url")}`;
-      this.store.insert({ id: u.id, fileName: u.fileName, inputPath: u.path, options, eta: 0, handleHash: hashHandle(handle) });
+      this.store.insert({ id: u.id, fileName: u.fileName, inputPath: u.path, options, eta: 0, handleHash: sha256Hex(handle) });
       return handle;
     }));
     return uploads.map((u, i) => {
@@ -205,24 +205,21 @@ export class JobService {
   /** Whether `credential` is the handle of job `id` (constant-time; false for unknown jobs). */
   ownsJob(id: string, credential: string): boolean {
     const hash = this.store.get(id)?.handleHash;
-    if (!hash) return false;
-    const given = Buffer.from(hashHandle(credential), "hex");
-    return timingSafeEqual(given, Buffer.from(hash, "hex"));
+    return hash !== null && hash !== undefined && matchesDigest(credential, hash);
   }
 
   /** Resumes or ends the jobs a previous run left in `processing`. */
   async recover(): Promise<void> {
     for (const job of this.store.processing()) {
-      const kept = await stat(job.inputPath).then((s) => s.isFile(), () => false);
+      const kept = await stat(job.inputPath).then((s) => (s.isFile() ? s : undefined), () => undefined);
       if (!kept) {
         this.store.fail(job.id, "the agent restarted while this job was processing and its upload is gone; submit the file again");
       } else if (job.attempts >= MAX_ATTEMPTS) {
         this.store.fail(job.id, `the agent stopped ${job.attempts} times while this job was processing; giving up`);
         await rm(dirname(job.inputPath), { recursive: true, force: true });
       } else {
-        const bytes = (await stat(job.inputPath)).size;
-        this.budget.hold(bytes);
-        this.held.set(job.id, bytes);
+        this.budget.hold(kept.size);
+        this.held.set(job.id, kept.size);
         this.store.retry(job.id);
         this.live.set(job.id, { progress: job.progress, eta: job.eta, persistedAt: 0 });
         this.enqueue(job.id);
@@ -396,7 +393,7 @@ export class JobService {
     }
   }
 
-  /** Runs one job to its end. Never rejects: a failure to record the outcome is logged. */
+  /** Runs one job to its end. A failure to record its outcome is logged here; `pump` logs anything else. */
   private async execute(id: string, cancelled: AbortSignal): Promise<void> {
     const row = this.store.get(id);
     if (!row) return;

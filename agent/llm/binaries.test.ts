@@ -41,10 +41,11 @@ describe("loadedBinaries", () => {
     }
   });
 
-  it("every GPU folder node-llama-cpp may load holds Kiln's addon, which loads with every symbol bound (no GPU driver needed)", () => {
-    for (const kind of PREBUILT_KINDS) {
-      const dir = prebuiltBinsDir(kind);
-      if (!dir) continue;
+  it("every GPU folder node-llama-cpp may load holds Kiln's addon, which loads with every symbol bound (no GPU driver needed)", (ctx) => {
+    const kinds = PREBUILT_KINDS.filter((kind) => kind !== "cpu" && prebuiltBinsDir(kind));
+    if (kinds.length === 0) return ctx.skip("no GPU folder of node-llama-cpp is installed");
+    for (const kind of kinds) {
+      const dir = prebuiltBinsDir(kind)!;
       expect(installedAddon(kind), kind).toMatchObject({ release: expect.stringMatching(/^v?\d/) });
       const check = spawnSync(process.execPath, ["-e", `process.dlopen({ exports: {} }, ${JSON.stringify(join(dir, "llama-addon.node"))})`], {
         env: { ...process.env, LD_LIBRARY_PATH: dir, LD_BIND_NOW: "1" }, encoding: "utf8",

@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { ADDON_FILE, ADDON_STAMP } from "./cpu-backend.js";
+import { ADDON_FILE, ADDON_STAMP, STOCK_ADDON_FILE } from "./cpu-backend.js";
 
 export interface LoadedBinaries {
   /** The loaded node-llama-cpp addon file, if any. */
@@ -22,7 +22,7 @@ export interface LoadedBinaries {
 /** Reads the loaded binaries from `maps` (default: this process's `/proc/self/maps`; empty elsewhere). */
 export function loadedBinaries(maps = readMaps()): LoadedBinaries {
   const files = new Set(maps.split("\n").map((line) => line.slice(line.indexOf("/"))).filter((f) => f.startsWith("/")));
-  const addon = [...files].find((f) => basename(f) === ADDON_FILE || basename(f) === "llama-addon.stock.node");
+  const addon = [...files].find((f) => basename(f) === ADDON_FILE || basename(f) === STOCK_ADDON_FILE);
   const backends = [...files].map((f) => basename(f)).filter((f) => /^libggml-(?!base)[\w-]+\.so$/.test(f)).sort();
   return {
     ...(addon ? { addon, folder: basename(dirname(addon)) } : {}),

@@ -138,8 +138,8 @@ export class LlmEngine {
     const maxTokens = Math.min(options.maxTokens ?? room, room);
 
     const slot = await pool.acquire(options.signal);
-    if (options.local) this.changeLocal(pool, +1);
     try {
+      if (options.local) this.changeLocal(pool, +1);
       const turn = await generateTurn(slot.sequence, prompt, {
         maxTokens,
         temperature: options.temperature ?? 1,

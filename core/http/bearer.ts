@@ -1,5 +1,5 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
+import { sameSecret } from "../digest.js";
 import { AuthenticationError } from "../errors.js";
 
 export interface BearerErrors {
@@ -12,12 +12,6 @@ export interface BearerErrors {
 /** The token of an `Authorization: Bearer <token>` header; undefined when absent or malformed. */
 export function parseBearer(header: string | undefined): string | undefined {
   return header ? /^Bearer (\S+)$/.exec(header)?.[1] : undefined;
-}
-
-/** Whether two secrets are equal, in time independent of where they differ (and of their lengths). */
-export function sameSecret(given: string, expected: string): boolean {
-  const digest = (s: string) => createHash("sha256").update(s).digest();
-  return timingSafeEqual(digest(given), digest(expected));
 }
 
 /**

@@ -2,6 +2,6 @@
 export { errorResponse, notFound, onError } from "./errors.js";
 export { requestId, type RequestIdEnv } from "./request-id.js";
 export { listenHttp, type HttpListener } from "./listen.js";
-export { bearerToken, parseBearer, sameSecret } from "./bearer.js";
+export { bearerToken, parseBearer } from "./bearer.js";
 export { staticFiles } from "./static.js";
 export { readJsonBody } from "./body.js";

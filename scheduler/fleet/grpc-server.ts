@@ -3,7 +3,8 @@
  * waits for Register, checks that the token may register that node id, then relays messages
  * between the stream and the `Fleet`.
  */
-import { timingSafeEqual, createHash } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
+import { sha256 as digest } from "../../core/digest.js";
 import * as grpc from "@grpc/grpc-js";
 import { nodeIdMatcher, type NodeTokenEntry } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
@@ -18,7 +19,6 @@ export interface FleetServerOptions {
   logger: Logger;
 }
 
-const digest = (s: string): Buffer => createHash("sha256").update(s).digest();
 
 interface AcceptedToken {
   digest: Buffer;
