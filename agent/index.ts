@@ -64,7 +64,7 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   await checkVadModel(vadModel).catch((err: Error) => logger.warn({ vadModel }, `${err.message}: transcription jobs will fail until it is installed`));
   const whisper = new WhisperPool({
     dir: whisperDir,
-    gpu: config.gpu !== "cpu",
+    compute: config.gpu,
     // Each running job has its own engine process with its own loaded models: the budget is shared out.
     memoryBudgetMb: Math.floor(config.whisperMemory / 1024 ** 2 / config.asrJobs),
     parallel: config.asrParallel,
@@ -96,6 +96,8 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   await jobs.sweep();
   const sweeper = setInterval(() => void jobs.sweep().catch((err: unknown) => logger.error({ err }, "sweeping finished jobs failed")), SWEEP_EVERY_MS).unref();
   const hardware = await probeHardware(engine.compute, config.dataDir);
+  // With a GPU in the machine, choose whisper's backend now, so the log says at start where transcription runs.
+  if (hardware.gpus?.length) void whisper.backend();
   const capabilities = { diarization: Boolean(diarization), translation: Boolean(translationModel) };
   const node = async (): Promise<NodeInfo> => ({
     node_id: config.nodeId,

@@ -34,9 +34,9 @@ import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
-  ADDON_FILE, ADDON_STAMP, CPU_BACKEND_FILE, CPU_BACKEND_STAMP, installedAddon, installedCpuBackend, prebuiltBinsDir, prebuiltCpuBinsDir, PREBUILT_KINDS, STOCK_ADDON_FILE, x86Features,
-  type AddonStamp, type CpuBackendStamp,
+  ADDON_STAMP, CPU_BACKEND_FILE, CPU_BACKEND_STAMP, installedAddon, installedCpuBackend, x86Features, type AddonStamp, type CpuBackendStamp,
 } from "../agent/llm/cpu-backend.js";
+import { ADDON_FILE, prebuiltBinsDir, prebuiltCpuBinsDir, PREBUILT_KINDS, STOCK_ADDON_FILE } from "../agent/prebuilt.js";
 import { run } from "./lib/run.js";
 import { sha256File, sha256Tree } from "./lib/hash.js";
 
@@ -122,9 +122,7 @@ function addonSourcesDir(): string {
  * symbol resolved.
  */
 export function buildAddon(dir: string, sources: string, buildName = "build-addon"): { file: string; stamp: AddonStamp } {
-  const nodeInclude = join(dirname(dirname(process.execPath)), "include", "node");
-  if (!existsSync(join(nodeInclude, "node_api.h"))) throw new Error(`Node's headers are not in ${nodeInclude}`);
-  const napiInclude = resolve(dirname(require.resolve("node-addon-api/package.json", { paths: [llamaPackageDir()] })));
+  const { nodeInclude, napiInclude } = addonHeaders();
   // the libraries the prebuilt addon links: libllama[.cuda|.vulkan].<release>.so, libllama-common.so, libggml[.cuda|.vulkan].<release>.so, libggml-base.so
   const libraries = readdirSync(dir).filter((f) => /^lib(llama|llama-common|ggml|ggml-base)(\.(cuda|vulkan))?(\.v[\w.-]+)?\.so$/.test(f)).map((f) => join(dir, f));
   const src = source("llama.cpp-kiln", PATCH); // its headers are the release's own: the patch changes two .c/.cpp files
@@ -133,14 +131,35 @@ export function buildAddon(dir: string, sources: string, buildName = "build-addo
     `-DLLAMA_SOURCE=${src}`, `-DNODE_INCLUDE=${nodeInclude}`, `-DNAPI_INCLUDE=${napiInclude}`, `-DLINK_LIBRARIES=${libraries.join(";")}`], { log: LOG });
   run("cmake", ["--build", build, "-j", String(cpus().length)], { log: LOG });
   const file = join(build, ADDON_FILE);
-  // Load it as node-llama-cpp will, but with every symbol bound now: a mismatch fails here, not in the agent.
-  // (A GPU folder's addon links llama and ggml only; ggml opens its CUDA or Vulkan module at run
-  // time, so this check needs no GPU driver.)
+  checkLoads(file, dir);
+  return { file, stamp: { release: bundledRelease(), sources } };
+}
+
+/**
+ * The headers a Node addon compiles against: Node-API's (node_api.h: Node's own beside its binary,
+ * else the node-api-headers package's, the same ABI-stable API) and node-addon-api's (napi.h).
+ */
+export function addonHeaders(): { nodeInclude: string; napiInclude: string } {
+  const own = join(dirname(dirname(process.execPath)), "include", "node");
+  const nodeInclude = existsSync(join(own, "node_api.h")) ? own : join(dirname(require.resolve("node-api-headers/package.json")), "include");
+  return { nodeInclude, napiInclude: dirname(require.resolve("node-addon-api/package.json")) };
+}
+
+/** The ggml headers of the bundled llama.cpp release (what node-llama-cpp's prebuilt ggml was built from). */
+export function ggmlHeaders(): string {
+  return join(source("llama.cpp-kiln", PATCH), "ggml", "include"); // the patch changes .c/.cpp files only
+}
+
+/**
+ * Loads a built addon `file` as it will be loaded, beside the libraries of prebuilt folder `dir`,
+ * with every symbol bound now: a mismatch fails the build, not the agent. (A GPU folder's
+ * libraries link ggml only; ggml opens its CUDA or Vulkan module at run time, so this needs no GPU driver.)
+ */
+export function checkLoads(file: string, dir: string): void {
   const check = spawnSync(process.execPath, ["-e", `process.dlopen({ exports: {} }, ${JSON.stringify(file)})`], {
     env: { ...process.env, LD_LIBRARY_PATH: dir, LD_BIND_NOW: "1" }, encoding: "utf8",
   });
-  if (check.status !== 0) throw new Error(`the built addon does not load: ${check.stderr.trim().split("\n")[0]}`);
-  return { file, stamp: { release: bundledRelease(), sources } };
+  if (check.status !== 0) throw new Error(`the built addon ${file} does not load: ${check.stderr.trim().split("\n")[0]}`);
 }
 
 /** Installs a built addon in place of node-llama-cpp's own, which is kept beside it. */
@@ -195,6 +214,11 @@ export function provideCudaBackend(file: string): void {
   const dir = prebuiltBinsDir("cuda");
   if (!dir) throw new Error("node-llama-cpp's CUDA binaries (@node-llama-cpp/linux-x64-cuda) are not installed");
   if (!existsSync(join(dir, "libggml-cuda.so"))) copyFileSync(file, join(dir, "libggml-cuda.so"));
+}
+
+/** ggml's source as the bundled llama.cpp release has it, pristine (for programs built with their own ggml). */
+export function ggmlSource(): string {
+  return join(source("llama.cpp"), "ggml");
 }
 
 /** A tokenizer-only GGUF from llama.cpp's source (`models/ggml-vocab-<name>.gguf`, e.g. `llama-bpe`: Llama 3's). */

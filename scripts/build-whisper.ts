@@ -1,76 +1,115 @@
 /**
- * Rebuilds smart-whisper's vendored whisper.cpp with the flags it should have had: the package
- * compiles with node-gyp and no SIMD flags, about 10× slower than it could run. Runs from
- * `npm install` (the `prepare` step) and by hand:
+ * Builds Kiln's whisper addon (`native/whisper`: the binding and the vendored whisper.cpp) for every
+ * prebuilt folder of node-llama-cpp installed here (CPU, and CUDA or Vulkan where installed), and
+ * installs it there as `kiln-whisper.node`. Runs from `npm install` (the `prepare` step, after
+ * `build-llama`, whose clone of the bundled llama.cpp release gives the ggml headers) and by hand:
  *
- *   node dist/scripts/build-whisper.js            # portable SIMD: -O3 -mavx2 -mfma -mf16c on x86-64 (when the CPU has them)
- *   node dist/scripts/build-whisper.js --native   # -O3 -march=native (fastest, this CPU only; used by bench-asr)
- *   node dist/scripts/build-whisper.js --cuda     # BYOL: libwhisper.a built with CUDA from the same source, then linked
- *   node dist/scripts/build-whisper.js --force    # rebuild even when the last build used the same flags
+ *   node dist/scripts/build-whisper.js            # portable SIMD for whisper.cpp's own code: -mavx2 -mfma -mf16c where the CPU has them
+ *   node dist/scripts/build-whisper.js --native   # -march=native (this CPU only; bench-asr builds whisper-cli the same way)
+ *   node dist/scripts/build-whisper.js --force    # rebuild even when the stamps match
+ *   node dist/scripts/build-whisper.js --cli [--cuda]   # whisper-cli from the same sources (bench-asr's baseline)
  *
- * `KILN_SKIP_WHISPER_BUILD=1` skips it. A stamp in smart-whisper's build folder records the flags
- * and a hash of the addon's binding sources (which `patches/npm` patches), so repeated installs do
- * not rebuild, and a changed patch does.
+ * whisper.cpp is compiled once (about a minute on two cores) and linked to each folder's own
+ * `libggml` and `libggml-base`: the matrix work runs in the ggml backends node-llama-cpp ships
+ * (CPU variants, Kiln's shared-threadpool CPU backend, CUDA, Vulkan), so no CUDA compiler is
+ * needed, and whisper and the chat engine share one GPU runtime. Needs cmake, git and a C++
+ * compiler. `KILN_SKIP_WHISPER_BUILD=1` skips it.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { arch, cpus } from "node:os";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { cpuFlags } from "../agent/llm/cpu-backend.js";
+import { installedWhisperAddon, prebuiltBinsDir, PREBUILT_KINDS, WHISPER_ADDON_FILE, WHISPER_ADDON_STAMP, type PrebuiltKind, type WhisperAddonStamp } from "../agent/prebuilt.js";
+import { addonHeaders, bundledRelease, CACHE_DIR, checkLoads, ggmlHeaders, ggmlSource } from "./build-llama.js";
 import { run } from "./lib/run.js";
 import { sha256Tree } from "./lib/hash.js";
 
-const require = createRequire(import.meta.url);
-
-export interface WhisperBuild {
-  /** Compiler flags for C and C++. */
-  flags: string;
-  /** BYOL value (a prebuilt libwhisper and its link flags), when linking one. */
-  byol?: string;
-}
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+/** The addon's sources and the vendored whisper.cpp. */
+export const WHISPER_SOURCE = join(ROOT, "native", "whisper");
+const LOG = join(CACHE_DIR, "build-whisper.log");
 
 /** x86-64 SIMD extensions the portable build uses, as /proc/cpuinfo names them. */
 const X86_SIMD = ["avx2", "fma", "f16c"];
 
-/** The portable build for this machine: SIMD on x86-64 CPUs that have it, -O3 elsewhere. */
-export function portableBuild(): WhisperBuild {
-  if (arch() !== "x64") return { flags: "-O3" };
+/** Compiler flags for whisper.cpp's own code: SIMD where this x86-64 CPU has it, else none beyond -O3. */
+export function portableFlags(): string {
+  if (arch() !== "x64") return "";
   const flags = cpuFlags();
-  const missing = X86_SIMD.filter((f) => flags.size > 0 && !flags.has(f));
-  return { flags: missing.length ? "-O3" : "-O3 -mavx2 -mfma -mf16c" };
+  return X86_SIMD.every((f) => flags.has(f)) ? "-mavx2 -mfma -mf16c" : "";
 }
 
-function packageDir(): string {
-  return dirname(require.resolve("smart-whisper/package.json"));
+/** The vendored whisper.cpp's version. */
+export function whisperVersion(): string {
+  return readFileSync(join(WHISPER_SOURCE, "whisper.cpp", "VERSION"), "utf8").trim();
+}
+
+/** The libraries an addon in prebuilt folder `dir` links: its libggml[.cuda|.vulkan].<release>.so and libggml-base.so. */
+function ggmlLibraries(dir: string): string[] {
+  return readdirSync(dir).filter((f) => /^libggml(-base|\.(cuda|vulkan))?(\.v[\w.-]+)?\.so$/.test(f)).map((f) => join(dir, f));
 }
 
 /**
- * Builds `libwhisper.a` with CUDA from smart-whisper's vendored whisper.cpp (its Makefile with
- * GGML_CUDA=1) and returns the BYOL link line. Needs nvcc and the CUDA libraries.
+ * Compiles the addon once and links it for each of `kinds` (their folders installed); returns the
+ * built file per kind, each checked to load with every symbol bound.
  */
-export function cudaBuild(cudaHome = process.env.CUDA_HOME ?? "/usr/local/cuda"): WhisperBuild {
-  const src = join(packageDir(), "whisper.cpp");
-  const flagsMk = join(src, "scripts", "get-flags.mk");
-  // The npm package leaves this Makefile include out; two lines are enough.
-  if (!existsSync(flagsMk)) writeFileSync(flagsMk, "GF_CC := $(CC)\nGF_CXX := $(CXX)\n");
-  run("make", ["-j", String(cpus().length), "libwhisper.a"], { cwd: src, env: { ...process.env, GGML_CUDA: "1", CUDA_PATH: cudaHome } });
-  return {
-    flags: "-O3",
-    byol: `${join(src, "libwhisper.a")} -lcuda -lcublas -lculibos -lcudart -lcublasLt -lpthread -ldl -lrt -L${cudaHome}/lib64 -L${cudaHome}/lib64/stubs`,
-  };
+export function buildWhisperAddons(kinds: readonly PrebuiltKind[], flags: string): Map<PrebuiltKind, string> {
+  const dirs = kinds.map((kind) => [kind, prebuiltBinsDir(kind)] as const).filter((e): e is readonly [PrebuiltKind, string] => e[1] !== undefined);
+  const { nodeInclude, napiInclude } = addonHeaders();
+  const build = join(CACHE_DIR, "build-whisper");
+  run("cmake", ["-S", WHISPER_SOURCE, "-B", build, "-DCMAKE_BUILD_TYPE=Release", `-DGGML_INCLUDE=${ggmlHeaders()}`,
+    `-DNODE_INCLUDE=${nodeInclude}`, `-DNAPI_INCLUDE=${napiInclude}`, `-DWHISPER_FLAGS=${flags}`,
+    `-DKINDS=${dirs.map(([kind]) => kind).join(";")}`, ...dirs.map(([kind, dir]) => `-DLINK_${kind}=${ggmlLibraries(dir).join(";")}`)], { log: LOG });
+  run("cmake", ["--build", build, "-j", String(cpus().length)], { log: LOG });
+  const built = new Map<PrebuiltKind, string>();
+  for (const [kind, dir] of dirs) {
+    const file = join(build, kind, WHISPER_ADDON_FILE);
+    checkLoads(file, dir);
+    built.set(kind, file);
+  }
+  return built;
 }
 
-/** Rebuilds the addon with `build` unless the stamp says it already was. Returns whether it built. */
-export function buildWhisper(build: WhisperBuild, force = false): boolean {
-  const dir = packageDir();
-  const stamp = join(dir, "build", "kiln-build.json");
-  const addon = join(dir, "build", "Release", "smart-whisper.node");
-  const wanted = JSON.stringify({ ...build, sources: sha256Tree(join(dir, "src", "binding")) }); // smart-whisper's binding, as patches/npm patches it
-  if (!force && existsSync(addon) && existsSync(stamp) && readFileSync(stamp, "utf8") === wanted) return false;
-  const env = { ...process.env, CFLAGS: build.flags, CXXFLAGS: build.flags, ...(build.byol ? { BYOL: build.byol } : {}) };
-  run(process.platform === "win32" ? "npm.cmd" : "npm", ["rebuild", "smart-whisper", "--foreground-scripts", "--ignore-scripts=false"], { env });
-  writeFileSync(stamp, wanted);
-  return true;
+/** Installs a built addon into its prebuilt folder, with its stamp. */
+export function installWhisperAddon(file: string, kind: PrebuiltKind, stamp: WhisperAddonStamp): void {
+  const dir = prebuiltBinsDir(kind);
+  if (!dir) throw new Error(`node-llama-cpp's ${kind} binaries are not installed`);
+  copyFileSync(file, join(dir, `${WHISPER_ADDON_FILE}.tmp`));
+  renameSync(join(dir, `${WHISPER_ADDON_FILE}.tmp`), join(dir, WHISPER_ADDON_FILE));
+  writeFileSync(join(dir, WHISPER_ADDON_STAMP), JSON.stringify(stamp, null, 2));
+}
+
+/** The stamp a build from the current sources with `flags` would carry. */
+export function wantedStamp(flags: string): WhisperAddonStamp {
+  return { whisper: whisperVersion(), release: bundledRelease(), sources: sha256Tree(WHISPER_SOURCE), flags };
+}
+
+/** Builds and installs the addon for every installed folder whose stamp differs; returns the kinds built. */
+export function buildWhisper(flags = portableFlags(), force = false): PrebuiltKind[] {
+  const stamp = wantedStamp(flags);
+  const stale = PREBUILT_KINDS.filter((kind) => prebuiltBinsDir(kind) !== undefined
+    && (force || JSON.stringify(installedWhisperAddon(kind)?.stamp) !== JSON.stringify(stamp)));
+  if (stale.length === 0) return [];
+  for (const [kind, file] of buildWhisperAddons(stale, flags)) installWhisperAddon(file, kind, stamp);
+  return stale;
+}
+
+/**
+ * Finds or builds whisper.cpp's `whisper-cli` from the same whisper.cpp and ggml sources (see
+ * scripts/whisper-cli/CMakeLists.txt), for bench-asr; with `cuda`, with ggml's CUDA backend for
+ * this machine's GPU (needs nvcc). Returns its path.
+ */
+export function buildWhisperCli(options: { cuda?: boolean } = {}): string {
+  const build = join(CACHE_DIR, options.cuda ? "whisper-cli-cuda" : "whisper-cli");
+  const bin = join(build, "whisper-cli");
+  if (existsSync(bin)) return bin;
+  console.log(`build-whisper: building whisper-cli${options.cuda ? " with CUDA" : ""} from whisper.cpp ${whisperVersion()} and ggml of llama.cpp ${bundledRelease()}…`);
+  const cuda = options.cuda ? ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native"] : [];
+  run("cmake", ["-S", join(ROOT, "scripts", "whisper-cli"), "-B", build, "-DCMAKE_BUILD_TYPE=Release", `-DWHISPER_SOURCE=${join(WHISPER_SOURCE, "whisper.cpp")}`,
+    `-DGGML_SOURCE=${ggmlSource()}`, ...cuda], { log: LOG });
+  run("cmake", ["--build", build, "-j", String(cpus().length), "--target", "whisper-cli"], { log: LOG });
+  return bin;
 }
 
 function main(): void {
@@ -78,17 +117,22 @@ function main(): void {
     console.log("build-whisper: skipped (KILN_SKIP_WHISPER_BUILD)");
     return;
   }
+  if (!prebuiltBinsDir("cpu")) throw new Error(`node-llama-cpp ships no prebuilt binaries for ${process.platform}-${process.arch}; Kiln's whisper addon links against them`);
   const args = process.argv.slice(2);
-  const build = args.includes("--cuda") ? cudaBuild() : args.includes("--native") ? { flags: "-O3 -march=native" } : portableBuild();
-  const built = buildWhisper(build, args.includes("--force"));
-  console.log(built ? `build-whisper: smart-whisper rebuilt with ${JSON.stringify(build)}` : `build-whisper: smart-whisper already built with ${build.flags}`);
+  if (args.includes("--cli")) return console.log(`build-whisper: ${buildWhisperCli({ cuda: args.includes("--cuda") })}`);
+  const flags = args.includes("--native") ? "-march=native" : portableFlags();
+  const started = Date.now();
+  const built = buildWhisper(flags, args.includes("--force"));
+  console.log(built.length
+    ? `build-whisper: installed whisper.cpp ${whisperVersion()} for ${built.join(", ")} (flags: ${flags || "-O3"}) in ${Math.round((Date.now() - started) / 1000)} s`
+    : "build-whisper: the whisper addon is already installed for every prebuilt folder");
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   try {
     main();
   } catch (err) {
-    console.error(`build-whisper: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`build-whisper: ${err instanceof Error ? err.message : String(err)} (the compilers' output: ${LOG})`);
     process.exit(1);
   }
 }

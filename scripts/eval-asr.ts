@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger("eval-asr", "warn");
   const parallel = Math.min(4, cpus().length);
-  const whisper = new WhisperPool({ dir: scratchWhisperDir(model), gpu: true, memoryBudgetMb: 64 * 1024, parallel, threads: Math.max(1, Math.floor(cpus().length / parallel)), logger });
+  const whisper = new WhisperPool({ dir: scratchWhisperDir(model), compute: "auto", memoryBudgetMb: 64 * 1024, parallel, threads: Math.max(1, Math.floor(cpus().length / parallel)), logger });
   const transcriber = new Transcriber({ whisper, vad: { model: vad }, maxAudioSeconds: 4 * 3600, logger });
   const work = mkdtempSync(join(tmpdir(), "kiln-eval-"));
   mkdirSync(work, { recursive: true });

@@ -1,6 +1,6 @@
 /**
  * The transcription API on :7860 against the real pipeline (ffmpeg, sherpa-onnx VAD, whisper.cpp
- * through smart-whisper) with the fabricated tiny whisper and energy-VAD models.
+ * through Kiln's whisper addon) with the fabricated tiny whisper and energy-VAD models.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";

@@ -1,4 +1,4 @@
-/** WhisperPool on the real smart-whisper binding with the fabricated tiny model, in real engine processes. */
+/** WhisperPool on Kiln's whisper addon with the fabricated tiny model, in real engine processes. */
 import { spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, readlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,7 +33,7 @@ describe("WhisperPool", () => {
     copyFileSync(join(TEST_WHISPER_DIR, "ggml-base.bin"), join(dir, "ggml-small.bin"));
     // One tiny model takes ~10 MiB of file + 64 MiB per parallel state: room for one, not two,
     // in the engine process that the one-off sessions of `pool.decode` share one after another.
-    const pool = new WhisperPool({ dir, gpu: false, memoryBudgetMb: 120, parallel: 1, threads: 1, logger });
+    const pool = new WhisperPool({ dir, compute: "cpu", memoryBudgetMb: 120, parallel: 1, threads: 1, logger });
     try {
       const loaded = async () => (await pool.status()).filter((m) => m.loaded).map((m) => m.name);
       expect((await pool.status()).filter((m) => m.installed).map((m) => m.name)).toEqual(["base", "small"]);
@@ -54,7 +54,7 @@ describe("WhisperPool", () => {
 
   it("fails only the decodes of a session whose engine process is killed, gives later sessions live engines, and leaves no process after dispose", async () => {
     // No temperature fallback: the random-weight model would re-decode every window.
-    const pool = new WhisperPool({ dir: TEST_WHISPER_DIR, gpu: false, memoryBudgetMb: 1024, parallel: 2, threads: 1, temperatureFallback: false, logger });
+    const pool = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 1024, parallel: 2, threads: 1, temperatureFallback: false, logger });
     const pids = new Set<number>();
     try {
       const victim = pool.session("job-a");
@@ -93,7 +93,7 @@ describe("WhisperPool", () => {
   });
 
   it("ends busy engine processes at dispose, failing their decodes as aborted", async () => {
-    const pool = new WhisperPool({ dir: TEST_WHISPER_DIR, gpu: false, memoryBudgetMb: 1024, parallel: 1, threads: 1, logger });
+    const pool = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 1024, parallel: 1, threads: 1, logger });
     const session = pool.session("job");
     let started!: () => void;
     const inFlight = new Promise<void>((resolve) => { started = resolve; });
@@ -106,7 +106,7 @@ describe("WhisperPool", () => {
   });
 
   it("keeps one idle engine process warm and ends the extra idle ones after idleExitMs", async () => {
-    const pool = new WhisperPool({ dir: TEST_WHISPER_DIR, gpu: false, memoryBudgetMb: 1024, parallel: 2, threads: 1, idleExitMs: 100, logger });
+    const pool = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 1024, parallel: 2, threads: 1, idleExitMs: 100, logger });
     try {
       const sessions = [pool.session("a"), pool.session("b"), pool.session("c")];
       expect(pool.engines()).toHaveLength(3);
@@ -121,7 +121,7 @@ describe("WhisperPool", () => {
 
   it("starts engine processes with no stdin and an environment without the agent's secrets", async () => {
     process.env.KILN_NODE_TOKEN = "engine-must-not-see-this";
-    const pool = new WhisperPool({ dir: TEST_WHISPER_DIR, gpu: false, memoryBudgetMb: 1024, parallel: 1, threads: 1, logger });
+    const pool = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 1024, parallel: 1, threads: 1, logger });
     try {
       const { pid } = pool.session("env");
       const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").filter(Boolean);
@@ -140,7 +140,7 @@ describe("WhisperPool", () => {
     const script = `
       const { WhisperPool } = await import(${JSON.stringify(new URL("../../dist/agent/asr/whisper.js", import.meta.url).href)});
       const { createLogger } = await import(${JSON.stringify(new URL("../../dist/core/log.js", import.meta.url).href)});
-      const pool = new WhisperPool({ dir: ${JSON.stringify(TEST_WHISPER_DIR)}, gpu: false, memoryBudgetMb: 1024, parallel: 1, threads: 1, logger: createLogger("test", "silent") });
+      const pool = new WhisperPool({ dir: ${JSON.stringify(TEST_WHISPER_DIR)}, compute: "cpu", memoryBudgetMb: 1024, parallel: 1, threads: 1, logger: createLogger("test", "silent") });
       const session = pool.session("orphan");
       const pcm = Float32Array.from({ length: 300 * 16000 }, (_, i) => 0.4 * Math.sin((2 * Math.PI * 440 * i) / 16000));
       session.decode("base", pcm, { translate: false }, undefined, { onStarted: () => console.log(session.pid) }).catch(() => {});

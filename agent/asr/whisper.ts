@@ -1,5 +1,5 @@
 /**
- * Whisper models through smart-whisper, in supervised engine processes: which catalog models
+ * Whisper models through Kiln's whisper addon, in supervised engine processes: which catalog models
  * are installed (`ggml-<name>.bin` in the whisper directory), and sessions, one per job run, each
  * leasing one engine process (engine/whisper-engine.ts) for its decodes, so that a native crash
  * fails that job alone. A returned engine keeps its models loaded for the next session; a crashed
@@ -12,6 +12,7 @@ import type { Logger } from "../../core/log.js";
 import { Semaphore } from "../../core/semaphore.js";
 import { WHISPER_MODELS, whisperModel, type WhisperModelName } from "../../models/whisper.js";
 import { JobAbortedError } from "./errors.js";
+import { chooseWhisperBackend, type WhisperBackend, type WhisperCompute } from "./engine/backend.js";
 import { WhisperEngine } from "./engine/whisper-engine.js";
 import type { DecodeParams, WhisperSegment } from "./engine/whisper-protocol.js";
 
@@ -20,8 +21,12 @@ export type { DecodeParams, WhisperSegment, WhisperToken } from "./engine/whispe
 export interface WhisperPoolOptions {
   /** Folder holding `ggml-<name>.bin` files. */
   dir: string;
-  /** Ask whisper.cpp for the GPU (used when the library was built with CUDA). */
-  gpu: boolean;
+  /**
+   * Where whisper computes: `auto` takes the first of CUDA and Vulkan whose backend finds a GPU,
+   * else the CPU; `cuda` / `vulkan` only that one, else the CPU (with a warning); `cpu` never
+   * looks for a GPU (engine/backend.ts).
+   */
+  compute: WhisperCompute;
   /**
    * Loaded models may take this many MiB together in one engine process before its idle ones
    * are unloaded. Each engine process (one per open session, plus the idle ones) has this budget.
@@ -83,6 +88,7 @@ export class WhisperPool {
   private readonly idle: WhisperEngine[] = [];
   private readonly idleTimers = new Map<WhisperEngine, NodeJS.Timeout>();
   private disposed = false;
+  private chosen: Promise<WhisperBackend> | undefined;
 
   constructor(private readonly options: WhisperPoolOptions) {
     this.slots = new Semaphore(options.parallel);
@@ -107,6 +113,12 @@ export class WhisperPool {
       installed: await this.isInstalled(m.name),
       loaded: loaded.has(m.name),
     })));
+  }
+
+  /** The prebuilt folder whisper runs on, chosen (by probing) when first asked. */
+  backend(): Promise<WhisperBackend> {
+    this.chosen ??= chooseWhisperBackend(this.options.compute, this.options.logger);
+    return this.chosen;
   }
 
   /** The engine processes running now, and the session leasing each. */
@@ -152,13 +164,9 @@ export class WhisperPool {
 
   private spawn(label: string): WhisperEngine {
     const { options } = this;
-    const engine = new WhisperEngine({
-      gpu: options.gpu,
-      memoryBudgetMb: options.memoryBudgetMb,
-      parallel: options.parallel,
-      threads: options.threads,
-      temperatureFallback: options.temperatureFallback !== false,
-    }, options.logger, (gone) => this.forget(gone));
+    const settings = { memoryBudgetMb: options.memoryBudgetMb, parallel: options.parallel, threads: options.threads, temperatureFallback: options.temperatureFallback !== false };
+    const backend = this.backend().then((b) => ({ backend: b.kind, gpu: b.gpu }));
+    const engine = new WhisperEngine(settings, backend, options.logger, (gone) => this.forget(gone));
     this.live.add(engine);
     options.logger.info({ engine: engine.pid, session: label }, "whisper engine process started");
     return engine;

@@ -17,7 +17,7 @@ describe("JobService", () => {
     const lines: Record<string, unknown>[] = [];
     const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) }) as unknown as Logger;
     const dataDir = mkdtempSync(join(tmpdir(), "kiln-jobs-"));
-    const whisper = new WhisperPool({ dir: TEST_WHISPER_DIR, gpu: false, memoryBudgetMb: 256, parallel: 1, threads: 1, logger });
+    const whisper = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 256, parallel: 1, threads: 1, logger });
     const transcriber = new Transcriber({ whisper, vad: { model: TEST_VAD }, maxAudioSeconds: 3600, logger });
     const jobs = new JobService({ dataDir, transcriber, concurrency: 1, maxQueued: 4, uploadBudgetBytes: 1024 ** 2, resultTtlSeconds: 3600, maxResults: 10, logger });
     const unhandled: unknown[] = [];
@@ -49,7 +49,7 @@ describe("JobService", () => {
   it("a job resumed at start holds its upload's bytes in the staging budget until it ends", async () => {
     const logger = pino({ level: "silent" }) as unknown as Logger;
     const dataDir = mkdtempSync(join(tmpdir(), "kiln-jobs-"));
-    const whisper = new WhisperPool({ dir: TEST_WHISPER_DIR, gpu: false, memoryBudgetMb: 256, parallel: 1, threads: 1, logger });
+    const whisper = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 256, parallel: 1, threads: 1, logger });
     const transcriber = new Transcriber({ whisper, vad: { model: TEST_VAD }, maxAudioSeconds: 3600, logger });
     const options = { dataDir, transcriber, concurrency: 1, maxQueued: 4, uploadBudgetBytes: 10 * 1024 ** 2, resultTtlSeconds: 3600, maxResults: 10, logger };
     // A job left in `processing` by a previous run (its service closed before it could start).

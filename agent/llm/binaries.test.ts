@@ -7,7 +7,8 @@ import { getLlama } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
 import { loadedBinaries } from "./binaries.js";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
-import { installedAddon, PREBUILT_KINDS, prebuiltBinsDir } from "./cpu-backend.js";
+import { PREBUILT_KINDS, prebuiltBinsDir } from "../prebuilt.js";
+import { installedAddon } from "./cpu-backend.js";
 
 describe("loadedBinaries", () => {
   it("reads the addon, its prebuilt folder and the ggml backends from a memory map", () => {

@@ -6,7 +6,8 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { ADDON_FILE, ADDON_STAMP, STOCK_ADDON_FILE } from "./cpu-backend.js";
+import { ADDON_FILE, STOCK_ADDON_FILE } from "../prebuilt.js";
+import { ADDON_STAMP } from "./cpu-backend.js";
 
 export interface LoadedBinaries {
   /** The loaded node-llama-cpp addon file, if any. */

@@ -13,9 +13,9 @@
  * (the decode worker samples the next tokens too); `installedAddon()` says whether that build is installed.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { cpus } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
+import { prebuiltBinsDir, prebuiltCpuBinsDir, STOCK_ADDON_FILE, type PrebuiltKind } from "../prebuilt.js";
 
 /** The stamp `build-llama` writes next to the backend it installs. */
 export const CPU_BACKEND_STAMP = "kiln-cpu-backend.json";
@@ -31,36 +31,8 @@ export interface CpuBackendStamp {
   features: string[];
 }
 
-/** The prebuilt binary folders node-llama-cpp may load on Linux: its CPU build and, where installed, CUDA and Vulkan. */
-export const PREBUILT_KINDS = ["cpu", "cuda", "vulkan"] as const;
-export type PrebuiltKind = (typeof PREBUILT_KINDS)[number];
-
-/** The folder of node-llama-cpp's prebuilt binaries of `kind` for this platform, if installed. */
-export function prebuiltBinsDir(kind: PrebuiltKind): string | undefined {
-  if (process.platform !== "linux") return undefined;
-  const name = kind === "cpu" ? `linux-${process.arch}` : `linux-${process.arch}-${kind}`;
-  try {
-    // resolved as node-llama-cpp resolves its optional dependencies; the packages export only their entry
-    const fromBinding = createRequire(createRequire(import.meta.url).resolve("node-llama-cpp"));
-    const dir = join(dirname(dirname(fromBinding.resolve(`@node-llama-cpp/${name}`))), "bins", name);
-    return existsSync(join(dir, ADDON_FILE)) || existsSync(join(dir, STOCK_ADDON_FILE)) ? dir : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The folder of node-llama-cpp's prebuilt CPU binaries for this platform, if installed. */
-export function prebuiltCpuBinsDir(): string | undefined {
-  return prebuiltBinsDir("cpu");
-}
-
 /** The stamp `build-llama` writes next to the addon it builds. */
 export const ADDON_STAMP = "kiln-addon.json";
-/** node-llama-cpp's addon, which it loads by this name. */
-export const ADDON_FILE = "llama-addon.node";
-/** Where node-llama-cpp's own addon is kept while Kiln's build of it is installed. */
-export const STOCK_ADDON_FILE = "llama-addon.stock.node";
-
 export interface AddonStamp {
   /** llama.cpp release whose headers it was compiled against. */
   release: string;

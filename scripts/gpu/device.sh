@@ -7,8 +7,12 @@
 #                               # and libggml-cuda.so built with CUDA from the same release (~5.5 min)
 #   bash .gpu/device.sh chat    # bench-chat --gpu: the fleet, node-llama-cpp directly, llama-bench and
 #                               # llama-server on a Llama-3.2-1B-shape Q4_K_M model, 1/8/32 streams
+#   bash .gpu/device.sh asr-setup   # whisper-cli built with CUDA from the same whisper.cpp and ggml (~5 min);
+#                                   # carry .gpu/ffmpeg.xz with this call (it did not fit the first)
+#   bash .gpu/device.sh asr     # bench-asr --gpu: Kiln's pipeline with whisper on CUDA and on the CPU,
+#                               # whisper-cli on CUDA, a small-size whisper, 60 s of audio
 #
-# Results go to $OUT (bench-chat-gpu.txt, and the build log on failure) when the device sets it.
+# Results go to $OUT (bench-chat-gpu.txt, bench-asr-gpu.txt, and the build log on failure) when the device sets it.
 set -euo pipefail
 G=$(pwd)/.gpu; W=/opt/w; out=${OUT:-$G/out}; mkdir -p "$W" "$out"
 name=$(cat "$G/project-name"); P=$W/$name
@@ -17,6 +21,7 @@ untar() { python3 -c "import tarfile,sys;tarfile.open(sys.argv[1]).extractall(sy
 [ -x /usr/local/bin/node ] || { unxz "$G/node.xz" /usr/local/bin/node; chmod +x /usr/local/bin/node; }
 [ -d "$P" ] || untar "$G/project.tar.xz" "$W"
 [ -d "$W/llama-src" ] || untar "$G/llama-src.tar.xz" "$W"
+[ -x /usr/local/bin/ffmpeg ] || [ ! -f "$G/ffmpeg.xz" ] || { unxz "$G/ffmpeg.xz" /usr/local/bin/ffmpeg; chmod +x /usr/local/bin/ffmpeg; }
 export KILN_LLAMA_SOURCE=$W/llama-src
 cd "$P"
 case "${1:-}" in
@@ -26,5 +31,12 @@ case "${1:-}" in
   chat)
     node dist/scripts/bench-chat.js --gpu --threads "${THREADS:-8}" --rounds "${ROUNDS:-3}" --ttft-samples 5 2>&1 | tee "$out/bench-chat-gpu.txt"
     ;;
-  *) echo "usage: bash .gpu/device.sh setup|chat" >&2; exit 2 ;;
+  asr-setup)
+    node dist/scripts/build-whisper.js --cli --cuda || { tail -40 "$P/.cache/build-whisper.log" > "$out/build-whisper.log"; exit 1; }
+    ;;
+  asr)
+    command -v ffmpeg >/dev/null || { echo "device.sh: no ffmpeg; carry .gpu/ffmpeg.xz with the asr-setup call" >&2; exit 1; }
+    node dist/scripts/bench-asr.js --gpu --threads "${THREADS:-8}" --rounds "${ROUNDS:-3}" 2>&1 | tee "$out/bench-asr-gpu.txt"
+    ;;
+  *) echo "usage: bash .gpu/device.sh setup|chat|asr-setup|asr" >&2; exit 2 ;;
 esac

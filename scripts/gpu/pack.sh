@@ -8,7 +8,9 @@
 # .gpu/ then holds: node.xz (this machine's node), project.tar.xz (the built checkout with its
 # node_modules, less other platforms' binaries, dev tools and the 159 MB prebuilt libggml-cuda.so,
 # which the device builds from the same source), llama-src.tar.xz (node-llama-cpp's bundled llama.cpp,
-# pristine, with Llama 3's vocab GGUF) and device.sh. See scripts/gpu/device.sh for the runs.
+# pristine, with Llama 3's vocab GGUF), ffmpeg.xz (the static ffmpeg of @ffmpeg-installer, for
+# bench-asr's pipeline; about 16 MB, so it travels in a later call than the rest) and device.sh.
+# See scripts/gpu/device.sh for the runs.
 set -euo pipefail
 root=$(pwd); here=$(cd "$(dirname "$0")" && pwd); out=$root/.gpu
 [ -f package.json ] && [ -d node_modules ] && [ -d dist ] || { echo "pack.sh: run from the project root after npm install" >&2; exit 1; }
@@ -22,14 +24,14 @@ ex=(--exclude="$name/.git" --exclude="$name/.gpu" --exclude="$name/.cache" --exc
   --exclude="$name/$N/node-llama-cpp/llama/gitRelease.bundle" --exclude="$name/$N/node-llama-cpp/llama/llama.cpp"
   --exclude="$name/$N/@ffmpeg-installer" --exclude="$name/$N/playwright-core" --exclude="$name/$N/typescript" --exclude="$name/$N/@rolldown"
   --exclude="$name/$N/vite" --exclude="$name/$N/lightningcss*" --exclude="$name/$N/vitest" --exclude="$name/$N/@vitest" --exclude="$name/$N/@types"
-  --exclude="$name/$N/@stryker-mutator" --exclude="$name/$N/better-sqlite3/deps" --exclude="$name/$N/better-sqlite3/build/Release/obj*"
-  --exclude="$name/$N/smart-whisper/build/Release/obj.target")
+  --exclude="$name/$N/@stryker-mutator" --exclude="$name/$N/better-sqlite3/deps" --exclude="$name/$N/better-sqlite3/build/Release/obj*")
 tar -C "$(dirname "$root")" "${ex[@]}" -cf - "$name" | xz -T0 -9 > "$out/project.tar.xz"
 tmp=$(mktemp -d)
 git clone -q "$N/node-llama-cpp/llama/gitRelease.bundle" "$tmp/llama-src" 2>/dev/null
 find "$tmp/llama-src/models" -type f ! -name ggml-vocab-llama-bpe.gguf -delete
 tar -C "$tmp" --exclude=.git --exclude=llama-src/docs --exclude=llama-src/benches --exclude=llama-src/media -cf - llama-src | xz -T0 -6 > "$out/llama-src.tar.xz"
 rm -rf "$tmp"
+[ -f "$out/ffmpeg.xz" ] || xz -T0 -9 -c "$N/@ffmpeg-installer/linux-x64/ffmpeg" > "$out/ffmpeg.xz"
 cp "$here/device.sh" "$out/"
 echo "$name" > "$out/project-name"
 du -sh "$out"/* "$out"

@@ -1,5 +1,5 @@
 /**
- * Fabricates whisper models in whisper.cpp's legacy ggml format (the format smart-whisper reads),
+ * Fabricates whisper models in whisper.cpp's ggml format (the format its model files have),
  * with seeded random weights. They load and decode in the real whisper.cpp; what they write is
  * noise made of pseudo-words, but every path (mel, encoder, decoder, tokens, timestamps) is real.
  *

@@ -1,11 +1,11 @@
 /**
- * The whisper engine process, forked by WhisperEngine: hosts smart-whisper's native models
- * (ModelCache) and answers the agent's decode requests by id, streaming segments as whisper
+ * The whisper engine process, forked by WhisperEngine: loads Kiln's whisper addon from the
+ * prebuilt folder the pool chose (engine/backend.ts), hosts its models (ModelCache) and answers the agent's decode requests by id, streaming segments as whisper
  * finishes them. A native crash here ends this process only; the process ends too when the
  * agent goes (its IPC channel closes).
  */
 import { EngineError } from "../errors.js";
-import { smartWhisper, type NativeModel } from "./smart-whisper.js";
+import { loadWhisperAddon, type NativeModel, type WhisperAddon } from "./native.js";
 import { ModelCache } from "./whisper-models.js";
 import type { FromEngine, ToEngine, WhisperEngineConfig, WhisperSegment } from "./whisper-protocol.js";
 
@@ -15,32 +15,34 @@ const post = (m: FromEngine) => {
 
 let config: WhisperEngineConfig | undefined;
 let models: ModelCache | undefined;
+let addon: WhisperAddon | undefined;
+/** Why the addon could not be loaded: every decode fails with it. */
+let unavailable: Error | undefined;
 
-async function transcribe(model: NativeModel, request: Extract<ToEngine, { kind: "decode" }>, settings: WhisperEngineConfig): Promise<WhisperSegment[]> {
+async function transcribe(model: NativeModel, request: Extract<ToEngine, { kind: "decode" }>, settings: WhisperEngineConfig, native: WhisperAddon): Promise<WhisperSegment[]> {
   const { id, pcm, params } = request;
   post({ kind: "started", id });
-  const task = await smartWhisper().TranscribeTask.run(model, pcm, {
-    format: "detail",
-    token_timestamps: true,
-    strategy: 0, // greedy, with whisper's temperature fallback
-    n_threads: settings.threads,
+  // Greedy, with whisper's temperature fallback unless turned off.
+  return native.transcribe(model, pcm, {
+    threads: settings.threads,
     translate: params.translate,
     language: params.language ?? "auto",
-    suppress_non_speech_tokens: true,
-    no_context: true,
-    ...(settings.temperatureFallback ? {} : { temperature_inc: 0 }),
+    tokenTimestamps: true,
+    suppressNonSpeech: true,
+    noContext: true,
+    ...(settings.temperatureFallback ? {} : { temperatureInc: 0 }),
+  }, (segment) => post({ kind: "segment", id, segment })).catch((err: unknown) => {
+    throw new EngineError(`whisper failed on this audio: ${err instanceof Error ? err.message : String(err)}`);
   });
-  task.on("transcribed", (segment) => post({ kind: "segment", id, segment }));
-  const result = await task.result;
-  if (!Array.isArray(result)) throw new EngineError(`whisper failed on this audio: ${result instanceof Error ? result.message : String(result)}`);
-  return result;
 }
 
 async function decode(request: Extract<ToEngine, { kind: "decode" }>): Promise<void> {
   try {
-    if (!config || !models) throw new EngineError("the whisper engine process was not configured");
+    if (unavailable) throw unavailable;
+    if (!config || !models || !addon) throw new EngineError("the whisper engine process was not configured");
     const settings = config;
-    const segments = await models.use(request.model, request.file, (model) => transcribe(model, request, settings));
+    const native = addon;
+    const segments = await models.use(request.model, request.file, (model) => transcribe(model, request, settings, native));
     post({ kind: "done", id: request.id, segments });
   } catch (err) {
     post({ kind: "error", id: request.id, message: err instanceof Error ? err.message : String(err) });
@@ -53,7 +55,14 @@ process.on("disconnect", () => process.kill(process.pid, "SIGKILL"));
 process.on("message", (m: ToEngine) => {
   if (m.kind === "configure") {
     config = m.config;
+    try {
+      addon = loadWhisperAddon(m.config.backend).addon;
+    } catch (err) {
+      unavailable = err instanceof Error ? err : new EngineError(String(err));
+      return;
+    }
     models = new ModelCache({
+      addon,
       gpu: m.config.gpu,
       memoryBudgetMb: m.config.memoryBudgetMb,
       parallel: m.config.parallel,

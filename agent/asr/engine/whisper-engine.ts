@@ -19,6 +19,11 @@ export interface DecodeHooks {
   onStarted?: () => void;
 }
 
+/** An engine's settings apart from its backend. */
+export type EngineSettings = Omit<WhisperEngineConfig, "backend" | "gpu">;
+/** The prebuilt folder to load and whether models go on the GPU. */
+export type EngineBackend = Pick<WhisperEngineConfig, "backend" | "gpu">;
+
 interface Pending extends DecodeHooks {
   resolve(segments: WhisperSegment[]): void;
   reject(err: unknown): void;
@@ -38,10 +43,14 @@ export class WhisperEngine {
   private stopping = false;
   private failure: Error | undefined;
 
-  /** Forks the process; `onGone` is called once when it has ended, whatever the cause. */
-  constructor(config: WhisperEngineConfig, private readonly logger: Logger, onGone: (engine: WhisperEngine) => void) {
+  /**
+   * Forks the process and configures it with `settings` on `backend` once both are known (the
+   * backend may still be probed); `onGone` is called once when it has ended, whatever the cause.
+   */
+  constructor(settings: EngineSettings, backend: Promise<EngineBackend> | EngineBackend, private readonly logger: Logger, onGone: (engine: WhisperEngine) => void) {
+    const config = Promise.resolve(backend).then((b): WhisperEngineConfig => ({ ...settings, ...b }));
     // Each decode holds a libuv thread for its whole run (and a model load one more): room for all.
-    const threadpool = Math.max(4, config.parallel + 1, Number(process.env.UV_THREADPOOL_SIZE) || 0);
+    const threadpool = Math.max(4, settings.parallel + 1, Number(process.env.UV_THREADPOOL_SIZE) || 0);
     this.child = forkEngine("engine/whisper-child.js", { UV_THREADPOOL_SIZE: String(threadpool) });
     let markReady!: () => void;
     let failReady!: (err: Error) => void;
@@ -62,8 +71,10 @@ export class WhisperEngine {
     };
     this.child.on("message", (m: FromEngine) => {
       if (m.kind === "ready") {
-        this.post({ kind: "configure", config });
-        markReady();
+        void config.then((c) => {
+          this.post({ kind: "configure", config: c });
+          markReady();
+        });
       } else {
         this.receive(m);
       }

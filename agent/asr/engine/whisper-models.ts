@@ -1,12 +1,12 @@
 /**
  * The models of one whisper engine process: loading on first use, keeping them loaded, and
  * unloading the least recently used idle one when the process's memory budget would be exceeded.
- * Decodes share a loaded model on parallel whisper states (smart-whisper makes a fresh state per call).
+ * Decodes share a loaded model on parallel whisper states (the addon makes a fresh state per call).
  */
 import { stat } from "node:fs/promises";
 import type { WhisperModelName } from "../../../models/whisper.js";
 import { EngineError } from "../errors.js";
-import { smartWhisper, type NativeModel } from "./smart-whisper.js";
+import type { NativeModel, WhisperAddon } from "./native.js";
 
 interface Loaded {
   name: WhisperModelName;
@@ -17,7 +17,9 @@ interface Loaded {
 }
 
 export interface ModelCacheOptions {
-  /** Ask whisper.cpp for the GPU (used when the library was built with CUDA). */
+  /** The loaded addon. */
+  addon: WhisperAddon;
+  /** Models on the GPU (the addon's backends found one). */
   gpu: boolean;
   /** Loaded models may take this many MiB together before idle ones are unloaded. */
   memoryBudgetMb: number;
@@ -66,7 +68,7 @@ export class ModelCache {
     const memoryMb = Math.ceil((size / 1024 ** 2) * 1.25 + 64 * this.options.parallel);
     await this.makeRoom(memoryMb);
     const started = Date.now();
-    const model = await smartWhisper().WhisperModel.load(file, this.options.gpu).catch((err: unknown) => {
+    const model = await this.options.addon.loadModel(file, { gpu: this.options.gpu }).catch((err: unknown) => {
       throw new EngineError(`whisper model "${name}" failed to load from ${file}: ${err instanceof Error ? err.message : String(err)}`);
     });
     const entry: Loaded = { name, model, memoryMb, users: 0, lastUsed: Date.now() };

@@ -1,5 +1,6 @@
 /** Messages between the agent (WhisperEngine) and a whisper engine process (whisper-child.ts). */
 import type { WhisperModelName } from "../../../models/whisper.js";
+import type { PrebuiltKind } from "../../prebuilt.js";
 
 /** One token of whisper's detailed output; times in milliseconds on the decoded audio. */
 export interface WhisperToken {
@@ -29,6 +30,9 @@ export interface DecodeParams {
 
 /** How an engine process loads and runs models (see WhisperPoolOptions). */
 export interface WhisperEngineConfig {
+  /** The prebuilt folder whose whisper addon to load (engine/backend.ts). */
+  backend: PrebuiltKind;
+  /** Models on the GPU. */
   gpu: boolean;
   memoryBudgetMb: number;
   parallel: number;
