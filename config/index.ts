@@ -239,6 +239,8 @@ export const SCHEDULER_OPTIONS = {
   queueSize: { flags: "--queue-size <n>", env: "KILN_QUEUE_SIZE", default: "256", description: "requests that may wait for a free slot", schema: int(0) },
   queueTimeout: { flags: "--queue-timeout <seconds>", env: "KILN_QUEUE_TIMEOUT", default: "30", description: "how long a request may wait for a slot before a 503", schema: int(1, 3600) },
   maxBody: { flags: "--max-body <size>", env: "KILN_MAX_BODY", default: "4mb", description: "largest accepted JSON body (413 above)", schema: bytes.pipe(z.number().int().min(1024, "must be at least 1kb")) },
+  /** `max_tokens` of a chat completion that gives none (0: what the context has left). Default 1024. */
+  defaultMaxTokens: { flags: "--default-max-tokens <n>", env: "KILN_DEFAULT_MAX_TOKENS", default: "1024", description: "max_tokens of a chat completion that gives none (0: up to the end of the context)", schema: int(0) },
   standardRpm: { flags: "--standard-rpm <n>", env: "KILN_STANDARD_RPM", default: "100", description: "requests per minute of the standard tier (the spec gives none; free's by default)", schema: int(1) },
   /** Per-tier cap on an account's chat completions in flight (queued or generating); more are a 429. Default `free=4,standard=16,pro=64,enterprise=256`. */
   maxInflight: { flags: "--max-inflight <list>", env: "KILN_MAX_INFLIGHT", default: Object.entries(DEFAULT_MAX_INFLIGHT).map(([t, n]) => `${t}=${n}`).join(","), description: "chat completions an account may have in flight (queued or generating), by tier: TIER=N pairs, comma-separated; a partial list changes only the tiers it names (more are a 429 too_many_requests_in_flight)", schema: tierCaps },

@@ -5,3 +5,29 @@ export type ChatRole = (typeof CHAT_ROLES)[number];
 export function isChatRole(value: string): value is ChatRole {
   return (CHAT_ROLES as readonly string[]).includes(value);
 }
+
+/**
+ * Sampling beyond the temperature, as a chat completion asks for it (OpenAI's fields and
+ * llama.cpp's extensions), validated by the scheduler and applied by the agent's engine.
+ * An absent field keeps the engine's default.
+ */
+export interface Sampling {
+  /** Nucleus sampling: the smallest set of tokens whose probabilities add up to this (0–1). */
+  topP?: number;
+  /** Only the k most likely tokens (llama.cpp's `top_k`; 0: all). */
+  topK?: number;
+  /** Tokens below this fraction of the most likely one's probability are dropped (llama.cpp's `min_p`, 0–1). */
+  minP?: number;
+  /** The same seed, request and model give the same reply. */
+  seed?: number;
+  /** Subtracted from the logit of every token already generated (−2 to 2). */
+  presencePenalty?: number;
+  /** Subtracted from a token's logit once per time it was generated (−2 to 2). */
+  frequencyPenalty?: number;
+  /** llama.cpp's `repeat_penalty`: the logits of tokens already generated are divided by it (1: off). */
+  repeatPenalty?: number;
+  /** Token id (as a decimal string) → bias added to its logit; −100 bans the token. */
+  logitBias?: Record<string, number>;
+  /** Texts that end the reply where they first appear; never part of it (at most 4). */
+  stop?: string[];
+}

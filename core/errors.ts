@@ -16,7 +16,8 @@ export type ErrorType =
   | "server_error";
 
 export interface ErrorBody {
-  error: { message: string; type: ErrorType; code: string };
+  /** `param`: the request field at fault (OpenAI's), on invalid-request errors; null when none is. */
+  error: { message: string; type: ErrorType; code: string; param?: string | null };
 }
 
 export class KilnError extends Error {
@@ -41,6 +42,10 @@ export class KilnError extends Error {
 export class InvalidRequestError extends KilnError {
   constructor(code: string, message: string, readonly field?: string) {
     super(400, "invalid_request_error", code, message);
+  }
+
+  override toBody(): ErrorBody {
+    return { error: { ...super.toBody().error, param: this.field ?? null } };
   }
 }
 

@@ -10,6 +10,7 @@ import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
 import { CHAT_ROLES, isChatRole } from "../../core/chat.js";
+import { samplingFromProto } from "../../proto/sampling.js";
 import { diskOf } from "../hardware/index.js";
 import { LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
@@ -175,6 +176,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       const result = await this.options.engine.generate(req.model, req.messages.map(toTurn), {
         ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
         ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+        sampling: samplingFromProto(req),
         signal: ac.signal,
         onText: (text) => chunks.push(id, text),
       });
@@ -243,3 +245,4 @@ function toTurn(m: { role: string; content: string }, i: number): ChatTurn {
 }
 
 export { Backoff } from "./backoff.js";
+

@@ -5,9 +5,9 @@
  */
 import { resolve } from "node:path";
 import { getLlama, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaGpuType } from "node-llama-cpp";
-import type { ChatRole } from "../../core/chat.js";
+import type { ChatRole, Sampling } from "../../core/chat.js";
 import type { Logger } from "../../core/log.js";
-import { ContextLengthExceededError, GenerationAbortedError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
+import { ContextLengthExceededError, GenerationAbortedError, InvalidLogitBiasError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
 import { loadedBinaries } from "./binaries.js";
 import { ModelPool } from "./pool.js";
 import { generateTurn } from "./turn.js";
@@ -40,6 +40,8 @@ export interface GenerateOptions {
   maxTokens?: number;
   /** Sampling temperature, 0 (greedy) to 2. Default 1, as OpenAI's. */
   temperature?: number;
+  /** Sampling beyond the temperature, stop texts included; absent fields keep node-llama-cpp's defaults. */
+  sampling?: Sampling;
   signal?: AbortSignal;
   /** Called with each piece of generated text as it becomes final. */
   onText?: (text: string) => void;
@@ -136,6 +138,10 @@ export class LlmEngine {
     const room = pool.contextSize - promptTokens;
     if (room < 1) throw ContextLengthExceededError.tokens(promptTokens, pool.contextSize);
     const maxTokens = Math.min(options.maxTokens ?? room, room);
+    const sampling = options.sampling ?? {};
+    for (const id of Object.keys(sampling.logitBias ?? {})) {
+      if (!(Number(id) < pool.vocabularySize)) throw new InvalidLogitBiasError(id, pool.vocabularySize);
+    }
 
     const slot = await pool.acquire(options.signal);
     try {
@@ -143,6 +149,7 @@ export class LlmEngine {
       const turn = await generateTurn(slot.sequence, prompt, {
         maxTokens,
         temperature: options.temperature ?? 1,
+        sampling,
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.onText ? { onText: options.onText } : {}),
       });

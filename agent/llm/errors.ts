@@ -23,6 +23,13 @@ export class ContextLengthExceededError extends LlmEngineError {
   }
 }
 
+/** `logit_bias` names a token id the model's vocabulary does not have. */
+export class InvalidLogitBiasError extends LlmEngineError {
+  constructor(id: string, vocabularySize: number) {
+    super("invalid_logit_bias", `logit_bias: token ${id} is not in this model's vocabulary (ids 0 to ${vocabularySize - 1})`);
+  }
+}
+
 /** A model file that cannot be loaded (missing, not GGUF, truncated, an unknown architecture): the agent cannot start. */
 export class ModelLoadError extends LlmEngineError {
   constructor(id: string, path: string, cause: unknown) {

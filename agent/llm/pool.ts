@@ -30,6 +30,8 @@ export class ModelPool {
    * may drop text (WordPiece and Unigram normalize whitespace), where the bound does not hold.
    */
   readonly maxTokenBytes: number;
+  /** Tokens in the model's vocabulary (ids 0 to this − 1). */
+  readonly vocabularySize: number;
 
   private constructor(
     readonly path: string,
@@ -41,6 +43,7 @@ export class ModelPool {
   ) {
     this.free = slots;
     this.maxTokenBytes = longestTokenBytes(model);
+    this.vocabularySize = [...model.iterateAllTokens()].length;
   }
 
   static async create(path: string, model: LlamaModel, options: { sequences: number; contextSize: number; threads: number; batchSize?: number }): Promise<ModelPool> {

@@ -8,11 +8,14 @@
  * (function calls, segments, context shift, a default repeat penalty that OpenAI's API does not
  * have), at a measured 0.3–0.5 ms per token on these machines (README, "Performance").
  */
-import { LlamaText, SpecialToken, SpecialTokensText, type ChatHistoryItem, type ChatWrapper, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { LlamaText, SpecialToken, SpecialTokensText, TokenBias, type ChatHistoryItem, type ChatWrapper, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import type { Sampling } from "../../core/chat.js";
 
 export interface TurnOptions {
   maxTokens: number;
   temperature: number;
+  /** Sampling beyond the temperature; `stop` texts end the turn like the template's own triggers. */
+  sampling?: Sampling;
   signal?: AbortSignal;
   onText?: (text: string) => void;
 }
@@ -64,6 +67,12 @@ export class StopTriggers {
       }
     }
     return new StopTriggers(tokens, texts);
+  }
+
+  /** These triggers and the texts `more` (a request's `stop`). */
+  with(more: readonly string[] = []): StopTriggers {
+    const texts = more.filter((t) => t.length > 0);
+    return texts.length ? new StopTriggers(this.tokens, [...this.texts, ...texts]) : this;
   }
 
   isStopToken(token: Token): boolean {
@@ -142,7 +151,9 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
 
   const signal = options.signal;
   if (signal?.aborted) return { text, stopReason: "abort", completionTokens: 0 };
-  const iterator = sequence.evaluate(input, { temperature: options.temperature });
+  const sampling = options.sampling ?? {};
+  const stops = prompt.stops.with(sampling.stop);
+  const iterator = sequence.evaluate(input, { temperature: options.temperature, ...samplerOptions(model, sampling, generated) });
   try {
     for (;;) {
       if (sampled >= options.maxTokens) { stopReason = "length"; break; }
@@ -152,13 +163,13 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
       if (next.done) break; // an end-of-generation token was sampled (evaluate() stops on those and never yields them)
       const token = next.value;
       generated.push(token);
-      if (prompt.stops.isStopToken(token)) break;
+      if (stops.isStopToken(token)) break;
       undecoded.push(token);
       const piece = decode();
       if (piece.endsWith("\uFFFD") && undecoded.length < MAX_UTF8_TOKENS) continue;
       undecoded = [];
       held += piece;
-      const { stopAt, safe } = prompt.stops.scan(held);
+      const { stopAt, safe } = stops.scan(held);
       if (stopAt >= 0) { release(stopAt); held = ""; break; }
       const first = text.length === 0;
       release(safe);
@@ -172,4 +183,38 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
     release(held.length);
   }
   return { text, stopReason, completionTokens: sampled };
+}
+
+/** How many of the last generated tokens the penalties look at (llama.cpp's server default). */
+const PENALTY_LAST_N = 64;
+
+/**
+ * node-llama-cpp's sampler options for `sampling` (absent fields left out: its defaults). The
+ * penalties punish the tokens generated so far in this turn (OpenAI's: "the text so far"), the last
+ * PENALTY_LAST_N of them; `generated` grows as the turn runs.
+ */
+function samplerOptions(model: LlamaModel, sampling: Sampling, generated: readonly Token[]) {
+  const { presencePenalty, frequencyPenalty, repeatPenalty, logitBias } = sampling;
+  const penalties = presencePenalty !== undefined || frequencyPenalty !== undefined || repeatPenalty !== undefined;
+  let bias: TokenBias | undefined;
+  if (logitBias && Object.keys(logitBias).length > 0) {
+    bias = new TokenBias(model.tokenizer);
+    for (const [id, value] of Object.entries(logitBias)) bias.set(Number(id) as Token, value <= -100 ? "never" : { logit: value });
+  }
+  return {
+    ...(sampling.topP !== undefined ? { topP: sampling.topP } : {}),
+    ...(sampling.topK !== undefined ? { topK: sampling.topK } : {}),
+    ...(sampling.minP !== undefined ? { minP: sampling.minP } : {}),
+    ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
+    ...(penalties ? {
+      repeatPenalty: {
+        punishTokens: () => generated.slice(-PENALTY_LAST_N),
+        maxPunishTokens: PENALTY_LAST_N,
+        penalty: repeatPenalty ?? 1,
+        ...(presencePenalty !== undefined ? { presencePenalty } : {}),
+        ...(frequencyPenalty !== undefined ? { frequencyPenalty } : {}),
+      },
+    } : {}),
+    ...(bias ? { tokenBias: bias } : {}),
+  };
 }

@@ -1,2 +1,2 @@
-export { validateChatCompletion, type ChatCompletionBody } from "./validate.js";
+export { validateChatCompletion, type ChatCompletionBody, type ChatValidationOptions } from "./validate.js";
 export { completionId, completionBody, chunkBody, usageChunkBody, usage, type Usage } from "./openai.js";

@@ -7,25 +7,40 @@ const base = { model: MODEL, messages: [{ role: "user", content: "hi" }] };
 
 describe("validateChatCompletion", () => {
   it("accepts the minimum and fills the defaults", () => {
-    expect(validateChatCompletion(base)).toEqual({ model: MODEL, messages: [{ role: "user", content: "hi" }], stream: false, includeUsage: false });
+    expect(validateChatCompletion(base)).toEqual({ model: MODEL, messages: [{ role: "user", content: "hi" }], stream: false, includeUsage: false, ignored: [] });
+    expect(validateChatCompletion(base, { defaultMaxTokens: 64 }).maxTokens).toBe(64);
   });
 
-  it("keeps every role's messages in order, with only role and content", () => {
-    const messages = [{ role: "system", content: "s" }, { role: "user", content: "u", name: "x" }, { role: "assistant", content: "" }];
-    expect(validateChatCompletion({ ...base, messages }).messages).toEqual([{ role: "system", content: "s" }, { role: "user", content: "u" }, { role: "assistant", content: "" }]);
+  it("keeps every role's messages in order, developer as system, content parts joined", () => {
+    const messages = [{ role: "developer", content: "d" }, { role: "system", content: "s" }, { role: "user", content: [{ type: "text", text: "u1 " }, { type: "text", text: "u2" }] }, { role: "assistant", content: "" }];
+    expect(validateChatCompletion({ ...base, messages }).messages).toEqual([{ role: "system", content: "d" }, { role: "system", content: "s" }, { role: "user", content: "u1 u2" }, { role: "assistant", content: "" }]);
+  });
+
+  it("takes every sampling field as given, stop as a list, max_completion_tokens as max_tokens", () => {
+    const body = { ...base, max_completion_tokens: 7, top_p: 0.5, top_k: 40, min_p: 0.05, seed: -3, presence_penalty: -2, frequency_penalty: 2, repeat_penalty: 1.1, logit_bias: { "0": -100, "50256": 100 }, stop: "\n" };
+    expect(validateChatCompletion(body)).toMatchObject({
+      maxTokens: 7,
+      sampling: { topP: 0.5, topK: 40, minP: 0.05, seed: -3, presencePenalty: -2, frequencyPenalty: 2, repeatPenalty: 1.1, logitBias: { "0": -100, "50256": 100 }, stop: ["\n"] },
+    });
+    expect(validateChatCompletion({ ...base, max_tokens: 9, max_completion_tokens: 9, stop: ["a", "b", "c", "d"] })).toMatchObject({ maxTokens: 9, sampling: { stop: ["a", "b", "c", "d"] } });
+    expect(validateChatCompletion({ ...base, stop: [], logit_bias: {}, n: 1, logprobs: false, top_logprobs: 0, response_format: { type: "text" }, tools: [], tool_choice: "none", store: false })).not.toHaveProperty("sampling");
+  });
+
+  it("lists unknown members and OpenAI's metadata members as ignored, in the order sent", () => {
+    expect(validateChatCompletion({ ...base, future_field: 1, user: "u-1", temperature: 1 }).ignored).toEqual(["future_field", "user"]);
   });
 
   it("takes max_tokens, temperature (0 and 2 included), stream and include_usage as given", () => {
     expect(validateChatCompletion({ ...base, max_tokens: 1, temperature: 0, stream: true, stream_options: { include_usage: true } }))
-      .toEqual({ ...base, maxTokens: 1, temperature: 0, stream: true, includeUsage: true });
+      .toEqual({ ...base, maxTokens: 1, temperature: 0, stream: true, includeUsage: true, ignored: [] });
     expect(validateChatCompletion({ ...base, temperature: 2, stream: false, stream_options: { include_usage: false } })).toMatchObject({ temperature: 2, stream: false, includeUsage: false });
-    expect(validateChatCompletion({ ...base, max_tokens: null, temperature: null, stream: null, stream_options: null })).toEqual({ ...base, stream: false, includeUsage: false });
+    expect(validateChatCompletion({ ...base, max_tokens: null, temperature: null, stream: null, stream_options: null })).toEqual({ ...base, stream: false, includeUsage: false, ignored: [] });
     expect(validateChatCompletion({ ...base, stream_options: {} }).includeUsage).toBe(false);
     expect(validateChatCompletion({ ...base, stream_options: { include_usage: null } }).includeUsage).toBe(false);
   });
 
-  it("ignores unknown members", () => {
-    expect(validateChatCompletion({ ...base, future_field: 1 })).toEqual(validateChatCompletion(base));
+  it("accepts unknown members", () => {
+    expect(validateChatCompletion({ ...base, future_field: 1 })).toEqual({ ...validateChatCompletion(base), ignored: ["future_field"] });
   });
 
   it.each([
@@ -46,10 +61,37 @@ describe("validateChatCompletion", () => {
     [{ model: MODEL, messages: [{ role: "user", content: "a" }, { content: "b" }] }, "missing_required_field", "messages[1].role: is required"],
     [{ model: MODEL, messages: [{ role: null, content: "b" }] }, "missing_required_field", "messages[0].role: is required"],
     [{ model: MODEL, messages: [{ role: 1, content: "b" }] }, "invalid_type", "messages[0].role: expected a string, got number"],
-    [{ model: MODEL, messages: [{ role: "robot", content: "b" }] }, "invalid_role", 'messages[0].role: "robot" is not one of system, user, assistant'],
+    [{ model: MODEL, messages: [{ role: "robot", content: "b" }] }, "invalid_role", 'messages[0].role: "robot" is not one of system, user, assistant, developer'],
+    [{ model: MODEL, messages: [{ role: "tool", content: "b" }] }, "unsupported_parameter", 'messages[0].role: "tool" messages need tools, which this service does not support yet'],
+    [{ model: MODEL, messages: [{ role: "user", content: "b", name: "ann" }] }, "unsupported_parameter", "messages[0].name: participant names are not supported (the chat templates have no place for them)"],
+    [{ model: MODEL, messages: [{ role: "assistant", content: null, tool_calls: [] }] }, "unsupported_parameter", "messages[0].tool_calls: tool calls are not supported yet"],
+    [{ model: MODEL, messages: [{ role: "user", content: [{ type: "text", text: "a" }, { type: "image_url", image_url: { url: "http://x" } }] }] }, "unsupported_content", 'messages[0].content[1]: content parts of type "image_url" are not supported; only "text"'],
+    [{ model: MODEL, messages: [{ role: "user", content: [{ type: "text", text: 5 }] }] }, "invalid_type", "messages[0].content[0].text: expected a string, got number"],
+    [{ ...base, n: 3 }, "unsupported_parameter", "n: more than one choice per request is not supported yet"],
+    [{ ...base, n: 0 }, "invalid_n", "n: expected an integer of at least 1, got 0"],
+    [{ ...base, logprobs: true }, "unsupported_parameter", "logprobs: log probabilities are not supported yet"],
+    [{ ...base, top_logprobs: 2 }, "unsupported_parameter", "top_logprobs: log probabilities are not supported yet"],
+    [{ ...base, response_format: { type: "json_object" } }, "unsupported_parameter", 'response_format: "json_object" is not supported yet; only {"type": "text"}'],
+    [{ ...base, tools: [{ type: "function", function: { name: "f" } }] }, "unsupported_parameter", "tools: tools are not supported yet"],
+    [{ ...base, tool_choice: "required" }, "unsupported_parameter", "tool_choice: tools are not supported yet"],
+    [{ ...base, store: true }, "unsupported_parameter", "store: completions are not stored by this service"],
+    [{ ...base, audio: { voice: "x" } }, "unsupported_parameter", "audio: not supported by this service"],
+    [{ ...base, max_completion_tokens: 0 }, "invalid_max_completion_tokens", "max_completion_tokens: expected an integer of at least 1, got 0"],
+    [{ ...base, max_tokens: 5, max_completion_tokens: 6 }, "invalid_max_tokens", "max_completion_tokens: 6 differs from max_tokens 5; send one"],
+    [{ ...base, top_p: 1.5 }, "invalid_top_p", "top_p: 1.5 is outside 0 to 1"],
+    [{ ...base, top_k: -1 }, "invalid_top_k", "top_k: expected an integer of at least 0, got -1"],
+    [{ ...base, seed: 1.5 }, "invalid_seed", "seed: expected an integer of at least -9007199254740991, got 1.5"],
+    [{ ...base, presence_penalty: 2.5 }, "invalid_presence_penalty", "presence_penalty: 2.5 is outside -2 to 2"],
+    [{ ...base, frequency_penalty: "1" }, "invalid_type", "frequency_penalty: expected a number from -2 to 2, got string"],
+    [{ ...base, stop: ["a", "b", "c", "d", "e"] }, "invalid_stop", "stop: at most 4 sequences, got 5"],
+    [{ ...base, stop: [""] }, "invalid_stop", "stop[0]: must be 1 to 256 characters"],
+    [{ ...base, stop: 5 }, "invalid_type", "stop: expected a string or an array of strings, got number"],
+    [{ ...base, logit_bias: { "-1": 5 } }, "invalid_logit_bias", 'logit_bias: "-1" is not a token id'],
+    [{ ...base, logit_bias: { "12": 101 } }, "invalid_logit_bias", "logit_bias.12: expected a number from -100 to 100, got 101"],
+    [{ ...base, logit_bias: [1] }, "invalid_type", "logit_bias: expected an object of token ids to numbers, got array"],
     [{ model: MODEL, messages: [{ role: "user" }] }, "missing_required_field", "messages[0].content: is required"],
     [{ model: MODEL, messages: [{ role: "user", content: null }] }, "missing_required_field", "messages[0].content: is required"],
-    [{ model: MODEL, messages: [{ role: "user", content: 3 }] }, "invalid_type", "messages[0].content: expected a string, got number"],
+    [{ model: MODEL, messages: [{ role: "user", content: 3 }] }, "invalid_type", "messages[0].content: expected a string or an array of content parts, got number"],
     [{ ...base, max_tokens: 0 }, "invalid_max_tokens", "max_tokens: expected an integer of at least 1, got 0"],
     [{ ...base, max_tokens: 1.5 }, "invalid_max_tokens", "max_tokens: expected an integer of at least 1, got 1.5"],
     [{ ...base, max_tokens: "5" }, "invalid_max_tokens", 'max_tokens: expected an integer of at least 1, got "5"'],
@@ -71,5 +113,7 @@ describe("validateChatCompletion", () => {
     expect(() => validateChatCompletion({ model: "gpt-9", messages: base.messages })).toThrow(expect.objectContaining({ code: "model_not_found", field: "model" }));
     expect(() => validateChatCompletion({ model: MODEL, messages: [] })).toThrow(expect.objectContaining({ code: "invalid_messages", field: "messages" }));
     expect(() => validateChatCompletion({ ...base, max_tokens: 0 })).toThrow(expect.objectContaining({ code: "invalid_max_tokens", field: "max_tokens" }));
+    expect(() => validateChatCompletion({ ...base, stop: [""] })).toThrow(expect.objectContaining({ field: "stop" }));
+    expect(() => validateChatCompletion({ ...base, messages: [{ role: "user", content: [{ type: "input_audio" }] }] })).toThrow(expect.objectContaining({ field: "messages[0].content[0]" }));
   });
 });

@@ -1,4 +1,4 @@
-import type { ChatRole } from "../../core/chat.js";
+import type { ChatRole, Sampling } from "../../core/chat.js";
 import type { Hardware__Output, SchedulerMessage } from "../../proto/index.js";
 
 export interface ChatMessage {
@@ -12,6 +12,7 @@ export interface CompletionRequest {
   messages: ChatMessage[];
   maxTokens?: number;
   temperature?: number;
+  sampling?: Sampling;
   /**
    * The account the request is for: waiting requests are queued per account and the queues served
    * round-robin, so one account's flood cannot starve another. Requests without one share a queue.

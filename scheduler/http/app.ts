@@ -23,7 +23,7 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   app.get("/metrics", () => deps.metrics.handler());
   app.route("/", dashboardRoutes({ keys: deps.keys, mcp: deps.mcp, maxBodyBytes: deps.maxBodyBytes, ...(deps.adminToken ? { adminToken: deps.adminToken } : {}) }));
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
-  app.route("/v1/chat/completions", chatRoutes(deps.fleet, deps.maxBodyBytes, deps.logger, deps.metrics, { inflight: deps.inflight, maxInflight: deps.maxInflight }));
+  app.route("/v1/chat/completions", chatRoutes(deps.fleet, deps.maxBodyBytes, deps.logger, deps.metrics, { inflight: deps.inflight, maxInflight: deps.maxInflight }, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));
   app.route("/v1/models", modelRoutes(deps.fleet));
   app.route("/v1/mcp", mcpRoutes(deps.mcp, deps.maxBodyBytes));
   return app;

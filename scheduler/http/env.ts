@@ -19,6 +19,8 @@ export interface HttpDeps {
   logger: Logger;
   /** Largest accepted JSON body, in bytes. */
   maxBodyBytes: number;
+  /** `max_tokens` of a chat completion that gives none; undefined or 0: up to the end of the context. */
+  defaultMaxTokens?: number;
   /** Requests per minute of the standard tier. */
   standardRpm: number;
   metrics: SchedulerMetrics;

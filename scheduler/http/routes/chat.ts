@@ -13,7 +13,7 @@ import { Hono, type Context } from "hono";
 import { KilnError, UpstreamError } from "../../../core/errors.js";
 import type { SchedulerMetrics } from "../../metrics.js";
 import type { Logger } from "../../../core/log.js";
-import { chunkBody, completionBody, completionId, usage, usageChunkBody, validateChatCompletion, type ChatCompletionBody } from "../../chat/index.js";
+import { chunkBody, completionBody, completionId, usage, usageChunkBody, validateChatCompletion, type ChatCompletionBody, type ChatValidationOptions } from "../../chat/index.js";
 import type { CompletionEvent, Fleet } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
 import { readJsonBody } from "../../../core/http/index.js";
@@ -27,7 +27,25 @@ export interface InflightCap {
   maxInflight: Readonly<Record<Tier, number>>;
 }
 
-export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger, metrics: SchedulerMetrics, cap: InflightCap): Hono<AppEnv> {
+/** The response header listing a request's members this service does not use (a newer client's fields). */
+export const IGNORED_FIELDS_HEADER = "x-kiln-ignored-fields";
+
+/** Names listed in the header at most; a name must be a plain identifier of at most 64 characters to be listed. */
+const MAX_IGNORED_LISTED = 32;
+const LISTABLE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * The `x-kiln-ignored-fields` value for `names` (the client's own member names): plain names listed,
+ * anything else (control characters, non-ASCII, very long names: not for a header) and names beyond
+ * the first MAX_IGNORED_LISTED counted as "+N more".
+ */
+export function ignoredFieldsHeader(names: readonly string[]): string {
+  const listed = names.filter((n) => LISTABLE.test(n)).slice(0, MAX_IGNORED_LISTED);
+  const more = names.length - listed.length;
+  return [...listed, ...(more > 0 ? [`+${more} more`] : [])].join(", ");
+}
+
+export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger, metrics: SchedulerMetrics, cap: InflightCap, validation: ChatValidationOptions = {}): Hono<AppEnv> {
   return new Hono<AppEnv>().post(
     "/",
     async (c) => {
@@ -38,7 +56,8 @@ export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger, m
       else signal.addEventListener("abort", release, { once: true }); // the client is gone: its place is free
       let streaming = false;
       try {
-        const body = validateChatCompletion(await readJsonBody(c, maxBodyBytes));
+        const body = validateChatCompletion(await readJsonBody(c, maxBodyBytes), validation);
+        if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
         if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
         const events = metrics.measure(fleet.submit({ ...body, account }, signal, c.get("requestId")), body.model);
         const first = await events.next(); // throws the KilnError of a request that never started

@@ -1,5 +1,6 @@
-/** `GET /v1/models`: both list shapes (`data` and `models`) in one body (README, "API"). */
+/** `GET /v1/models`: both list shapes (`data` and `models`) in one body (README, "API"); `GET /v1/models/{id}`: one model, OpenAI's shape. */
 import { Hono } from "hono";
+import { NotFoundError } from "../../../core/errors.js";
 import { CATALOG_CREATED, CHAT_MODELS } from "../../../models/catalog.js";
 import type { AgentSnapshot, Fleet } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
@@ -22,7 +23,12 @@ function hardwareOf(agents: AgentSnapshot[]): { gpu_type: string; memory_gb: num
 }
 
 export function modelRoutes(fleet: Fleet): Hono<AppEnv> {
-  return new Hono<AppEnv>().get("/", (c) => {
+  return new Hono<AppEnv>().get("/:id{.+}", (c) => {
+    const id = c.req.param("id");
+    const model = CHAT_MODELS.find((m) => m.id === id);
+    if (!model) throw new NotFoundError("model_not_found", `model: "${id}" is not a model of this service (see GET /v1/models)`);
+    return c.json({ id: model.id, object: "model", created: CATALOG_CREATED, owned_by: model.family });
+  }).get("/", (c) => {
     const agents = fleet.snapshot().filter((a) => !a.draining);
     return c.json({
       object: "list",

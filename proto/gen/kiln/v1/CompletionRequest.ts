@@ -1,6 +1,7 @@
 // Original file: proto/kiln/v1/fleet.proto
 
 import type { ChatMessage as _kiln_v1_ChatMessage, ChatMessage__Output as _kiln_v1_ChatMessage__Output } from '../../kiln/v1/ChatMessage.js';
+import type { Long } from '@grpc/proto-loader';
 
 export interface CompletionRequest {
   'request_id'?: (string);
@@ -9,8 +10,24 @@ export interface CompletionRequest {
   'max_tokens'?: (number);
   'temperature'?: (number | string);
   'trace_id'?: (string);
+  'top_p'?: (number | string);
+  'top_k'?: (number);
+  'min_p'?: (number | string);
+  'seed'?: (number | string | Long);
+  'presence_penalty'?: (number | string);
+  'frequency_penalty'?: (number | string);
+  'repeat_penalty'?: (number | string);
+  'logit_bias'?: ({[key: string]: number | string});
+  'stop'?: (string)[];
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
+  '_top_p'?: "top_p";
+  '_top_k'?: "top_k";
+  '_min_p'?: "min_p";
+  '_seed'?: "seed";
+  '_presence_penalty'?: "presence_penalty";
+  '_frequency_penalty'?: "frequency_penalty";
+  '_repeat_penalty'?: "repeat_penalty";
 }
 
 export interface CompletionRequest__Output {
@@ -20,6 +37,22 @@ export interface CompletionRequest__Output {
   'max_tokens'?: (number);
   'temperature'?: (number);
   'trace_id': (string);
+  'top_p'?: (number);
+  'top_k'?: (number);
+  'min_p'?: (number);
+  'seed'?: (number);
+  'presence_penalty'?: (number);
+  'frequency_penalty'?: (number);
+  'repeat_penalty'?: (number);
+  'logit_bias': ({[key: string]: number});
+  'stop': (string)[];
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
+  '_top_p'?: "top_p";
+  '_top_k'?: "top_k";
+  '_min_p'?: "min_p";
+  '_seed'?: "seed";
+  '_presence_penalty'?: "presence_penalty";
+  '_frequency_penalty'?: "frequency_penalty";
+  '_repeat_penalty'?: "repeat_penalty";
 }

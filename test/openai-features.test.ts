@@ -1,0 +1,104 @@
+/**
+ * OpenAI chat features through the official `openai` client against a real `kiln dev` process (the
+ * fabricated tiny model): what is honoured (stop, seed, max_completion_tokens, the default
+ * max_tokens, developer messages, content parts, GET /v1/models/{id}) and what is refused with a
+ * 400 naming its field in `param`; unknown fields are listed in `x-kiln-ignored-fields`.
+ */
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnKiln, tempDir, type KilnProcess } from "./helpers/fleet.js";
+
+const MODEL = "famE-code-fast-1";
+let proc: KilnProcess;
+let client: OpenAI;
+
+beforeAll(async () => {
+  proc = spawnKiln(["dev", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--db", join(tempDir(), "kiln.db"), "--threads", "1", "--gpu", "cpu", "--default-max-tokens", "6"]);
+  const base = (await proc.waitFor(/API base:/, 30_000)).split("API base:")[1]!.trim();
+  const key = (await proc.waitFor(/Dev key:/)).split("Dev key:")[1]!.trim();
+  await proc.waitFor(/agent joined/);
+  client = new OpenAI({ baseURL: base, apiKey: key, maxRetries: 0 });
+}, 60_000);
+afterAll(() => proc?.stop());
+
+const user = (content: string) => [{ role: "user" as const, content }];
+
+/** The streamed reply's text, concatenated, and its finish reason. */
+async function streamed(body: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming): Promise<{ text: string; finish: string | null }> {
+  let text = "";
+  let finish: string | null = null;
+  for await (const chunk of await client.chat.completions.create({ ...body, stream: true })) {
+    text += chunk.choices[0]?.delta.content ?? "";
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  return { text, finish };
+}
+
+describe("honoured", () => {
+  it("stop ends the reply where a stop text first appears, never emitting it, streamed too", async () => {
+    const body = { model: MODEL, messages: user("Once upon a time"), max_tokens: 24, temperature: 0 };
+    const full = (await client.chat.completions.create(body)).choices[0]!.message.content!;
+    // a stop text from inside the greedy reply: at least one character before it
+    const stop = [...new Set([...full.slice(1)])].map((ch) => full.slice(full.indexOf(ch, 1), full.indexOf(ch, 1) + 2)).find((s) => s.trim().length === 2) ?? full.slice(1, 3);
+    const cut = full.slice(0, full.indexOf(stop));
+    const c = await client.chat.completions.create({ ...body, stop: [stop, "\u0000never"] });
+    expect(c.choices[0]!.message.content).toBe(cut);
+    expect(c.choices[0]!.message.content).not.toContain(stop);
+    expect(c.choices[0]!.finish_reason).toBe("stop");
+    expect(await streamed({ ...body, stop })).toEqual({ text: cut, finish: "stop" });
+  });
+
+  it("a seed repeats a sampled reply; max_completion_tokens limits it", async () => {
+    const body = { model: MODEL, messages: user("Tell me something"), max_completion_tokens: 12, temperature: 1.5, top_p: 0.9, seed: 42 };
+    const [a, b] = [await client.chat.completions.create(body), await client.chat.completions.create(body)];
+    expect(a.choices[0]!.message.content).toBe(b.choices[0]!.message.content);
+    expect(a.usage!.completion_tokens).toBeLessThanOrEqual(12);
+    const others = await Promise.all([1, 2, 3].map((seed) => client.chat.completions.create({ ...body, seed })));
+    expect(new Set([a, ...others].map((c) => c.choices[0]!.message.content)).size).toBeGreaterThan(1); // the seed matters
+  });
+
+  it("a request without max_tokens stops at the configured default (--default-max-tokens 6)", async () => {
+    const c = await client.chat.completions.create({ model: MODEL, messages: user("Go on and on"), temperature: 0, logit_bias: {} });
+    expect(c.usage!.completion_tokens).toBeLessThanOrEqual(6);
+    if (c.choices[0]!.finish_reason === "length") expect(c.usage!.completion_tokens).toBe(6);
+  });
+
+  it("developer messages and text content parts are the system message and the text they hold", async () => {
+    const plain = await client.chat.completions.create({ model: MODEL, max_tokens: 12, temperature: 0, messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Hello there" }] });
+    const parts = await client.chat.completions.create({
+      model: MODEL, max_tokens: 12, temperature: 0,
+      messages: [{ role: "developer", content: [{ type: "text", text: "Be brief." }] }, { role: "user", content: [{ type: "text", text: "Hello " }, { type: "text", text: "there" }] }],
+    });
+    expect(plain.choices[0]!.message.content).not.toBe("");
+    expect(parts.choices[0]!.message.content).toBe(plain.choices[0]!.message.content);
+  });
+
+  it("GET /v1/models/{id} returns the model; an unknown id is a 404", async () => {
+    expect(await client.models.retrieve(MODEL)).toMatchObject({ id: MODEL, object: "model" });
+    await expect(client.models.retrieve("gpt-nope")).rejects.toMatchObject({ status: 404, code: "model_not_found" });
+  });
+
+  it("lists unknown fields in x-kiln-ignored-fields, and only plain names", async () => {
+    const body = { model: MODEL, messages: user("hi"), max_tokens: 2, user: "u-1", future_option: "x", "bad\u00e9name": 1 };
+    const { response } = await client.chat.completions.create(body as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming).withResponse();
+    expect(response.headers.get("x-kiln-ignored-fields")).toBe("user, future_option, +1 more");
+  });
+});
+
+describe("refused with a 400 naming the field", () => {
+  it.each([
+    ["n", { n: 3 }, "unsupported_parameter"],
+    ["logprobs", { logprobs: true }, "unsupported_parameter"],
+    ["response_format", { response_format: { type: "json_object" } }, "unsupported_parameter"],
+    ["tools", { tools: [{ type: "function", function: { name: "get_time", parameters: {} } }] }, "unsupported_parameter"],
+    ["messages[0].content[0]", { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://example.com/a.png" } }] }] }, "unsupported_content"],
+    ["stop", { stop: ["a", "b", "c", "d", "e"] }, "invalid_stop"],
+    ["logit_bias", { logit_bias: { "99999999": 5 } }, "invalid_logit_bias"], // not in the tiny model's vocabulary: refused by the agent
+  ])("%s", async (param, extra, code) => {
+    const err = await client.chat.completions.create({ model: MODEL, messages: user("hi"), max_tokens: 2, ...(extra as object) } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming)
+      .then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(err).toMatchObject({ status: 400, param, code });
+  });
+});
