@@ -38,14 +38,18 @@ export class KilnError extends Error {
   }
 }
 
+/** A field path at the start of a message: `messages[0].content:`, `config.authentication.token_env:`. */
+const FIELD_PREFIX = /^([A-Za-z_][\w-]*(?:\[\d+\]|\.[\w-]+)*):/;
+
 /** 400: malformed JSON, a missing or invalid field, an unknown model. `message` names the field. */
 export class InvalidRequestError extends KilnError {
   constructor(code: string, message: string, readonly field?: string) {
     super(400, "invalid_request_error", code, message);
   }
 
+  /** `param`: the field given, else the path the message starts with (the contract: "field: what is wrong"), else null. */
   override toBody(): ErrorBody {
-    return { error: { ...super.toBody().error, param: this.field ?? null } };
+    return { error: { ...super.toBody().error, param: this.field ?? FIELD_PREFIX.exec(this.message)?.[1] ?? null } };
   }
 }
 

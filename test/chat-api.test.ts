@@ -77,7 +77,8 @@ describe("request rules (SPEC request table, DESIGN error table)", () => {
   it.each(cases)("%s → %i %s", async (_name, body, status, code, message) => {
     const res = await postChat(base, key, body);
     expect(res.status).toBe(status);
-    expect(res.body.error).toEqual({ type: "invalid_request_error", code, message: expect.stringMatching(message) });
+    expect(res.body.error).toEqual({ type: "invalid_request_error", code, message: expect.stringMatching(message), param: expect.any(String) });
+    expect(res.body.error.param).toBe(res.body.error.message.slice(0, res.body.error.message.indexOf(":"))); // the field the message names
   });
 
   it("malformed JSON → 400 invalid_json", async () => {

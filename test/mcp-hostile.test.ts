@@ -173,7 +173,7 @@ describe("a hostile tenant with a standard key", () => {
       for (const name of ["KILN_HOSTILE_OPERATOR_SECRET", "KILN_ADMIN_TOKEN", "KILN_NODE_TOKENS", "ALICE_TOKEN", "NEVER_SET"]) {
         const res = await api(mallory, "POST", "/servers", { name: "steal", server_type: "github", config: { base_url: `http://127.0.0.2:${allowed.port}`, authentication: { type: "token", token_env: name } } });
         expect(res.status, name).toBe(400);
-        expect(res.body.error).toEqual({ type: "invalid_request_error", code: "unknown_secret", message: `config.authentication.token_env: this account has no secret named ${name}; set it first (PUT /v1/mcp/secrets/${name})` });
+        expect(res.body.error).toEqual({ type: "invalid_request_error", code: "unknown_secret", message: `config.authentication.token_env: this account has no secret named ${name}; set it first (PUT /v1/mcp/secrets/${name})`, param: "config.authentication.token_env" });
       }
       const viaEnvFrom = await api(mallory, "POST", "/servers", { name: "steal", server_type: "mcp", config: { transport: "stdio", server: "echo", env_from: { ECHO_NAME: "ALICE_TOKEN" } } });
       expect(viaEnvFrom.status).toBe(400);

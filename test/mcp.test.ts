@@ -331,7 +331,7 @@ describe("POST /v1/mcp/test", () => {
   ])("400 naming the field for the body %j", async (body, code, message) => {
     const res = await call(standard, "POST", "/test", body);
     expect(res.status).toBe(400);
-    expect(res.body.error).toEqual({ type: "invalid_request_error", code, message });
+    expect(res.body.error).toEqual({ type: "invalid_request_error", code, message, param: message.slice(0, message.indexOf(":")) });
   });
 
   it("a configuration over --max-body → 413 request_too_large; over 64 KB → 400 config_too_large", async () => {

@@ -217,7 +217,7 @@ export function validateMcpConfig(body: unknown, context: McpValidationContext):
     }
   }
   for (const ref of secretReferences(config)) {
-    if (!context.secrets.includes(ref.name)) throw new InvalidRequestError("unknown_secret", `${ref.path}: this account has no secret named ${ref.name}; set it first (PUT /v1/mcp/secrets/${ref.name})`);
+    if (!context.secrets.includes(ref.name)) throw new InvalidRequestError("unknown_secret", `${ref.path}: this account has no secret named ${ref.name}; set it first (PUT /v1/mcp/secrets/${ref.name})`, ref.path);
   }
   return { name: b.name.trim(), ...(typeof b.description === "string" ? { description: b.description } : {}), server_type: type, config };
 }
