@@ -98,9 +98,17 @@ export function buildCpuBackend(): { file: string; stamp: CpuBackendStamp } {
  * (the patch ranks it above them where this CPU has its features).
  */
 export function installCpuBackend(file: string, stamp: CpuBackendStamp, dir: string): void {
-  copyFileSync(file, join(dir, `${CPU_BACKEND_FILE}.tmp`));
-  renameSync(join(dir, `${CPU_BACKEND_FILE}.tmp`), join(dir, CPU_BACKEND_FILE));
-  writeFileSync(join(dir, CPU_BACKEND_STAMP), JSON.stringify(stamp, null, 2));
+  installBeside(file, dir, CPU_BACKEND_FILE, CPU_BACKEND_STAMP, stamp);
+}
+
+/**
+ * Puts a built `file` into prebuilt folder `dir` as `name` (through a temporary name and a rename,
+ * so a loader never sees half a file), and its stamp beside it as `stampName`.
+ */
+export function installBeside(file: string, dir: string, name: string, stampName: string, stamp: object): void {
+  copyFileSync(file, join(dir, `${name}.tmp`));
+  renameSync(join(dir, `${name}.tmp`), join(dir, name));
+  writeFileSync(join(dir, stampName), JSON.stringify(stamp, null, 2));
 }
 
 /** Removes Kiln's backend, leaving node-llama-cpp's own variants. */
@@ -165,9 +173,7 @@ export function checkLoads(file: string, dir: string): void {
 /** Installs a built addon in place of node-llama-cpp's own, which is kept beside it. */
 export function installAddon(file: string, stamp: AddonStamp, dir: string): void {
   if (!existsSync(join(dir, STOCK_ADDON_FILE))) renameSync(join(dir, ADDON_FILE), join(dir, STOCK_ADDON_FILE));
-  copyFileSync(file, join(dir, `${ADDON_FILE}.tmp`));
-  renameSync(join(dir, `${ADDON_FILE}.tmp`), join(dir, ADDON_FILE));
-  writeFileSync(join(dir, ADDON_STAMP), JSON.stringify(stamp, null, 2));
+  installBeside(file, dir, ADDON_FILE, ADDON_STAMP, stamp);
 }
 
 /** Puts node-llama-cpp's own addon back. */

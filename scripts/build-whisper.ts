@@ -15,13 +15,13 @@
  * needed, and whisper and the chat engine share one GPU runtime. Needs cmake, git and a C++
  * compiler. `KILN_SKIP_WHISPER_BUILD=1` skips it.
  */
-import { copyFileSync, existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { arch, cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cpuFlags } from "../agent/llm/cpu-backend.js";
 import { installedWhisperAddon, prebuiltBinsDir, PREBUILT_KINDS, WHISPER_ADDON_FILE, WHISPER_ADDON_STAMP, type PrebuiltKind, type WhisperAddonStamp } from "../agent/prebuilt.js";
-import { addonHeaders, bundledRelease, CACHE_DIR, checkLoads, ggmlHeaders, ggmlSource } from "./build-llama.js";
+import { addonHeaders, bundledRelease, CACHE_DIR, checkLoads, ggmlHeaders, ggmlSource, installBeside } from "./build-llama.js";
 import { run } from "./lib/run.js";
 import { sha256Tree } from "./lib/hash.js";
 
@@ -51,16 +51,15 @@ function ggmlLibraries(dir: string): string[] {
 }
 
 /**
- * Compiles the addon once and links it for each of `kinds` (their folders installed); returns the
- * built file per kind, each checked to load with every symbol bound.
+ * Compiles the addon once and links it for each prebuilt folder in `dirs` (kind → folder); returns
+ * the built file per kind, each checked to load with every symbol bound.
  */
-export function buildWhisperAddons(kinds: readonly PrebuiltKind[], flags: string): Map<PrebuiltKind, string> {
-  const dirs = kinds.map((kind) => [kind, prebuiltBinsDir(kind)] as const).filter((e): e is readonly [PrebuiltKind, string] => e[1] !== undefined);
+export function buildWhisperAddons(dirs: ReadonlyMap<PrebuiltKind, string>, flags: string): Map<PrebuiltKind, string> {
   const { nodeInclude, napiInclude } = addonHeaders();
   const build = join(CACHE_DIR, "build-whisper");
   run("cmake", ["-S", WHISPER_SOURCE, "-B", build, "-DCMAKE_BUILD_TYPE=Release", `-DGGML_INCLUDE=${ggmlHeaders()}`,
     `-DNODE_INCLUDE=${nodeInclude}`, `-DNAPI_INCLUDE=${napiInclude}`, `-DWHISPER_FLAGS=${flags}`,
-    `-DKINDS=${dirs.map(([kind]) => kind).join(";")}`, ...dirs.map(([kind, dir]) => `-DLINK_${kind}=${ggmlLibraries(dir).join(";")}`)], { log: LOG });
+    `-DKINDS=${[...dirs.keys()].join(";")}`, ...[...dirs].map(([kind, dir]) => `-DLINK_${kind}=${ggmlLibraries(dir).join(";")}`)], { log: LOG });
   run("cmake", ["--build", build, "-j", String(cpus().length)], { log: LOG });
   const built = new Map<PrebuiltKind, string>();
   for (const [kind, dir] of dirs) {
@@ -71,15 +70,6 @@ export function buildWhisperAddons(kinds: readonly PrebuiltKind[], flags: string
   return built;
 }
 
-/** Installs a built addon into its prebuilt folder, with its stamp. */
-export function installWhisperAddon(file: string, kind: PrebuiltKind, stamp: WhisperAddonStamp): void {
-  const dir = prebuiltBinsDir(kind);
-  if (!dir) throw new Error(`node-llama-cpp's ${kind} binaries are not installed`);
-  copyFileSync(file, join(dir, `${WHISPER_ADDON_FILE}.tmp`));
-  renameSync(join(dir, `${WHISPER_ADDON_FILE}.tmp`), join(dir, WHISPER_ADDON_FILE));
-  writeFileSync(join(dir, WHISPER_ADDON_STAMP), JSON.stringify(stamp, null, 2));
-}
-
 /** The stamp a build from the current sources with `flags` would carry. */
 export function wantedStamp(flags: string): WhisperAddonStamp {
   return { whisper: whisperVersion(), release: bundledRelease(), sources: sha256Tree(WHISPER_SOURCE), flags };
@@ -88,11 +78,14 @@ export function wantedStamp(flags: string): WhisperAddonStamp {
 /** Builds and installs the addon for every installed folder whose stamp differs; returns the kinds built. */
 export function buildWhisper(flags = portableFlags(), force = false): PrebuiltKind[] {
   const stamp = wantedStamp(flags);
-  const stale = PREBUILT_KINDS.filter((kind) => prebuiltBinsDir(kind) !== undefined
-    && (force || JSON.stringify(installedWhisperAddon(kind)?.stamp) !== JSON.stringify(stamp)));
-  if (stale.length === 0) return [];
-  for (const [kind, file] of buildWhisperAddons(stale, flags)) installWhisperAddon(file, kind, stamp);
-  return stale;
+  const stale = new Map<PrebuiltKind, string>();
+  for (const kind of PREBUILT_KINDS) {
+    const dir = prebuiltBinsDir(kind);
+    if (dir && (force || JSON.stringify(installedWhisperAddon(kind)?.stamp) !== JSON.stringify(stamp))) stale.set(kind, dir);
+  }
+  if (stale.size === 0) return [];
+  for (const [kind, file] of buildWhisperAddons(stale, flags)) installBeside(file, stale.get(kind)!, WHISPER_ADDON_FILE, WHISPER_ADDON_STAMP, stamp);
+  return [...stale.keys()];
 }
 
 /**

@@ -4,7 +4,8 @@
  * max_tokens, developer messages, content parts, GET /v1/models/{id}) and what is refused with a
  * 400 naming its field in `param`; unknown fields are listed in `x-kiln-ignored-fields`.
  */
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { getLlama, type LlamaModel } from "node-llama-cpp";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnKiln, tempDir, type KilnProcess } from "./helpers/fleet.js";
@@ -21,6 +22,12 @@ beforeAll(async () => {
   client = new OpenAI({ baseURL: base, apiKey: key, maxRetries: 0 });
 }, 60_000);
 afterAll(() => proc?.stop());
+
+/** The model `kiln dev` serves (it fabricates it there), loaded here for its tokenizer. */
+async function servedModel(): Promise<LlamaModel> {
+  const llama = await getLlama({ gpu: false, build: "never" });
+  return llama.loadModel({ modelPath: resolve(".kiln", "models", "tiny-chat.gguf") });
+}
 
 const user = (content: string) => [{ role: "user" as const, content }];
 
@@ -56,6 +63,40 @@ describe("honoured", () => {
     expect(a.usage!.completion_tokens).toBeLessThanOrEqual(12);
     const others = await Promise.all([1, 2, 3].map((seed) => client.chat.completions.create({ ...body, seed })));
     expect(new Set([a, ...others].map((c) => c.choices[0]!.message.content)).size).toBeGreaterThan(1); // the seed matters
+  });
+
+  it("logit_bias: +100 makes every token the biased one, -100 bans it from the greedy reply", async () => {
+    const model = await servedModel();
+    try {
+      const body = { model: MODEL, messages: user("Once upon a time"), max_tokens: 5, temperature: 0 };
+      const [token] = model.tokenize("hello");
+      const forced = await client.chat.completions.create({ ...body, logit_bias: { [String(token)]: 100 } });
+      expect(forced.choices[0]!.message.content).toBe(model.detokenize(Array(5).fill(token)));
+      // the greedy reply's first token, banned: the reply no longer starts with it
+      const greedy = await client.chat.completions.create({ ...body, max_tokens: 1 });
+      const [first] = model.tokenize(greedy.choices[0]!.message.content!);
+      const banned = await client.chat.completions.create({ ...body, max_tokens: 1, logit_bias: { [String(first)]: -100 } });
+      expect(greedy.choices[0]!.message.content).not.toBe("");
+      expect(banned.choices[0]!.message.content).not.toBe(greedy.choices[0]!.message.content);
+    } finally {
+      await model.dispose();
+    }
+  });
+
+  it("presence and frequency penalties change a greedy reply that repeats its tokens", async () => {
+    const body = { model: MODEL, messages: user("Once upon a time"), max_tokens: 24, temperature: 0 };
+    const plain = (await client.chat.completions.create(body)).choices[0]!.message.content!;
+    const model = await servedModel();
+    try {
+      const tokens = model.tokenize(plain);
+      expect(new Set(tokens).size, "the greedy reply repeats a token (else a penalty has nothing to act on)").toBeLessThan(tokens.length);
+    } finally {
+      await model.dispose();
+    }
+    const penalized = (await client.chat.completions.create({ ...body, presence_penalty: 2, frequency_penalty: 2 })).choices[0]!.message.content;
+    expect(penalized).not.toBe(plain);
+    const repeat = { ...body, repeat_penalty: 1.5 } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming; // llama.cpp's extension
+    expect((await client.chat.completions.create(repeat)).choices[0]!.message.content).not.toBe(plain);
   });
 
   it("a request without max_tokens stops at the configured default (--default-max-tokens 6)", async () => {

@@ -9,6 +9,8 @@ import { createLogger } from "../../core/log.js";
 import { TEST_WHISPER_DIR } from "../../test/helpers/speech.js";
 import { EngineError, JobAbortedError } from "./errors.js";
 import { WhisperPool } from "./whisper.js";
+import { WhisperEngine } from "./engine/whisper-engine.js";
+import type { PrebuiltKind } from "../prebuilt.js";
 
 const tone = (seconds: number) => Float32Array.from({ length: seconds * 16_000 }, (_, i) => 0.4 * Math.sin((2 * Math.PI * 440 * i) / 16_000));
 const logger = createLogger("test", "silent");
@@ -154,5 +156,20 @@ describe("WhisperPool", () => {
     expect(running(enginePid)).toBe(true);
     agent.kill("SIGKILL");
     await vi.waitFor(() => expect(running(enginePid)).toBe(false), { timeout: 10_000, interval: 50 });
+  });
+});
+
+describe("WhisperEngine", () => {
+  it("whose addon cannot load fails each decode with the reason, and the process lives on to be stopped", async () => {
+    const settings = { memoryBudgetMb: 256, parallel: 1, threads: 1, temperatureFallback: false };
+    const engine = new WhisperEngine(settings, { backend: "nonexistent" as PrebuiltKind, gpu: false }, logger, () => undefined);
+    try {
+      const decode = () => engine.decode("base", join(TEST_WHISPER_DIR, "ggml-base.bin"), tone(1), params);
+      await expect(decode()).rejects.toThrow(new EngineError("Kiln's whisper addon is not built for node-llama-cpp's nonexistent binaries; run npm run build:whisper"));
+      await expect(decode()).rejects.toThrow(/not built for node-llama-cpp's nonexistent binaries/);
+      expect(engine.alive).toBe(true);
+    } finally {
+      await engine.stop(2000);
+    }
   });
 });

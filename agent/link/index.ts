@@ -245,4 +245,3 @@ function toTurn(m: { role: string; content: string }, i: number): ChatTurn {
 }
 
 export { Backoff } from "./backoff.js";
-

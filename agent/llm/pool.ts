@@ -43,7 +43,7 @@ export class ModelPool {
   ) {
     this.free = slots;
     this.maxTokenBytes = longestTokenBytes(model);
-    this.vocabularySize = [...model.iterateAllTokens()].length;
+    this.vocabularySize = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? 0; // what iterateAllTokens() counts
   }
 
   static async create(path: string, model: LlamaModel, options: { sequences: number; contextSize: number; threads: number; batchSize?: number }): Promise<ModelPool> {

@@ -23,27 +23,28 @@ describe("chooseWhisperBackend", () => {
     expect(backendCandidates("cpu")).toEqual(["cpu"]);
   });
 
-  it("takes the first folder whose probe finds a GPU, and never probes for --gpu cpu", async () => {
+  it("takes the first installed folder whose probe finds a GPU, skips folders without the addon, and never probes for --gpu cpu", async () => {
     const probed: PrebuiltKind[] = [];
     const probe = async (kind: PrebuiltKind) => (probed.push(kind), kind === "vulkan" ? [cpu, h100] : [cpu]);
     const { logger, warn } = recordingLogger();
-    // which folders have the addon installed decides what is probed; here all of them are (build-whisper ran)
-    const installed = (["cuda", "vulkan"] as const).filter((k) => installedWhisperAddon(k));
-    const chosen = await chooseWhisperBackend("auto", logger, probe);
-    expect(probed).toEqual(installed.filter((k) => k === "cuda" || k === "vulkan"));
-    if (installed.includes("vulkan")) expect(chosen).toEqual({ kind: "vulkan", gpu: true, devices: [cpu, h100] });
+    expect(await chooseWhisperBackend("auto", logger, { probe, installed: () => true })).toEqual({ kind: "vulkan", gpu: true, devices: [cpu, h100] });
+    expect(probed).toEqual(["cuda", "vulkan"]);
     expect(warn).not.toHaveBeenCalled(); // auto falling through CUDA without a GPU is not news
     probed.length = 0;
-    expect(await chooseWhisperBackend("cpu", logger, probe)).toEqual({ kind: "cpu", gpu: false, devices: [] });
+    expect(await chooseWhisperBackend("auto", logger, { probe, installed: (kind) => kind !== "vulkan" })).toEqual({ kind: "cpu", gpu: false, devices: [] });
+    expect(probed).toEqual(["cuda"]);
+    probed.length = 0;
+    expect(await chooseWhisperBackend("cpu", logger, { probe, installed: () => true })).toEqual({ kind: "cpu", gpu: false, devices: [] });
     expect(probed).toEqual([]);
   });
 
-  it.skipIf(!installedWhisperAddon("cuda"))("falls back to the CPU with a warning when the named GPU kind finds no GPU or its probe fails", async () => {
+  it("falls back to the CPU with a warning when the named GPU kind finds no GPU or its probe fails", async () => {
+    const installed = () => true;
     const noGpu = recordingLogger();
-    expect(await chooseWhisperBackend("cuda", noGpu.logger, async () => [cpu])).toEqual({ kind: "cpu", gpu: false, devices: [] });
+    expect(await chooseWhisperBackend("cuda", noGpu.logger, { installed, probe: async () => [cpu] })).toEqual({ kind: "cpu", gpu: false, devices: [] });
     expect(noGpu.warn.mock.calls[0]?.[1]).toMatch(/--gpu cuda: whisper's cuda backend found no GPU; transcription runs on the CPU/);
     const crashed = recordingLogger();
-    expect(await chooseWhisperBackend("cuda", crashed.logger, async () => { throw new Error("the probe process ended (SIGSEGV)"); })).toMatchObject({ kind: "cpu", gpu: false });
+    expect(await chooseWhisperBackend("cuda", crashed.logger, { installed, probe: async () => { throw new Error("the probe process ended (SIGSEGV)"); } })).toMatchObject({ kind: "cpu", gpu: false });
     expect(crashed.warn.mock.calls[0]?.[0]).toMatchObject({ backend: "cuda", err: "the probe process ended (SIGSEGV)" });
   });
 });

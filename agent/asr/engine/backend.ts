@@ -49,11 +49,20 @@ export function probeBackend(kind: PrebuiltKind, timeoutMs = PROBE_TIMEOUT_MS): 
   });
 }
 
+/** How `chooseWhisperBackend` looks at this machine (tests give their own). */
+export interface BackendProbes {
+  /** Whether folder `kind` has the whisper addon. Default: its stamp is there. */
+  installed?: (kind: PrebuiltKind) => boolean;
+  /** The devices folder `kind`'s backends find. Default: `probeBackend`. */
+  probe?: (kind: PrebuiltKind) => Promise<BackendDevice[]>;
+}
+
 /** Chooses the folder for `compute` (see the module's comment); never fails: the CPU folder is the fallback. */
-export async function chooseWhisperBackend(compute: WhisperCompute, logger: Logger, probe = probeBackend): Promise<WhisperBackend> {
+export async function chooseWhisperBackend(compute: WhisperCompute, logger: Logger, probes: BackendProbes = {}): Promise<WhisperBackend> {
+  const { installed = (kind) => installedWhisperAddon(kind) !== undefined, probe = probeBackend } = probes;
   for (const kind of backendCandidates(compute)) {
     if (kind === "cpu") break;
-    if (!installedWhisperAddon(kind)) continue;
+    if (!installed(kind)) continue;
     try {
       const devices = await probe(kind);
       if (devices.some((d) => d.type === "gpu" || d.type === "igpu")) {

@@ -1,7 +1,7 @@
 /**
  * The whisper engine process, forked by WhisperEngine: loads Kiln's whisper addon from the
- * prebuilt folder the pool chose (engine/backend.ts), hosts its models (ModelCache) and answers the agent's decode requests by id, streaming segments as whisper
- * finishes them. A native crash here ends this process only; the process ends too when the
+ * prebuilt folder the pool chose (engine/backend.ts), hosts its models (ModelCache) and answers
+ * the agent's decode requests by id, streaming segments as whisper finishes them. A native crash here ends this process only; the process ends too when the
  * agent goes (its IPC channel closes).
  */
 import { EngineError } from "../errors.js";
