@@ -8,6 +8,20 @@ import { InvalidRequestError } from "./errors.js";
 /** The JSON type of a parsed value, as a client would name it. */
 const typeName = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
+/** Characters of a refused string a message quotes. */
+const QUOTED_CHARS = 40;
+
+/**
+ * A refused value as a message shows it: a number, boolean or null as JSON; a string quoted, cut at
+ * QUOTED_CHARS with its length; an array or object by its type only (writing one out could be
+ * megabytes, or overflow the stack when deeply nested).
+ */
+export function describeValue(v: unknown): string {
+  if (typeof v === "string") return v.length > QUOTED_CHARS ? `${JSON.stringify(v.slice(0, QUOTED_CHARS)).slice(0, -1)}…" (${v.length} characters)` : JSON.stringify(v);
+  if (typeof v === "object" && v !== null) return typeName(v);
+  return String(v);
+}
+
 /** 400 `missing_required_field`. */
 export function missingField(field: string): never {
   throw new InvalidRequestError("missing_required_field", `${field}: is required`, field);

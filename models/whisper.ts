@@ -61,6 +61,6 @@ export const WHISPER_LANGUAGES: Readonly<Record<string, string>> = {
 /** A language code as whisper knows it ("EN" → "en", "english" → "en"), or undefined. */
 export function normalizeLanguage(value: string): string | undefined {
   const v = value.trim().toLowerCase();
-  if (v in WHISPER_LANGUAGES) return v;
+  if (Object.hasOwn(WHISPER_LANGUAGES, v)) return v; // not `in`: "constructor" is in every object
   return Object.entries(WHISPER_LANGUAGES).find(([, name]) => name === v)?.[0];
 }

@@ -91,6 +91,9 @@ describe("POST /api/process", () => {
     ["model", { model: "tiny" }, "invalid_model"],
     ["model", { model: "small" }, "model_not_installed"],
     ["language", { language: "klingon" }, "invalid_language"],
+    // names every object inherits are no language: whisper.cpp took "constructor" as language -1 and its engine process died
+    ["language", { language: "constructor" }, "invalid_language"],
+    ["source_language", { translate: "true", target_language: "de", source_language: "__proto__" }, "invalid_language"],
     ["source_language", { language: "en", source_language: "de" }, "conflicting_language"],
     ["translate", { translate: "maybe" }, "invalid_boolean"],
     ["target_language", { translate: "true", target_language: "xx" }, "invalid_language"],

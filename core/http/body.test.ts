@@ -18,6 +18,16 @@ app.post("/echo", async (c) => {
 });
 
 let server: HttpListener;
+
+describe("nesting", () => {
+  it("refuses JSON nested deeper than 64 levels with a 400 invalid_json naming body; 64 levels pass", async () => {
+    const nested = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+    const res = await app.request("/echo", { method: "POST", headers: { "content-type": "application/json" }, body: nested(65) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code: "invalid_json", message: "body: nested deeper than 64 levels", param: "body" });
+    expect((await app.request("/echo", { method: "POST", headers: { "content-type": "application/json" }, body: nested(64) })).status).toBe(200);
+  });
+});
 beforeAll(async () => { server = await listenHttp(app.fetch, { host: "127.0.0.1", port: 0 }); });
 afterAll(() => server?.close());
 

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -207,6 +208,9 @@ void ReadParams(Napi::Env env, Napi::Object o, Params& p) {
     string("language", p.language);
     string("prompt", p.prompt);
     if (f.n_threads < 1) throw Napi::RangeError::New(env, "transcribe: params.threads must be at least 1");
+    // whisper.cpp would take an unknown code as language -1, and whisper_lang_str(-1) is null.
+    if (p.language != "auto" && whisper_lang_id(p.language.c_str()) < 0)
+        throw Napi::RangeError::New(env, "transcribe: params.language: \"" + p.language + "\" is not a language whisper knows");
 }
 
 class TranscribeWorker : public Napi::AsyncProgressQueueWorker<Segment> {
@@ -227,7 +231,9 @@ class TranscribeWorker : public Napi::AsyncProgressQueueWorker<Segment> {
 
     void Execute(const ExecutionProgress& progress) override {
         whisper_context* ctx = model->context;
-        whisper_state* state = whisper_init_state(ctx);
+        // freed however Execute ends (a segment copy can throw std::bad_alloc)
+        std::unique_ptr<whisper_state, decltype(&whisper_free_state)> owned(whisper_init_state(ctx), whisper_free_state);
+        whisper_state* state = owned.get();
         if (!state) return SetError("whisper.cpp could not allocate a decoding state (out of memory?)");
         whisper_full_params f = params.full;
         f.language = params.language.c_str();
@@ -243,13 +249,9 @@ class TranscribeWorker : public Napi::AsyncProgressQueueWorker<Segment> {
         };
         f.new_segment_callback_user_data = this;
         int rc = whisper_full_with_state(ctx, state, f, pcm.data(), static_cast<int>(pcm.size()));
-        if (rc != 0) {
-            whisper_free_state(state);
-            return SetError("whisper.cpp failed to decode this audio (code " + std::to_string(rc) + ")");
-        }
+        if (rc != 0) return SetError("whisper.cpp failed to decode this audio (code " + std::to_string(rc) + ")");
         int n = whisper_full_n_segments_from_state(state);
         for (int i = 0; i < n; i++) segments.push_back(Read(ctx, state, i));
-        whisper_free_state(state);
     }
 
     void OnProgress(const Segment* data, size_t count) override {
@@ -272,7 +274,8 @@ class TranscribeWorker : public Napi::AsyncProgressQueueWorker<Segment> {
         seg.t0 = whisper_full_get_segment_t0_from_state(state, i);
         seg.t1 = whisper_full_get_segment_t1_from_state(state, i);
         seg.text = whisper_full_get_segment_text_from_state(state, i);
-        seg.lang = whisper_lang_str(whisper_full_lang_id_from_state(state));
+        const char* lang = whisper_lang_str(whisper_full_lang_id_from_state(state));
+        seg.lang = lang ? lang : "";
         int n = whisper_full_n_tokens_from_state(state, i);
         seg.tokens.reserve(n);
         for (int j = 0; j < n; j++) {

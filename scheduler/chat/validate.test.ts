@@ -17,10 +17,10 @@ describe("validateChatCompletion", () => {
   });
 
   it("takes every sampling field as given, stop as a list, max_completion_tokens as max_tokens", () => {
-    const body = { ...base, max_completion_tokens: 7, top_p: 0.5, top_k: 40, min_p: 0.05, seed: -3, presence_penalty: -2, frequency_penalty: 2, repeat_penalty: 1.1, logit_bias: { "0": -100, "50256": 100 }, stop: "\n" };
+    const body = { ...base, max_completion_tokens: 7, top_p: 0.5, top_k: 40, min_p: 0.05, seed: 4294967295, presence_penalty: -2, frequency_penalty: 2, repeat_penalty: 1.1, logit_bias: { "0": -100, "50256": 100 }, stop: "\n" };
     expect(validateChatCompletion(body)).toMatchObject({
       maxTokens: 7,
-      sampling: { topP: 0.5, topK: 40, minP: 0.05, seed: -3, presencePenalty: -2, frequencyPenalty: 2, repeatPenalty: 1.1, logitBias: { "0": -100, "50256": 100 }, stop: ["\n"] },
+      sampling: { topP: 0.5, topK: 40, minP: 0.05, seed: 4294967295, presencePenalty: -2, frequencyPenalty: 2, repeatPenalty: 1.1, logitBias: { "0": -100, "50256": 100 }, stop: ["\n"] },
     });
     expect(validateChatCompletion({ ...base, max_tokens: 9, max_completion_tokens: 9, stop: ["a", "b", "c", "d"] })).toMatchObject({ maxTokens: 9, sampling: { stop: ["a", "b", "c", "d"] } });
     expect(validateChatCompletion({ ...base, stop: [], logit_bias: {}, n: 1, logprobs: false, top_logprobs: 0, response_format: { type: "text" }, tools: [], tool_choice: "none", store: false })).not.toHaveProperty("sampling");
@@ -76,11 +76,18 @@ describe("validateChatCompletion", () => {
     [{ ...base, tool_choice: "required" }, "unsupported_parameter", "tool_choice: tools are not supported yet"],
     [{ ...base, store: true }, "unsupported_parameter", "store: completions are not stored by this service"],
     [{ ...base, audio: { voice: "x" } }, "unsupported_parameter", "audio: not supported by this service"],
+    [{ ...base, modalities: ["text", "audio"] }, "unsupported_parameter", "modalities: only text output is supported"],
+    [{ ...base, modalities: "audio" }, "invalid_type", "modalities: expected an array, got string"],
+    [{ model: "m".repeat(1000), messages: base.messages }, "model_not_found", `model: "${"m".repeat(40)}…" (1000 characters) is not a model of this service (see GET /v1/models)`],
     [{ ...base, max_completion_tokens: 0 }, "invalid_max_completion_tokens", "max_completion_tokens: expected an integer of at least 1, got 0"],
     [{ ...base, max_tokens: 5, max_completion_tokens: 6 }, "invalid_max_tokens", "max_completion_tokens: 6 differs from max_tokens 5; send one"],
     [{ ...base, top_p: 1.5 }, "invalid_top_p", "top_p: 1.5 is outside 0 to 1"],
-    [{ ...base, top_k: -1 }, "invalid_top_k", "top_k: expected an integer of at least 0, got -1"],
-    [{ ...base, seed: 1.5 }, "invalid_seed", "seed: expected an integer of at least -9007199254740991, got 1.5"],
+    [{ ...base, top_k: -1 }, "invalid_top_k", "top_k: expected an integer from 0 to 2147483647, got -1"],
+    [{ ...base, seed: 1.5 }, "invalid_seed", "seed: expected an integer from 0 to 4294967295, got 1.5"],
+    [{ ...base, seed: -1 }, "invalid_seed", "seed: expected an integer from 0 to 4294967295, got -1"],
+    [{ ...base, seed: 2 ** 32 }, "invalid_seed", "seed: expected an integer from 0 to 4294967295, got 4294967296"],
+    [{ ...base, top_k: 2 ** 32 + 5 }, "invalid_top_k", "top_k: expected an integer from 0 to 2147483647, got 4294967301"],
+    [{ ...base, repeat_penalty: 0 }, "invalid_repeat_penalty", "repeat_penalty: must be above 0"],
     [{ ...base, presence_penalty: 2.5 }, "invalid_presence_penalty", "presence_penalty: 2.5 is outside -2 to 2"],
     [{ ...base, frequency_penalty: "1" }, "invalid_type", "frequency_penalty: expected a number from -2 to 2, got string"],
     [{ ...base, stop: ["a", "b", "c", "d", "e"] }, "invalid_stop", "stop: at most 4 sequences, got 5"],
@@ -105,6 +112,15 @@ describe("validateChatCompletion", () => {
     [{ ...base, stream_options: { include_usage: "yes" } }, "invalid_type", "stream_options.include_usage: expected a boolean, got string"],
   ])("refuses %j with %s", (body, code, message) => {
     expect(() => validateChatCompletion(body)).toThrow(expect.objectContaining({ status: 400, type: "invalid_request_error", code, message }));
+  });
+
+  it("describes a refused value without writing it out whole: deep arrays by their type (stringifying one overflowed the stack: a 500), long strings cut", () => {
+    const deep = JSON.parse(`${"[".repeat(30_000)}${"]".repeat(30_000)}`) as unknown;
+    for (const field of ["seed", "top_k", "max_tokens", "n"]) {
+      expect(() => validateChatCompletion({ ...base, [field]: deep })).toThrow(expect.objectContaining({ status: 400, message: `${field}: expected an integer ${field === "seed" ? "from 0 to 4294967295" : field === "top_k" ? "from 0 to 2147483647" : "of at least 1"}, got array` }));
+    }
+    expect(() => validateChatCompletion({ ...base, logit_bias: { "1": deep } })).toThrow(expect.objectContaining({ status: 400, message: "logit_bias.1: expected a number from -100 to 100, got array" }));
+    expect(() => validateChatCompletion({ ...base, seed: "x".repeat(100_000) })).toThrow(expect.objectContaining({ message: `seed: expected an integer from 0 to 4294967295, got "${"x".repeat(40)}…" (100000 characters)` }));
   });
 
   it("names the offending field for the error body's param", () => {

@@ -6,7 +6,7 @@
  * `InvalidRequestError` whose message starts with the offending field's path, which is also its `param`.
  */
 import { InvalidRequestError } from "../../core/errors.js";
-import { jsonObject, missingField, wrongType } from "../../core/validate.js";
+import { describeValue, jsonObject, missingField, wrongType } from "../../core/validate.js";
 import { CHAT_ROLES, isChatRole, type Sampling } from "../../core/chat.js";
 import { isCatalogModel } from "../../models/catalog.js";
 import type { ChatMessage, CompletionRequest } from "../fleet/index.js";
@@ -24,15 +24,17 @@ export interface ChatValidationOptions {
   defaultMaxTokens?: number;
 }
 
-/** The request's members this validator reads. */
+/**
+ * The request's members this validator reads. Every other member is reported as ignored: a newer
+ * client's fields, and OpenAI's that change nothing here (`user`, `metadata`, `parallel_tool_calls`
+ * without tools).
+ */
 const HANDLED = new Set([
   "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed",
   "presence_penalty", "frequency_penalty", "repeat_penalty", "logit_bias", "stop", "stream", "stream_options",
-  "n", "logprobs", "top_logprobs", "response_format", "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call",
+  "n", "logprobs", "top_logprobs", "response_format", "tools", "tool_choice", "functions", "function_call",
   "store", "service_tier", "modalities", "audio", "prediction", "web_search_options", "reasoning_effort",
 ]);
-/** Members OpenAI defines that change nothing about the reply: accepted, and reported as ignored. */
-const METADATA = new Set(["user", "metadata", "safety_identifier", "prompt_cache_key"]);
 
 /** Most stop texts, as OpenAI allows. */
 const MAX_STOPS = 4;
@@ -57,15 +59,21 @@ function numberIn(b: Record<string, unknown>, field: string, min: number, max: n
   return v;
 }
 
-/** An integer of at least `min`, else a 400 naming `field`. */
-function integerFrom(b: Record<string, unknown>, field: string, min: number): number | undefined {
+/** An integer in [min, max], else a 400 naming `field`. */
+function integerFrom(b: Record<string, unknown>, field: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const v = b[field];
   if (!present(v)) return undefined;
-  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) {
-    throw new InvalidRequestError(`invalid_${field}`, `${field}: expected an integer of at least ${min}, got ${JSON.stringify(v)}`, field);
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min || v > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new InvalidRequestError(`invalid_${field}`, `${field}: expected an integer ${range}, got ${describeValue(v)}`, field);
   }
   return v;
 }
+
+/** Largest `top_k` (llama.cpp reads it as a 32-bit signed integer). */
+const MAX_TOP_K = 2 ** 31 - 1;
+/** Largest `seed` (llama.cpp's seeds are 32-bit unsigned; a larger one would wrap, a negative one become 0). */
+const MAX_SEED = 2 ** 32 - 1;
 
 function validateMessages(raw: unknown): ChatMessage[] {
   if (!present(raw)) missingField("messages");
@@ -97,7 +105,7 @@ function messageText(content: unknown, at: string): string {
     if (typeof part !== "object" || part === null || Array.isArray(part)) wrongType(where, "a content part object", part);
     const { type, text } = part as Record<string, unknown>;
     if (type !== "text") {
-      throw new InvalidRequestError("unsupported_content", `${where}: content parts of type ${JSON.stringify(type)} are not supported; only "text"`, where);
+      throw new InvalidRequestError("unsupported_content", `${where}: content parts of type ${describeValue(type)} are not supported; only "text"`, where);
     }
     if (typeof text !== "string") wrongType(`${where}.text`, "a string", text);
     return text;
@@ -122,9 +130,9 @@ function validateLogitBias(v: unknown): Record<string, number> | undefined {
   if (entries.length > MAX_LOGIT_BIAS) throw new InvalidRequestError("invalid_logit_bias", `logit_bias: at most ${MAX_LOGIT_BIAS} tokens, got ${entries.length}`, "logit_bias");
   const out: Record<string, number> = {};
   for (const [id, bias] of entries) {
-    if (!/^(0|[1-9]\d{0,9})$/.test(id)) throw new InvalidRequestError("invalid_logit_bias", `logit_bias: "${id}" is not a token id`, "logit_bias");
+    if (!/^(0|[1-9]\d{0,9})$/.test(id)) throw new InvalidRequestError("invalid_logit_bias", `logit_bias: ${describeValue(id)} is not a token id`, "logit_bias");
     if (typeof bias !== "number" || !Number.isFinite(bias) || bias < -100 || bias > 100) {
-      throw new InvalidRequestError("invalid_logit_bias", `logit_bias.${id}: expected a number from -100 to 100, got ${JSON.stringify(bias)}`, "logit_bias");
+      throw new InvalidRequestError("invalid_logit_bias", `logit_bias.${id}: expected a number from -100 to 100, got ${describeValue(bias)}`, "logit_bias");
     }
     out[id] = bias;
   }
@@ -134,22 +142,25 @@ function validateLogitBias(v: unknown): Record<string, number> | undefined {
 /** Refuses the OpenAI features this service does not implement, when a request asks for them. */
 function refuseUnsupported(b: Record<string, unknown>): void {
   if (present(b.n) && b.n !== 1) {
-    if (typeof b.n !== "number" || !Number.isInteger(b.n) || b.n < 1) throw new InvalidRequestError("invalid_n", `n: expected an integer of at least 1, got ${JSON.stringify(b.n)}`, "n");
+    if (typeof b.n !== "number" || !Number.isInteger(b.n) || b.n < 1) throw new InvalidRequestError("invalid_n", `n: expected an integer of at least 1, got ${describeValue(b.n)}`, "n");
     unsupported("n", "more than one choice per request is not supported yet");
   }
   if (b.logprobs === true) unsupported("logprobs", "log probabilities are not supported yet");
   if (present(b.top_logprobs) && b.top_logprobs !== 0) unsupported("top_logprobs", "log probabilities are not supported yet");
   if (present(b.response_format)) {
     const type = typeof b.response_format === "object" && !Array.isArray(b.response_format) ? (b.response_format as Record<string, unknown>).type : undefined;
-    if (type !== "text") unsupported("response_format", `${JSON.stringify(type ?? b.response_format)} is not supported yet; only {"type": "text"}`);
+    if (type !== "text") unsupported("response_format", `${describeValue(type ?? b.response_format)} is not supported yet; only {"type": "text"}`);
   }
   if (Array.isArray(b.tools) ? b.tools.length > 0 : present(b.tools)) unsupported("tools", "tools are not supported yet");
   if (present(b.tool_choice) && b.tool_choice !== "none" && b.tool_choice !== "auto") unsupported("tool_choice", "tools are not supported yet");
   if (Array.isArray(b.functions) ? b.functions.length > 0 : present(b.functions)) unsupported("functions", "function calling is not supported yet");
   if (present(b.function_call) && b.function_call !== "none" && b.function_call !== "auto") unsupported("function_call", "function calling is not supported yet");
   if (b.store === true) unsupported("store", "completions are not stored by this service");
-  if (present(b.service_tier) && b.service_tier !== "auto" && b.service_tier !== "default") unsupported("service_tier", `${JSON.stringify(b.service_tier)} is not offered; the account's tier applies`);
-  if (Array.isArray(b.modalities) && b.modalities.some((m) => m !== "text")) unsupported("modalities", "only text output is supported");
+  if (present(b.service_tier) && b.service_tier !== "auto" && b.service_tier !== "default") unsupported("service_tier", `${describeValue(b.service_tier)} is not offered; the account's tier applies`);
+  if (present(b.modalities)) {
+    if (!Array.isArray(b.modalities)) wrongType("modalities", "an array", b.modalities);
+    if (b.modalities.some((m) => m !== "text")) unsupported("modalities", "only text output is supported");
+  }
   for (const field of ["audio", "prediction", "web_search_options", "reasoning_effort"]) if (present(b[field])) unsupported(field, "not supported by this service");
 }
 
@@ -158,11 +169,11 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
 
   if (!present(b.model)) missingField("model");
   if (typeof b.model !== "string") wrongType("model", "a string", b.model);
-  if (!isCatalogModel(b.model)) throw new InvalidRequestError("model_not_found", `model: "${b.model}" is not a model of this service (see GET /v1/models)`, "model");
+  if (!isCatalogModel(b.model)) throw new InvalidRequestError("model_not_found", `model: ${describeValue(b.model)} is not a model of this service (see GET /v1/models)`, "model");
   const messages = validateMessages(b.messages);
   refuseUnsupported(b);
 
-  const ignored = Object.keys(b).filter((k) => !HANDLED.has(k) || METADATA.has(k));
+  const ignored = Object.keys(b).filter((k) => !HANDLED.has(k));
   const out: ChatCompletionBody = { model: b.model, messages, stream: false, includeUsage: false, ignored };
 
   const maxTokens = integerFrom(b, "max_tokens", 1);
@@ -179,12 +190,15 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
   const sampling: Sampling = {};
   const set = <K extends keyof Sampling>(key: K, value: Sampling[K] | undefined) => { if (value !== undefined) sampling[key] = value; };
   set("topP", numberIn(b, "top_p", 0, 1));
-  set("topK", integerFrom(b, "top_k", 0));
+  set("topK", integerFrom(b, "top_k", 0, MAX_TOP_K));
   set("minP", numberIn(b, "min_p", 0, 1));
-  set("seed", integerFrom(b, "seed", -(2 ** 53) + 1));
+  set("seed", integerFrom(b, "seed", 0, MAX_SEED));
   set("presencePenalty", numberIn(b, "presence_penalty", -2, 2));
   set("frequencyPenalty", numberIn(b, "frequency_penalty", -2, 2));
-  set("repeatPenalty", numberIn(b, "repeat_penalty", 0, 10));
+  const repeatPenalty = numberIn(b, "repeat_penalty", 0, 10);
+  // llama.cpp divides the logits of repeated tokens by it: 0 would make them infinitely likely
+  if (repeatPenalty === 0) throw new InvalidRequestError("invalid_repeat_penalty", "repeat_penalty: must be above 0", "repeat_penalty");
+  set("repeatPenalty", repeatPenalty);
   set("logitBias", validateLogitBias(b.logit_bias));
   set("stop", validateStop(b.stop));
   if (Object.keys(sampling).length > 0) out.sampling = sampling;

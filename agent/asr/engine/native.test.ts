@@ -67,6 +67,18 @@ describe("the whisper addon", () => {
     await expect(async () => addon.transcribe(model, bursts(1), {})).rejects.toThrow("the model has been freed");
   }, 60_000);
 
+  it("refuses a language whisper.cpp does not know instead of decoding it as language -1 (which crashed the process)", async () => {
+    const model = await addon.loadModel(MODEL, { gpu: false });
+    try {
+      for (const language of ["constructor", "klingon", ""]) {
+        await expect(async () => addon.transcribe(model, bursts(1), { threads: 1, temperatureInc: 0, language })).rejects.toThrow(`params.language: "${language}" is not a language whisper knows`);
+      }
+      expect(Array.isArray(await addon.transcribe(model, bursts(1), { threads: 1, temperatureInc: 0, language: "auto" }))).toBe(true);
+    } finally {
+      await model.free();
+    }
+  }, 60_000);
+
   it("fails a load of a file that is not a whisper model with a rejected promise", async () => {
     await expect(addon.loadModel(join(TEST_WHISPER_DIR, "..", "energy-vad.onnx"), { gpu: false })).rejects.toThrow(/could not load the model/);
   });
