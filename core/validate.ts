@@ -1,12 +1,11 @@
 /**
- * Errors of request-body validation, each naming the offending field's path first (`messages[0].role: …`),
- * as the error contract (core/errors.ts) asks. Unknown members are ignored by the validators; known members
- * of the wrong type are refused with what was expected and what came.
+ * Helpers of request-body validation (core/schema.ts runs the zod schemas), each error naming the offending
+ * field's path first (`messages[0].role: …`), as the error contract (core/errors.ts) asks.
  */
 import { InvalidRequestError } from "./errors.js";
 
 /** The JSON type of a parsed value, as a client would name it. */
-const typeName = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
+export const typeName = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
 /** Characters of a refused string a message quotes. */
 const QUOTED_CHARS = 40;
@@ -20,11 +19,6 @@ export function describeValue(v: unknown): string {
   if (typeof v === "string") return v.length > QUOTED_CHARS ? `${JSON.stringify(v.slice(0, QUOTED_CHARS)).slice(0, -1)}…" (${v.length} characters)` : JSON.stringify(v);
   if (typeof v === "object" && v !== null) return typeName(v);
   return String(v);
-}
-
-/** 400 `missing_required_field`. */
-export function missingField(field: string): never {
-  throw new InvalidRequestError("missing_required_field", `${field}: is required`, field);
 }
 
 /** 400 `invalid_type`: `field` held `value` where `expected` belongs. */

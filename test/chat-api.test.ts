@@ -70,7 +70,7 @@ describe("request rules (SPEC request table, DESIGN error table)", () => {
     ["content of the wrong type", { model: MODEL_ID, messages: [{ role: "user", content: 5 }] }, 400, "invalid_type", /^messages\[0\]\.content:/],
     ["max_tokens 0", { model: MODEL_ID, messages: user(), max_tokens: 0 }, 400, "invalid_max_tokens", /^max_tokens:/],
     ["max_tokens 1.5", { model: MODEL_ID, messages: user(), max_tokens: 1.5 }, 400, "invalid_max_tokens", /^max_tokens:/],
-    ["max_tokens as a string", { model: MODEL_ID, messages: user(), max_tokens: "10" }, 400, "invalid_max_tokens", /^max_tokens:/],
+    ["max_tokens as a string", { model: MODEL_ID, messages: user(), max_tokens: "10" }, 400, "invalid_type", /^max_tokens:/],
     ["stream not a boolean", { model: MODEL_ID, messages: user(), stream: "yes" }, 400, "invalid_type", /^stream:/],
     ["a body that is not an object", [1, 2], 400, "invalid_type", /^body:/],
   ];

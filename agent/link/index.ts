@@ -15,6 +15,7 @@ import { diskOf } from "../hardware/index.js";
 import { LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
 import { ChunkBatcher, type Piece } from "./coalesce.js";
+import { KILN_VERSION } from "../../core/version.js";
 
 export interface FleetLinkOptions {
   scheduler: HostPort;
@@ -88,7 +89,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     stream.write({
       register: {
         node_id: nodeId,
-        agent_version: "0.1.0",
+        agent_version: KILN_VERSION,
         hardware,
         pools: engine.modelPools.map((p) => ({ model_ids: p.modelIds, slots: p.slots, context_size: p.contextSize })),
       },

@@ -54,14 +54,14 @@ describe("validateChatCompletion", () => {
     [{ model: MODEL }, "missing_required_field", "messages: is required"],
     [{ model: MODEL, messages: null }, "missing_required_field", "messages: is required"],
     [{ model: MODEL, messages: {} }, "invalid_type", "messages: expected an array of messages, got object"],
-    [{ model: MODEL, messages: [] }, "invalid_messages", "messages: must hold at least one message"],
+    [{ model: MODEL, messages: [] }, "invalid_messages", "messages: expected at least one message, got 0 items"],
     [{ model: MODEL, messages: ["hi"] }, "invalid_type", "messages[0]: expected an object with role and content, got string"],
     [{ model: MODEL, messages: [null] }, "invalid_type", "messages[0]: expected an object with role and content, got null"],
     [{ model: MODEL, messages: [[]] }, "invalid_type", "messages[0]: expected an object with role and content, got array"],
     [{ model: MODEL, messages: [{ role: "user", content: "a" }, { content: "b" }] }, "missing_required_field", "messages[1].role: is required"],
     [{ model: MODEL, messages: [{ role: null, content: "b" }] }, "missing_required_field", "messages[0].role: is required"],
-    [{ model: MODEL, messages: [{ role: 1, content: "b" }] }, "invalid_type", "messages[0].role: expected a string, got number"],
-    [{ model: MODEL, messages: [{ role: "robot", content: "b" }] }, "invalid_role", 'messages[0].role: "robot" is not one of system, user, assistant, developer'],
+    [{ model: MODEL, messages: [{ role: 1, content: "b" }] }, "invalid_type", "messages[0].role: expected one of system, user, assistant, developer, got number"],
+    [{ model: MODEL, messages: [{ role: "robot", content: "b" }] }, "invalid_role", 'messages[0].role: expected one of system, user, assistant, developer, got "robot"'],
     [{ model: MODEL, messages: [{ role: "tool", content: "b" }] }, "unsupported_parameter", 'messages[0].role: "tool" messages need tools, which this service does not support yet'],
     [{ model: MODEL, messages: [{ role: "user", content: "b", name: "ann" }] }, "unsupported_parameter", "messages[0].name: participant names are not supported (the chat templates have no place for them)"],
     [{ model: MODEL, messages: [{ role: "assistant", content: null, tool_calls: [] }] }, "unsupported_parameter", "messages[0].tool_calls: tool calls are not supported yet"],
@@ -81,19 +81,19 @@ describe("validateChatCompletion", () => {
     [{ model: "m".repeat(1000), messages: base.messages }, "model_not_found", `model: "${"m".repeat(40)}…" (1000 characters) is not a model of this service (see GET /v1/models)`],
     [{ ...base, max_completion_tokens: 0 }, "invalid_max_completion_tokens", "max_completion_tokens: expected an integer of at least 1, got 0"],
     [{ ...base, max_tokens: 5, max_completion_tokens: 6 }, "invalid_max_tokens", "max_completion_tokens: 6 differs from max_tokens 5; send one"],
-    [{ ...base, top_p: 1.5 }, "invalid_top_p", "top_p: 1.5 is outside 0 to 1"],
+    [{ ...base, top_p: 1.5 }, "invalid_top_p", "top_p: expected a number from 0 to 1, got 1.5"],
     [{ ...base, top_k: -1 }, "invalid_top_k", "top_k: expected an integer from 0 to 2147483647, got -1"],
     [{ ...base, seed: 1.5 }, "invalid_seed", "seed: expected an integer from 0 to 4294967295, got 1.5"],
     [{ ...base, seed: -1 }, "invalid_seed", "seed: expected an integer from 0 to 4294967295, got -1"],
     [{ ...base, seed: 2 ** 32 }, "invalid_seed", "seed: expected an integer from 0 to 4294967295, got 4294967296"],
     [{ ...base, top_k: 2 ** 32 + 5 }, "invalid_top_k", "top_k: expected an integer from 0 to 2147483647, got 4294967301"],
-    [{ ...base, repeat_penalty: 0 }, "invalid_repeat_penalty", "repeat_penalty: must be above 0"],
-    [{ ...base, presence_penalty: 2.5 }, "invalid_presence_penalty", "presence_penalty: 2.5 is outside -2 to 2"],
+    [{ ...base, repeat_penalty: 0 }, "invalid_repeat_penalty", "repeat_penalty: expected a number above 0 and at most 10, got 0"],
+    [{ ...base, presence_penalty: 2.5 }, "invalid_presence_penalty", "presence_penalty: expected a number from -2 to 2, got 2.5"],
     [{ ...base, frequency_penalty: "1" }, "invalid_type", "frequency_penalty: expected a number from -2 to 2, got string"],
-    [{ ...base, stop: ["a", "b", "c", "d", "e"] }, "invalid_stop", "stop: at most 4 sequences, got 5"],
-    [{ ...base, stop: [""] }, "invalid_stop", "stop[0]: must be 1 to 256 characters"],
+    [{ ...base, stop: ["a", "b", "c", "d", "e"] }, "invalid_stop", "stop: expected at most 4 sequences, got 5 items"],
+    [{ ...base, stop: [""] }, "invalid_stop", "stop[0]: expected a string of 1 to 256 characters, got \"\""],
     [{ ...base, stop: 5 }, "invalid_type", "stop: expected a string or an array of strings, got number"],
-    [{ ...base, logit_bias: { "-1": 5 } }, "invalid_logit_bias", 'logit_bias: "-1" is not a token id'],
+    [{ ...base, logit_bias: { "-1": 5 } }, "invalid_logit_bias", 'logit_bias: expected keys that are a token id, got "-1"'],
     [{ ...base, logit_bias: { "12": 101 } }, "invalid_logit_bias", "logit_bias.12: expected a number from -100 to 100, got 101"],
     [{ ...base, logit_bias: [1] }, "invalid_type", "logit_bias: expected an object of token ids to numbers, got array"],
     [{ model: MODEL, messages: [{ role: "user" }] }, "missing_required_field", "messages[0].content: is required"],
@@ -101,11 +101,11 @@ describe("validateChatCompletion", () => {
     [{ model: MODEL, messages: [{ role: "user", content: 3 }] }, "invalid_type", "messages[0].content: expected a string or an array of content parts, got number"],
     [{ ...base, max_tokens: 0 }, "invalid_max_tokens", "max_tokens: expected an integer of at least 1, got 0"],
     [{ ...base, max_tokens: 1.5 }, "invalid_max_tokens", "max_tokens: expected an integer of at least 1, got 1.5"],
-    [{ ...base, max_tokens: "5" }, "invalid_max_tokens", 'max_tokens: expected an integer of at least 1, got "5"'],
+    [{ ...base, max_tokens: "5" }, "invalid_type", "max_tokens: expected an integer of at least 1, got string"],
     [{ ...base, temperature: "1" }, "invalid_type", "temperature: expected a number from 0 to 2, got string"],
     [{ ...base, temperature: Infinity }, "invalid_type", "temperature: expected a number from 0 to 2, got number"],
-    [{ ...base, temperature: -0.01 }, "invalid_temperature", "temperature: -0.01 is outside 0 to 2"],
-    [{ ...base, temperature: 2.01 }, "invalid_temperature", "temperature: 2.01 is outside 0 to 2"],
+    [{ ...base, temperature: -0.01 }, "invalid_temperature", "temperature: expected a number from 0 to 2, got -0.01"],
+    [{ ...base, temperature: 2.01 }, "invalid_temperature", "temperature: expected a number from 0 to 2, got 2.01"],
     [{ ...base, stream: "true" }, "invalid_type", "stream: expected a boolean, got string"],
     [{ ...base, stream_options: [] }, "invalid_type", "stream_options: expected an object, got array"],
     [{ ...base, stream_options: true }, "invalid_type", "stream_options: expected an object, got boolean"],
@@ -120,7 +120,8 @@ describe("validateChatCompletion", () => {
       expect(() => validateChatCompletion({ ...base, [field]: deep })).toThrow(expect.objectContaining({ status: 400, message: `${field}: expected an integer ${field === "seed" ? "from 0 to 4294967295" : field === "top_k" ? "from 0 to 2147483647" : "of at least 1"}, got array` }));
     }
     expect(() => validateChatCompletion({ ...base, logit_bias: { "1": deep } })).toThrow(expect.objectContaining({ status: 400, message: "logit_bias.1: expected a number from -100 to 100, got array" }));
-    expect(() => validateChatCompletion({ ...base, seed: "x".repeat(100_000) })).toThrow(expect.objectContaining({ message: `seed: expected an integer from 0 to 4294967295, got "${"x".repeat(40)}…" (100000 characters)` }));
+    expect(() => validateChatCompletion({ ...base, seed: "x".repeat(100_000) })).toThrow(expect.objectContaining({ message: "seed: expected an integer from 0 to 4294967295, got string" }));
+    expect(() => validateChatCompletion({ ...base, stop: ["x".repeat(100_000)] })).toThrow(expect.objectContaining({ message: `stop[0]: expected a string of 1 to 256 characters, got "${"x".repeat(40)}…" (100000 characters)` }));
   });
 
   it("names the offending field for the error body's param", () => {
@@ -129,7 +130,7 @@ describe("validateChatCompletion", () => {
     expect(() => validateChatCompletion({ model: "gpt-9", messages: base.messages })).toThrow(expect.objectContaining({ code: "model_not_found", field: "model" }));
     expect(() => validateChatCompletion({ model: MODEL, messages: [] })).toThrow(expect.objectContaining({ code: "invalid_messages", field: "messages" }));
     expect(() => validateChatCompletion({ ...base, max_tokens: 0 })).toThrow(expect.objectContaining({ code: "invalid_max_tokens", field: "max_tokens" }));
-    expect(() => validateChatCompletion({ ...base, stop: [""] })).toThrow(expect.objectContaining({ field: "stop" }));
+    expect(() => validateChatCompletion({ ...base, stop: [""] })).toThrow(expect.objectContaining({ field: "stop[0]" }));
     expect(() => validateChatCompletion({ ...base, messages: [{ role: "user", content: [{ type: "input_audio" }] }] })).toThrow(expect.objectContaining({ field: "messages[0].content[0]" }));
   });
 });

@@ -9,8 +9,10 @@ import { secureHeaders } from "hono/secure-headers";
 import { InvalidRequestError, NotFoundError } from "../../core/errors.js";
 import { bearerToken, readJsonBody, staticFiles } from "../../core/http/index.js";
 import { existingOr } from "../../core/paths.js";
-import { ACCOUNT_NAME_RULE, isTier, isValidAccountName, TIERS, type KeyService } from "../auth/index.js";
+import { ACCOUNT_NAME_RULE, isValidAccountName, TIERS, type KeyService } from "../auth/index.js";
 import { SERVER_TYPES, type McpService } from "../mcp/index.js";
+import { parseBody } from "../../core/schema.js";
+import { CreateKeyRequest } from "./schema.js";
 
 /** The static folder: beside this module in the sources, or back in the sources from dist/. */
 const STATIC = existingOr(new URL("./static/", import.meta.url), new URL("../../../scheduler/dashboard/static/", import.meta.url));
@@ -72,14 +74,7 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
     return c.json({ data: [...byAccount.values()] });
   });
   api.post("/keys", async (c) => {
-    const body = await readJsonBody(c, deps.maxBodyBytes) as Record<string, unknown>;
-    const account = typeof body?.account === "string" ? body.account.trim() : "";
-    if (!isValidAccountName(account)) throw new InvalidRequestError("invalid_account", `account: ${ACCOUNT_NAME_RULE}`);
-    const tier = String(body.tier ?? "");
-    if (!isTier(tier)) throw new InvalidRequestError("invalid_tier", `tier: one of ${TIERS.join(", ")}`);
-    const rpm = body.rpm === undefined || body.rpm === "" || body.rpm === null ? undefined : Number(body.rpm);
-    if (rpm !== undefined && !(Number.isInteger(rpm) && rpm > 0)) throw new InvalidRequestError("invalid_rpm", "rpm: a whole number of at least 1");
-    if (tier === "enterprise" && rpm === undefined) throw new InvalidRequestError("invalid_rpm", "rpm: required for the enterprise tier");
+    const { account, tier, rpm } = parseBody(CreateKeyRequest, await readJsonBody(c, deps.maxBodyBytes));
     return c.json(await deps.keys.create({ account, tier, ...(rpm ? { rpm } : {}) }), 201);
   });
   api.delete("/keys/:id", (c) => {

@@ -1,4 +1,4 @@
-/** The scheduler's public HTTP API (Hono): `/v1/chat/completions` and `/v1/models`; `/healthz`, `/readyz`, `/metrics`. */
+/** The scheduler's public HTTP API (Hono): `/v1/chat/completions`, `/v1/models`, `/v1/mcp`; `/healthz`, `/readyz`, `/metrics`, `/v1/openapi.json`; the dashboard. */
 import { Hono } from "hono";
 import type { AppEnv, HttpDeps } from "./env.js";
 import { authenticate, rateLimit } from "./middleware/auth.js";
@@ -7,6 +7,8 @@ import { chatRoutes } from "./routes/chat.js";
 import { dashboardRoutes } from "../dashboard/index.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { modelRoutes } from "./routes/models.js";
+import { openApiDocument } from "./openapi.js";
+import { KILN_VERSION } from "../../core/version.js";
 
 export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -21,6 +23,8 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
     return c.json(r, r.ready ? 200 : 503);
   });
   app.get("/metrics", () => deps.metrics.handler());
+  // The API's description, without a key (it holds no user data; clients and tools read it first).
+  app.get("/v1/openapi.json", (c) => c.json(openApiDocument(KILN_VERSION)));
   app.route("/", dashboardRoutes({ keys: deps.keys, mcp: deps.mcp, maxBodyBytes: deps.maxBodyBytes, ...(deps.adminToken ? { adminToken: deps.adminToken } : {}) }));
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
   app.route("/v1/chat/completions", chatRoutes(deps.fleet, deps.maxBodyBytes, deps.logger, deps.metrics, { inflight: deps.inflight, maxInflight: deps.maxInflight }, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));

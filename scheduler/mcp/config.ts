@@ -117,6 +117,17 @@ export const CONFIG_SCHEMAS: Record<ServerType, z.ZodType> = {
   ]),
 };
 
+/**
+ * The body of a configuration as the OpenAPI document shows it: the per-type `config` schemas above,
+ * under the members validateMcpConfig checks first (name, description, server_type).
+ */
+export const McpServerConfigBody = z.object({
+  name: z.string().min(1).max(200),
+  description: z.string().optional(),
+  server_type: z.enum(SERVER_TYPES),
+  config: z.union(Object.values(CONFIG_SCHEMAS) as [z.ZodType, ...z.ZodType[]]).meta({ description: "The server type's configuration. Secrets are named by *_env members (the account's secrets), never inlined." }),
+}).meta({ id: "McpServerConfig" });
+
 export interface McpServerConfig {
   name: string;
   description?: string;

@@ -9,6 +9,7 @@
  * is `--secrets-key` / `KILN_SECRETS_KEY` (32 bytes as base64 or hex) or, when unset, a key file
  * beside the database (`<db>.secrets-key`, created once with mode 0600), never the database.
  */
+import { z } from "zod";
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { ConfigError } from "../../core/errors.js";
@@ -18,6 +19,11 @@ import type { Db } from "../store/index.js";
 export const SECRET_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
 /** Largest secret value, in bytes (a PEM private key fits). */
 export const MAX_SECRET_BYTES = 16 * 1024;
+
+/** `PUT …/secrets/{name}`: the value, written once and never shown again. */
+export const SecretValueRequest = z.looseObject({
+  value: z.string({ error: "a non-empty string" }).min(1, { error: "a non-empty string" }).meta({ description: `The secret's value (at most ${16 * 1024} bytes).` }),
+}).meta({ id: "SecretValue" });
 /** Secrets per account. */
 export const MAX_SECRETS_PER_ACCOUNT = 100;
 

@@ -7,9 +7,10 @@ import type { StdioCatalog } from "../../config/index.js";
 import { InvalidRequestError, NotFoundError, ServiceUnavailableError } from "../../core/errors.js";
 import { InflightLimiter } from "../ratelimit/index.js";
 import type { Logger } from "../../core/log.js";
+import { parseBody } from "../../core/schema.js";
 import { validateMcpConfig } from "./config.js";
 import type { EgressPolicy } from "./egress.js";
-import { AccountSecrets, MAX_SECRET_BYTES, MAX_SECRETS_PER_ACCOUNT, SECRET_NAME } from "./secrets.js";
+import { AccountSecrets, MAX_SECRET_BYTES, MAX_SECRETS_PER_ACCOUNT, SECRET_NAME, SecretValueRequest } from "./secrets.js";
 import { McpStore, type StoredMcpServer } from "./store.js";
 import { testMcpServer, type McpTestResult } from "./tester.js";
 
@@ -82,8 +83,7 @@ export class McpService {
 
   setSecret(account: string, name: string, body: unknown): { name: string } {
     if (!SECRET_NAME.test(name)) throw new InvalidRequestError("invalid_secret_name", "name: a secret's name is 1–128 of A-Z, 0-9 and _, not starting with a digit");
-    const value = (body && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>).value : undefined);
-    if (typeof value !== "string" || value === "") throw new InvalidRequestError("missing_required_field", "value: required (a non-empty string)");
+    const { value } = parseBody(SecretValueRequest, body);
     if (Buffer.byteLength(value) > MAX_SECRET_BYTES) throw new InvalidRequestError("secret_too_large", `value: at most ${MAX_SECRET_BYTES} bytes`);
     if (!this.options.secrets.set(account, name, value)) throw new InvalidRequestError("secret_limit", `name: this account already has ${MAX_SECRETS_PER_ACCOUNT} secrets, the most it may keep`);
     return { name };

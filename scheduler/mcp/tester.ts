@@ -10,6 +10,7 @@
  * `mcp_unreachable`, `mcp_timeout` (502) — and never carry what the upstream server said: that
  * goes to the log, under the request's id.
  */
+import { z } from "zod";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
@@ -31,6 +32,11 @@ import { createPostgresServer, type SqlConfig } from "./sql.js";
 import { OperatorStdioTransport } from "./stdio.js";
 import type { StoredMcpServer } from "./store.js";
 import { createWebsocketServer, type WebsocketConfig } from "./websocket.js";
+
+/** `POST /v1/mcp/test`: which of the account's configurations to test. */
+export const McpTestRequest = z.looseObject({
+  server_id: z.string({ error: "a string" }).min(1, { error: "a configuration's id" }).meta({ description: "The id of one of the account's MCP configurations." }),
+}).meta({ id: "McpTestRequest" });
 
 export interface McpTestResult {
   server_id: string;

@@ -8,8 +8,8 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { PermissionError } from "../../../core/errors.js";
 import { tierAtLeast } from "../../auth/index.js";
 import { readJsonBody } from "../../../core/http/index.js";
-import { jsonObject, missingField, wrongType } from "../../../core/validate.js";
-import type { McpService } from "../../mcp/index.js";
+import { parseBody } from "../../../core/schema.js";
+import { McpTestRequest, type McpService } from "../../mcp/index.js";
 import type { AppEnv } from "../env.js";
 
 const standardTier: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -24,9 +24,7 @@ export function mcpRoutes(mcp: McpService, maxBodyBytes: number): Hono<AppEnv> {
   const account = (c: { get(key: "identity"): { account: string } }) => c.get("identity").account;
 
   app.post("/test", async (c) => {
-    const id = jsonObject(await readJsonBody(c, maxBodyBytes)).server_id;
-    if (id === undefined || id === null || id === "") missingField("server_id");
-    if (typeof id !== "string") wrongType("server_id", "a string", id);
+    const { server_id: id } = parseBody(McpTestRequest, await readJsonBody(c, maxBodyBytes));
     return c.json(await mcp.test(account(c), id, c.get("requestId")));
   });
   app.get("/servers", (c) => c.json({ object: "list", data: mcp.list(account(c)) }));

@@ -1,0 +1,156 @@
+/**
+ * The `POST /v1/chat/completions` request as one zod schema: what validation runs (validate.ts) and
+ * what the OpenAPI document shows. OpenAI's superset around the spec's rules: a field is honoured,
+ * or refused naming it (`unsupported_parameter`); unknown members pass (a newer client's fields).
+ * Each schema's `error` is the phrase of what it expects (core/schema.ts).
+ */
+import { z } from "zod";
+import { refusal } from "../../core/schema.js";
+import { describeValue } from "../../core/validate.js";
+import { isCatalogModel } from "../../models/catalog.js";
+
+/** Most stop texts, as OpenAI allows. */
+export const MAX_STOPS = 4;
+/** Longest stop text, in characters. */
+export const MAX_STOP_LENGTH = 256;
+/** Most `logit_bias` entries. */
+export const MAX_LOGIT_BIAS = 1024;
+/** Largest `top_k` (llama.cpp reads it as a 32-bit signed integer). */
+export const MAX_TOP_K = 2 ** 31 - 1;
+/** Largest `seed` (llama.cpp's seeds are 32-bit unsigned; a larger one would wrap, a negative one become 0). */
+export const MAX_SEED = 2 ** 32 - 1;
+
+/** The roles a message may have; `developer` (OpenAI's newer system role) is read as `system`. */
+export const MESSAGE_ROLES = ["system", "user", "assistant", "developer"] as const;
+
+type Check = (value: Record<string, unknown>) => { path: string[]; code: string; message: string } | undefined;
+
+/**
+ * `schema`, with `check` run first on the raw object: a refusal it finds is the error reported, before
+ * the schema's own (a `tool` message is refused as unsupported, not as an unknown role).
+ */
+function refuseFirst<S extends z.ZodType>(check: Check, schema: S) {
+  return z.preprocess((value, ctx) => {
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      const refused = check(value as Record<string, unknown>);
+      if (refused) ctx.addIssue({ code: "custom", path: refused.path, message: refused.message, params: { code: refused.code }, input: value });
+    }
+    return value;
+  }, schema);
+}
+
+const present = (v: unknown): boolean => v !== undefined && v !== null;
+
+const TextPart = refuseFirst(
+  (part) => part.type === "text" ? undefined : { path: [], code: "unsupported_content", message: `content parts of type ${describeValue(part.type)} are not supported; only "text"` },
+  z.looseObject({ type: z.literal("text"), text: z.string({ error: "a string" }) }, { error: "a content part object" }),
+).meta({ description: "A text part; the parts of a message are joined. Other part types (image_url, input_audio, file) are refused with 400 unsupported_content." });
+
+const Message = refuseFirst(
+  (m) => {
+    if (m.role === "tool" || m.role === "function") return { path: ["role"], code: "unsupported_parameter", message: `"${m.role}" messages need tools, which this service does not support yet` };
+    if (present(m.tool_calls)) return { path: ["tool_calls"], code: "unsupported_parameter", message: "tool calls are not supported yet" };
+    if (present(m.name)) return { path: ["name"], code: "unsupported_parameter", message: "participant names are not supported (the chat templates have no place for them)" };
+    return undefined;
+  },
+  z.looseObject({
+    role: z.enum(MESSAGE_ROLES, { error: `one of ${MESSAGE_ROLES.join(", ")}` }),
+    content: z.union([z.string(), z.array(TextPart)], { error: "a string or an array of content parts" }),
+  }, { error: "an object with role and content" }),
+);
+
+const nullable = <S extends z.ZodType>(schema: S, description: string) => schema.nullish().meta({ description });
+const numberIn = (min: number, max: number, description: string) => nullable(z.number({ error: `a number from ${min} to ${max}` }).min(min).max(max), description);
+const integerFrom = (min: number, max: number | undefined, description: string) => {
+  const range = max === undefined ? `of at least ${min}` : `from ${min} to ${max}`;
+  const base = z.int({ error: `an integer ${range}` }).min(min);
+  return nullable(max === undefined ? base : base.max(max), description);
+};
+const stopText = z.string({ error: `a string of 1 to ${MAX_STOP_LENGTH} characters` }).min(1).max(MAX_STOP_LENGTH);
+/** A field this service refuses when it is set (described so in the document). */
+const refused = (description: string) => z.unknown().optional().meta({ description: `Not supported: refused with 400 unsupported_parameter when set. ${description}` });
+
+const Fields = {
+  model: z.string({ error: "a string" })
+    .refine(isCatalogModel, refusal("model_not_found", (i) => `${describeValue(i.input)} is not a model of this service (see GET /v1/models)`))
+    .meta({ description: "A model of GET /v1/models." }),
+  messages: z.array(Message, { error: "an array of messages" }).min(1, { error: "at least one message" })
+    .meta({ description: "The conversation. Roles system, user, assistant and developer (read as system); content a string or text parts." }),
+  max_tokens: integerFrom(1, undefined, "Most tokens to generate; default the scheduler's --default-max-tokens, and never more than the context has left."),
+  max_completion_tokens: integerFrom(1, undefined, "OpenAI's newer name of max_tokens; when both are sent they must agree."),
+  temperature: numberIn(0, 2, "Sampling temperature; 0 is greedy. Default 1."),
+  top_p: numberIn(0, 1, "Nucleus sampling: the smallest set of tokens whose probabilities add up to top_p."),
+  top_k: integerFrom(0, MAX_TOP_K, "llama.cpp extension: sample from the k most likely tokens only (0: all)."),
+  min_p: numberIn(0, 1, "llama.cpp extension: drop tokens below min_p times the most likely token's probability."),
+  seed: integerFrom(0, MAX_SEED, "The same seed, request and model give the same reply."),
+  presence_penalty: numberIn(-2, 2, "Subtracted from the logit of each token already generated (over the last 64)."),
+  frequency_penalty: numberIn(-2, 2, "Subtracted from a token's logit once per time it was generated (over the last 64)."),
+  repeat_penalty: nullable(z.number({ error: "a number above 0 and at most 10" }).gt(0).max(10), "llama.cpp extension: the logits of tokens already generated are divided by it (1: off)."),
+  logit_bias: nullable(
+    z.record(z.string({ error: "a token id" }).regex(/^(0|[1-9]\d{0,9})$/), z.number({ error: "a number from -100 to 100" }).min(-100).max(100), { error: "an object of token ids to numbers" })
+      .refine((bias) => Object.keys(bias).length <= MAX_LOGIT_BIAS, refusal("invalid_logit_bias", (i) => `at most ${MAX_LOGIT_BIAS} tokens, got ${Object.keys(i.input as object).length}`)),
+    "Token id → bias added to its logit (-100 to 100; -100 bans the token). A token id the model does not have is a 400.",
+  ),
+  stop: nullable(
+    z.union([stopText, z.array(stopText).max(MAX_STOPS, { error: `at most ${MAX_STOPS} sequences` })], { error: "a string or an array of strings" }),
+    `Up to ${MAX_STOPS} texts that end the reply where they first appear (finish_reason "stop"); never part of it.`,
+  ),
+  stream: nullable(z.boolean({ error: "a boolean" }), "Server-sent events of chat.completion.chunk objects, ending with data: [DONE]."),
+  stream_options: nullable(
+    z.looseObject({ include_usage: z.boolean({ error: "a boolean" }).nullish() }, { error: "an object" }),
+    "include_usage: a last chunk with no choices and the usage.",
+  ),
+  n: integerFrom(1, undefined, "Choices to generate; only 1 is supported (more is refused)."),
+  logprobs: nullable(z.boolean({ error: "a boolean" }), "Not supported: true is refused."),
+  top_logprobs: integerFrom(0, 20, "Not supported: above 0 is refused."),
+  response_format: nullable(z.looseObject({ type: z.string({ error: "a string" }) }, { error: "an object with a type" }), 'Only {"type": "text"} is supported.'),
+  tools: refused("Tools (an empty list is accepted)."),
+  tool_choice: refused('"none" and "auto" are accepted.'),
+  functions: refused("Deprecated function calling (an empty list is accepted)."),
+  function_call: refused('"none" and "auto" are accepted.'),
+  store: nullable(z.boolean({ error: "a boolean" }), "Completions are not stored: true is refused."),
+  service_tier: nullable(z.string({ error: "a string" }), 'The account\'s tier applies: only "auto" and "default" are accepted.'),
+  modalities: nullable(z.array(z.string({ error: "a string" }), { error: "an array" }), 'Only ["text"] is supported.'),
+  audio: refused("Audio output."),
+  prediction: refused("Predicted outputs."),
+  web_search_options: refused("Web search."),
+  reasoning_effort: refused("Reasoning effort."),
+  user: z.unknown().optional().meta({ description: "Accepted and ignored (listed in x-kiln-ignored-fields)." }),
+  metadata: z.unknown().optional().meta({ description: "Accepted and ignored (listed in x-kiln-ignored-fields)." }),
+  parallel_tool_calls: z.unknown().optional().meta({ description: "Accepted and ignored without tools (listed in x-kiln-ignored-fields)." }),
+};
+
+/** Members documented but with no effect here: reported back as ignored, like unknown ones. */
+export const IGNORED_KNOWN: ReadonlySet<string> = new Set(["user", "metadata", "parallel_tool_calls"]);
+
+/** The OpenAI features this service does not implement, refused when a request asks for them. */
+function refuseUnsupported(b: z.infer<typeof Shape>, ctx: z.RefinementCtx): void {
+  const refuse = (field: string, message: string): void => {
+    ctx.addIssue({ code: "custom", path: [field], message, params: { code: "unsupported_parameter" }, input: b[field as keyof typeof b] });
+  };
+  const setList = (v: unknown): boolean => (Array.isArray(v) ? v.length > 0 : present(v));
+  const choice = (v: unknown): boolean => present(v) && v !== "none" && v !== "auto";
+  if (present(b.n) && b.n !== 1) refuse("n", "more than one choice per request is not supported yet");
+  if (b.logprobs === true) refuse("logprobs", "log probabilities are not supported yet");
+  if (present(b.top_logprobs) && b.top_logprobs !== 0) refuse("top_logprobs", "log probabilities are not supported yet");
+  if (b.response_format && b.response_format.type !== "text") refuse("response_format", `${describeValue(b.response_format.type)} is not supported yet; only {"type": "text"}`);
+  if (setList(b.tools)) refuse("tools", "tools are not supported yet");
+  if (choice(b.tool_choice)) refuse("tool_choice", "tools are not supported yet");
+  if (setList(b.functions)) refuse("functions", "function calling is not supported yet");
+  if (choice(b.function_call)) refuse("function_call", "function calling is not supported yet");
+  if (b.store === true) refuse("store", "completions are not stored by this service");
+  if (present(b.service_tier) && b.service_tier !== "auto" && b.service_tier !== "default") refuse("service_tier", `${describeValue(b.service_tier)} is not offered; the account's tier applies`);
+  if (b.modalities?.some((m) => m !== "text")) refuse("modalities", "only text output is supported");
+  for (const field of ["audio", "prediction", "web_search_options", "reasoning_effort"] as const) if (present(b[field])) refuse(field, "not supported by this service");
+  if (present(b.max_tokens) && present(b.max_completion_tokens) && b.max_tokens !== b.max_completion_tokens) {
+    ctx.addIssue({ code: "custom", path: ["max_completion_tokens"], message: `${b.max_completion_tokens} differs from max_tokens ${b.max_tokens}; send one`, params: { code: "invalid_max_tokens" }, input: b.max_completion_tokens });
+  }
+}
+
+const Shape = z.looseObject(Fields);
+
+/** The chat completion request (unknown members pass through). */
+export const ChatCompletionRequest = Shape.superRefine(refuseUnsupported).meta({ id: "ChatCompletionRequest", description: "OpenAI's chat completion request; unknown members are accepted and listed in the x-kiln-ignored-fields response header." });
+
+/** The members the schema knows. */
+export const KNOWN_FIELDS: ReadonlySet<string> = new Set(Object.keys(Fields));

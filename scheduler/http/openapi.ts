@@ -1,0 +1,151 @@
+/**
+ * The scheduler's OpenAPI 3.1 document, generated from the zod schemas the routes validate with
+ * (requests) and describe their answers with (responses); served at `GET /v1/openapi.json`.
+ * Every route of the HTTP app is listed (test/openapi.test.ts checks it against the app's routes).
+ */
+import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from "@asteasolutions/zod-to-openapi";
+import { z } from "zod";
+import { ChatCompletionRequest } from "../chat/schema.js";
+import { CreateKeyRequest } from "../dashboard/schema.js";
+import { McpServerConfigBody, McpTestRequest, SecretValueRequest } from "../mcp/index.js";
+
+const ErrorBody = z.object({
+  error: z.object({
+    message: z.string().meta({ description: "Starts with the field at fault, when one is: `temperature: expected …`." }),
+    type: z.enum(["invalid_request_error", "authentication_error", "permission_error", "not_found_error", "rate_limit_error", "service_unavailable_error", "upstream_error", "server_error"]),
+    code: z.string().meta({ description: "A stable machine word, such as model_not_found or unsupported_parameter." }),
+    param: z.string().nullable().optional().meta({ description: "On invalid-request errors: the field at fault (its path), or null." }),
+  }),
+}).meta({ id: "Error" });
+
+const Usage = z.object({ prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int() }).meta({ id: "Usage" });
+
+/** A chat completion as answered (non-streamed). */
+export const ChatCompletionResponse = z.object({
+  id: z.string(),
+  object: z.literal("chat.completion"),
+  created: z.int(),
+  model: z.string(),
+  choices: z.array(z.object({
+    index: z.int(),
+    message: z.object({ role: z.literal("assistant"), content: z.string() }),
+    finish_reason: z.enum(["stop", "length"]),
+  })),
+  usage: Usage,
+}).meta({ id: "ChatCompletion" });
+
+/** One server-sent event of a streamed chat completion. */
+export const ChatCompletionChunk = z.object({
+  id: z.string(),
+  object: z.literal("chat.completion.chunk"),
+  created: z.int(),
+  model: z.string(),
+  choices: z.array(z.object({
+    index: z.int(),
+    delta: z.object({ role: z.literal("assistant").optional(), content: z.string().optional() }),
+    finish_reason: z.enum(["stop", "length"]).nullable(),
+  })),
+  usage: Usage.optional().meta({ description: "On the last chunk (with no choices) when stream_options.include_usage is true." }),
+}).meta({ id: "ChatCompletionChunk" });
+
+export const ModelObject = z.object({ id: z.string(), object: z.literal("model"), created: z.int(), owned_by: z.string() }).meta({ id: "Model" });
+
+export const ModelList = z.object({
+  object: z.literal("list"),
+  data: z.array(ModelObject),
+  models: z.array(z.object({
+    id: z.string(), name: z.string(), status: z.enum(["available", "unavailable"]), gpu_type: z.string(), memory_gb: z.number(),
+  })).meta({ description: "The same models with their availability in the fleet and the strongest hardware serving each." }),
+}).meta({ id: "ModelList" });
+
+const StoredMcpServer = McpServerConfigBody.extend({ id: z.string(), created_at: z.int(), updated_at: z.int() }).meta({ id: "McpServer" });
+const McpTestResult = z.object({
+  server_id: z.string(), status: z.literal("ok"), latency_ms: z.number(),
+  resources: z.array(z.object({ uri: z.string(), name: z.string(), description: z.string().optional(), mimeType: z.string().optional() })),
+  tools: z.array(z.object({ name: z.string(), description: z.string().optional(), inputSchema: z.unknown().optional() })),
+}).meta({ id: "McpTestResult" });
+const SecretNames = z.object({ object: z.literal("list").optional(), data: z.array(z.object({ name: z.string() }).loose()) });
+
+const json = (schema: z.ZodType, description: string) => ({ description, content: { "application/json": { schema } } });
+const text = (description: string, type = "text/plain") => ({ description, content: { [type]: { schema: z.string() } } });
+const noContent = { description: "Done; no body." };
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, json(ErrorBody, ERROR_MEANING[s] ?? "An error.")]));
+const ERROR_MEANING: Record<number, string> = {
+  400: "The request is invalid; param names the field.",
+  401: "The key (or admin token) is missing or wrong.",
+  403: "The key's tier does not allow this.",
+  404: "Not found.",
+  413: "The body is larger than --max-body.",
+  429: "Rate limited (see the x-ratelimit-* and Retry-After headers).",
+  502: "The agent serving the request failed.",
+  503: "No agent serves the model right now, or the queue is full.",
+};
+const idParam = (name: string) => z.object({ [name]: z.string() });
+const accountParam = z.object({ account: z.string() });
+
+/** Every route of the scheduler's HTTP app. */
+function routes(): RouteConfig[] {
+  const key = [{ apiKey: [] }];
+  const admin = [{ adminToken: [] }];
+  const v1 = (r: Omit<RouteConfig, "security">): RouteConfig => ({ ...r, security: key });
+  const adminRoute = (r: Omit<RouteConfig, "security" | "tags">): RouteConfig => ({ ...r, security: admin, tags: ["admin"] });
+  return [
+    { method: "get", path: "/healthz", summary: "Liveness", tags: ["operations"], responses: { 200: json(z.object({ status: z.literal("ok") }), "The process serves.") } },
+    { method: "get", path: "/readyz", summary: "Readiness", tags: ["operations"], responses: { 200: json(z.object({ ready: z.boolean(), checks: z.record(z.string(), z.boolean()) }), "Ready."), 503: json(z.object({ ready: z.boolean(), checks: z.record(z.string(), z.boolean()) }), "Not ready.") } },
+    { method: "get", path: "/metrics", summary: "Prometheus metrics", tags: ["operations"], responses: { 200: text("Prometheus text format.") } },
+    { method: "get", path: "/v1/openapi.json", summary: "This document", tags: ["operations"], responses: { 200: json(z.object({ openapi: z.string() }).loose(), "The OpenAPI 3.1 document.") } },
+    v1({
+      method: "post", path: "/v1/chat/completions", summary: "Create a chat completion", tags: ["chat"],
+      request: { body: { required: true, content: { "application/json": { schema: ChatCompletionRequest } } } },
+      responses: {
+        200: {
+          description: "The completion; with stream: true, server-sent events of chat.completion.chunk objects ending with data: [DONE]. Unknown request members are listed in x-kiln-ignored-fields.",
+          headers: { "x-kiln-ignored-fields": { description: "The request's members this service ignored (a newer client's fields).", schema: { type: "string" } } },
+          content: { "application/json": { schema: ChatCompletionResponse }, "text/event-stream": { schema: ChatCompletionChunk } },
+        },
+        ...errors(400, 401, 413, 429, 502, 503),
+      },
+    }),
+    v1({ method: "get", path: "/v1/models", summary: "List the models", tags: ["models"], responses: { 200: json(ModelList, "Every model of the catalog."), ...errors(401, 429) } }),
+    v1({ method: "get", path: "/v1/models/{id}", summary: "One model", tags: ["models"], request: { params: idParam("id") }, responses: { 200: json(ModelObject, "The model."), ...errors(401, 404, 429) } }),
+    v1({ method: "post", path: "/v1/mcp/test", summary: "Test one of the account's MCP configurations", tags: ["mcp"], request: { body: { required: true, content: { "application/json": { schema: McpTestRequest } } } }, responses: { 200: json(McpTestResult, "The server answered; its resources and tools."), ...errors(400, 401, 403, 404, 429, 502) } }),
+    v1({ method: "get", path: "/v1/mcp/servers", summary: "The account's MCP configurations", tags: ["mcp"], responses: { 200: json(z.object({ object: z.literal("list"), data: z.array(StoredMcpServer) }), "The configurations."), ...errors(401, 403, 429) } }),
+    v1({ method: "post", path: "/v1/mcp/servers", summary: "Store an MCP configuration", tags: ["mcp"], request: { body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } }, responses: { 201: json(StoredMcpServer, "Stored."), ...errors(400, 401, 403, 413, 429) } }),
+    v1({ method: "get", path: "/v1/mcp/servers/{id}", summary: "One MCP configuration", tags: ["mcp"], request: { params: idParam("id") }, responses: { 200: json(StoredMcpServer, "The configuration."), ...errors(401, 403, 404, 429) } }),
+    v1({ method: "put", path: "/v1/mcp/servers/{id}", summary: "Replace an MCP configuration", tags: ["mcp"], request: { params: idParam("id"), body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } }, responses: { 200: json(StoredMcpServer, "Replaced."), ...errors(400, 401, 403, 404, 413, 429) } }),
+    v1({ method: "delete", path: "/v1/mcp/servers/{id}", summary: "Delete an MCP configuration", tags: ["mcp"], request: { params: idParam("id") }, responses: { 204: noContent, ...errors(401, 403, 404, 429) } }),
+    v1({ method: "get", path: "/v1/mcp/secrets", summary: "The names of the account's secrets (never their values)", tags: ["mcp"], responses: { 200: json(SecretNames, "The names."), ...errors(401, 403, 429) } }),
+    v1({ method: "put", path: "/v1/mcp/secrets/{name}", summary: "Set a secret (write-only)", tags: ["mcp"], request: { params: idParam("name"), body: { required: true, content: { "application/json": { schema: SecretValueRequest } } } }, responses: { 200: json(z.object({ name: z.string() }), "Stored."), ...errors(400, 401, 403, 413, 429) } }),
+    v1({ method: "delete", path: "/v1/mcp/secrets/{name}", summary: "Delete a secret", tags: ["mcp"], request: { params: idParam("name") }, responses: { 204: noContent, ...errors(401, 403, 404, 429) } }),
+    { method: "get", path: "/dashboard", summary: "The dashboard page", tags: ["admin"], responses: { 200: text("The page.", "text/html") } },
+    { method: "get", path: "/dashboard/{name}", summary: "The dashboard's files", tags: ["admin"], request: { params: idParam("name") }, responses: { 200: text("A file of the page."), 404: json(ErrorBody, "No such file.") } },
+    adminRoute({ method: "get", path: "/admin/api/session", summary: "What the dashboard offers", responses: { 200: json(z.object({ tiers: z.array(z.string()), server_types: z.array(z.string()), stdio_servers: z.array(z.string()) }), "Tiers, server types, stdio servers."), ...errors(401, 404) } }),
+    adminRoute({ method: "get", path: "/admin/api/accounts", summary: "Accounts and their keys", responses: { 200: json(z.object({ data: z.array(z.object({ name: z.string(), tier: z.string(), keys: z.array(z.object({ id: z.string(), tier: z.string(), rpm: z.int().nullable(), created_at: z.int(), expires_at: z.int().nullable(), state: z.enum(["active", "revoked", "expired"]) })) })) }), "The accounts."), ...errors(401, 404) } }),
+    adminRoute({ method: "post", path: "/admin/api/keys", summary: "Create a key (its token is shown once)", request: { body: { required: true, content: { "application/json": { schema: CreateKeyRequest } } } }, responses: { 201: json(z.object({ id: z.string(), token: z.string() }), "The key."), ...errors(400, 401, 404, 413) } }),
+    adminRoute({ method: "delete", path: "/admin/api/keys/{id}", summary: "Revoke a key", request: { params: idParam("id") }, responses: { 204: noContent, ...errors(401, 404) } }),
+    adminRoute({ method: "get", path: "/admin/api/accounts/{account}/mcp", summary: "An account's MCP configurations", request: { params: accountParam }, responses: { 200: json(z.object({ data: z.array(StoredMcpServer) }), "The configurations."), ...errors(400, 401, 404) } }),
+    adminRoute({ method: "post", path: "/admin/api/accounts/{account}/mcp", summary: "Store an MCP configuration for an account", request: { params: accountParam, body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } }, responses: { 201: json(StoredMcpServer, "Stored."), ...errors(400, 401, 404, 413) } }),
+    adminRoute({ method: "put", path: "/admin/api/accounts/{account}/mcp/{id}", summary: "Replace an account's MCP configuration", request: { params: accountParam.extend({ id: z.string() }), body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } }, responses: { 200: json(StoredMcpServer, "Replaced."), ...errors(400, 401, 404, 413) } }),
+    adminRoute({ method: "delete", path: "/admin/api/accounts/{account}/mcp/{id}", summary: "Delete an account's MCP configuration", request: { params: accountParam.extend({ id: z.string() }) }, responses: { 204: noContent, ...errors(400, 401, 404) } }),
+    adminRoute({ method: "post", path: "/admin/api/accounts/{account}/mcp/{id}/test", summary: "Test an account's MCP configuration", request: { params: accountParam.extend({ id: z.string() }) }, responses: { 200: json(McpTestResult, "The server answered."), ...errors(400, 401, 404, 502) } }),
+    adminRoute({ method: "get", path: "/admin/api/accounts/{account}/secrets", summary: "The names of an account's secrets", request: { params: accountParam }, responses: { 200: json(SecretNames, "The names."), ...errors(400, 401, 404) } }),
+    adminRoute({ method: "put", path: "/admin/api/accounts/{account}/secrets/{name}", summary: "Set an account's secret", request: { params: accountParam.extend({ name: z.string() }), body: { required: true, content: { "application/json": { schema: SecretValueRequest } } } }, responses: { 200: json(z.object({ name: z.string() }), "Stored."), ...errors(400, 401, 404, 413) } }),
+    adminRoute({ method: "delete", path: "/admin/api/accounts/{account}/secrets/{name}", summary: "Delete an account's secret", request: { params: accountParam.extend({ name: z.string() }) }, responses: { 204: noContent, ...errors(400, 401, 404) } }),
+  ];
+}
+
+let cached: object | undefined;
+
+/** The document (generated once). */
+export function openApiDocument(version: string): object {
+  if (cached) return cached;
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer", description: "An API key (kiln keys create)." });
+  registry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "The scheduler's --admin-token; without one the admin API answers 404." });
+  for (const route of routes()) registry.registerPath(route);
+  cached = new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: "3.1.0",
+    info: { title: "Kiln scheduler", version, description: "OpenAI-compatible chat completions over a fleet of Kiln agents, API keys, MCP server configurations and the admin API." },
+  });
+  return cached;
+}
