@@ -31,3 +31,9 @@ export interface Sampling {
   /** Texts that end the reply where they first appear; never part of it (at most 4). */
   stop?: string[];
 }
+
+/**
+ * Output held to JSON by a grammar (OpenAI's `response_format`): any JSON object, or JSON valid for
+ * `schema` (core/json-schema.ts: the subset a grammar can enforce). Absent: free text.
+ */
+export type ResponseFormat = { type: "json_object" } | { type: "json_schema"; schema: Record<string, unknown> };

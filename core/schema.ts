@@ -41,11 +41,14 @@ export function fieldPath(path: readonly PropertyKey[]): string {
   return out || "body";
 }
 
-/** The last member name on a path that reads as a field (not an index, not a map's key such as a token id). */
+/**
+ * The last member name on a path that reads as a field (not an index, not a map's key such as a token
+ * id, not `type`: `invalid_type` is the wrong-type code, so `response_format.type` is `invalid_response_format`).
+ */
 function lastField(path: readonly PropertyKey[]): string {
   for (let i = path.length - 1; i >= 0; i--) {
     const key = path[i];
-    if (typeof key === "string" && /^[A-Za-z_]\w*$/.test(key)) return key;
+    if (typeof key === "string" && key !== "type" && /^[A-Za-z_]\w*$/.test(key)) return key;
   }
   return "body";
 }

@@ -1,5 +1,8 @@
-/** `Sampling` (core/chat.ts) on the wire: CompletionRequest's sampling fields, both ways, from one table. */
-import type { Sampling } from "../core/chat.js";
+/**
+ * How a completion is generated, on the wire: CompletionRequest's sampling fields (`Sampling`, core/chat.ts)
+ * both ways from one table, and its `ResponseFormat`.
+ */
+import type { ResponseFormat, Sampling } from "../core/chat.js";
 import type { CompletionRequest, CompletionRequest__Output } from "./gen/kiln/v1/CompletionRequest.js";
 
 /** Each Sampling field and its proto field. */
@@ -23,4 +26,26 @@ export function samplingFromProto(req: CompletionRequest__Output): Sampling {
   const out: Record<string, unknown> = {};
   for (const [key, field] of FIELDS) if (isSet(req[field])) out[key] = req[field];
   return out as Sampling;
+}
+
+/** The proto field of a response format (the scheduler's side); nothing for free text. */
+export function responseFormatToProto(format: ResponseFormat | undefined): Partial<CompletionRequest> {
+  if (!format) return {};
+  return { response_format: { type: format.type, json_schema: format.type === "json_schema" ? JSON.stringify(format.schema) : "" } };
+}
+
+/**
+ * The ResponseFormat of a received request (the agent's side). A type this agent does not know, or a
+ * schema that is not JSON, is an error rather than free text: the client asked for the output to be held.
+ */
+export function responseFormatFromProto(req: CompletionRequest__Output): ResponseFormat | undefined {
+  const format = req.response_format;
+  if (!format || format.type === "") return undefined;
+  if (format.type === "json_object") return { type: "json_object" };
+  if (format.type === "json_schema") {
+    const schema = JSON.parse(format.json_schema) as unknown;
+    if (typeof schema !== "object" || schema === null || Array.isArray(schema)) throw new TypeError("response_format.json_schema: not a JSON object");
+    return { type: "json_schema", schema: schema as Record<string, unknown> };
+  }
+  throw new TypeError(`response_format: unknown type "${format.type}"`);
 }

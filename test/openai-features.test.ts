@@ -6,7 +6,10 @@
  */
 import { join, resolve } from "node:path";
 import { getLlama, type LlamaModel } from "node-llama-cpp";
+import { Ajv } from "ajv";
 import OpenAI from "openai";
+import { zodResponseFormat } from "openai/helpers/zod";
+import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnKiln, tempDir, type KilnProcess } from "./helpers/fleet.js";
 
@@ -30,6 +33,22 @@ async function servedModel(): Promise<LlamaModel> {
 }
 
 const user = (content: string) => [{ role: "user" as const, content }];
+
+/**
+ * The served model's byte tokens that are not whole UTF-8 characters, banned (-100): the random test
+ * model strings them into invalid UTF-8, which decodes to U+FFFD characters a length limit did not
+ * count (a grammar counts characters as it decodes them).
+ */
+async function partialUtf8Tokens(): Promise<Record<string, number>> {
+  const model = await servedModel();
+  try {
+    const bias: Record<string, number> = {};
+    for (const token of model.iterateAllTokens()) if (model.detokenize([token], true).includes("\uFFFD")) bias[String(token)] = -100;
+    return bias;
+  } finally {
+    await model.dispose();
+  }
+}
 
 /** The streamed reply's text, concatenated, and its finish reason. */
 async function streamed(body: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming): Promise<{ text: string; finish: string | null }> {
@@ -115,6 +134,46 @@ describe("honoured", () => {
     expect(parts.choices[0]!.message.content).toBe(plain.choices[0]!.message.content);
   });
 
+  it("response_format json_schema: sampled replies parse and validate against the schema, streamed too", async () => {
+    const schema = {
+      type: "object",
+      properties: { answer: { enum: ["yes", "no"] }, count: { type: "integer" }, tags: { type: "array", items: { type: "string", maxLength: 8 }, maxItems: 3 } },
+      required: ["answer", "count", "tags"],
+      additionalProperties: false,
+    };
+    const validate = new Ajv().compile(schema);
+    const body = { model: MODEL, messages: user("Answer in JSON"), max_tokens: 200, temperature: 1, logit_bias: await partialUtf8Tokens(), response_format: { type: "json_schema" as const, json_schema: { name: "answer", schema, strict: true } } };
+    for (const seed of [1, 2, 3]) {
+      const c = await client.chat.completions.create({ ...body, seed });
+      expect(c.choices[0]!.finish_reason).toBe("stop");
+      expect(validate(JSON.parse(c.choices[0]!.message.content!)), JSON.stringify(validate.errors)).toBe(true);
+    }
+    const s = await streamed({ ...body, seed: 4 });
+    expect(s.finish).toBe("stop");
+    expect(validate(JSON.parse(s.text)), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it("the openai client's zod helper: the schema it sends is honoured and the reply comes back parsed", async () => {
+    const Answer = z.object({ verdict: z.enum(["good", "bad"]), sure: z.boolean(), notes: z.array(z.string().max(10)).max(2), source: z.string().max(10).nullable() });
+    const c = await client.chat.completions.parse({ model: MODEL, messages: user("Judge it"), max_tokens: 200, temperature: 1, seed: 5, logit_bias: await partialUtf8Tokens(), response_format: zodResponseFormat(Answer, "judgement") });
+    expect(c.choices[0]!.finish_reason).toBe("stop");
+    expect(Answer.parse(c.choices[0]!.message.parsed)).toEqual(c.choices[0]!.message.parsed);
+  });
+
+  it("response_format json_object: the reply is a JSON object", async () => {
+    // The random test model writes JSON strings until max_tokens; without its tokens that hold a quote, an object with no members.
+    const model = await servedModel();
+    const logit_bias: Record<string, number> = {};
+    try {
+      for (const token of model.iterateAllTokens()) if (model.detokenize([token], true).includes('"')) logit_bias[String(token)] = -100;
+    } finally {
+      await model.dispose();
+    }
+    const c = await client.chat.completions.create({ model: MODEL, messages: user("JSON please"), max_tokens: 50, temperature: 0, logit_bias, response_format: { type: "json_object" } });
+    expect(c.choices[0]!.finish_reason).toBe("stop");
+    expect(JSON.parse(c.choices[0]!.message.content!)).toEqual({});
+  });
+
   it("GET /v1/models/{id} returns the model; an unknown id is a 404", async () => {
     expect(await client.models.retrieve(MODEL)).toMatchObject({ id: MODEL, object: "model" });
     await expect(client.models.retrieve("gpt-nope")).rejects.toMatchObject({ status: 404, code: "model_not_found" });
@@ -131,7 +190,8 @@ describe("refused with a 400 naming the field", () => {
   it.each([
     ["n", { n: 3 }, "unsupported_parameter"],
     ["logprobs", { logprobs: true }, "unsupported_parameter"],
-    ["response_format", { response_format: { type: "json_object" } }, "unsupported_parameter"],
+    ["response_format.json_schema.schema.properties.code.pattern", { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { code: { type: "string", pattern: "^a" } } } } } }, "invalid_response_format"],
+    ["response_format.type", { response_format: { type: "yaml" } }, "invalid_response_format"],
     ["tools", { tools: [{ type: "function", function: { name: "get_time", parameters: {} } }] }, "unsupported_parameter"],
     ["messages[0].content[0]", { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://example.com/a.png" } }] }] }, "unsupported_content"],
     ["stop", { stop: ["a", "b", "c", "d", "e"] }, "invalid_stop"],

@@ -9,10 +9,10 @@ import * as grpc from "@grpc/grpc-js";
 import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
-import { CHAT_ROLES, isChatRole } from "../../core/chat.js";
-import { samplingFromProto } from "../../proto/sampling.js";
+import { CHAT_ROLES, isChatRole, type ResponseFormat } from "../../core/chat.js";
+import { responseFormatFromProto, samplingFromProto } from "../../proto/sampling.js";
 import { diskOf } from "../hardware/index.js";
-import { LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
+import { InvalidResponseFormatError, LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
 import { ChunkBatcher, type Piece } from "./coalesce.js";
 import { KILN_VERSION } from "../../core/version.js";
@@ -178,6 +178,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
         ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
         sampling: samplingFromProto(req),
+        ...withFormat(req),
         signal: ac.signal,
         onText: (text) => chunks.push(id, text),
       });
@@ -246,3 +247,13 @@ function toTurn(m: { role: string; content: string }, i: number): ChatTurn {
 }
 
 export { Backoff } from "./backoff.js";
+
+/** The request's response format as GenerateOptions, or the engine's error for one that cannot be read. */
+function withFormat(req: CompletionRequest__Output): { responseFormat?: ResponseFormat } {
+  try {
+    const format = responseFormatFromProto(req);
+    return format ? { responseFormat: format } : {};
+  } catch (err) {
+    throw new InvalidResponseFormatError((err as Error).message);
+  }
+}

@@ -133,3 +133,51 @@ describe("LlmEngine under load", () => {
     }
   });
 });
+
+describe("structured output", () => {
+  const schema = {
+    type: "object",
+    properties: {
+      answer: { enum: ["yes", "no"] },
+      count: { type: "integer" },
+      tags: { type: "array", items: { type: "string", maxLength: 8 }, maxItems: 3 },
+      note: { anyOf: [{ type: "string", maxLength: 12 }, { type: "null" }] },
+    },
+    additionalProperties: false,
+  };
+
+  it("json_object: the reply is one JSON object, ended where the grammar lets the model end it, streamed as returned", async () => {
+    // The random test model writes a JSON string until max_tokens; without any token holding a quote,
+    // the grammar leaves it an object with no members.
+    const model = engine.modelPools[0]!.model;
+    const logitBias: Record<string, number> = {};
+    for (const token of model.iterateAllTokens()) if (model.detokenize([token], true).includes('"')) logitBias[String(token)] = -100;
+    let streamed = "";
+    const r = await engine.generate("famB-v3.1", [{ role: "user", content: "Give me JSON" }], { maxTokens: 200, temperature: 0, sampling: { logitBias }, responseFormat: { type: "json_object" }, onText: (t) => { streamed += t; } });
+    expect(r.finishReason).toBe("stop");
+    expect(r.text).toBe(streamed);
+    expect(r.text).toBe(r.text.trimEnd());
+    const parsed = JSON.parse(r.text) as unknown;
+    expect(typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)).toBe(true);
+  });
+
+  it("json_schema: sampled replies parse and hold to the schema", async () => {
+    for (const seed of [1, 2, 3]) {
+      const r = await engine.generate("famB-v3.1", [{ role: "user", content: "Answer" }], { maxTokens: 300, temperature: 1, sampling: { seed }, responseFormat: { type: "json_schema", schema } });
+      expect(r.finishReason).toBe("stop");
+      const value = JSON.parse(r.text) as Record<string, unknown>;
+      expect(Object.keys(value).sort()).toEqual(["answer", "count", "note", "tags"]);
+      expect(["yes", "no"]).toContain(value.answer);
+      expect(Number.isInteger(value.count)).toBe(true);
+      expect((value.tags as string[]).length).toBeLessThanOrEqual(3);
+      for (const tag of value.tags as string[]) expect(tag.length).toBeLessThanOrEqual(8);
+      expect(value.note === null || (typeof value.note === "string" && value.note.length <= 12)).toBe(true);
+    }
+  });
+
+  it("refuses a schema keyword the grammar cannot hold, naming its path", async () => {
+    const bad = { type: "object", properties: { code: { type: "string", pattern: "^[a-z]+$" } } };
+    await expect(engine.generate("famB-v3.1", [{ role: "user", content: "x" }], { maxTokens: 5, responseFormat: { type: "json_schema", schema: bad } }))
+      .rejects.toMatchObject({ code: "invalid_response_format", message: expect.stringMatching(/^response_format\.json_schema\.schema\.properties\.code\.pattern: /) });
+  });
+});

@@ -4,10 +4,11 @@
  * Knows nothing of gRPC or HTTP.
  */
 import { resolve } from "node:path";
-import { getLlama, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaGpuType } from "node-llama-cpp";
-import type { ChatRole, Sampling } from "../../core/chat.js";
+import { getLlama, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaGpuType, type LlamaGrammar } from "node-llama-cpp";
+import type { ChatRole, ResponseFormat, Sampling } from "../../core/chat.js";
+import { checkJsonSchema, toGrammarSchema } from "../../core/json-schema.js";
 import type { Logger } from "../../core/log.js";
-import { ContextLengthExceededError, GenerationAbortedError, InvalidLogitBiasError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
+import { ContextLengthExceededError, GenerationAbortedError, InvalidLogitBiasError, InvalidResponseFormatError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
 import { loadedBinaries } from "./binaries.js";
 import { ModelPool } from "./pool.js";
 import { generateTurn } from "./turn.js";
@@ -42,6 +43,8 @@ export interface GenerateOptions {
   temperature?: number;
   /** Sampling beyond the temperature, stop texts included; absent fields keep node-llama-cpp's defaults. */
   sampling?: Sampling;
+  /** Output held to JSON by a grammar; absent: free text. */
+  responseFormat?: ResponseFormat;
   signal?: AbortSignal;
   /** Called with each piece of generated text as it becomes final. */
   onText?: (text: string) => void;
@@ -62,8 +65,12 @@ export interface GenerateResult {
 /** What the engine runs on: "cuda", "vulkan", "metal" or "cpu". */
 export type Compute = Exclude<LlamaGpuType, false> | "cpu";
 
+/** Grammars kept compiled, by response format (the least recently used is dropped beyond it). */
+const GRAMMAR_CACHE = 32;
+
 export class LlmEngine {
   private readonly localListeners = new Set<() => void>();
+  private readonly grammars = new Map<string, Promise<LlamaGrammar>>();
 
   private constructor(
     /** Absent when no model is served: a transcription-only agent never loads llama.cpp. */
@@ -143,6 +150,8 @@ export class LlmEngine {
       if (!(Number(id) < pool.vocabularySize)) throw new InvalidLogitBiasError(id, pool.vocabularySize);
     }
 
+    const grammar = options.responseFormat ? await this.grammarFor(options.responseFormat) : undefined;
+
     const slot = await pool.acquire(options.signal);
     try {
       if (options.local) this.changeLocal(pool, +1);
@@ -150,6 +159,7 @@ export class LlmEngine {
         maxTokens,
         temperature: options.temperature ?? 1,
         sampling,
+        ...(grammar ? { grammar } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.onText ? { onText: options.onText } : {}),
       });
@@ -163,6 +173,30 @@ export class LlmEngine {
       pool.release(slot);
       if (options.local) this.changeLocal(pool, -1);
     }
+  }
+
+  /**
+   * The grammar of a response format, compiled once and kept (GRAMMAR_CACHE): node-llama-cpp's JSON
+   * grammar, or one built from the schema. A schema outside the subset a grammar enforces, or one
+   * llama.cpp's grammar parser refuses, is an InvalidResponseFormatError.
+   */
+  private grammarFor(format: ResponseFormat): Promise<LlamaGrammar> {
+    const llama = this.llama!;
+    const key = format.type === "json_object" ? "json_object" : JSON.stringify(format.schema);
+    let grammar = this.grammars.get(key);
+    if (grammar) {
+      this.grammars.delete(key); // most recently used last
+    } else {
+      if (format.type === "json_schema") {
+        const problem = checkJsonSchema(format.schema);
+        if (problem) return Promise.reject(new InvalidResponseFormatError(`response_format.json_schema.schema${problem.path ? `.${problem.path}` : ""}: ${problem.message}`));
+      }
+      grammar = (format.type === "json_object" ? llama.getGrammarFor("json") : llama.createGrammarForJsonSchema(toGrammarSchema(format.schema) as never))
+        .catch((err: unknown) => { this.grammars.delete(key); throw new InvalidResponseFormatError(`the grammar for it could not be built (${(err as Error).message})`); });
+      if (this.grammars.size >= GRAMMAR_CACHE) this.grammars.delete(this.grammars.keys().next().value!);
+    }
+    this.grammars.set(key, grammar);
+    return grammar;
   }
 
   /** Calls `listener` whenever a pool's `localBusy` changes; returns the unsubscribe. */

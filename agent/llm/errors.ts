@@ -30,6 +30,13 @@ export class InvalidLogitBiasError extends LlmEngineError {
   }
 }
 
+/** `response_format` cannot be turned into a grammar (a schema outside the subset, or one llama.cpp's grammar parser refuses). */
+export class InvalidResponseFormatError extends LlmEngineError {
+  constructor(detail: string) {
+    super("invalid_response_format", detail.startsWith("response_format") ? detail : `response_format: ${detail}`);
+  }
+}
+
 /** A model file that cannot be loaded (missing, not GGUF, truncated, an unknown architecture): the agent cannot start. */
 export class ModelLoadError extends LlmEngineError {
   constructor(id: string, path: string, cause: unknown) {

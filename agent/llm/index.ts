@@ -1,2 +1,2 @@
 export { LlmEngine, type LlmEngineOptions, type ChatTurn, type ChatRole, type GenerateOptions, type GenerateResult, type Compute } from "./engine.js";
-export { LlmEngineError, ContextLengthExceededError, ModelLoadError, ModelNotServedError, GenerationAbortedError } from "./errors.js";
+export { LlmEngineError, ContextLengthExceededError, ModelLoadError, ModelNotServedError, GenerationAbortedError, InvalidResponseFormatError } from "./errors.js";

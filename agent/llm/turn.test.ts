@@ -2,7 +2,7 @@
 import { once } from "node:events";
 import { createServer, connect, type AddressInfo, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getLlama, LlamaChat, resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
+import { getLlama, LlamaChat, LlamaGrammar, resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
 import { watchBinding } from "../../test/helpers/binding.js";
 import { generateTurn, renderPrompt } from "./turn.js";
@@ -93,6 +93,26 @@ describe("generateTurn", () => {
       const r = await generateTurn(sequence, prompt, { maxTokens: 5, temperature: 0 });
       expect(r.completionTokens).toBeLessThanOrEqual(5);
       if (r.stopReason === "length") expect(r.completionTokens).toBe(5);
+    } finally {
+      sequence.dispose();
+    }
+  });
+
+  it("holds the output to a grammar: its stop triggers end the turn, and a trailing whitespace it trims is never released", async () => {
+    const sequence = context.getSequence();
+    try {
+      const run = async (grammar: LlamaGrammar) => {
+        let streamed = "";
+        const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("go")), { maxTokens: 40, temperature: 1, sampling: { seed: 7 }, grammar, onText: (t) => { streamed += t; } });
+        expect(streamed).toBe(r.text);
+        await sequence.clearHistory();
+        return r;
+      };
+      // the grammar forces the text, three spaces, then the model may only end
+      expect(await run(new LlamaGrammar(llama, { grammar: 'root ::= "{}" [ ]{3}', trimWhitespaceSuffix: true }))).toMatchObject({ text: "{}", stopReason: "eog" });
+      expect(await run(new LlamaGrammar(llama, { grammar: 'root ::= "{}" [ ]{3}' }))).toMatchObject({ text: "{}   ", stopReason: "eog" });
+      // a stop trigger of the grammar's ends the turn there, itself not part of the text
+      expect(await run(new LlamaGrammar(llama, { grammar: 'root ::= "ab" "\\n\\n" [a-z]*', stopGenerationTriggers: ["\n\n"] }))).toMatchObject({ text: "ab", stopReason: "eog" });
     } finally {
       sequence.dispose();
     }

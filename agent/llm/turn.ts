@@ -8,7 +8,7 @@
  * (function calls, segments, context shift, a default repeat penalty that OpenAI's API does not
  * have), at a measured 0.3–0.5 ms per token on these machines (README, "Performance").
  */
-import { LlamaText, SpecialToken, SpecialTokensText, TokenBias, type ChatHistoryItem, type ChatWrapper, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { LlamaGrammarEvaluationState, LlamaText, SpecialToken, SpecialTokensText, TokenBias, type ChatHistoryItem, type ChatWrapper, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { Sampling } from "../../core/chat.js";
 
 export interface TurnOptions {
@@ -16,6 +16,11 @@ export interface TurnOptions {
   temperature: number;
   /** Sampling beyond the temperature; `stop` texts end the turn like the template's own triggers. */
   sampling?: Sampling;
+  /**
+   * Tokens are sampled only where this grammar allows (structured output). Its stop triggers end the
+   * turn, and with `trimWhitespaceSuffix` the whitespace the turn ends with is never released.
+   */
+  grammar?: LlamaGrammar;
   signal?: AbortSignal;
   onText?: (text: string) => void;
 }
@@ -100,6 +105,12 @@ export class StopTriggers {
   }
 }
 
+/** A grammar's stop triggers as texts (node-llama-cpp's JSON grammars end with four newlines). */
+function grammarStopTexts(grammar: LlamaGrammar): string[] {
+  return grammar.stopGenerationTriggers.map((t) =>
+    typeof t === "string" ? t : Array.isArray(t) ? t.filter((v) => typeof v === "string").join("") : (t as LlamaText).values.filter((v) => typeof v === "string").join(""));
+}
+
 /** Tokens kept in front of new ones when detokenizing, so that leading spaces come out right. */
 const DETOKENIZE_CONTEXT = 4;
 /** Longest UTF-8 sequence: text is held while it ends in an incomplete one, for at most this many tokens. */
@@ -152,8 +163,14 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
   const signal = options.signal;
   if (signal?.aborted) return { text, stopReason: "abort", completionTokens: 0 };
   const sampling = options.sampling ?? {};
-  const stops = prompt.stops.with(sampling.stop);
-  const iterator = sequence.evaluate(input, { temperature: options.temperature, ...samplerOptions(model, sampling, generated) });
+  const grammar = options.grammar;
+  const stops = prompt.stops.with([...(sampling.stop ?? []), ...(grammar ? grammarStopTexts(grammar) : [])]);
+  const trimEnd = grammar?.trimWhitespaceSuffix ?? false;
+  const iterator = sequence.evaluate(input, {
+    temperature: options.temperature,
+    ...samplerOptions(model, sampling, generated),
+    ...(grammar ? { grammarEvaluationState: new LlamaGrammarEvaluationState({ model, grammar }) } : {}),
+  });
   try {
     for (;;) {
       if (sampled >= options.maxTokens) { stopReason = "length"; break; }
@@ -170,9 +187,9 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
       undecoded = [];
       held += piece;
       const { stopAt, safe } = stops.scan(held);
-      if (stopAt >= 0) { release(stopAt); held = ""; break; }
+      if (stopAt >= 0) { release(trimEnd ? held.slice(0, stopAt).trimEnd().length : stopAt); held = ""; break; }
       const first = text.length === 0;
-      release(safe);
+      release(trimEnd ? Math.min(safe, held.trimEnd().length) : safe);
       if (first && text.length > 0 && sampled < options.maxTokens) await letTheFirstTextOut();
     }
   } finally {
@@ -180,7 +197,7 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
   }
   if (stopReason !== "abort") {
     if (undecoded.length > 0) held += decode();
-    release(held.length);
+    release(trimEnd ? held.trimEnd().length : held.length);
   }
   return { text, stopReason, completionTokens: sampled };
 }

@@ -18,6 +18,7 @@ import type { Heartbeat as _kiln_v1_Heartbeat, Heartbeat__Output as _kiln_v1_Hea
 import type { ModelPool as _kiln_v1_ModelPool, ModelPool__Output as _kiln_v1_ModelPool__Output } from './kiln/v1/ModelPool.js';
 import type { Register as _kiln_v1_Register, Register__Output as _kiln_v1_Register__Output } from './kiln/v1/Register.js';
 import type { Registered as _kiln_v1_Registered, Registered__Output as _kiln_v1_Registered__Output } from './kiln/v1/Registered.js';
+import type { ResponseFormat as _kiln_v1_ResponseFormat, ResponseFormat__Output as _kiln_v1_ResponseFormat__Output } from './kiln/v1/ResponseFormat.js';
 import type { SchedulerMessage as _kiln_v1_SchedulerMessage, SchedulerMessage__Output as _kiln_v1_SchedulerMessage__Output } from './kiln/v1/SchedulerMessage.js';
 import type { Usage as _kiln_v1_Usage, Usage__Output as _kiln_v1_Usage__Output } from './kiln/v1/Usage.js';
 
@@ -45,6 +46,7 @@ export interface ProtoGrpcType {
       ModelPool: MessageTypeDefinition<_kiln_v1_ModelPool, _kiln_v1_ModelPool__Output>
       Register: MessageTypeDefinition<_kiln_v1_Register, _kiln_v1_Register__Output>
       Registered: MessageTypeDefinition<_kiln_v1_Registered, _kiln_v1_Registered__Output>
+      ResponseFormat: MessageTypeDefinition<_kiln_v1_ResponseFormat, _kiln_v1_ResponseFormat__Output>
       SchedulerMessage: MessageTypeDefinition<_kiln_v1_SchedulerMessage, _kiln_v1_SchedulerMessage__Output>
       Usage: MessageTypeDefinition<_kiln_v1_Usage, _kiln_v1_Usage__Output>
     }

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { refusal } from "../../core/schema.js";
+import { checkJsonSchema, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
 import { describeValue } from "../../core/validate.js";
 import { isCatalogModel } from "../../models/catalog.js";
 
@@ -59,6 +60,24 @@ const Message = refuseFirst(
   }, { error: "an object with role and content" }),
 );
 
+/** `response_format.json_schema.schema`: the JSON Schema subset a grammar can hold the output to (core/json-schema.ts). */
+const OutputSchema = z.record(z.string(), z.unknown(), { error: "a JSON Schema object" }).superRefine((schema, ctx) => {
+  const problem = checkJsonSchema(schema);
+  if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: { code: "invalid_response_format" }, input: schema });
+}).meta({ description: `JSON Schema: type, properties (all required, as OpenAI's strict mode), additionalProperties, items, prefixItems, enum, const, oneOf/anyOf, $defs/$ref, format date/time/date-time, and min/max counts up to ${MAX_SCHEMA_COUNT}. Other keywords (pattern, minimum, allOf, …) are refused with 400 invalid_response_format.` });
+
+const ResponseFormat = z.looseObject({
+  type: z.enum(["text", "json_object", "json_schema"], { error: "one of text, json_object, json_schema" }),
+  json_schema: z.looseObject({
+    name: z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(/^[A-Za-z0-9_-]{1,64}$/),
+    description: z.string({ error: "a string" }).nullish(),
+    schema: OutputSchema.nullish(),
+    strict: z.boolean({ error: "a boolean" }).nullish().meta({ description: "The output is always held to the schema, strict or not." }),
+  }, { error: "an object with name and schema" }).nullish(),
+}, { error: "an object with a type" }).superRefine((format, ctx) => {
+  if (format.type === "json_schema" && !format.json_schema) ctx.addIssue({ code: "custom", path: ["json_schema"], message: "is required with type json_schema", params: { code: "missing_required_field" }, input: format });
+});
+
 const nullable = <S extends z.ZodType>(schema: S, description: string) => schema.nullish().meta({ description });
 const numberIn = (min: number, max: number, description: string) => nullable(z.number({ error: `a number from ${min} to ${max}` }).min(min).max(max), description);
 const integerFrom = (min: number, max: number | undefined, description: string) => {
@@ -103,7 +122,7 @@ const Fields = {
   n: integerFrom(1, undefined, "Choices to generate; only 1 is supported (more is refused)."),
   logprobs: nullable(z.boolean({ error: "a boolean" }), "Not supported: true is refused."),
   top_logprobs: integerFrom(0, 20, "Not supported: above 0 is refused."),
-  response_format: nullable(z.looseObject({ type: z.string({ error: "a string" }) }, { error: "an object with a type" }), 'Only {"type": "text"} is supported.'),
+  response_format: nullable(ResponseFormat, 'Output held to JSON by a grammar: {"type": "json_object"}, or {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}; "text" is the default.'),
   tools: refused("Tools (an empty list is accepted)."),
   tool_choice: refused('"none" and "auto" are accepted.'),
   functions: refused("Deprecated function calling (an empty list is accepted)."),
@@ -133,7 +152,6 @@ function refuseUnsupported(b: z.infer<typeof Shape>, ctx: z.RefinementCtx): void
   if (present(b.n) && b.n !== 1) refuse("n", "more than one choice per request is not supported yet");
   if (b.logprobs === true) refuse("logprobs", "log probabilities are not supported yet");
   if (present(b.top_logprobs) && b.top_logprobs !== 0) refuse("top_logprobs", "log probabilities are not supported yet");
-  if (b.response_format && b.response_format.type !== "text") refuse("response_format", `${describeValue(b.response_format.type)} is not supported yet; only {"type": "text"}`);
   if (setList(b.tools)) refuse("tools", "tools are not supported yet");
   if (choice(b.tool_choice)) refuse("tool_choice", "tools are not supported yet");
   if (setList(b.functions)) refuse("functions", "function calling is not supported yet");

@@ -26,6 +26,14 @@ describe("validateChatCompletion", () => {
     expect(validateChatCompletion({ ...base, stop: [], logit_bias: {}, n: 1, logprobs: false, top_logprobs: 0, response_format: { type: "text" }, tools: [], tool_choice: "none", store: false })).not.toHaveProperty("sampling");
   });
 
+  it("takes response_format: json_object, json_schema with its schema (a json_schema without one is any JSON object), text as free text", () => {
+    const schema = { type: "object", properties: { a: { type: "string" } } };
+    expect(validateChatCompletion({ ...base, response_format: { type: "json_object" } }).responseFormat).toEqual({ type: "json_object" });
+    expect(validateChatCompletion({ ...base, response_format: { type: "json_schema", json_schema: { name: "a", schema, strict: true } } }).responseFormat).toEqual({ type: "json_schema", schema });
+    expect(validateChatCompletion({ ...base, response_format: { type: "json_schema", json_schema: { name: "a" } } }).responseFormat).toEqual({ type: "json_object" });
+    expect(validateChatCompletion({ ...base, response_format: { type: "text" } })).not.toHaveProperty("responseFormat");
+  });
+
   it("lists unknown members and OpenAI's metadata members as ignored, in the order sent", () => {
     expect(validateChatCompletion({ ...base, future_field: 1, user: "u-1", temperature: 1 }).ignored).toEqual(["future_field", "user"]);
   });
@@ -71,7 +79,13 @@ describe("validateChatCompletion", () => {
     [{ ...base, n: 0 }, "invalid_n", "n: expected an integer of at least 1, got 0"],
     [{ ...base, logprobs: true }, "unsupported_parameter", "logprobs: log probabilities are not supported yet"],
     [{ ...base, top_logprobs: 2 }, "unsupported_parameter", "top_logprobs: log probabilities are not supported yet"],
-    [{ ...base, response_format: { type: "json_object" } }, "unsupported_parameter", 'response_format: "json_object" is not supported yet; only {"type": "text"}'],
+    [{ ...base, response_format: { type: "yaml" } }, "invalid_response_format", 'response_format.type: expected one of text, json_object, json_schema, got "yaml"'],
+    [{ ...base, response_format: { type: "json_schema" } }, "missing_required_field", "response_format.json_schema: is required with type json_schema"],
+    [{ ...base, response_format: { type: "json_schema", json_schema: { name: "a b", schema: {} } } }, "invalid_name", 'response_format.json_schema.name: expected a name of 1 to 64 letters, digits, _ or -, got "a b"'],
+    [{ ...base, response_format: { type: "json_schema", json_schema: { name: "a", schema: { type: "object", properties: { x: { type: "string", pattern: "a" } } } } } }, "invalid_response_format", "response_format.json_schema.schema.properties.x.pattern: this keyword is not supported by structured output (the grammar could not hold the output to it)"],
+    [{ ...base, response_format: { type: "json_schema", json_schema: { name: "a", schema: { type: "array", minItems: 100000 } } } }, "invalid_response_format", "response_format.json_schema.schema.minItems: expected an integer from 0 to 256"],
+    [{ ...base, response_format: { type: "json_schema", json_schema: { name: "a", schema: { $ref: "#/$defs/nope" } } } }, "invalid_response_format", "response_format.json_schema.schema.$ref: expected #/$defs/<name> of a definition in this schema's $defs"],
+    [{ ...base, response_format: { type: "json_schema", json_schema: { name: "a", schema: { anyOf: [{ type: "wat" }] } } } }, "invalid_response_format", "response_format.json_schema.schema.anyOf[0].type: expected one or more of string, number, integer, boolean, null, object, array"],
     [{ ...base, tools: [{ type: "function", function: { name: "f" } }] }, "unsupported_parameter", "tools: tools are not supported yet"],
     [{ ...base, tool_choice: "required" }, "unsupported_parameter", "tool_choice: tools are not supported yet"],
     [{ ...base, store: true }, "unsupported_parameter", "store: completions are not stored by this service"],

@@ -16,7 +16,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "../../core/log.js";
 import { InvalidRequestError, ServiceUnavailableError, UpstreamError, type KilnError } from "../../core/errors.js";
 import type { AgentMessage__Output, Register__Output } from "../../proto/index.js";
-import { samplingToProto } from "../../proto/sampling.js";
+import { responseFormatToProto, samplingToProto } from "../../proto/sampling.js";
 import { Channel } from "./channel.js";
 import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState } from "./types.js";
 
@@ -264,6 +264,7 @@ export class Fleet {
         ...(r.maxTokens !== undefined ? { max_tokens: r.maxTokens } : {}),
         ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
         ...samplingToProto(r.sampling),
+        ...responseFormatToProto(r.responseFormat),
       },
     });
     return true;
@@ -399,7 +400,7 @@ export class Fleet {
 }
 
 /** Agent error codes that are the request's fault (before any text), and the field each names. */
-const CLIENT_FAULTS: Readonly<Record<string, string>> = { context_length_exceeded: "messages", invalid_logit_bias: "logit_bias" };
+const CLIENT_FAULTS: Readonly<Record<string, string>> = { context_length_exceeded: "messages", invalid_logit_bias: "logit_bias", invalid_response_format: "response_format" };
 
 /** Maps an agent's error code to what the client sees. */
 function toClientError(code: string, message: string, started: boolean): KilnError {

@@ -1,4 +1,4 @@
-import type { ChatRole, Sampling } from "../../core/chat.js";
+import type { ChatRole, ResponseFormat, Sampling } from "../../core/chat.js";
 import type { Hardware__Output, SchedulerMessage } from "../../proto/index.js";
 
 export interface ChatMessage {
@@ -13,6 +13,8 @@ export interface CompletionRequest {
   maxTokens?: number;
   temperature?: number;
   sampling?: Sampling;
+  /** Output held to JSON (`response_format`); absent: free text. */
+  responseFormat?: ResponseFormat;
   /**
    * The account the request is for: waiting requests are queued per account and the queues served
    * round-robin, so one account's flood cannot starve another. Requests without one share a queue.

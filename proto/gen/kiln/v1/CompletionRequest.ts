@@ -1,6 +1,7 @@
 // Original file: proto/kiln/v1/fleet.proto
 
 import type { ChatMessage as _kiln_v1_ChatMessage, ChatMessage__Output as _kiln_v1_ChatMessage__Output } from '../../kiln/v1/ChatMessage.js';
+import type { ResponseFormat as _kiln_v1_ResponseFormat, ResponseFormat__Output as _kiln_v1_ResponseFormat__Output } from '../../kiln/v1/ResponseFormat.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface CompletionRequest {
@@ -19,6 +20,7 @@ export interface CompletionRequest {
   'repeat_penalty'?: (number | string);
   'logit_bias'?: ({[key: string]: number | string});
   'stop'?: (string)[];
+  'response_format'?: (_kiln_v1_ResponseFormat | null);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
@@ -46,6 +48,7 @@ export interface CompletionRequest__Output {
   'repeat_penalty'?: (number);
   'logit_bias': ({[key: string]: number});
   'stop': (string)[];
+  'response_format': (_kiln_v1_ResponseFormat__Output | null);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
