@@ -81,6 +81,16 @@ const sizeOrShare = z.string().trim().transform((s, ctx): SizeOrShare => {
   return { bytes: parsed.data };
 });
 
+/** `*`, or an origin exactly as a browser sends it: scheme, host and port, no path. */
+const corsOrigin = z.string().trim().refine((o) => {
+  if (o === "*") return true;
+  try {
+    const url = new URL(o);
+    return (url.protocol === "https:" || url.protocol === "http:") && url.origin === o;
+  } catch {
+    return false;
+  }
+}, { message: "expected * or an origin such as https://app.example.com (scheme, host and port; no path)" });
 const list = z.string().transform((s) => s.split(",").map((t) => t.trim()).filter(Boolean));
 
 /** An IPv4 or IPv6 range (`10.0.0.0/8`, `fd00::/8`) or a single address. */
@@ -245,6 +255,8 @@ export const SCHEDULER_OPTIONS = {
   /** Per-tier cap on an account's chat completions in flight (queued or generating); more are a 429. Default `free=4,standard=16,pro=64,enterprise=256`. */
   maxInflight: { flags: "--max-inflight <list>", env: "KILN_MAX_INFLIGHT", default: Object.entries(DEFAULT_MAX_INFLIGHT).map(([t, n]) => `${t}=${n}`).join(","), description: "chat completions an account may have in flight (queued or generating), by tier: TIER=N pairs, comma-separated; a partial list changes only the tiers it names (more are a 429 too_many_requests_in_flight)", schema: tierCaps },
   heartbeatMs: { flags: "--heartbeat-ms <ms>", env: "KILN_HEARTBEAT_MS", default: "5000", description: "agent heartbeat interval; an agent silent for 3 intervals is dropped", schema: int(100, 600_000) },
+  /** Browser origins allowed to call `/v1` (CORS), or `*`. Default none: no CORS headers, browsers keep to same-origin. */
+  corsOrigin: { flags: "--cors-origin <origin>", env: "KILN_CORS_ORIGIN", repeatable: true, description: "a browser origin allowed to call /v1 (CORS), such as https://app.example.com, or * for any (repeatable; comma-separated in the env; default none: no cross-origin access)", schema: z.array(corsOrigin) },
   adminToken: { flags: "--admin-token <token>", env: "KILN_ADMIN_TOKEN", secret: true, description: "token that signs in to the dashboard at /dashboard (none: the dashboard API is off)", schema: z.string().min(16, "must be at least 16 characters").optional() },
   mcpTimeout: { flags: "--mcp-timeout <seconds>", env: "KILN_MCP_TIMEOUT", default: "10", description: "how long POST /v1/mcp/test waits for an MCP server", schema: int(1, 300) },
   mcpConcurrency: { flags: "--mcp-concurrency <n>", env: "KILN_MCP_CONCURRENCY", default: "4", description: "MCP tests one account may run at once (429 beyond)", schema: int(1, 1000) },

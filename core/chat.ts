@@ -37,3 +37,27 @@ export interface Sampling {
  * `schema` (core/json-schema.ts: the subset a grammar can enforce). Absent: free text.
  */
 export type ResponseFormat = { type: "json_object" } | { type: "json_schema"; schema: Record<string, unknown> };
+
+/**
+ * What an agent's pool can do beyond plain chat, advertised in its registration: the scheduler sends
+ * a request only to a pool with every capability it needs, so an older agent never silently drops a
+ * field it does not know. An agent that advertises none is plain chat (max_tokens, temperature).
+ */
+export const CAPABILITIES = {
+  /** Sampling beyond the temperature, stop texts included (`Sampling`). */
+  sampling: "sampling",
+  /** Output held to JSON (`ResponseFormat`). */
+  responseFormat: "response_format",
+} as const;
+export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
+
+/** Every capability this version's agent has. */
+export const AGENT_CAPABILITIES: readonly Capability[] = Object.values(CAPABILITIES);
+
+/** The capabilities a request needs. */
+export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat }): Capability[] {
+  const needs: Capability[] = [];
+  if (request.sampling && Object.keys(request.sampling).length > 0) needs.push(CAPABILITIES.sampling);
+  if (request.responseFormat) needs.push(CAPABILITIES.responseFormat);
+  return needs;
+}

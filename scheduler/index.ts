@@ -49,7 +49,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       const checks = { store: db.open };
       return { ready: Object.values(checks).every(Boolean), checks };
     };
-    const app = createHttpApp({ keys, limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, logger, maxBodyBytes: config.maxBody, defaultMaxTokens: config.defaultMaxTokens, standardRpm: config.standardRpm, metrics, ready,
+    const app = createHttpApp({ keys, limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, logger, maxBodyBytes: config.maxBody, defaultMaxTokens: config.defaultMaxTokens, standardRpm: config.standardRpm, metrics, ready, corsOrigins: config.corsOrigin,
       mcp, ...(config.adminToken ? { adminToken: config.adminToken } : {}) });
     http = await listenHttp(app.fetch, config.http);
     const listener = http;

@@ -174,9 +174,32 @@ describe("honoured", () => {
     expect(JSON.parse(c.choices[0]!.message.content!)).toEqual({});
   });
 
-  it("GET /v1/models/{id} returns the model; an unknown id is a 404", async () => {
+  it("system_fingerprint names the serving build; cached_tokens counts the KV prefix a follow-up turn reused; usage is null on every chunk but the last", async () => {
+    const first = await client.chat.completions.create({ model: MODEL, messages: user("Once upon a time"), max_tokens: 4, temperature: 0 });
+    expect(first.system_fingerprint).toMatch(/^fp_[0-9a-f]{12}$/);
+    const followUp = [...user("Once upon a time"), { role: "assistant" as const, content: first.choices[0]!.message.content! }, { role: "user" as const, content: "And then?" }];
+    const second = await client.chat.completions.create({ model: MODEL, messages: followUp, max_tokens: 4, temperature: 0 });
+    expect(second.system_fingerprint).toBe(first.system_fingerprint);
+    const cached = second.usage!.prompt_tokens_details!.cached_tokens!;
+    expect(cached).toBeGreaterThanOrEqual(first.usage!.prompt_tokens - 1); // the first prompt, evaluated once
+    expect(cached).toBeLessThan(second.usage!.prompt_tokens);
+
+    const chunks = [];
+    for await (const chunk of await client.chat.completions.create({ model: MODEL, messages: user("Hi"), max_tokens: 4, stream: true, stream_options: { include_usage: true } })) chunks.push(chunk);
+    const last = chunks.at(-1)!;
+    expect(last.choices).toEqual([]);
+    expect(last.usage).toMatchObject({ total_tokens: expect.any(Number), prompt_tokens_details: { cached_tokens: expect.any(Number) } });
+    expect(last.system_fingerprint).toBe(first.system_fingerprint);
+    for (const chunk of chunks.slice(0, -1)) expect(chunk.usage).toBeNull();
+    expect(chunks.find((c) => c.choices[0]?.finish_reason)!.system_fingerprint).toBe(first.system_fingerprint);
+  });
+
+  it("GET /v1/models/{id} returns the model; an unknown id is a 404; the list marks each model's capabilities", async () => {
     expect(await client.models.retrieve(MODEL)).toMatchObject({ id: MODEL, object: "model" });
     await expect(client.models.retrieve("gpt-nope")).rejects.toMatchObject({ status: 404, code: "model_not_found" });
+    const list = await client.get("/models") as { models: { id: string; status: string; capabilities: string[] }[] };
+    expect(list.models.find((m) => m.id === MODEL)).toMatchObject({ status: "available", capabilities: ["chat", "response_format", "sampling"] });
+    expect(list.models.find((m) => m.status === "unavailable")!.capabilities).toEqual([]);
   });
 
   it("lists unknown fields in x-kiln-ignored-fields, and only plain names", async () => {

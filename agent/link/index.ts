@@ -9,7 +9,7 @@ import * as grpc from "@grpc/grpc-js";
 import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
-import { CHAT_ROLES, isChatRole, type ResponseFormat } from "../../core/chat.js";
+import { AGENT_CAPABILITIES, CHAT_ROLES, isChatRole, type ResponseFormat } from "../../core/chat.js";
 import { responseFormatFromProto, samplingFromProto } from "../../proto/sampling.js";
 import { diskOf } from "../hardware/index.js";
 import { InvalidResponseFormatError, LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
@@ -91,7 +91,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         node_id: nodeId,
         agent_version: KILN_VERSION,
         hardware,
-        pools: engine.modelPools.map((p) => ({ model_ids: p.modelIds, slots: p.slots, context_size: p.contextSize })),
+        pools: engine.modelPools.map((p) => ({ model_ids: p.modelIds, slots: p.slots, context_size: p.contextSize, fingerprint: p.fingerprint, capabilities: [...AGENT_CAPABILITIES] })),
       },
     });
     stream.on("data", (message: SchedulerMessage__Output) => this.onMessage(stream, message));
@@ -183,7 +183,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         onText: (text) => chunks.push(id, text),
       });
       chunks.end(id);
-      send({ done: { request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens } } });
+      send({ done: { request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, cached_tokens: result.cachedTokens } } });
       this.options.logger.info({ requestId: req.trace_id, model: req.model, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason, ms: Math.round(performance.now() - started) }, "completion done");
     } catch (err) {
       const sentText = chunks.discard(id);

@@ -10,6 +10,7 @@ import { checkJsonSchema, toGrammarSchema } from "../../core/json-schema.js";
 import type { Logger } from "../../core/log.js";
 import { ContextLengthExceededError, GenerationAbortedError, InvalidLogitBiasError, InvalidResponseFormatError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
 import { loadedBinaries } from "./binaries.js";
+import { modelFingerprint } from "./fingerprint.js";
 import { ModelPool } from "./pool.js";
 import { generateTurn } from "./turn.js";
 
@@ -59,6 +60,8 @@ export interface GenerateResult {
   text: string;
   finishReason: "stop" | "length";
   promptTokens: number;
+  /** Prompt tokens whose KV cache the slot already held (a conversation's earlier turns): not evaluated again. */
+  cachedTokens: number;
   completionTokens: number;
 }
 
@@ -95,7 +98,8 @@ export class LlmEngine {
         if (!pool) {
           const started = performance.now();
           const model = await llama.loadModel({ modelPath: file }).catch((err: unknown) => { throw new ModelLoadError(id, file, err); });
-          pool = await ModelPool.create(file, model, options);
+          const build = `${llama.llamaCppRelease.release}/${llama.gpu || "cpu"}/${folder ?? "?"}${kilnAddon ? "+kiln" : ""}`;
+          pool = await ModelPool.create(file, model, { ...options, fingerprint: await modelFingerprint(file, build) });
           byPath.set(file, pool);
           log.info({ file, sequences: pool.slots, contextSize: pool.contextSize, threads: options.threads, ms: Math.round(performance.now() - started) }, "model loaded");
         }
@@ -164,7 +168,7 @@ export class LlmEngine {
         ...(options.onText ? { onText: options.onText } : {}),
       });
       if (turn.stopReason === "abort") throw new GenerationAbortedError();
-      return { text: turn.text, finishReason: turn.stopReason === "length" ? "length" : "stop", promptTokens, completionTokens: turn.completionTokens };
+      return { text: turn.text, finishReason: turn.stopReason === "length" ? "length" : "stop", promptTokens, cachedTokens: turn.cachedTokens, completionTokens: turn.completionTokens };
     } catch (err) {
       if (err instanceof LlmEngineError) throw err;
       if (options.signal?.aborted) throw new GenerationAbortedError();

@@ -40,13 +40,15 @@ export class ModelPool {
     /** The chat template, resolved once from the GGUF (its `tokenizer.chat_template`, else its name) and shared by every slot. */
     readonly chatWrapper: ChatWrapper,
     slots: Slot[],
+    /** `system_fingerprint` of the replies (fingerprint.ts): the file's digest and the build's. */
+    readonly fingerprint: string,
   ) {
     this.free = slots;
     this.maxTokenBytes = longestTokenBytes(model);
     this.vocabularySize = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? 0; // what iterateAllTokens() counts
   }
 
-  static async create(path: string, model: LlamaModel, options: { sequences: number; contextSize: number; threads: number; batchSize?: number }): Promise<ModelPool> {
+  static async create(path: string, model: LlamaModel, options: { sequences: number; contextSize: number; threads: number; batchSize?: number; fingerprint: string }): Promise<ModelPool> {
     const context = await model.createContext({
       sequences: options.sequences,
       contextSize: Math.min(options.contextSize, model.trainContextSize),
@@ -54,7 +56,7 @@ export class ModelPool {
       ...(options.batchSize ? { batchSize: options.batchSize } : {}),
     });
     const slots = Array.from({ length: options.sequences }, (_, index): Slot => ({ sequence: context.getSequence(), index }));
-    return new ModelPool(path, model, context, resolveChatWrapper(model), slots);
+    return new ModelPool(path, model, context, resolveChatWrapper(model), slots, options.fingerprint);
   }
 
   get slots(): number {

@@ -31,6 +31,8 @@ export interface TurnResult {
   stopReason: "eog" | "length" | "abort";
   /** Tokens sampled (an end-of-generation token included, as llama.cpp's server counts). */
   completionTokens: number;
+  /** Prompt tokens kept from the sequence's KV cache (not evaluated again). */
+  cachedTokens: number;
 }
 
 /** What a chat template renders for a conversation: the prompt's tokens and how the turn ends. */
@@ -138,7 +140,8 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
   if (sequence.nextTokenIndex >= prompt.tokens.length) {
     await sequence.eraseContextTokenRanges([{ start: prompt.tokens.length - 1, end: sequence.nextTokenIndex }]);
   }
-  const input = prompt.tokens.slice(sequence.nextTokenIndex);
+  const cachedTokens = sequence.nextTokenIndex;
+  const input = prompt.tokens.slice(cachedTokens);
 
   const generated: Token[] = [];
   let sampled = 0; // generated tokens plus a final end-of-generation token, which evaluate() does not yield
@@ -161,7 +164,7 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
   };
 
   const signal = options.signal;
-  if (signal?.aborted) return { text, stopReason: "abort", completionTokens: 0 };
+  if (signal?.aborted) return { text, stopReason: "abort", completionTokens: 0, cachedTokens };
   const sampling = options.sampling ?? {};
   const grammar = options.grammar;
   const stops = prompt.stops.with([...(sampling.stop ?? []), ...(grammar ? grammarStopTexts(grammar) : [])]);
@@ -199,7 +202,7 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
     if (undecoded.length > 0) held += decode();
     release(trimEnd ? held.trimEnd().length : held.length);
   }
-  return { text, stopReason, completionTokens: sampled };
+  return { text, stopReason, completionTokens: sampled, cachedTokens };
 }
 
 /** How many of the last generated tokens the penalties look at (llama.cpp's server default). */

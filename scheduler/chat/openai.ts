@@ -5,29 +5,60 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** `cached_tokens`: prompt tokens whose KV cache the serving slot already held. */
+  prompt_tokens_details: { cached_tokens: number };
+}
+
+/** What the agent reported at the end of a completion. */
+export interface Done {
+  finishReason: string;
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  fingerprint: string;
 }
 
 export function completionId(): string {
   return `chatcmpl-${randomBytes(12).toString("base64url")}`;
 }
 
-export function usage(promptTokens: number, completionTokens: number): Usage {
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
-}
-
-export function completionBody(id: string, created: number, model: string, content: string, finishReason: string, u: Usage) {
+export function usage(done: Done): Usage {
   return {
-    id, object: "chat.completion", created, model,
-    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: finishReason }],
-    usage: u,
+    prompt_tokens: done.promptTokens, completion_tokens: done.completionTokens, total_tokens: done.promptTokens + done.completionTokens,
+    prompt_tokens_details: { cached_tokens: done.cachedTokens },
   };
 }
 
-export function chunkBody(id: string, created: number, model: string, delta: { role?: "assistant"; content?: string }, finishReason: string | null) {
-  return { id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finishReason }] };
+/** `system_fingerprint`: the serving pool's, or null from an agent that sends none. */
+const fingerprint = (done: Done): string | null => done.fingerprint || null;
+
+export function completionBody(id: string, created: number, model: string, content: string, done: Done) {
+  return {
+    id, object: "chat.completion", created, model, system_fingerprint: fingerprint(done),
+    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: done.finishReason }],
+    usage: usage(done),
+  };
+}
+
+/** The identity every chunk of one streamed completion carries. */
+export interface StreamIdentity {
+  id: string;
+  created: number;
+  model: string;
+  /** `stream_options.include_usage`: every chunk has `usage`, null but on the last. */
+  includeUsage: boolean;
+}
+
+/** A chunk with one choice's delta; `done` (on the finishing chunk) adds the finish reason and the fingerprint. */
+export function chunkBody(s: StreamIdentity, delta: { role?: "assistant"; content?: string }, done?: Done) {
+  return {
+    id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, system_fingerprint: done ? fingerprint(done) : null,
+    choices: [{ index: 0, delta, finish_reason: done?.finishReason ?? null }],
+    ...(s.includeUsage ? { usage: null } : {}),
+  };
 }
 
 /** The last chunk of `stream_options.include_usage`: no choices, the usage. */
-export function usageChunkBody(id: string, created: number, model: string, u: Usage) {
-  return { id, object: "chat.completion.chunk", created, model, choices: [], usage: u };
+export function usageChunkBody(s: StreamIdentity, done: Done) {
+  return { id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, system_fingerprint: fingerprint(done), choices: [], usage: usage(done) };
 }

@@ -19,7 +19,7 @@ class RecordingLink implements AgentLink {
 
 const register = (nodeId: string, slots: number, model = "famB-v3.1"): Register__Output => ({
   node_id: nodeId, agent_version: "test", hardware: null,
-  pools: [{ model_ids: [model], slots, context_size: 2048 }],
+  pools: [{ model_ids: [model], slots, context_size: 2048, fingerprint: "fp_test", capabilities: [] }],
 });
 
 const fleet = (options: Partial<FleetOptions> = {}) => new Fleet({ queueSize: 100, queueTimeoutMs: 5000, heartbeatMs: 60_000, logger: createLogger("test", "silent"), ...options });
@@ -34,7 +34,7 @@ function submit(f: Fleet, account: string, name: string, model?: string): Promis
 }
 
 const done = (f: Fleet, node: string, link: RecordingLink, name: string) =>
-  f.receive(node, link, { body: "done", done: { request_id: link.idOf(name), finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1 } } });
+  f.receive(node, link, { body: "done", done: { request_id: link.idOf(name), finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 } } });
 
 /** Finishes whatever runs on the one-slot agent until nothing is left; returns the dispatch order. */
 function runAll(f: Fleet, link: RecordingLink): string[] {

@@ -16,9 +16,9 @@ class RecordingLink implements AgentLink {
   requests(): string[] { return this.sent.filter((m) => m.completion).map((m) => m.completion!.request_id!); }
 }
 
-const register = (nodeId: string, slots: number): Register__Output => ({
+const register = (nodeId: string, slots: number, capabilities: string[] = []): Register__Output => ({
   node_id: nodeId, agent_version: "test", hardware: null,
-  pools: [{ model_ids: ["famB-v3.1"], slots, context_size: 2048 }],
+  pools: [{ model_ids: ["famB-v3.1"], slots, context_size: 2048, fingerprint: "fp_test", capabilities }],
 });
 
 const fleet = (options: Partial<FleetOptions> = {}) => new Fleet({ queueSize: 2, queueTimeoutMs: 5000, heartbeatMs: 60_000, logger: createLogger("test", "silent"), ...options });
@@ -73,10 +73,27 @@ describe("Fleet routing", () => {
     const [x, y] = a.requests();
     f.receive("a", a, { body: "chunk", chunk: { request_id: x!, text: "Once" } });
     f.receive("a", a, { body: "chunks", chunks: { chunks: [{ request_id: y!, text: "Hello" }, { request_id: x!, text: " upon" }, { request_id: "gone", text: "lost" }] } });
-    for (const id of [x!, y!]) f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2 } } });
-    const done = { type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2 };
+    for (const id of [x!, y!]) f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 } } });
+    const done = { type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, cachedTokens: 0, fingerprint: "fp_test" };
     expect(await first).toEqual([{ type: "text", text: "Once" }, { type: "text", text: " upon" }, done]);
     expect(await second).toEqual([{ type: "text", text: "Hello" }, done]);
+    f.close();
+  });
+
+  it("sends a request only to a pool with every capability it needs: an older agent never drops a field it does not know", () => {
+    const f = fleet();
+    const old = new RecordingLink(), current = new RecordingLink();
+    f.attach(register("old", 4), old);
+    const seeded = { ...request, sampling: { seed: 1 } };
+    const json = { ...request, responseFormat: { type: "json_object" as const } };
+    expect(() => f.submit(seeded)).toThrow(expect.objectContaining({ status: 503, code: "model_unavailable", message: expect.stringMatching(/supports sampling \(older agents\)/) }));
+    expect(() => f.submit(json)).toThrow(expect.objectContaining({ status: 503, message: expect.stringMatching(/supports response_format/) }));
+    f.submit(request); // plain chat still goes to the old agent
+    expect(old.requests()).toHaveLength(1);
+    f.attach(register("current", 1, ["sampling", "response_format"]), current);
+    f.submit(seeded);
+    f.submit(json); // the capable agent's one slot is busy: it waits for it, not for the old agent's free slots
+    expect([old.requests().length, current.requests().length, f.queued]).toEqual([1, 1, 1]);
     f.close();
   });
 
@@ -90,8 +107,8 @@ describe("Fleet routing", () => {
     f.detach("a", a, "killed");
     expect(b.requests()).toEqual([id]);
     f.receive("b", b, { body: "chunk", chunk: { request_id: id!, text: "hello" } });
-    f.receive("b", b, { body: "done", done: { request_id: id!, finish_reason: "stop", usage: { prompt_tokens: 3, completion_tokens: 1 } } });
-    expect(await events).toEqual([{ type: "text", text: "hello" }, { type: "done", finishReason: "stop", promptTokens: 3, completionTokens: 1 }]);
+    f.receive("b", b, { body: "done", done: { request_id: id!, finish_reason: "stop", usage: { prompt_tokens: 3, completion_tokens: 1, cached_tokens: 0 } } });
+    expect(await events).toEqual([{ type: "text", text: "hello" }, { type: "done", finishReason: "stop", promptTokens: 3, completionTokens: 1, cachedTokens: 0, fingerprint: "fp_test" }]);
     f.close();
   });
 
@@ -135,7 +152,7 @@ describe("Fleet routing", () => {
     expect([a.requests().length, b.requests().length]).toEqual([1, 1]);
     const id = b.requests()[0]!;
     f.receive("b", b, { body: "chunk", chunk: { request_id: id, text: "ok" } });
-    f.receive("b", b, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1 } } });
+    f.receive("b", b, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 } } });
     expect((await events).map((e) => e.type)).toEqual(["text", "done"]);
     f.close();
   });
@@ -148,7 +165,7 @@ describe("Fleet routing", () => {
     f.receive("a", a, { body: "error", error: { request_id: a.requests()[0]!, code: "draining", message: "draining", retryable: true } });
     expect(a.requests()).toHaveLength(2);
     const id = a.requests()[1]!;
-    f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 0 } } });
+    f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 0, cached_tokens: 0 } } });
     expect((await events).map((e) => e.type)).toEqual(["done"]);
     f.close();
   });
@@ -226,8 +243,8 @@ describe("Fleet routing", () => {
     // The request had no text yet: it moved to the new stream; the old stream's stragglers are ignored.
     const id = fresh.requests()[0]!;
     f.receive("a", old, { body: "done", done: { request_id: id, finish_reason: "stop", usage: null } });
-    f.receive("a", fresh, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2 } } });
-    expect(await events).toEqual([{ type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2 }]);
+    f.receive("a", fresh, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 } } });
+    expect(await events).toEqual([{ type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, cachedTokens: 0, fingerprint: "fp_test" }]);
     f.close();
   });
 });

@@ -14,6 +14,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../../core/log.js";
+import { requiredCapabilities } from "../../core/chat.js";
 import { InvalidRequestError, ServiceUnavailableError, UpstreamError, type KilnError } from "../../core/errors.js";
 import type { AgentMessage__Output, Register__Output } from "../../proto/index.js";
 import { responseFormatToProto, samplingToProto } from "../../proto/sampling.js";
@@ -37,6 +38,8 @@ interface Job {
   /** The HTTP request id, passed to the agent for its logs. */
   traceId: string;
   request: CompletionRequest;
+  /** The capabilities a pool needs to run it (core/chat.ts). */
+  needs: readonly string[];
   channel: Channel<CompletionEvent>;
   attempts: number;
   /** Nodes this request failed on: a retry goes elsewhere while another node serves its model. */
@@ -46,6 +49,11 @@ interface Job {
   assigned?: { agent: Agent; pool: PoolState & { peak: number } };
   queuedTimer?: NodeJS.Timeout;
   cancelled: boolean;
+}
+
+/** Whether `pool` serves `model` with every capability in `needs`. */
+function runs(pool: PoolState, model: string, needs: readonly string[]): boolean {
+  return pool.modelIds.has(model) && needs.every((n) => pool.capabilities.has(n));
 }
 
 /** Accounts whose latest dispatch is remembered for the round-robin; the least recent is forgotten beyond it. */
@@ -85,9 +93,9 @@ export class Fleet {
 
   // --- the client side: HTTP handlers call these ---------------------------------------------
 
-  /** True when some connected, non-draining agent serves `model`. */
-  serves(model: string): boolean {
-    for (const a of this.agents.values()) if (!a.draining && a.pools.some((p) => p.modelIds.has(model))) return true;
+  /** True when some connected, non-draining agent serves `model` (with every capability in `needs`). */
+  serves(model: string, needs: readonly string[] = []): boolean {
+    for (const a of this.agents.values()) if (!a.draining && a.pools.some((p) => runs(p, model, needs))) return true;
     return false;
   }
 
@@ -100,10 +108,14 @@ export class Fleet {
    * queue the request waits in when every slot is busy.
    */
   submit(request: CompletionRequest, signal?: AbortSignal, traceId = ""): AsyncIterable<CompletionEvent> {
-    if (!this.serves(request.model)) {
+    const needs = requiredCapabilities(request);
+    if (!this.serves(request.model, needs)) {
+      if (needs.length > 0 && this.serves(request.model)) {
+        throw new ServiceUnavailableError("model_unavailable", `model: no connected agent serving "${request.model}" supports ${needs.join(" and ")} (older agents); try again without those fields or after the agents are upgraded`);
+      }
       throw new ServiceUnavailableError("model_unavailable", `model: no connected agent serves "${request.model}" right now`);
     }
-    const job: Job = { id: randomUUID(), traceId, request, attempts: 0, failedOn: new Set(), started: false, cancelled: false, channel: undefined! };
+    const job: Job = { id: randomUUID(), traceId, request, needs, attempts: 0, failedOn: new Set(), started: false, cancelled: false, channel: undefined! };
     job.channel = new Channel<CompletionEvent>(() => this.cancel(job));
     signal?.addEventListener("abort", () => this.cancel(job), { once: true });
     if (!this.dispatch(job)) this.enqueue(job);
@@ -116,7 +128,7 @@ export class Fleet {
       hardware: a.register.hardware,
       draining: a.draining,
       connectedAt: a.connectedAt,
-      pools: a.pools.map((p) => ({ modelIds: [...p.modelIds], slots: p.slots, inflight: p.inflight, local: p.local, contextSize: p.contextSize, peakInflight: p.peak })),
+      pools: a.pools.map((p) => ({ modelIds: [...p.modelIds], slots: p.slots, inflight: p.inflight, local: p.local, contextSize: p.contextSize, peakInflight: p.peak, capabilities: [...p.capabilities] })),
     }));
   }
 
@@ -142,7 +154,7 @@ export class Fleet {
       this.detach(register.node_id, existing.link, "replaced by a new connection");
       existing.link.close("replaced by a new connection");
     }
-    const pools = register.pools.map((p) => ({ modelIds: new Set(p.model_ids), slots: p.slots, contextSize: p.context_size, inflight: 0, local: 0, peak: 0 }));
+    const pools = register.pools.map((p) => ({ modelIds: new Set(p.model_ids), slots: p.slots, contextSize: p.context_size, fingerprint: p.fingerprint, capabilities: new Set(p.capabilities), inflight: 0, local: 0, peak: 0 }));
     this.agents.set(register.node_id, new Agent(register.node_id, link, register, pools));
     this.log.info({ node: register.node_id, pools: register.pools.map((p) => ({ models: p.model_ids, slots: p.slots })), compute: register.hardware?.compute }, "agent joined");
     this.pump();
@@ -163,9 +175,13 @@ export class Fleet {
         return;
       case "done": {
         const done = message.done!;
+        const fingerprint = agent.jobs.get(done.request_id)?.assigned?.pool.fingerprint ?? ""; // before finish() unassigns it
         const job = this.finish(agent, done.request_id);
         if (!job || job.cancelled) return;
-        job.channel.push({ type: "done", finishReason: done.finish_reason, promptTokens: done.usage?.prompt_tokens ?? 0, completionTokens: done.usage?.completion_tokens ?? 0 });
+        job.channel.push({
+          type: "done", finishReason: done.finish_reason, promptTokens: done.usage?.prompt_tokens ?? 0, completionTokens: done.usage?.completion_tokens ?? 0,
+          cachedTokens: done.usage?.cached_tokens ?? 0, fingerprint,
+        });
         job.channel.end();
         return;
       }
@@ -236,12 +252,12 @@ export class Fleet {
   private dispatch(job: Job): boolean {
     let best: { agent: Agent; pool: PoolState & { peak: number } } | undefined;
     let bestLoad = Infinity;
-    const serves = (agent: Agent) => !agent.draining && agent.pools.some((p) => p.modelIds.has(job.request.model));
+    const serves = (agent: Agent) => !agent.draining && agent.pools.some((p) => runs(p, job.request.model, job.needs));
     const avoid = job.failedOn.size > 0 && [...this.agents.values()].some((a) => !job.failedOn.has(a.nodeId) && serves(a));
     for (const agent of this.agents.values()) {
       if (agent.draining || (avoid && job.failedOn.has(agent.nodeId))) continue;
       for (const pool of agent.pools) {
-        if (!pool.modelIds.has(job.request.model) || pool.inflight + pool.local >= pool.slots) continue;
+        if (!runs(pool, job.request.model, job.needs) || pool.inflight + pool.local >= pool.slots) continue;
         const load = (pool.inflight + pool.local) / pool.slots + agent.jobs.size * 1e-6; // tie-break: fewer requests overall
         if (load < bestLoad) { best = { agent, pool }; bestLoad = load; }
       }

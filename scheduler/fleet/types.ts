@@ -25,7 +25,13 @@ export interface CompletionRequest {
 
 export type CompletionEvent =
   | { type: "text"; text: string }
-  | { type: "done"; finishReason: string; promptTokens: number; completionTokens: number };
+  | {
+    type: "done"; finishReason: string; promptTokens: number; completionTokens: number;
+    /** Prompt tokens the agent's slot already held in its KV cache. */
+    cachedTokens: number;
+    /** The serving pool's `system_fingerprint` ("" from an agent that sends none). */
+    fingerprint: string;
+  };
 
 /** What the fleet needs from one connected agent's stream (the gRPC server implements it). */
 export interface AgentLink {
@@ -43,6 +49,10 @@ export interface PoolState {
   modelIds: ReadonlySet<string>;
   slots: number;
   contextSize: number;
+  /** The replies' `system_fingerprint` (the agent's digest of the model file and its build). */
+  fingerprint: string;
+  /** What the pool does beyond plain chat (core/chat.ts CAPABILITIES). */
+  capabilities: ReadonlySet<string>;
   /** Requests dispatched to this pool and not yet answered with done/error. */
   inflight: number;
   /** Slots the agent's own work holds (transcript translation), from its latest heartbeat. */
@@ -53,7 +63,7 @@ export interface PoolState {
 export interface AgentSnapshot {
   nodeId: string;
   hardware: Hardware__Output | null;
-  pools: { modelIds: string[]; slots: number; inflight: number; local: number; contextSize: number; peakInflight: number }[];
+  pools: { modelIds: string[]; slots: number; inflight: number; local: number; contextSize: number; peakInflight: number; capabilities: string[] }[];
   draining: boolean;
   connectedAt: number;
 }

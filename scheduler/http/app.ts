@@ -1,5 +1,6 @@
 /** The scheduler's public HTTP API (Hono): `/v1/chat/completions`, `/v1/models`, `/v1/mcp`; `/healthz`, `/readyz`, `/metrics`, `/v1/openapi.json`; the dashboard. */
 import { Hono } from "hono";
+import { cors } from "hono/cors";
 import type { AppEnv, HttpDeps } from "./env.js";
 import { authenticate, rateLimit } from "./middleware/auth.js";
 import { notFound, onError, requestId } from "../../core/http/index.js";
@@ -23,6 +24,8 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
     return c.json(r, r.ready ? 200 : 503);
   });
   app.get("/metrics", () => deps.metrics.handler());
+  // Browsers on the allowed origins: the preflight is answered before any key is asked for (browsers send none with it).
+  if (deps.corsOrigins?.length) app.use("/v1/*", apiCors(deps.corsOrigins));
   // The API's description, without a key (it holds no user data; clients and tools read it first).
   app.get("/v1/openapi.json", (c) => c.json(openApiDocument(KILN_VERSION)));
   app.route("/", dashboardRoutes({ keys: deps.keys, mcp: deps.mcp, maxBodyBytes: deps.maxBodyBytes, ...(deps.adminToken ? { adminToken: deps.adminToken } : {}) }));
@@ -31,4 +34,18 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   app.route("/v1/models", modelRoutes(deps.fleet));
   app.route("/v1/mcp", mcpRoutes(deps.mcp, deps.maxBodyBytes));
   return app;
+}
+
+/** Response headers a browser client may read: the request id, ignored fields, rate limits. */
+const EXPOSED_HEADERS = ["x-request-id", "x-kiln-ignored-fields", "retry-after", "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"];
+
+/** CORS for `/v1`: the allowed origins (or any), Bearer keys in `Authorization` (no cookies: no credentials mode). */
+function apiCors(origins: readonly string[]) {
+  return cors({
+    origin: origins.includes("*") ? "*" : [...origins],
+    allowMethods: ["GET", "POST", "PUT", "DELETE", "OPTIONS"],
+    allowHeaders: ["authorization", "content-type", "x-request-id"],
+    exposeHeaders: EXPOSED_HEADERS,
+    maxAge: 600,
+  });
 }

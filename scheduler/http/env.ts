@@ -21,6 +21,8 @@ export interface HttpDeps {
   maxBodyBytes: number;
   /** `max_tokens` of a chat completion that gives none; undefined or 0: up to the end of the context. */
   defaultMaxTokens?: number;
+  /** Browser origins allowed to call `/v1` (CORS; `*` for any). Default none: no CORS headers. */
+  corsOrigins?: readonly string[];
   /** Requests per minute of the standard tier. */
   standardRpm: number;
   metrics: SchedulerMetrics;

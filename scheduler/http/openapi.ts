@@ -18,34 +18,40 @@ const ErrorBody = z.object({
   }),
 }).meta({ id: "Error" });
 
-const Usage = z.object({ prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int() }).meta({ id: "Usage" });
+const Usage = z.strictObject({
+  prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int(),
+  prompt_tokens_details: z.strictObject({ cached_tokens: z.int().meta({ description: "Prompt tokens whose KV cache the serving slot already held (a conversation's earlier turns)." }) }),
+}).meta({ id: "Usage" });
+const fingerprint = z.string().nullable().meta({ description: "The serving model file's digest and llama.cpp build (null from an agent that reports none)." });
 
 /** A chat completion as answered (non-streamed). */
-export const ChatCompletionResponse = z.object({
+export const ChatCompletionResponse = z.strictObject({
   id: z.string(),
   object: z.literal("chat.completion"),
   created: z.int(),
   model: z.string(),
-  choices: z.array(z.object({
+  system_fingerprint: fingerprint,
+  choices: z.array(z.strictObject({
     index: z.int(),
-    message: z.object({ role: z.literal("assistant"), content: z.string() }),
+    message: z.strictObject({ role: z.literal("assistant"), content: z.string() }),
     finish_reason: z.enum(["stop", "length"]),
   })),
   usage: Usage,
 }).meta({ id: "ChatCompletion" });
 
 /** One server-sent event of a streamed chat completion. */
-export const ChatCompletionChunk = z.object({
+export const ChatCompletionChunk = z.strictObject({
   id: z.string(),
   object: z.literal("chat.completion.chunk"),
   created: z.int(),
   model: z.string(),
-  choices: z.array(z.object({
+  system_fingerprint: fingerprint.meta({ description: "On the finishing chunk and the usage chunk; null on the others." }),
+  choices: z.array(z.strictObject({
     index: z.int(),
-    delta: z.object({ role: z.literal("assistant").optional(), content: z.string().optional() }),
+    delta: z.strictObject({ role: z.literal("assistant").optional(), content: z.string().optional() }),
     finish_reason: z.enum(["stop", "length"]).nullable(),
   })),
-  usage: Usage.optional().meta({ description: "On the last chunk (with no choices) when stream_options.include_usage is true." }),
+  usage: Usage.nullable().optional().meta({ description: "With stream_options.include_usage: null on every chunk but the last, which has no choices and the usage." }),
 }).meta({ id: "ChatCompletionChunk" });
 
 export const ModelObject = z.object({ id: z.string(), object: z.literal("model"), created: z.int(), owned_by: z.string() }).meta({ id: "Model" });
@@ -55,7 +61,8 @@ export const ModelList = z.object({
   data: z.array(ModelObject),
   models: z.array(z.object({
     id: z.string(), name: z.string(), status: z.enum(["available", "unavailable"]), gpu_type: z.string(), memory_gb: z.number(),
-  })).meta({ description: "The same models with their availability in the fleet and the strongest hardware serving each." }),
+    capabilities: z.array(z.string()).meta({ description: "What the agents serving it can do: chat, sampling (top_p, seed, stop, penalties, logit_bias…), response_format; empty while none serves it." }),
+  })).meta({ description: "The same models with their availability in the fleet, the strongest hardware serving each, and its capabilities." }),
 }).meta({ id: "ModelList" });
 
 const StoredMcpServer = McpServerConfigBody.extend({ id: z.string(), created_at: z.int(), updated_at: z.int() }).meta({ id: "McpServer" });

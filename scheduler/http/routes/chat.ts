@@ -13,7 +13,7 @@ import { Hono, type Context } from "hono";
 import { KilnError, UpstreamError } from "../../../core/errors.js";
 import type { SchedulerMetrics } from "../../metrics.js";
 import type { Logger } from "../../../core/log.js";
-import { chunkBody, completionBody, completionId, usage, usageChunkBody, validateChatCompletion, type ChatCompletionBody, type ChatValidationOptions } from "../../chat/index.js";
+import { chunkBody, completionBody, completionId, usageChunkBody, validateChatCompletion, type ChatCompletionBody, type ChatValidationOptions, type StreamIdentity } from "../../chat/index.js";
 import type { CompletionEvent, Fleet } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
 import { readJsonBody } from "../../../core/http/index.js";
@@ -78,7 +78,7 @@ async function collect(events: AsyncIterator<CompletionEvent>, first: IteratorRe
   for (let r = first; !r.done; r = await events.next()) {
     const e = r.value;
     if (e.type === "text") text += e.text;
-    else return completionBody(id, created, model, text, e.finishReason, usage(e.promptTokens, e.completionTokens));
+    else return completionBody(id, created, model, text, e);
   }
   throw new Error("completion ended without a done event");
 }
@@ -92,11 +92,10 @@ function streamCompletion(
   const encoder = new TextEncoder();
   const sse = (data: unknown): string => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
   /** One event's SSE text; each event is one write (the role chunk rides with the first), so a client gets it in one read. */
+  const stream: StreamIdentity = { id, created, model: body.model, includeUsage: body.includeUsage };
   const eventText = (e: CompletionEvent): string => e.type === "text"
-    ? sse(chunkBody(id, created, body.model, { content: e.text }, null))
-    : sse(chunkBody(id, created, body.model, {}, e.finishReason))
-      + (body.includeUsage ? sse(usageChunkBody(id, created, body.model, usage(e.promptTokens, e.completionTokens))) : "")
-      + sse("[DONE]");
+    ? sse(chunkBody(stream, { content: e.text }))
+    : sse(chunkBody(stream, {}, e)) + (body.includeUsage ? sse(usageChunkBody(stream, e)) : "") + sse("[DONE]");
   let finished = false;
   const stop = (): void => {
     release();
@@ -104,7 +103,7 @@ function streamCompletion(
   };
   const readable = new ReadableStream<Uint8Array>({
     async start(controller) {
-      let text = sse(chunkBody(id, created, body.model, { role: "assistant", content: "" }, null));
+      let text = sse(chunkBody(stream, { role: "assistant", content: "" }));
       try {
         for (let r = first; !r.done && !finished; r = await events.next()) {
           controller.enqueue(encoder.encode(text + eventText(r.value)));

@@ -22,6 +22,13 @@ function hardwareOf(agents: AgentSnapshot[]): { gpu_type: string; memory_gb: num
   return best;
 }
 
+/** What the agents serving `model` can do with it: chat, and the capabilities of any pool serving it (sorted). */
+function capabilitiesOf(agents: AgentSnapshot[], model: string): string[] {
+  const found = new Set<string>();
+  for (const a of agents) for (const p of a.pools) if (p.modelIds.includes(model)) for (const c of p.capabilities) found.add(c);
+  return agents.length > 0 ? ["chat", ...[...found].sort()] : [];
+}
+
 export function modelRoutes(fleet: Fleet): Hono<AppEnv> {
   return new Hono<AppEnv>().get("/:id{.+}", (c) => {
     const id = c.req.param("id");
@@ -35,7 +42,7 @@ export function modelRoutes(fleet: Fleet): Hono<AppEnv> {
       data: CHAT_MODELS.map((m) => ({ id: m.id, object: "model", created: CATALOG_CREATED, owned_by: m.family })),
       models: CHAT_MODELS.map((m) => {
         const serving = agents.filter((a) => a.pools.some((p) => p.modelIds.includes(m.id)));
-        return { id: m.id, name: m.name, status: serving.length > 0 ? "available" : "unavailable", ...hardwareOf(serving) };
+        return { id: m.id, name: m.name, status: serving.length > 0 ? "available" : "unavailable", ...hardwareOf(serving), capabilities: capabilitiesOf(serving, m.id) };
       }),
     });
   });

@@ -5,10 +5,14 @@ export interface ModelPool {
   'model_ids'?: (string)[];
   'slots'?: (number);
   'context_size'?: (number);
+  'fingerprint'?: (string);
+  'capabilities'?: (string)[];
 }
 
 export interface ModelPool__Output {
   'model_ids': (string)[];
   'slots': (number);
   'context_size': (number);
+  'fingerprint': (string);
+  'capabilities': (string)[];
 }

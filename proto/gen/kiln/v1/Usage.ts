@@ -4,9 +4,11 @@
 export interface Usage {
   'prompt_tokens'?: (number);
   'completion_tokens'?: (number);
+  'cached_tokens'?: (number);
 }
 
 export interface Usage__Output {
   'prompt_tokens': (number);
   'completion_tokens': (number);
+  'cached_tokens': (number);
 }
