@@ -48,6 +48,8 @@ export const CAPABILITIES = {
   sampling: "sampling",
   /** Output held to JSON (`ResponseFormat`). */
   responseFormat: "response_format",
+  /** Log probabilities of the generated tokens (`logprobs`, `top_logprobs`). */
+  logprobs: "logprobs",
 } as const;
 export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 
@@ -55,9 +57,13 @@ export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 export const AGENT_CAPABILITIES: readonly Capability[] = Object.values(CAPABILITIES);
 
 /** The capabilities a request needs. */
-export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat }): Capability[] {
+export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat; logprobs?: number }): Capability[] {
   const needs: Capability[] = [];
   if (request.sampling && Object.keys(request.sampling).length > 0) needs.push(CAPABILITIES.sampling);
   if (request.responseFormat) needs.push(CAPABILITIES.responseFormat);
+  if (request.logprobs !== undefined) needs.push(CAPABILITIES.logprobs);
   return needs;
 }
+
+/** Most alternatives `top_logprobs` may ask for per token (OpenAI's limit). */
+export const MAX_TOP_LOGPROBS = 20;

@@ -14,6 +14,7 @@ export type { SchedulerMessage, SchedulerMessage__Output } from "./gen/kiln/v1/S
 export type { Register__Output } from "./gen/kiln/v1/Register.js";
 export type { Hardware, Hardware__Output } from "./gen/kiln/v1/Hardware.js";
 export type { CompletionRequest__Output } from "./gen/kiln/v1/CompletionRequest.js";
+export type { CompletionChunk__Output } from "./gen/kiln/v1/CompletionChunk.js";
 export type { FleetClient } from "./gen/kiln/v1/Fleet.js";
 
 /** Where the .proto files live: beside this module in the source tree; from `dist/proto`, back in `proto/`. */

@@ -194,11 +194,33 @@ describe("honoured", () => {
     expect(chunks.find((c) => c.choices[0]?.finish_reason)!.system_fingerprint).toBe(first.system_fingerprint);
   });
 
+  it("logprobs: each token's log probability and top_logprobs alternatives, summing sanely, streamed the same", async () => {
+    const body = { model: MODEL, messages: user("Once upon a time"), max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 3 };
+    const c = await client.chat.completions.create(body);
+    const content = c.choices[0]!.logprobs!.content!;
+    expect(content).toHaveLength(c.usage!.completion_tokens);
+    expect(content.map((t) => t.token).join("")).toBe(c.choices[0]!.message.content);
+    for (const t of content) {
+      expect(t.logprob).toBeLessThanOrEqual(0);
+      expect(t.bytes).toEqual([...Buffer.from(t.token)]);
+      expect(t.top_logprobs).toHaveLength(3);
+      expect(t.top_logprobs[0]!.token).toBe(t.token); // greedy
+      expect(t.top_logprobs.reduce((sum, a) => sum + Math.exp(a.logprob), 0)).toBeLessThanOrEqual(1 + 1e-6);
+    }
+    const streamedEntries = [];
+    for await (const chunk of await client.chat.completions.create({ ...body, stream: true })) streamedEntries.push(...(chunk.choices[0]?.logprobs?.content ?? []));
+    // the same tokens and alternatives; the numbers agree to float noise (the prompt's KV cache is reused)
+    expect(streamedEntries.map((t) => [t.token, t.top_logprobs.map((a) => a.token)])).toEqual(content.map((t) => [t.token, t.top_logprobs.map((a) => a.token)]));
+    streamedEntries.forEach((t, i) => expect(t.logprob).toBeCloseTo(content[i]!.logprob, 4));
+    const plain = await client.chat.completions.create({ ...body, logprobs: false, top_logprobs: undefined });
+    expect(plain.choices[0]!.logprobs).toBeNull();
+  });
+
   it("GET /v1/models/{id} returns the model; an unknown id is a 404; the list marks each model's capabilities", async () => {
     expect(await client.models.retrieve(MODEL)).toMatchObject({ id: MODEL, object: "model" });
     await expect(client.models.retrieve("gpt-nope")).rejects.toMatchObject({ status: 404, code: "model_not_found" });
     const list = await client.get("/models") as { models: { id: string; status: string; capabilities: string[] }[] };
-    expect(list.models.find((m) => m.id === MODEL)).toMatchObject({ status: "available", capabilities: ["chat", "response_format", "sampling"] });
+    expect(list.models.find((m) => m.id === MODEL)).toMatchObject({ status: "available", capabilities: ["chat", "logprobs", "response_format", "sampling"] });
     expect(list.models.find((m) => m.status === "unavailable")!.capabilities).toEqual([]);
   });
 
@@ -212,7 +234,7 @@ describe("honoured", () => {
 describe("refused with a 400 naming the field", () => {
   it.each([
     ["n", { n: 3 }, "unsupported_parameter"],
-    ["logprobs", { logprobs: true }, "unsupported_parameter"],
+    ["top_logprobs", { top_logprobs: 2 }, "invalid_top_logprobs"],
     ["response_format.json_schema.schema.properties.code.pattern", { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { code: { type: "string", pattern: "^a" } } } } } }, "invalid_response_format"],
     ["response_format.type", { response_format: { type: "yaml" } }, "invalid_response_format"],
     ["tools", { tools: [{ type: "function", function: { name: "get_time", parameters: {} } }] }, "unsupported_parameter"],

@@ -34,6 +34,27 @@ describe("ChunkBatcher", () => {
     }
   });
 
+  it("gathers the log probabilities of a completion's pieces with their text, in order", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    try {
+      const sent: Piece[][] = [];
+      const b = new ChunkBatcher((pieces) => sent.push(pieces), 30);
+      const lp = (token: string) => ({ token, logprob: -1, top_logprobs: [] });
+      b.push("a", "Once", [lp("Once")]);
+      b.push("a", " upon", [lp(" upon")]); // at once: the link has not flushed for longer than the interval
+      b.push("a", " a", [lp(" a")]);
+      b.push("a", " time", [lp(" ti"), lp("me")]);
+      vi.advanceTimersByTime(30);
+      expect(sent).toEqual([
+        [{ request_id: "a", text: "Once", logprobs: [lp("Once")] }],
+        [{ request_id: "a", text: " upon", logprobs: [lp(" upon")] }],
+        [{ request_id: "a", text: " a time", logprobs: [lp(" a"), lp(" ti"), lp("me")] }],
+      ]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("sends what several completions gathered in one flush, each in the order it came", async () => {
     const sent: Piece[][] = [];
     const b = new ChunkBatcher((pieces) => sent.push(pieces), 20);

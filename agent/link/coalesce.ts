@@ -11,15 +11,23 @@
  * loop between tokens.
  */
 
-/** Text that became final for one completion since its last piece. */
+/** One generated token's log probability and alternatives, as the wire carries it. */
+export interface WireLogprob {
+  token: string;
+  logprob: number;
+  top_logprobs: { token: string; logprob: number }[];
+}
+
+/** Text that became final for one completion since its last piece, and its tokens' log probabilities when asked for. */
 export interface Piece {
   request_id: string;
   text: string;
+  logprobs?: WireLogprob[];
 }
 
 export class ChunkBatcher {
-  /** Request id → text gathered since the last flush (insertion order: first come, first sent). */
-  private readonly pending = new Map<string, string>();
+  /** Request id → what it gathered since the last flush (insertion order: first come, first sent). */
+  private readonly pending = new Map<string, Piece>();
   /** Requests whose first piece went out. */
   private readonly started = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
@@ -31,14 +39,19 @@ export class ChunkBatcher {
    */
   constructor(private readonly send: (pieces: Piece[]) => void, private readonly intervalMs: number) {}
 
-  push(requestId: string, text: string): void {
+  push(requestId: string, text: string, logprobs?: WireLogprob[]): void {
     if (!text) return;
     if (this.intervalMs <= 0 || !this.started.has(requestId)) {
       this.started.add(requestId);
-      this.send([{ request_id: requestId, text }]);
+      this.send([{ request_id: requestId, text, ...(logprobs ? { logprobs } : {}) }]);
       return;
     }
-    this.pending.set(requestId, (this.pending.get(requestId) ?? "") + text);
+    const gathered = this.pending.get(requestId);
+    if (!gathered) this.pending.set(requestId, { request_id: requestId, text, ...(logprobs ? { logprobs: [...logprobs] } : {}) });
+    else {
+      gathered.text += text;
+      if (logprobs) (gathered.logprobs ??= []).push(...logprobs);
+    }
     if (this.timer) return;
     const wait = this.lastFlush + this.intervalMs - performance.now();
     if (wait <= 0) this.flush();
@@ -47,9 +60,9 @@ export class ChunkBatcher {
 
   /** Sends what the completion has pending now (before its final message) and forgets it. */
   end(requestId: string): void {
-    const text = this.pending.get(requestId);
+    const piece = this.pending.get(requestId);
     this.forget(requestId);
-    if (text) this.send([{ request_id: requestId, text }]);
+    if (piece) this.send([piece]);
   }
 
   /**
@@ -74,7 +87,7 @@ export class ChunkBatcher {
     this.timer = undefined;
     if (this.pending.size === 0) return;
     this.lastFlush = performance.now();
-    const pieces = [...this.pending].map(([request_id, text]) => ({ request_id, text }));
+    const pieces = [...this.pending.values()];
     this.pending.clear();
     this.send(pieces);
   }

@@ -9,7 +9,7 @@ import * as grpc from "@grpc/grpc-js";
 import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
-import { AGENT_CAPABILITIES, CHAT_ROLES, isChatRole, type ResponseFormat } from "../../core/chat.js";
+import { AGENT_CAPABILITIES, CHAT_ROLES, isChatRole, MAX_TOP_LOGPROBS, type ResponseFormat } from "../../core/chat.js";
 import { responseFormatFromProto, samplingFromProto } from "../../proto/sampling.js";
 import { diskOf } from "../hardware/index.js";
 import { InvalidResponseFormatError, LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
@@ -179,8 +179,9 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
         sampling: samplingFromProto(req),
         ...withFormat(req),
+        ...(req.logprobs ? { logprobs: Math.min(req.top_logprobs, MAX_TOP_LOGPROBS) } : {}),
         signal: ac.signal,
-        onText: (text) => chunks.push(id, text),
+        onText: (text, logprobs) => chunks.push(id, text, logprobs?.map((l) => ({ token: l.token, logprob: l.logprob, top_logprobs: l.top }))),
       });
       chunks.end(id);
       send({ done: { request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, cached_tokens: result.cachedTokens } } });

@@ -12,7 +12,7 @@ import { ContextLengthExceededError, GenerationAbortedError, InvalidLogitBiasErr
 import { loadedBinaries } from "./binaries.js";
 import { modelFingerprint } from "./fingerprint.js";
 import { ModelPool } from "./pool.js";
-import { generateTurn } from "./turn.js";
+import { generateTurn, type TokenLogprob } from "./turn.js";
 
 export interface LlmEngineOptions {
   /** Catalog ids and the GGUF file each is served from; ids sharing a file share one loaded model. */
@@ -46,9 +46,11 @@ export interface GenerateOptions {
   sampling?: Sampling;
   /** Output held to JSON by a grammar; absent: free text. */
   responseFormat?: ResponseFormat;
+  /** Log probabilities of the generated tokens with this many alternatives each (0–20), given to `onText`; absent: none. */
+  logprobs?: number;
   signal?: AbortSignal;
-  /** Called with each piece of generated text as it becomes final. */
-  onText?: (text: string) => void;
+  /** Called with each piece of generated text as it becomes final (and its tokens' log probabilities, when asked for). */
+  onText?: (text: string, logprobs?: TokenLogprob[]) => void;
   /**
    * Work the agent does for itself (transcript translation), not sent by the scheduler: its slot
    * is counted in the pool's `localBusy` and `onLocalBusy` listeners hear of it. Default false.
@@ -164,6 +166,7 @@ export class LlmEngine {
         temperature: options.temperature ?? 1,
         sampling,
         ...(grammar ? { grammar } : {}),
+        ...(options.logprobs !== undefined ? { logprobs: options.logprobs } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.onText ? { onText: options.onText } : {}),
       });

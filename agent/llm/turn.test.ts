@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getLlama, LlamaChat, LlamaGrammar, resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
 import { watchBinding } from "../../test/helpers/binding.js";
-import { generateTurn, renderPrompt } from "./turn.js";
+import { generateTurn, renderPrompt, type TokenLogprob } from "./turn.js";
 
 let llama: Llama;
 let model: LlamaModel;
@@ -113,6 +113,42 @@ describe("generateTurn", () => {
       expect(await run(new LlamaGrammar(llama, { grammar: 'root ::= "{}" [ ]{3}' }))).toMatchObject({ text: "{}   ", stopReason: "eog" });
       // a stop trigger of the grammar's ends the turn there, itself not part of the text
       expect(await run(new LlamaGrammar(llama, { grammar: 'root ::= "ab" "\\n\\n" [a-z]*', stopGenerationTriggers: ["\n\n"] }))).toMatchObject({ text: "ab", stopReason: "eog" });
+    } finally {
+      sequence.dispose();
+    }
+  });
+
+  it("reports each token's log probability and alternatives with the text it completes; a stop text's tokens are not reported", async () => {
+    const sequence = context.getSequence();
+    try {
+      // the random test model strings byte tokens into invalid UTF-8, whose U+FFFD count depends on how they are grouped: banned here
+      const logitBias: Record<string, number> = {};
+      for (const token of model.iterateAllTokens()) if (model.detokenize([token], true).includes("\uFFFD")) logitBias[String(token)] = -100;
+      const pieces: { text: string; logprobs: TokenLogprob[] }[] = [];
+      const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("Once upon a time")), { maxTokens: 12, temperature: 0, logprobs: 3, sampling: { logitBias }, onText: (text, logprobs) => pieces.push({ text, logprobs: logprobs! }) });
+      const entries = pieces.flatMap((p) => p.logprobs);
+      expect(r.stopReason).toBe("length");
+      expect(entries).toHaveLength(12);
+      expect(entries.map((e) => e.token).join("")).toBe(r.text);
+      for (const p of pieces) expect(p.logprobs.map((e) => e.token).join("")).toBe(p.text); // each piece with its own tokens
+      for (const e of entries) {
+        expect(e.top).toHaveLength(3);
+        expect(e.top[0]).toEqual({ token: e.token, logprob: e.logprob }); // greedy: the most likely token
+        expect(e.top[0]!.logprob).toBeGreaterThanOrEqual(e.top[1]!.logprob);
+        expect(e.logprob).toBeLessThanOrEqual(0);
+        expect(e.top.reduce((sum, t) => sum + Math.exp(t.logprob), 0)).toBeLessThanOrEqual(1 + 1e-6);
+      }
+      await sequence.clearHistory();
+      // cut by a stop text at a token boundary: the tokens after it are not reported
+      const cuts = entries.map((_, k) => entries.slice(0, k).map((e) => e.token).join("").length);
+      const cutAt = cuts.find((at) => at > 0 && /^[ -~]{2}$/.test(r.text.slice(at, at + 2)) && r.text.indexOf(r.text.slice(at, at + 2)) === at);
+      expect(cutAt, "a printable stop text that first appears at a token boundary").toBeDefined();
+      const stop = r.text.slice(cutAt!, cutAt! + 2);
+      const stopped: TokenLogprob[] = [];
+      const s = await generateTurn(sequence, renderPrompt(model, wrapper, history("Once upon a time")), { maxTokens: 12, temperature: 0, logprobs: 0, sampling: { stop: [stop], logitBias }, onText: (_t, l) => stopped.push(...l!) });
+      expect(s.text).toBe(r.text.slice(0, r.text.indexOf(stop)));
+      expect(stopped.map((e) => e.token).join("")).toBe(s.text);
+      expect(stopped.every((e) => e.top.length === 0)).toBe(true);
     } finally {
       sequence.dispose();
     }

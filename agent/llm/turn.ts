@@ -11,9 +11,24 @@
 import { LlamaGrammarEvaluationState, LlamaText, SpecialToken, SpecialTokensText, TokenBias, type ChatHistoryItem, type ChatWrapper, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { Sampling } from "../../core/chat.js";
 
+/** A generated token's log probability and its most likely alternatives (OpenAI's `logprobs.content[]`). */
+export interface TokenLogprob {
+  /** The token's text (a lone piece of a multi-byte character is U+FFFD). */
+  token: string;
+  /** Natural log of its probability in the distribution it was sampled from; at least MIN_LOGPROB. */
+  logprob: number;
+  /** The `top` most likely tokens at its place, most likely first. */
+  top: { token: string; logprob: number }[];
+}
+
 export interface TurnOptions {
   maxTokens: number;
   temperature: number;
+  /**
+   * Log probabilities of the generated tokens, each with this many alternatives (0–20), passed to
+   * `onText` with the text they make up. Absent: none computed (they cost a copy of the distribution per token).
+   */
+  logprobs?: number;
   /** Sampling beyond the temperature; `stop` texts end the turn like the template's own triggers. */
   sampling?: Sampling;
   /**
@@ -22,7 +37,8 @@ export interface TurnOptions {
    */
   grammar?: LlamaGrammar;
   signal?: AbortSignal;
-  onText?: (text: string) => void;
+  /** Each piece of text as it becomes final, with the log probabilities of the tokens it completes (when asked for). */
+  onText?: (text: string, logprobs?: TokenLogprob[]) => void;
 }
 
 export interface TurnResult {
@@ -107,6 +123,28 @@ export class StopTriggers {
   }
 }
 
+/** A generated token with what evaluateWithMetadata() tells of it. */
+interface Scored { token: Token; confidence?: number; probabilities?: Map<Token, number> }
+
+/** The lowest log probability reported (OpenAI's floor): a probability of 0 has no finite log. */
+export const MIN_LOGPROB = -9999;
+
+const logOf = (p: number): number => Math.max(MIN_LOGPROB, Math.log(p));
+
+/** The log probability entry of `token` (just generated, last of `generated`) and its `top` alternatives. */
+function scoreToken(model: LlamaModel, generated: readonly Token[], token: Token, confidence: number, probabilities: Map<Token, number> | undefined, top: number): TokenLogprob {
+  const before = generated.slice(Math.max(0, generated.length - 1 - DETOKENIZE_CONTEXT), -1);
+  const textOf = (t: Token) => model.detokenize([t], false, before);
+  const alternatives: TokenLogprob["top"] = [];
+  if (probabilities && top > 0) {
+    for (const [t, p] of probabilities) {
+      alternatives.push({ token: textOf(t), logprob: logOf(p) });
+      if (alternatives.length >= top) break;
+    }
+  }
+  return { token: textOf(token), logprob: logOf(confidence), top: alternatives };
+}
+
 /** A grammar's stop triggers as texts (node-llama-cpp's JSON grammars end with four newlines). */
 function grammarStopTexts(grammar: LlamaGrammar): string[] {
   return grammar.stopGenerationTriggers.map((t) =>
@@ -149,12 +187,20 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
   let held = ""; // decoded, not yet released (it could be the start of a stop trigger)
   let undecoded: Token[] = []; // sampled, not yet decoded (an incomplete UTF-8 sequence)
   let stopReason: TurnResult["stopReason"] = "eog";
+  // Log probabilities wait for their token's text: `end` is where it ends in the whole reply, set once decoded.
+  const scored: { entry: TokenLogprob; end: number }[] = [];
   const release = (upTo: number): void => {
     if (upTo <= 0) return;
     const piece = held.slice(0, upTo);
     held = held.slice(upTo);
     text += piece;
-    options.onText?.(piece);
+    if (options.logprobs === undefined) {
+      options.onText?.(piece);
+      return;
+    }
+    let n = 0;
+    while (n < scored.length && scored[n]!.end <= text.length) n++;
+    options.onText?.(piece, scored.splice(0, n).map((s) => s.entry));
   };
   const decode = (): string => {
     // the tokens before the undecoded ones, prompt included, so that a leading space survives
@@ -169,11 +215,15 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
   const grammar = options.grammar;
   const stops = prompt.stops.with([...(sampling.stop ?? []), ...(grammar ? grammarStopTexts(grammar) : [])]);
   const trimEnd = grammar?.trimWhitespaceSuffix ?? false;
-  const iterator = sequence.evaluate(input, {
+  const evaluateOptions = {
     temperature: options.temperature,
     ...samplerOptions(model, sampling, generated),
     ...(grammar ? { grammarEvaluationState: new LlamaGrammarEvaluationState({ model, grammar }) } : {}),
-  });
+  };
+  const top = options.logprobs;
+  const iterator: AsyncGenerator<Token | Scored, void, void> = top === undefined
+    ? sequence.evaluate(input, evaluateOptions)
+    : sequence.evaluateWithMetadata(input, { confidence: true, probabilities: top > 0 }, evaluateOptions);
   try {
     for (;;) {
       if (sampled >= options.maxTokens) { stopReason = "length"; break; }
@@ -181,14 +231,16 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
       if (signal?.aborted) { stopReason = "abort"; break; }
       sampled++;
       if (next.done) break; // an end-of-generation token was sampled (evaluate() stops on those and never yields them)
-      const token = next.value;
+      const { token, confidence, probabilities }: Scored = typeof next.value === "number" ? { token: next.value } : next.value;
       generated.push(token);
       if (stops.isStopToken(token)) break;
+      if (top !== undefined) scored.push({ entry: scoreToken(model, generated, token, confidence ?? 0, probabilities, top), end: Infinity });
       undecoded.push(token);
       const piece = decode();
       if (piece.endsWith("\uFFFD") && undecoded.length < MAX_UTF8_TOKENS) continue;
       undecoded = [];
       held += piece;
+      for (const s of scored) if (s.end === Infinity) s.end = text.length + held.length;
       const { stopAt, safe } = stops.scan(held);
       if (stopAt >= 0) { release(trimEnd ? held.slice(0, stopAt).trimEnd().length : stopAt); held = ""; break; }
       const first = text.length === 0;
@@ -200,6 +252,7 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
   }
   if (stopReason !== "abort") {
     if (undecoded.length > 0) held += decode();
+    for (const s of scored) if (s.end === Infinity) s.end = text.length + held.length;
     release(trimEnd ? held.trimEnd().length : held.length);
   }
   return { text, stopReason, completionTokens: sampled, cachedTokens };

@@ -1,5 +1,6 @@
 /** The OpenAI-compatible shapes of chat completions (README, "API"). */
 import { randomBytes } from "node:crypto";
+import type { TokenLogprob } from "../fleet/index.js";
 
 export interface Usage {
   prompt_tokens: number;
@@ -32,10 +33,19 @@ export function usage(done: Done): Usage {
 /** `system_fingerprint`: the serving pool's, or null from an agent that sends none. */
 const fingerprint = (done: Done): string | null => done.fingerprint || null;
 
-export function completionBody(id: string, created: number, model: string, content: string, done: Done) {
+/** A token's text as OpenAI gives it: the text and its UTF-8 bytes. */
+const withBytes = (t: { token: string; logprob: number }) => ({ token: t.token, logprob: t.logprob, bytes: [...Buffer.from(t.token, "utf8")] });
+
+/** `choices[].logprobs`: null when not asked for, else the tokens' entries in OpenAI's shape. */
+export function logprobsBody(entries: TokenLogprob[] | undefined) {
+  if (!entries) return null;
+  return { content: entries.map((e) => ({ ...withBytes(e), top_logprobs: e.top_logprobs.map(withBytes) })), refusal: null };
+}
+
+export function completionBody(id: string, created: number, model: string, content: string, done: Done, logprobs?: TokenLogprob[]) {
   return {
     id, object: "chat.completion", created, model, system_fingerprint: fingerprint(done),
-    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: done.finishReason }],
+    choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: logprobsBody(logprobs), finish_reason: done.finishReason }],
     usage: usage(done),
   };
 }
@@ -49,11 +59,14 @@ export interface StreamIdentity {
   includeUsage: boolean;
 }
 
-/** A chunk with one choice's delta; `done` (on the finishing chunk) adds the finish reason and the fingerprint. */
-export function chunkBody(s: StreamIdentity, delta: { role?: "assistant"; content?: string }, done?: Done) {
+/**
+ * A chunk with one choice's delta (and, with `logprobs`, the entries of the tokens it completes);
+ * `done` (on the finishing chunk) adds the finish reason and the fingerprint.
+ */
+export function chunkBody(s: StreamIdentity, delta: { role?: "assistant"; content?: string }, done?: Done, logprobs?: TokenLogprob[]) {
   return {
     id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, system_fingerprint: done ? fingerprint(done) : null,
-    choices: [{ index: 0, delta, finish_reason: done?.finishReason ?? null }],
+    choices: [{ index: 0, delta, logprobs: logprobsBody(logprobs), finish_reason: done?.finishReason ?? null }],
     ...(s.includeUsage ? { usage: null } : {}),
   };
 }

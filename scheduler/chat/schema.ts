@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { refusal } from "../../core/schema.js";
+import { MAX_TOP_LOGPROBS } from "../../core/chat.js";
 import { checkJsonSchema, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
 import { describeValue } from "../../core/validate.js";
 import { isCatalogModel } from "../../models/catalog.js";
@@ -120,8 +121,8 @@ const Fields = {
     "include_usage: a last chunk with no choices and the usage.",
   ),
   n: integerFrom(1, undefined, "Choices to generate; only 1 is supported (more is refused)."),
-  logprobs: nullable(z.boolean({ error: "a boolean" }), "Not supported: true is refused."),
-  top_logprobs: integerFrom(0, 20, "Not supported: above 0 is refused."),
+  logprobs: nullable(z.boolean({ error: "a boolean" }), "The log probability of each generated token (choices[].logprobs.content), streamed too: of the distribution the token was sampled from, after the sampler's filters (top_k, top_p, min_p); at temperature 0, the model's whole distribution."),
+  top_logprobs: integerFrom(0, MAX_TOP_LOGPROBS, "With logprobs: this many of the most likely tokens at each place."),
   response_format: nullable(ResponseFormat, 'Output held to JSON by a grammar: {"type": "json_object"}, or {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}; "text" is the default.'),
   tools: refused("Tools (an empty list is accepted)."),
   tool_choice: refused('"none" and "auto" are accepted.'),
@@ -150,8 +151,9 @@ function refuseUnsupported(b: z.infer<typeof Shape>, ctx: z.RefinementCtx): void
   const setList = (v: unknown): boolean => (Array.isArray(v) ? v.length > 0 : present(v));
   const choice = (v: unknown): boolean => present(v) && v !== "none" && v !== "auto";
   if (present(b.n) && b.n !== 1) refuse("n", "more than one choice per request is not supported yet");
-  if (b.logprobs === true) refuse("logprobs", "log probabilities are not supported yet");
-  if (present(b.top_logprobs) && b.top_logprobs !== 0) refuse("top_logprobs", "log probabilities are not supported yet");
+  if (present(b.top_logprobs) && b.logprobs !== true) {
+    ctx.addIssue({ code: "custom", path: ["top_logprobs"], message: "needs logprobs: true", params: { code: "invalid_top_logprobs" }, input: b.top_logprobs });
+  }
   if (setList(b.tools)) refuse("tools", "tools are not supported yet");
   if (choice(b.tool_choice)) refuse("tool_choice", "tools are not supported yet");
   if (setList(b.functions)) refuse("functions", "function calling is not supported yet");

@@ -23,7 +23,10 @@ describe("validateChatCompletion", () => {
       sampling: { topP: 0.5, topK: 40, minP: 0.05, seed: 4294967295, presencePenalty: -2, frequencyPenalty: 2, repeatPenalty: 1.1, logitBias: { "0": -100, "50256": 100 }, stop: ["\n"] },
     });
     expect(validateChatCompletion({ ...base, max_tokens: 9, max_completion_tokens: 9, stop: ["a", "b", "c", "d"] })).toMatchObject({ maxTokens: 9, sampling: { stop: ["a", "b", "c", "d"] } });
-    expect(validateChatCompletion({ ...base, stop: [], logit_bias: {}, n: 1, logprobs: false, top_logprobs: 0, response_format: { type: "text" }, tools: [], tool_choice: "none", store: false })).not.toHaveProperty("sampling");
+    expect(validateChatCompletion({ ...base, stop: [], logit_bias: {}, n: 1, logprobs: false, response_format: { type: "text" }, tools: [], tool_choice: "none", store: false })).not.toHaveProperty("sampling");
+    expect(validateChatCompletion({ ...base, logprobs: true }).logprobs).toBe(0);
+    expect(validateChatCompletion({ ...base, logprobs: true, top_logprobs: 20 }).logprobs).toBe(20);
+    expect(validateChatCompletion({ ...base, logprobs: false })).not.toHaveProperty("logprobs");
   });
 
   it("takes response_format: json_object, json_schema with its schema (a json_schema without one is any JSON object), text as free text", () => {
@@ -77,8 +80,9 @@ describe("validateChatCompletion", () => {
     [{ model: MODEL, messages: [{ role: "user", content: [{ type: "text", text: 5 }] }] }, "invalid_type", "messages[0].content[0].text: expected a string, got number"],
     [{ ...base, n: 3 }, "unsupported_parameter", "n: more than one choice per request is not supported yet"],
     [{ ...base, n: 0 }, "invalid_n", "n: expected an integer of at least 1, got 0"],
-    [{ ...base, logprobs: true }, "unsupported_parameter", "logprobs: log probabilities are not supported yet"],
-    [{ ...base, top_logprobs: 2 }, "unsupported_parameter", "top_logprobs: log probabilities are not supported yet"],
+    [{ ...base, top_logprobs: 2 }, "invalid_top_logprobs", "top_logprobs: needs logprobs: true"],
+    [{ ...base, logprobs: true, top_logprobs: 21 }, "invalid_top_logprobs", "top_logprobs: expected an integer from 0 to 20, got 21"],
+    [{ ...base, logprobs: "yes" }, "invalid_type", "logprobs: expected a boolean, got string"],
     [{ ...base, response_format: { type: "yaml" } }, "invalid_response_format", 'response_format.type: expected one of text, json_object, json_schema, got "yaml"'],
     [{ ...base, response_format: { type: "json_schema" } }, "missing_required_field", "response_format.json_schema: is required with type json_schema"],
     [{ ...base, response_format: { type: "json_schema", json_schema: { name: "a b", schema: {} } } }, "invalid_name", 'response_format.json_schema.name: expected a name of 1 to 64 letters, digits, _ or -, got "a b"'],

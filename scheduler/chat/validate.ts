@@ -47,6 +47,7 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
   const stop = typeof b.stop === "string" ? [b.stop] : b.stop;
   if (stop && stop.length > 0) sampling.stop = stop;
   if (Object.keys(sampling).length > 0) out.sampling = sampling;
+  if (b.logprobs === true) out.logprobs = b.top_logprobs ?? 0;
   const format = b.response_format;
   if (format?.type === "json_object" || (format?.type === "json_schema" && !format.json_schema?.schema)) out.responseFormat = { type: "json_object" };
   else if (format?.type === "json_schema") out.responseFormat = { type: "json_schema", schema: format.json_schema!.schema! };

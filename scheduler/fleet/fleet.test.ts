@@ -71,8 +71,8 @@ describe("Fleet routing", () => {
     f.attach(register("a", 2), a);
     const first = drain(f.submit(request)), second = drain(f.submit(request));
     const [x, y] = a.requests();
-    f.receive("a", a, { body: "chunk", chunk: { request_id: x!, text: "Once" } });
-    f.receive("a", a, { body: "chunks", chunks: { chunks: [{ request_id: y!, text: "Hello" }, { request_id: x!, text: " upon" }, { request_id: "gone", text: "lost" }] } });
+    f.receive("a", a, { body: "chunk", chunk: { request_id: x!, text: "Once", logprobs: [] } });
+    f.receive("a", a, { body: "chunks", chunks: { chunks: [{ request_id: y!, text: "Hello", logprobs: [] }, { request_id: x!, text: " upon", logprobs: [] }, { request_id: "gone", text: "lost", logprobs: [] }] } });
     for (const id of [x!, y!]) f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 } } });
     const done = { type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, cachedTokens: 0, fingerprint: "fp_test" };
     expect(await first).toEqual([{ type: "text", text: "Once" }, { type: "text", text: " upon" }, done]);
@@ -106,7 +106,7 @@ describe("Fleet routing", () => {
     f.attach(register("b", 1), b);
     f.detach("a", a, "killed");
     expect(b.requests()).toEqual([id]);
-    f.receive("b", b, { body: "chunk", chunk: { request_id: id!, text: "hello" } });
+    f.receive("b", b, { body: "chunk", chunk: { request_id: id!, text: "hello", logprobs: [] } });
     f.receive("b", b, { body: "done", done: { request_id: id!, finish_reason: "stop", usage: { prompt_tokens: 3, completion_tokens: 1, cached_tokens: 0 } } });
     expect(await events).toEqual([{ type: "text", text: "hello" }, { type: "done", finishReason: "stop", promptTokens: 3, completionTokens: 1, cachedTokens: 0, fingerprint: "fp_test" }]);
     f.close();
@@ -120,7 +120,7 @@ describe("Fleet routing", () => {
     const events = drain(f.submit(request));
     const owner = a.requests().length ? a : b;
     const id = owner.requests()[0]!;
-    f.receive(owner === a ? "a" : "b", owner, { body: "chunk", chunk: { request_id: id, text: "partial" } });
+    f.receive(owner === a ? "a" : "b", owner, { body: "chunk", chunk: { request_id: id, text: "partial", logprobs: [] } });
     f.detach(owner === a ? "a" : "b", owner, "killed");
     await expect(events).rejects.toMatchObject({ status: 502, code: "agent_lost" });
     expect((owner === a ? b : a).requests()).toHaveLength(0);
@@ -151,7 +151,7 @@ describe("Fleet routing", () => {
     // a's slot is free again and as loaded as b's, yet the retry goes to b.
     expect([a.requests().length, b.requests().length]).toEqual([1, 1]);
     const id = b.requests()[0]!;
-    f.receive("b", b, { body: "chunk", chunk: { request_id: id, text: "ok" } });
+    f.receive("b", b, { body: "chunk", chunk: { request_id: id, text: "ok", logprobs: [] } });
     f.receive("b", b, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 } } });
     expect((await events).map((e) => e.type)).toEqual(["text", "done"]);
     f.close();

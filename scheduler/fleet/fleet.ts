@@ -16,7 +16,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "../../core/log.js";
 import { requiredCapabilities } from "../../core/chat.js";
 import { InvalidRequestError, ServiceUnavailableError, UpstreamError, type KilnError } from "../../core/errors.js";
-import type { AgentMessage__Output, Register__Output } from "../../proto/index.js";
+import type { AgentMessage__Output, CompletionChunk__Output, Register__Output } from "../../proto/index.js";
 import { responseFormatToProto, samplingToProto } from "../../proto/sampling.js";
 import { Channel } from "./channel.js";
 import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState } from "./types.js";
@@ -281,6 +281,7 @@ export class Fleet {
         ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
         ...samplingToProto(r.sampling),
         ...responseFormatToProto(r.responseFormat),
+        ...(r.logprobs !== undefined ? { logprobs: true, top_logprobs: r.logprobs } : {}),
       },
     });
     return true;
@@ -377,11 +378,11 @@ export class Fleet {
   }
 
   /** A piece of a completion's text, passed on to its client. */
-  private text(agent: Agent, chunk: { request_id: string; text: string }): void {
+  private text(agent: Agent, chunk: CompletionChunk__Output): void {
     const job = agent.jobs.get(chunk.request_id);
     if (!job || job.cancelled || !chunk.text) return;
     job.started = true;
-    job.channel.push({ type: "text", text: chunk.text });
+    job.channel.push(job.request.logprobs === undefined ? { type: "text", text: chunk.text } : { type: "text", text: chunk.text, logprobs: chunk.logprobs });
   }
 
   /** Releases the job's slot; the freed capacity goes to the queue. */

@@ -15,6 +15,8 @@ export interface CompletionRequest {
   sampling?: Sampling;
   /** Output held to JSON (`response_format`); absent: free text. */
   responseFormat?: ResponseFormat;
+  /** Log probabilities of the generated tokens, with this many alternatives each (`top_logprobs`); absent: none. */
+  logprobs?: number;
   /**
    * The account the request is for: waiting requests are queued per account and the queues served
    * round-robin, so one account's flood cannot starve another. Requests without one share a queue.
@@ -23,8 +25,15 @@ export interface CompletionRequest {
   account?: string;
 }
 
+/** A generated token's log probability and its alternatives, as the agent reports it. */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  top_logprobs: { token: string; logprob: number }[];
+}
+
 export type CompletionEvent =
-  | { type: "text"; text: string }
+  | { type: "text"; text: string; /** With `logprobs`: those of the tokens this text completes. */ logprobs?: TokenLogprob[] }
   | {
     type: "done"; finishReason: string; promptTokens: number; completionTokens: number;
     /** Prompt tokens the agent's slot already held in its KV cache. */

@@ -22,6 +22,11 @@ const Usage = z.strictObject({
   prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int(),
   prompt_tokens_details: z.strictObject({ cached_tokens: z.int().meta({ description: "Prompt tokens whose KV cache the serving slot already held (a conversation's earlier turns)." }) }),
 }).meta({ id: "Usage" });
+const TopLogprob = z.strictObject({ token: z.string(), logprob: z.number(), bytes: z.array(z.int()) });
+const Logprobs = z.strictObject({
+  content: z.array(TopLogprob.extend({ top_logprobs: z.array(TopLogprob) })),
+  refusal: z.null(),
+}).nullable().meta({ id: "Logprobs", description: "With logprobs: true, each generated token's log probability (at least -9999) and its top_logprobs alternatives; null otherwise." });
 const fingerprint = z.string().nullable().meta({ description: "The serving model file's digest and llama.cpp build (null from an agent that reports none)." });
 
 /** A chat completion as answered (non-streamed). */
@@ -33,7 +38,8 @@ export const ChatCompletionResponse = z.strictObject({
   system_fingerprint: fingerprint,
   choices: z.array(z.strictObject({
     index: z.int(),
-    message: z.strictObject({ role: z.literal("assistant"), content: z.string() }),
+    message: z.strictObject({ role: z.literal("assistant"), content: z.string(), refusal: z.null() }),
+    logprobs: Logprobs,
     finish_reason: z.enum(["stop", "length"]),
   })),
   usage: Usage,
@@ -49,6 +55,7 @@ export const ChatCompletionChunk = z.strictObject({
   choices: z.array(z.strictObject({
     index: z.int(),
     delta: z.strictObject({ role: z.literal("assistant").optional(), content: z.string().optional() }),
+    logprobs: Logprobs,
     finish_reason: z.enum(["stop", "length"]).nullable(),
   })),
   usage: Usage.nullable().optional().meta({ description: "With stream_options.include_usage: null on every chunk but the last, which has no choices and the usage." }),

@@ -14,7 +14,7 @@ import { KilnError, UpstreamError } from "../../../core/errors.js";
 import type { SchedulerMetrics } from "../../metrics.js";
 import type { Logger } from "../../../core/log.js";
 import { chunkBody, completionBody, completionId, usageChunkBody, validateChatCompletion, type ChatCompletionBody, type ChatValidationOptions, type StreamIdentity } from "../../chat/index.js";
-import type { CompletionEvent, Fleet } from "../../fleet/index.js";
+import type { CompletionEvent, Fleet, TokenLogprob } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
 import { readJsonBody } from "../../../core/http/index.js";
 import type { Tier } from "../../auth/index.js";
@@ -63,7 +63,7 @@ export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger, m
         const first = await events.next(); // throws the KilnError of a request that never started
         const id = completionId();
         const created = Math.floor(Date.now() / 1000);
-        if (!body.stream) return c.json(await collect(events, first, id, created, body.model));
+        if (!body.stream) return c.json(await collect(events, first, id, created, body.model, body.logprobs !== undefined));
         streaming = true; // the stream gives the place back when it ends, fails or is cancelled
         return streamCompletion(c, events, first, { id, created, body, logger, release });
       } finally {
@@ -73,12 +73,15 @@ export function chatRoutes(fleet: Fleet, maxBodyBytes: number, logger: Logger, m
   );
 }
 
-async function collect(events: AsyncIterator<CompletionEvent>, first: IteratorResult<CompletionEvent>, id: string, created: number, model: string) {
+async function collect(events: AsyncIterator<CompletionEvent>, first: IteratorResult<CompletionEvent>, id: string, created: number, model: string, wantsLogprobs: boolean) {
   let text = "";
+  const logprobs: TokenLogprob[] | undefined = wantsLogprobs ? [] : undefined;
   for (let r = first; !r.done; r = await events.next()) {
     const e = r.value;
-    if (e.type === "text") text += e.text;
-    else return completionBody(id, created, model, text, e);
+    if (e.type === "text") {
+      text += e.text;
+      if (logprobs && e.logprobs) for (const l of e.logprobs) logprobs.push(l);
+    } else return completionBody(id, created, model, text, e, logprobs);
   }
   throw new Error("completion ended without a done event");
 }
@@ -94,7 +97,7 @@ function streamCompletion(
   /** One event's SSE text; each event is one write (the role chunk rides with the first), so a client gets it in one read. */
   const stream: StreamIdentity = { id, created, model: body.model, includeUsage: body.includeUsage };
   const eventText = (e: CompletionEvent): string => e.type === "text"
-    ? sse(chunkBody(stream, { content: e.text }))
+    ? sse(chunkBody(stream, { content: e.text }, undefined, body.logprobs !== undefined ? e.logprobs ?? [] : undefined))
     : sse(chunkBody(stream, {}, e)) + (body.includeUsage ? sse(usageChunkBody(stream, e)) : "") + sse("[DONE]");
   let finished = false;
   const stop = (): void => {

@@ -21,6 +21,8 @@ export interface CompletionRequest {
   'logit_bias'?: ({[key: string]: number | string});
   'stop'?: (string)[];
   'response_format'?: (_kiln_v1_ResponseFormat | null);
+  'logprobs'?: (boolean);
+  'top_logprobs'?: (number);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
@@ -49,6 +51,8 @@ export interface CompletionRequest__Output {
   'logit_bias': ({[key: string]: number});
   'stop': (string)[];
   'response_format': (_kiln_v1_ResponseFormat__Output | null);
+  'logprobs': (boolean);
+  'top_logprobs': (number);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
