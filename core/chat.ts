@@ -50,6 +50,8 @@ export const CAPABILITIES = {
   responseFormat: "response_format",
   /** Log probabilities of the generated tokens (`logprobs`, `top_logprobs`). */
   logprobs: "logprobs",
+  /** A raw prompt continued without the chat template (`POST /v1/completions`). */
+  completions: "completions",
 } as const;
 export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 
@@ -57,8 +59,9 @@ export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 export const AGENT_CAPABILITIES: readonly Capability[] = Object.values(CAPABILITIES);
 
 /** The capabilities a request needs. */
-export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat; logprobs?: number }): Capability[] {
+export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat; logprobs?: number; prompt?: string }): Capability[] {
   const needs: Capability[] = [];
+  if (request.prompt !== undefined) needs.push(CAPABILITIES.completions);
   if (request.sampling && Object.keys(request.sampling).length > 0) needs.push(CAPABILITIES.sampling);
   if (request.responseFormat) needs.push(CAPABILITIES.responseFormat);
   if (request.logprobs !== undefined) needs.push(CAPABILITIES.logprobs);

@@ -174,7 +174,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     const chunks = this.chunks!;
     try {
       const started = performance.now();
-      const result = await this.options.engine.generate(req.model, req.messages.map(toTurn), {
+      const input = req.prompt !== undefined ? { prompt: req.prompt } : req.messages.map(toTurn);
+      const result = await this.options.engine.generate(req.model, input, {
         ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
         ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
         sampling: samplingFromProto(req),

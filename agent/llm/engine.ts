@@ -137,16 +137,17 @@ export class LlmEngine {
   }
 
   /**
-   * Generates the assistant's reply to `messages`. Waits for a free slot when all are busy.
-   * A trailing assistant message is continued (prefill), as llama.cpp's server does.
+   * Generates the assistant's reply to `input`'s messages, or continues its raw `prompt` (no chat
+   * template). Waits for a free slot when all are busy. A trailing assistant message is continued
+   * (prefill), as llama.cpp's server does.
    */
-  async generate(modelId: string, messages: ChatTurn[], options: GenerateOptions = {}): Promise<GenerateResult> {
+  async generate(modelId: string, input: ChatTurn[] | { prompt: string }, options: GenerateOptions = {}): Promise<GenerateResult> {
     const pool = this.pool(modelId);
     // Tokenizing runs on the event loop, and on some vocabularies in quadratic time: text that
     // cannot fit is refused before it is tokenized.
-    const textBytes = messages.reduce((n, m) => n + Buffer.byteLength(m.content), 0);
+    const textBytes = Array.isArray(input) ? input.reduce((n, m) => n + Buffer.byteLength(m.content), 0) : Buffer.byteLength(input.prompt);
     if (textBytes > pool.contextSize * pool.maxTokenBytes) throw ContextLengthExceededError.text(textBytes, pool.contextSize, pool.maxTokenBytes);
-    const prompt = pool.render(toHistory(messages));
+    const prompt = Array.isArray(input) ? pool.render(toHistory(input)) : pool.renderRaw(input.prompt);
     const promptTokens = prompt.tokens.length;
     const room = pool.contextSize - promptTokens;
     if (room < 1) throw ContextLengthExceededError.tokens(promptTokens, pool.contextSize);

@@ -6,7 +6,7 @@
  */
 import { resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel } from "node-llama-cpp";
 import { GenerationAbortedError } from "./errors.js";
-import { renderPrompt, type RenderedPrompt } from "./turn.js";
+import { renderPrompt, renderRawPrompt, type RenderedPrompt } from "./turn.js";
 
 export interface Slot {
   sequence: LlamaContextSequence;
@@ -75,6 +75,11 @@ export class ModelPool {
   /** The prompt as the model sees it: the history rendered through the chat template, and its stop triggers. */
   render(history: ChatHistoryItem[]): RenderedPrompt {
     return renderPrompt(this.model, this.chatWrapper, history);
+  }
+
+  /** A raw prompt as the model sees it: its text tokenized as text (never as special tokens), after the BOS token the model wants. */
+  renderRaw(text: string): RenderedPrompt {
+    return renderRawPrompt(this.model, text);
   }
 
   /**

@@ -65,6 +65,17 @@ export function renderPrompt(model: LlamaModel, wrapper: ChatWrapper, history: C
 }
 
 /**
+ * A raw prompt (no chat template): the BOS token when the model's vocabulary wants one, then the text
+ * tokenized as text, so that a tenant's `<|im_end|>` is characters, not the special token. The turn
+ * ends at the model's end-of-generation tokens (or max_tokens, or a stop text).
+ */
+export function renderRawPrompt(model: LlamaModel, text: string): RenderedPrompt {
+  const bos = model.tokens.shouldPrependBosToken ? model.tokens.bos : null;
+  const tokens = model.tokenize(text, false, bos !== null ? "trimLeadingSpace" : undefined);
+  return { tokens: bos !== null ? [bos, ...tokens] : tokens, stops: StopTriggers.from(model, []) };
+}
+
+/**
  * The wrapper's stop triggers, split by how they are seen: single special tokens end the turn by
  * id (the end-of-generation tokens always do); text triggers are matched in the generated text,
  * which is held back while it could still be the start of one.

@@ -31,7 +31,7 @@ export function usage(done: Done): Usage {
 }
 
 /** `system_fingerprint`: the serving pool's, or null from an agent that sends none. */
-const fingerprint = (done: Done): string | null => done.fingerprint || null;
+export const fingerprintOf = (done: Done): string | null => done.fingerprint || null;
 
 /** A token's text as OpenAI gives it: the text and its UTF-8 bytes. */
 const withBytes = (t: { token: string; logprob: number }) => ({ token: t.token, logprob: t.logprob, bytes: [...Buffer.from(t.token, "utf8")] });
@@ -44,7 +44,7 @@ export function logprobsBody(entries: TokenLogprob[] | undefined) {
 
 export function completionBody(id: string, created: number, model: string, content: string, done: Done, logprobs?: TokenLogprob[]) {
   return {
-    id, object: "chat.completion", created, model, system_fingerprint: fingerprint(done),
+    id, object: "chat.completion", created, model, system_fingerprint: fingerprintOf(done),
     choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: logprobsBody(logprobs), finish_reason: done.finishReason }],
     usage: usage(done),
   };
@@ -65,7 +65,7 @@ export interface StreamIdentity {
  */
 export function chunkBody(s: StreamIdentity, delta: { role?: "assistant"; content?: string }, done?: Done, logprobs?: TokenLogprob[]) {
   return {
-    id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, system_fingerprint: done ? fingerprint(done) : null,
+    id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, system_fingerprint: done ? fingerprintOf(done) : null,
     choices: [{ index: 0, delta, logprobs: logprobsBody(logprobs), finish_reason: done?.finishReason ?? null }],
     ...(s.includeUsage ? { usage: null } : {}),
   };
@@ -73,5 +73,5 @@ export function chunkBody(s: StreamIdentity, delta: { role?: "assistant"; conten
 
 /** The last chunk of `stream_options.include_usage`: no choices, the usage. */
 export function usageChunkBody(s: StreamIdentity, done: Done) {
-  return { id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, system_fingerprint: fingerprint(done), choices: [], usage: usage(done) };
+  return { id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, system_fingerprint: fingerprintOf(done), choices: [], usage: usage(done) };
 }

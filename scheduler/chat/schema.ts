@@ -90,14 +90,12 @@ const stopText = z.string({ error: `a string of 1 to ${MAX_STOP_LENGTH} characte
 /** A field this service refuses when it is set (described so in the document). */
 const refused = (description: string) => z.unknown().optional().meta({ description: `Not supported: refused with 400 unsupported_parameter when set. ${description}` });
 
-const Fields = {
+/** The fields of every generation request (chat and legacy completions): the model, limits, sampling, streaming. */
+export const GENERATION_FIELDS = {
   model: z.string({ error: "a string" })
     .refine(isCatalogModel, refusal("model_not_found", (i) => `${describeValue(i.input)} is not a model of this service (see GET /v1/models)`))
     .meta({ description: "A model of GET /v1/models." }),
-  messages: z.array(Message, { error: "an array of messages" }).min(1, { error: "at least one message" })
-    .meta({ description: "The conversation. Roles system, user, assistant and developer (read as system); content a string or text parts." }),
-  max_tokens: integerFrom(1, undefined, "Most tokens to generate; default the scheduler's --default-max-tokens, and never more than the context has left."),
-  max_completion_tokens: integerFrom(1, undefined, "OpenAI's newer name of max_tokens; when both are sent they must agree."),
+  max_tokens: integerFrom(1, undefined, "Most tokens to generate; never more than the context has left."),
   temperature: numberIn(0, 2, "Sampling temperature; 0 is greedy. Default 1."),
   top_p: numberIn(0, 1, "Nucleus sampling: the smallest set of tokens whose probabilities add up to top_p."),
   top_k: integerFrom(0, MAX_TOP_K, "llama.cpp extension: sample from the k most likely tokens only (0: all)."),
@@ -115,11 +113,20 @@ const Fields = {
     z.union([stopText, z.array(stopText).max(MAX_STOPS, { error: `at most ${MAX_STOPS} sequences` })], { error: "a string or an array of strings" }),
     `Up to ${MAX_STOPS} texts that end the reply where they first appear (finish_reason "stop"); never part of it.`,
   ),
-  stream: nullable(z.boolean({ error: "a boolean" }), "Server-sent events of chat.completion.chunk objects, ending with data: [DONE]."),
+  stream: nullable(z.boolean({ error: "a boolean" }), "Server-sent events of chunks, ending with data: [DONE]."),
   stream_options: nullable(
     z.looseObject({ include_usage: z.boolean({ error: "a boolean" }).nullish() }, { error: "an object" }),
     "include_usage: a last chunk with no choices and the usage.",
   ),
+  user: z.unknown().optional().meta({ description: "Accepted and ignored (listed in x-kiln-ignored-fields)." }),
+};
+
+const Fields = {
+  ...GENERATION_FIELDS,
+  messages: z.array(Message, { error: "an array of messages" }).min(1, { error: "at least one message" })
+    .meta({ description: "The conversation. Roles system, user, assistant and developer (read as system); content a string or text parts." }),
+  max_tokens: integerFrom(1, undefined, "Most tokens to generate; default the scheduler's --default-max-tokens, and never more than the context has left."),
+  max_completion_tokens: integerFrom(1, undefined, "OpenAI's newer name of max_tokens; when both are sent they must agree."),
   n: integerFrom(1, undefined, "Choices to generate; only 1 is supported (more is refused)."),
   logprobs: nullable(z.boolean({ error: "a boolean" }), "The log probability of each generated token (choices[].logprobs.content), streamed too: of the distribution the token was sampled from, after the sampler's filters (top_k, top_p, min_p); at temperature 0, the model's whole distribution."),
   top_logprobs: integerFrom(0, MAX_TOP_LOGPROBS, "With logprobs: this many of the most likely tokens at each place."),
@@ -135,7 +142,6 @@ const Fields = {
   prediction: refused("Predicted outputs."),
   web_search_options: refused("Web search."),
   reasoning_effort: refused("Reasoning effort."),
-  user: z.unknown().optional().meta({ description: "Accepted and ignored (listed in x-kiln-ignored-fields)." }),
   metadata: z.unknown().optional().meta({ description: "Accepted and ignored (listed in x-kiln-ignored-fields)." }),
   parallel_tool_calls: z.unknown().optional().meta({ description: "Accepted and ignored without tools (listed in x-kiln-ignored-fields)." }),
 };

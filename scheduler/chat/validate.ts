@@ -6,7 +6,8 @@
 import type { Sampling } from "../../core/chat.js";
 import { parseBody } from "../../core/schema.js";
 import type { ChatMessage, CompletionRequest } from "../fleet/index.js";
-import { ChatCompletionRequest, IGNORED_KNOWN, KNOWN_FIELDS } from "./schema.js";
+import type { z } from "zod";
+import { ChatCompletionRequest, IGNORED_KNOWN, KNOWN_FIELDS, type GENERATION_FIELDS } from "./schema.js";
 
 export interface ChatCompletionBody extends CompletionRequest {
   stream: boolean;
@@ -34,6 +35,17 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
   if (limit !== undefined) out.maxTokens = limit;
   if (present(b.temperature)) out.temperature = b.temperature;
 
+  const sampling = samplingOf(b);
+  if (sampling) out.sampling = sampling;
+  if (b.logprobs === true) out.logprobs = b.top_logprobs ?? 0;
+  const format = b.response_format;
+  if (format?.type === "json_object" || (format?.type === "json_schema" && !format.json_schema?.schema)) out.responseFormat = { type: "json_object" };
+  else if (format?.type === "json_schema") out.responseFormat = { type: "json_schema", schema: format.json_schema!.schema! };
+  return out;
+}
+
+/** The sampling fields of a generation request (GENERATION_FIELDS), or undefined when none is set. */
+export function samplingOf(b: z.infer<z.ZodObject<typeof GENERATION_FIELDS>>): Sampling | undefined {
   const sampling: Sampling = {};
   const set = <K extends keyof Sampling>(key: K, value: Sampling[K] | null | undefined) => { if (value !== undefined && value !== null) sampling[key] = value; };
   set("topP", b.top_p);
@@ -46,12 +58,7 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
   if (b.logit_bias && Object.keys(b.logit_bias).length > 0) sampling.logitBias = b.logit_bias;
   const stop = typeof b.stop === "string" ? [b.stop] : b.stop;
   if (stop && stop.length > 0) sampling.stop = stop;
-  if (Object.keys(sampling).length > 0) out.sampling = sampling;
-  if (b.logprobs === true) out.logprobs = b.top_logprobs ?? 0;
-  const format = b.response_format;
-  if (format?.type === "json_object" || (format?.type === "json_schema" && !format.json_schema?.schema)) out.responseFormat = { type: "json_object" };
-  else if (format?.type === "json_schema") out.responseFormat = { type: "json_schema", schema: format.json_schema!.schema! };
-  return out;
+  return Object.keys(sampling).length > 0 ? sampling : undefined;
 }
 
 function present<T>(v: T | null | undefined): v is T {

@@ -282,6 +282,7 @@ export class Fleet {
         ...samplingToProto(r.sampling),
         ...responseFormatToProto(r.responseFormat),
         ...(r.logprobs !== undefined ? { logprobs: true, top_logprobs: r.logprobs } : {}),
+        ...(r.prompt !== undefined ? { prompt: r.prompt } : {}),
       },
     });
     return true;

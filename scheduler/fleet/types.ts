@@ -6,10 +6,13 @@ export interface ChatMessage {
   content: string;
 }
 
-/** A validated chat completion to run somewhere in the fleet. */
+/** A validated completion to run somewhere in the fleet: a conversation, or a raw prompt. */
 export interface CompletionRequest {
   model: string;
+  /** The conversation, rendered through the model's chat template (empty with `prompt`). */
   messages: ChatMessage[];
+  /** A prompt continued as it is, without the chat template (`POST /v1/completions`). */
+  prompt?: string;
   maxTokens?: number;
   temperature?: number;
   sampling?: Sampling;

@@ -1,10 +1,11 @@
-/** The scheduler's public HTTP API (Hono): `/v1/chat/completions`, `/v1/models`, `/v1/mcp`; `/healthz`, `/readyz`, `/metrics`, `/v1/openapi.json`; the dashboard. */
+/** The scheduler's public HTTP API (Hono): `/v1/chat/completions`, `/v1/completions`, `/v1/models`, `/v1/mcp`; `/healthz`, `/readyz`, `/metrics`, `/v1/openapi.json`; the dashboard. */
 import { Hono } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv, HttpDeps } from "./env.js";
 import { authenticate, rateLimit } from "./middleware/auth.js";
 import { notFound, onError, requestId } from "../../core/http/index.js";
 import { chatRoutes } from "./routes/chat.js";
+import { completionsRoutes } from "./routes/completions.js";
 import { dashboardRoutes } from "../dashboard/index.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { modelRoutes } from "./routes/models.js";
@@ -30,7 +31,9 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   app.get("/v1/openapi.json", (c) => c.json(openApiDocument(KILN_VERSION)));
   app.route("/", dashboardRoutes({ keys: deps.keys, mcp: deps.mcp, maxBodyBytes: deps.maxBodyBytes, ...(deps.adminToken ? { adminToken: deps.adminToken } : {}) }));
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
-  app.route("/v1/chat/completions", chatRoutes(deps.fleet, deps.maxBodyBytes, deps.logger, deps.metrics, { inflight: deps.inflight, maxInflight: deps.maxInflight }, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));
+  const generation = { fleet: deps.fleet, maxBodyBytes: deps.maxBodyBytes, logger: deps.logger, metrics: deps.metrics, cap: { inflight: deps.inflight, maxInflight: deps.maxInflight } };
+  app.route("/v1/chat/completions", chatRoutes(generation, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));
+  app.route("/v1/completions", completionsRoutes(generation));
   app.route("/v1/models", modelRoutes(deps.fleet));
   app.route("/v1/mcp", mcpRoutes(deps.mcp, deps.maxBodyBytes));
   return app;

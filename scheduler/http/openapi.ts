@@ -5,6 +5,7 @@
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
+import { LegacyCompletionRequest } from "../chat/legacy.js";
 import { ChatCompletionRequest } from "../chat/schema.js";
 import { CreateKeyRequest } from "../dashboard/schema.js";
 import { McpServerConfigBody, McpTestRequest, SecretValueRequest } from "../mcp/index.js";
@@ -61,6 +62,21 @@ export const ChatCompletionChunk = z.strictObject({
   usage: Usage.nullable().optional().meta({ description: "With stream_options.include_usage: null on every chunk but the last, which has no choices and the usage." }),
 }).meta({ id: "ChatCompletionChunk" });
 
+const LegacyLogprobs = z.strictObject({
+  tokens: z.array(z.string()), token_logprobs: z.array(z.number()), top_logprobs: z.array(z.record(z.string(), z.number())), text_offset: z.array(z.int()),
+}).nullable().meta({ id: "LegacyLogprobs", description: "With logprobs: n, the generated tokens, their log probabilities, n alternatives each and where each starts in the text; null otherwise." });
+
+/** A legacy completion as answered (streamed: each chunk has this shape with the text so far's next piece). */
+export const TextCompletion = z.strictObject({
+  id: z.string(),
+  object: z.literal("text_completion"),
+  created: z.int(),
+  model: z.string(),
+  system_fingerprint: fingerprint,
+  choices: z.array(z.strictObject({ text: z.string(), index: z.int(), logprobs: LegacyLogprobs, finish_reason: z.enum(["stop", "length"]).nullable() })),
+  usage: Usage.optional().meta({ description: "On the whole answer, and on a stream's last chunk (with no choices) when stream_options.include_usage is true." }),
+}).meta({ id: "TextCompletion" });
+
 export const ModelObject = z.object({ id: z.string(), object: z.literal("model"), created: z.int(), owned_by: z.string() }).meta({ id: "Model" });
 
 export const ModelList = z.object({
@@ -116,6 +132,18 @@ function routes(): RouteConfig[] {
           description: "The completion; with stream: true, server-sent events of chat.completion.chunk objects ending with data: [DONE]. Unknown request members are listed in x-kiln-ignored-fields.",
           headers: { "x-kiln-ignored-fields": { description: "The request's members this service ignored (a newer client's fields).", schema: { type: "string" } } },
           content: { "application/json": { schema: ChatCompletionResponse }, "text/event-stream": { schema: ChatCompletionChunk } },
+        },
+        ...errors(400, 401, 413, 429, 502, 503),
+      },
+    }),
+    v1({
+      method: "post", path: "/v1/completions", summary: "Create a completion (legacy prompt API)", tags: ["chat"],
+      request: { body: { required: true, content: { "application/json": { schema: LegacyCompletionRequest } } } },
+      responses: {
+        200: {
+          description: "The prompt continued as it is (no chat template); with stream: true, server-sent events of text_completion chunks ending with data: [DONE].",
+          headers: { "x-kiln-ignored-fields": { description: "The request's members this service ignored.", schema: { type: "string" } } },
+          content: { "application/json": { schema: TextCompletion }, "text/event-stream": { schema: TextCompletion } },
         },
         ...errors(400, 401, 413, 429, 502, 503),
       },

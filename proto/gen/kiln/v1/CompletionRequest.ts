@@ -23,6 +23,7 @@ export interface CompletionRequest {
   'response_format'?: (_kiln_v1_ResponseFormat | null);
   'logprobs'?: (boolean);
   'top_logprobs'?: (number);
+  'prompt'?: (string);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
@@ -32,6 +33,7 @@ export interface CompletionRequest {
   '_presence_penalty'?: "presence_penalty";
   '_frequency_penalty'?: "frequency_penalty";
   '_repeat_penalty'?: "repeat_penalty";
+  '_prompt'?: "prompt";
 }
 
 export interface CompletionRequest__Output {
@@ -53,6 +55,7 @@ export interface CompletionRequest__Output {
   'response_format': (_kiln_v1_ResponseFormat__Output | null);
   'logprobs': (boolean);
   'top_logprobs': (number);
+  'prompt'?: (string);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
@@ -62,4 +65,5 @@ export interface CompletionRequest__Output {
   '_presence_penalty'?: "presence_penalty";
   '_frequency_penalty'?: "frequency_penalty";
   '_repeat_penalty'?: "repeat_penalty";
+  '_prompt'?: "prompt";
 }

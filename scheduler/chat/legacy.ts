@@ -1,0 +1,101 @@
+/**
+ * `POST /v1/completions`, OpenAI's legacy prompt API: the prompt given to the model as it is, with no
+ * chat template, continued. The request's schema (shared generation fields plus `prompt`, `echo`,
+ * the legacy `logprobs` count), its validation, and the `text_completion` bodies it answers with.
+ */
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { parseBody } from "../../core/schema.js";
+import { describeValue } from "../../core/validate.js";
+import type { CompletionRequest, TokenLogprob } from "../fleet/index.js";
+import { fingerprintOf, usage, type Done } from "./openai.js";
+import { GENERATION_FIELDS } from "./schema.js";
+import { samplingOf } from "./validate.js";
+
+/** `max_tokens` when none is given: OpenAI's legacy default. */
+export const LEGACY_DEFAULT_MAX_TOKENS = 16;
+/** Most alternatives the legacy `logprobs` asks for per token (OpenAI's limit). */
+export const MAX_LEGACY_LOGPROBS = 5;
+
+const present = (v: unknown): boolean => v !== undefined && v !== null;
+
+const Fields = {
+  ...GENERATION_FIELDS,
+  prompt: z.union([z.string().min(1, { error: "a non-empty string" }), z.array(z.string({ error: "a non-empty string" }).min(1, { error: "a non-empty string" }))], { error: "a string" })
+    .meta({ description: "The text to continue, given to the model as it is (no chat template). A list of one string is that string; more, or token ids, are refused." }),
+  max_tokens: GENERATION_FIELDS.max_tokens.meta({ description: `Most tokens to generate; default ${LEGACY_DEFAULT_MAX_TOKENS}, and never more than the context has left.` }),
+  echo: z.boolean({ error: "a boolean" }).nullish().meta({ description: "The prompt before the generated text in the choice's text (its tokens are not scored)." }),
+  logprobs: z.int({ error: `an integer from 0 to ${MAX_LEGACY_LOGPROBS}` }).min(0).max(MAX_LEGACY_LOGPROBS).nullish()
+    .meta({ description: "Log probabilities of the generated tokens with this many alternatives each: choices[].logprobs {tokens, token_logprobs, top_logprobs, text_offset}." }),
+  n: z.int({ error: "an integer of at least 1" }).min(1).nullish().meta({ description: "Only 1 is supported (more is refused)." }),
+  best_of: z.int({ error: "an integer of at least 1" }).min(1).nullish().meta({ description: "Only 1 is supported (more is refused)." }),
+  suffix: z.string({ error: "a string" }).nullish().meta({ description: "Not supported: a non-empty suffix (insertion) is refused." }),
+};
+
+const Shape = z.looseObject(Fields);
+
+/** The legacy completion request (unknown members pass through). */
+export const LegacyCompletionRequest = Shape.superRefine((b, ctx) => {
+  const refuse = (field: string, message: string, input: unknown): void => {
+    ctx.addIssue({ code: "custom", path: [field], message, params: { code: "unsupported_parameter" }, input });
+  };
+  if (Array.isArray(b.prompt) && b.prompt.length !== 1) refuse("prompt", `a list of ${b.prompt.length} prompts is not supported; send one`, b.prompt);
+  if (present(b.n) && b.n !== 1) refuse("n", "more than one choice per request is not supported yet", b.n);
+  if (present(b.best_of) && b.best_of !== 1) refuse("best_of", "best_of above 1 is not supported", b.best_of);
+  if (b.suffix) refuse("suffix", `insertion (a suffix of ${describeValue(b.suffix)}) is not supported`, b.suffix);
+}).meta({ id: "CompletionRequest", description: "OpenAI's legacy completion request; unknown members are accepted and listed in the x-kiln-ignored-fields response header." });
+
+const KNOWN: ReadonlySet<string> = new Set(Object.keys(Fields));
+
+export interface LegacyCompletionBody extends CompletionRequest {
+  prompt: string;
+  stream: boolean;
+  includeUsage: boolean;
+  /** The prompt goes before the generated text in the answer. */
+  echo: boolean;
+  ignored: string[];
+}
+
+export function validateLegacyCompletion(body: unknown): LegacyCompletionBody {
+  const b = parseBody(LegacyCompletionRequest, body);
+  const prompt = typeof b.prompt === "string" ? b.prompt : b.prompt[0]!;
+  const out: LegacyCompletionBody = {
+    model: b.model, messages: [], prompt, maxTokens: b.max_tokens ?? LEGACY_DEFAULT_MAX_TOKENS,
+    stream: b.stream ?? false, includeUsage: b.stream_options?.include_usage ?? false, echo: b.echo ?? false,
+    ignored: Object.keys(body as object).filter((k) => !KNOWN.has(k) || k === "user"),
+  };
+  if (present(b.temperature)) out.temperature = b.temperature!;
+  const sampling = samplingOf(b);
+  if (sampling) out.sampling = sampling;
+  if (present(b.logprobs)) out.logprobs = b.logprobs!;
+  return out;
+}
+
+export function legacyCompletionId(): string {
+  return `cmpl-${randomBytes(12).toString("base64url")}`;
+}
+
+/**
+ * The legacy `logprobs` of some generated tokens: parallel lists, `top_logprobs` as objects of token →
+ * log probability, `text_offset` where each token starts in the choice's text (`offset`: where they do).
+ */
+export function legacyLogprobs(entries: TokenLogprob[], offset: number) {
+  const text_offset: number[] = [];
+  let at = offset;
+  for (const e of entries) { text_offset.push(at); at += e.token.length; }
+  return {
+    tokens: entries.map((e) => e.token),
+    token_logprobs: entries.map((e) => e.logprob),
+    top_logprobs: entries.map((e) => Object.fromEntries(e.top_logprobs.map((t) => [t.token, t.logprob]))),
+    text_offset,
+  };
+}
+
+/** A `text_completion` body (or, streamed, one chunk of one): one choice. */
+export function legacyBody(s: { id: string; created: number; model: string }, text: string, done: Done | undefined, logprobs: ReturnType<typeof legacyLogprobs> | null, withUsage: boolean) {
+  return {
+    id: s.id, object: "text_completion", created: s.created, model: s.model, system_fingerprint: done ? fingerprintOf(done) : null,
+    choices: [{ text, index: 0, logprobs, finish_reason: done?.finishReason ?? null }],
+    ...(withUsage && done ? { usage: usage(done) } : {}),
+  };
+}

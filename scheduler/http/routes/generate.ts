@@ -1,0 +1,166 @@
+/**
+ * The generation routes, `POST /v1/chat/completions` and `POST /v1/completions`: one JSON body, or
+ * OpenAI server-sent events with `stream: true`. Each API (chat.ts, the legacy prompt API) gives its
+ * validation and its bodies; the way through the fleet is the same. The first event is awaited before
+ * answering, so failures before any text (no capacity, prompt too long) get their own status; later
+ * failures become an SSE error event.
+ *
+ * Each completion holds one of its account's places in flight (`--max-inflight`, by tier) from
+ * its arrival, while it waits in the fleet's queue and while it generates, until its answer is
+ * complete (the JSON body made, or the stream's last event written), it fails, or its client goes
+ * away. Beyond the cap it is a 429 `too_many_requests_in_flight`. While every slot is busy it waits in
+ * its account's queue (the fleet serves the accounts' queues in turn).
+ */
+import { Hono, type Context } from "hono";
+import { KilnError, UpstreamError } from "../../../core/errors.js";
+import type { SchedulerMetrics } from "../../metrics.js";
+import type { Logger } from "../../../core/log.js";
+import type { Done } from "../../chat/index.js";
+import type { CompletionEvent, CompletionRequest, Fleet, TokenLogprob } from "../../fleet/index.js";
+import type { AppEnv } from "../env.js";
+import { readJsonBody } from "../../../core/http/index.js";
+import type { Tier } from "../../auth/index.js";
+import type { InflightLimiter } from "../../ratelimit/index.js";
+
+/** The per-account cap on completions in flight. */
+export interface InflightCap {
+  inflight: InflightLimiter;
+  /** The cap by the account's tier. */
+  maxInflight: Readonly<Record<Tier, number>>;
+}
+
+/** The response header listing a request's members this service does not use (a newer client's fields). */
+export const IGNORED_FIELDS_HEADER = "x-kiln-ignored-fields";
+
+/** Names listed in the header at most; a name must be a plain identifier of at most 64 characters to be listed. */
+const MAX_IGNORED_LISTED = 32;
+const LISTABLE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * The `x-kiln-ignored-fields` value for `names` (the client's own member names): plain names listed,
+ * anything else (control characters, non-ASCII, very long names: not for a header) and names beyond
+ * the first MAX_IGNORED_LISTED counted as "+N more".
+ */
+export function ignoredFieldsHeader(names: readonly string[]): string {
+  const listed = names.filter((n) => LISTABLE.test(n)).slice(0, MAX_IGNORED_LISTED);
+  const more = names.length - listed.length;
+  return [...listed, ...(more > 0 ? [`+${more} more`] : [])].join(", ");
+}
+
+/** What every validated generation request has besides the fleet's request. */
+export interface GenerationBody extends CompletionRequest {
+  stream: boolean;
+  /** `stream_options.include_usage`. */
+  includeUsage: boolean;
+  /** Top-level members this service does not use, for the header. */
+  ignored: string[];
+}
+
+/** One answer's identity: its id, creation time and model. */
+export interface Answer { id: string; created: number; model: string }
+
+/** What an API gives the generation route: its validation and the shapes of its answers. */
+export interface GenerationApi<B extends GenerationBody> {
+  validate(body: unknown): B;
+  newId(): string;
+  /** The whole answer: `text` generated, `logprobs` of its tokens when asked for. */
+  answer(body: B, a: Answer, text: string, done: Done, logprobs: TokenLogprob[] | undefined): unknown;
+  /** The chunk that opens a stream, before any text, if the API has one. */
+  opening(body: B, a: Answer): unknown;
+  /** A chunk of text; `offset` is where it starts among the text generated. */
+  textChunk(body: B, a: Answer, text: string, logprobs: TokenLogprob[] | undefined, offset: number): unknown;
+  /** The chunks that end a stream (before `[DONE]`). */
+  closing(body: B, a: Answer, done: Done): unknown[];
+}
+
+export interface GenerationDeps {
+  fleet: Fleet;
+  maxBodyBytes: number;
+  logger: Logger;
+  metrics: SchedulerMetrics;
+  cap: InflightCap;
+}
+
+export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>, deps: GenerationDeps): Hono<AppEnv> {
+  const { fleet, maxBodyBytes, logger, metrics, cap } = deps;
+  return new Hono<AppEnv>().post(
+    "/",
+    async (c) => {
+      const { account, tier } = c.get("identity");
+      const release = cap.inflight.acquire(account, cap.maxInflight[tier]); // throws the 429 beyond the cap
+      const signal = c.req.raw.signal;
+      if (signal.aborted) release();
+      else signal.addEventListener("abort", release, { once: true }); // the client is gone: its place is free
+      let streaming = false;
+      try {
+        const body = api.validate(await readJsonBody(c, maxBodyBytes));
+        if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
+        if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
+        const events = metrics.measure(fleet.submit({ ...body, account }, signal, c.get("requestId")), body.model);
+        const first = await events.next(); // throws the KilnError of a request that never started
+        const answer: Answer = { id: api.newId(), created: Math.floor(Date.now() / 1000), model: body.model };
+        if (!body.stream) return c.json(await collect(api, body, answer, events, first) as object);
+        streaming = true; // the stream gives the place back when it ends, fails or is cancelled
+        return streamAnswer(c, api, body, answer, events, first, logger, release);
+      } finally {
+        if (!streaming) release();
+      }
+    },
+  );
+}
+
+async function collect<B extends GenerationBody>(api: GenerationApi<B>, body: B, answer: Answer, events: AsyncIterator<CompletionEvent>, first: IteratorResult<CompletionEvent>) {
+  let text = "";
+  const logprobs: TokenLogprob[] | undefined = body.logprobs !== undefined ? [] : undefined;
+  for (let r = first; !r.done; r = await events.next()) {
+    const e = r.value;
+    if (e.type === "text") {
+      text += e.text;
+      if (logprobs && e.logprobs) for (const l of e.logprobs) logprobs.push(l);
+    } else return api.answer(body, answer, text, e, logprobs);
+  }
+  throw new Error("completion ended without a done event");
+}
+
+function streamAnswer<B extends GenerationBody>(
+  c: Context<AppEnv>, api: GenerationApi<B>, body: B, answer: Answer,
+  events: AsyncIterator<CompletionEvent>, first: IteratorResult<CompletionEvent>, logger: Logger, release: () => void,
+): Response {
+  const encoder = new TextEncoder();
+  const sse = (data: unknown): string => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
+  let offset = 0;
+  /** One event's SSE text; each event is one write (the opening chunk rides with the first), so a client gets it in one read. */
+  const eventText = (e: CompletionEvent): string => {
+    if (e.type === "done") return api.closing(body, answer, e).map(sse).join("") + sse("[DONE]");
+    const chunk = sse(api.textChunk(body, answer, e.text, body.logprobs !== undefined ? e.logprobs ?? [] : undefined, offset));
+    offset += e.text.length;
+    return chunk;
+  };
+  let finished = false;
+  const stop = (): void => {
+    release();
+    if (!finished) { finished = true; void events.return?.(); }
+  };
+  const readable = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const opening = api.opening(body, answer);
+      let text = opening === undefined ? "" : sse(opening);
+      try {
+        for (let r = first; !r.done && !finished; r = await events.next()) {
+          controller.enqueue(encoder.encode(text + eventText(r.value)));
+          text = "";
+        }
+      } catch (err) {
+        const kiln = err instanceof KilnError ? err.toBody() : { error: { message: "internal error", type: "server_error", code: "internal_error" } };
+        if (!(err instanceof KilnError)) logger.error({ err }, "stream failed");
+        if (!finished) controller.enqueue(encoder.encode(text + sse(kiln)));
+      }
+      finished = true;
+      try { controller.close(); } catch { /* the client is gone */ }
+      release();
+    },
+    cancel: stop,
+  });
+  c.req.raw.signal.addEventListener("abort", stop, { once: true });
+  return c.body(readable, 200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+}
