@@ -52,6 +52,8 @@ export const CAPABILITIES = {
   logprobs: "logprobs",
   /** A raw prompt continued without the chat template (`POST /v1/completions`). */
   completions: "completions",
+  /** Embeddings of texts from the model's embedding context (`POST /v1/embeddings`). */
+  embeddings: "embeddings",
 } as const;
 export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 
@@ -59,8 +61,9 @@ export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 export const AGENT_CAPABILITIES: readonly Capability[] = Object.values(CAPABILITIES);
 
 /** The capabilities a request needs. */
-export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat; logprobs?: number; prompt?: string }): Capability[] {
+export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat; logprobs?: number; prompt?: string; embed?: unknown }): Capability[] {
   const needs: Capability[] = [];
+  if (request.embed !== undefined) needs.push(CAPABILITIES.embeddings);
   if (request.prompt !== undefined) needs.push(CAPABILITIES.completions);
   if (request.sampling && Object.keys(request.sampling).length > 0) needs.push(CAPABILITIES.sampling);
   if (request.responseFormat) needs.push(CAPABILITIES.responseFormat);

@@ -15,6 +15,7 @@ export type { Register__Output } from "./gen/kiln/v1/Register.js";
 export type { Hardware, Hardware__Output } from "./gen/kiln/v1/Hardware.js";
 export type { CompletionRequest__Output } from "./gen/kiln/v1/CompletionRequest.js";
 export type { CompletionChunk__Output } from "./gen/kiln/v1/CompletionChunk.js";
+export type { EmbeddingRequest__Output } from "./gen/kiln/v1/EmbeddingRequest.js";
 export type { FleetClient } from "./gen/kiln/v1/Fleet.js";
 
 /** Where the .proto files live: beside this module in the source tree; from `dist/proto`, back in `proto/`. */

@@ -40,6 +40,8 @@ export function createSchedulerMetrics(fleet: Fleet): SchedulerMetrics {
           completions.inc({ model, finish_reason: e.finishReason });
           const seconds = (performance.now() - (firstText ?? started)) / 1000;
           if (e.completionTokens > 1 && seconds > 0) rate.observe({ model }, (e.completionTokens - 1) / seconds);
+        } else if (e.type === "embeddings") {
+          tokens.inc({ model, kind: "prompt" }, e.promptTokens);
         }
         yield e;
       }

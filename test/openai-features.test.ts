@@ -245,11 +245,26 @@ describe("honoured", () => {
     await expect(client.completions.create({ ...body, suffix: "The end" })).rejects.toMatchObject({ status: 400, param: "suffix", code: "unsupported_parameter" });
   });
 
+  it("embeddings of a batch: one per input in order, identical inputs at cosine similarity 1, base64 (the client's default) and float alike", async () => {
+    const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0) / Math.sqrt(a.reduce((s, x) => s + x * x, 0) * b.reduce((s, x) => s + x * x, 0));
+    const input = ["Once upon a time", "Something else entirely", "Once upon a time"];
+    const viaBase64 = await client.embeddings.create({ model: MODEL, input }); // the client asks for base64 and decodes it
+    const viaFloat = await client.embeddings.create({ model: MODEL, input, encoding_format: "float" });
+    expect(viaBase64.data.map((d) => d.index)).toEqual([0, 1, 2]);
+    expect(cosine(viaBase64.data[0]!.embedding, viaBase64.data[2]!.embedding)).toBeCloseTo(1, 6);
+    expect(cosine(viaBase64.data[0]!.embedding, viaBase64.data[1]!.embedding)).toBeLessThan(0.9999);
+    viaFloat.data.forEach((d, i) => d.embedding.forEach((x, j) => expect(x).toBeCloseTo(viaBase64.data[i]!.embedding[j]!, 5)));
+    expect(viaFloat.usage.prompt_tokens).toBeGreaterThan(0);
+    const size = viaFloat.data[0]!.embedding.length;
+    await expect(client.embeddings.create({ model: MODEL, input: "x", dimensions: size + 1 })).rejects.toMatchObject({ status: 400, param: "dimensions", code: "invalid_dimensions" });
+    await expect(client.embeddings.create({ model: MODEL, input: [] })).rejects.toMatchObject({ status: 400, param: "input" });
+  });
+
   it("GET /v1/models/{id} returns the model; an unknown id is a 404; the list marks each model's capabilities", async () => {
     expect(await client.models.retrieve(MODEL)).toMatchObject({ id: MODEL, object: "model" });
     await expect(client.models.retrieve("gpt-nope")).rejects.toMatchObject({ status: 404, code: "model_not_found" });
     const list = await client.get("/models") as { models: { id: string; status: string; capabilities: string[] }[] };
-    expect(list.models.find((m) => m.id === MODEL)).toMatchObject({ status: "available", capabilities: ["chat", "completions", "logprobs", "response_format", "sampling"] });
+    expect(list.models.find((m) => m.id === MODEL)).toMatchObject({ status: "available", capabilities: ["chat", "completions", "embeddings", "logprobs", "response_format", "sampling"] });
     expect(list.models.find((m) => m.status === "unavailable")!.capabilities).toEqual([]);
   });
 

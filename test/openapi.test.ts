@@ -11,7 +11,7 @@ import { createLogger } from "../core/log.js";
 import { KeyService } from "../scheduler/auth/index.js";
 import { Fleet } from "../scheduler/fleet/index.js";
 import { createHttpApp } from "../scheduler/http/index.js";
-import { ChatCompletionChunk, ChatCompletionResponse, ModelList, TextCompletion } from "../scheduler/http/openapi.js";
+import { ChatCompletionChunk, ChatCompletionResponse, EmbeddingList, ModelList, TextCompletion } from "../scheduler/http/openapi.js";
 import { AccountSecrets, EgressPolicy, McpService, McpStore } from "../scheduler/mcp/index.js";
 import { createSchedulerMetrics } from "../scheduler/metrics.js";
 import { InflightLimiter, RateLimiter } from "../scheduler/ratelimit/index.js";
@@ -99,6 +99,10 @@ describe("GET /v1/openapi.json", () => {
     const legacyStream = await fetch(`${base}/completions`, { method: "POST", headers, body: JSON.stringify({ model: MODEL_ID, prompt: "Once", max_tokens: 3, stream: true, stream_options: { include_usage: true } }) });
     const legacyEvents = (await legacyStream.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice("data: ".length)) as unknown);
     for (const event of legacyEvents) expect(TextCompletion.safeParse(event).error).toBeUndefined();
+    for (const encoding_format of ["float", "base64"]) {
+      const embeddings = await fetch(`${base}/embeddings`, { method: "POST", headers, body: JSON.stringify({ model: MODEL_ID, input: ["a", "b"], encoding_format }) });
+      expect(EmbeddingList.safeParse(await embeddings.json()).error).toBeUndefined();
+    }
     const models = await fetch(`${base}/models`, { headers });
     expect(ModelList.safeParse(await models.json()).error).toBeUndefined();
   });

@@ -8,7 +8,7 @@ import { freemem, totalmem } from "node:os";
 import * as grpc from "@grpc/grpc-js";
 import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
-import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
+import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type EmbeddingRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
 import { AGENT_CAPABILITIES, CHAT_ROLES, isChatRole, MAX_TOP_LOGPROBS, type ResponseFormat } from "../../core/chat.js";
 import { responseFormatFromProto, samplingFromProto } from "../../proto/sampling.js";
 import { diskOf } from "../hardware/index.js";
@@ -151,6 +151,9 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       case "completion":
         void this.run(stream, message.completion!);
         return;
+      case "embedding":
+        void this.embed(stream, message.embedding!);
+        return;
       case "cancel":
         this.running.get(message.cancel!.request_id)?.abort();
         return;
@@ -192,6 +195,29 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
       if (e.code !== "cancelled") this.options.logger.warn({ requestId: req.trace_id, code: e.code, err: e.message }, "completion failed");
       send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentText } });
+    } finally {
+      this.running.delete(id);
+    }
+  }
+
+  private async embed(stream: Stream, req: EmbeddingRequest__Output): Promise<void> {
+    const id = req.request_id;
+    const send = (m: AgentMessage): void => { if (this.stream === stream && !stream.destroyed) stream.write(m); };
+    if (this.draining) {
+      send({ error: { request_id: id, code: "draining", message: "the node is draining", retryable: true } });
+      return;
+    }
+    const ac = new AbortController();
+    this.running.set(id, ac);
+    try {
+      const started = performance.now();
+      const result = await this.options.engine.embed(req.model, req.inputs, { ...(req.dimensions ? { dimensions: req.dimensions } : {}), signal: ac.signal });
+      send({ embeddings: { request_id: id, vectors: result.vectors.map((values) => ({ values })), prompt_tokens: result.promptTokens } });
+      this.options.logger.info({ requestId: req.trace_id, model: req.model, inputs: req.inputs.length, promptTokens: result.promptTokens, ms: Math.round(performance.now() - started) }, "embeddings done");
+    } catch (err) {
+      const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
+      if (e.code !== "cancelled") this.options.logger.warn({ requestId: req.trace_id, code: e.code, err: e.message }, "embeddings failed");
+      send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable } });
     } finally {
       this.running.delete(id);
     }

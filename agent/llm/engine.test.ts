@@ -181,3 +181,25 @@ describe("structured output", () => {
       .rejects.toMatchObject({ code: "invalid_response_format", message: expect.stringMatching(/^response_format\.json_schema\.schema\.properties\.code\.pattern: /) });
   });
 });
+
+describe("embeddings", () => {
+  const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0) / Math.sqrt(a.reduce((s, x) => s + x * x, 0) * b.reduce((s, x) => s + x * x, 0));
+
+  it("embeds a batch in order: one vector of the model's size per input, identical inputs identical, tokens counted", async () => {
+    const model = engine.modelPools[0]!.model;
+    const inputs = ["Once upon a time", "A different text altogether", "Once upon a time"];
+    const r = await engine.embed("famB-v3.1", inputs);
+    expect(r.vectors).toHaveLength(3);
+    for (const v of r.vectors) expect(v).toHaveLength(model.embeddingVectorSize);
+    expect(cosine(r.vectors[0]!, r.vectors[2]!)).toBeCloseTo(1, 6);
+    expect(cosine(r.vectors[0]!, r.vectors[1]!)).toBeLessThan(0.9999);
+    expect(r.promptTokens).toBe(inputs.reduce((n, t) => n + model.tokenize(t).length, 0));
+  });
+
+  it("refuses dimensions other than the model's and an input longer than the context, naming the field", async () => {
+    const size = engine.modelPools[0]!.model.embeddingVectorSize;
+    await expect(engine.embed("famB-v3.1", ["a"], { dimensions: size + 1 })).rejects.toMatchObject({ code: "invalid_dimensions", message: expect.stringMatching(/^dimensions: /) });
+    expect((await engine.embed("famB-v3.1", ["a"], { dimensions: size })).vectors).toHaveLength(1);
+    await expect(engine.embed("famB-v3.1", ["ok", "word ".repeat(2000)])).rejects.toMatchObject({ code: "context_length_exceeded", message: expect.stringMatching(/^input\[1\]: /) });
+  });
+});

@@ -207,6 +207,24 @@ export class LlmEngine {
     return grammar;
   }
 
+  /**
+   * Embeddings of `inputs` from `modelId`'s embedding context, in order. Text that cannot fit is
+   * refused before it is tokenized, as for generation.
+   */
+  async embed(modelId: string, inputs: readonly string[], options: { dimensions?: number; signal?: AbortSignal } = {}): Promise<{ vectors: number[][]; promptTokens: number }> {
+    const pool = this.pool(modelId);
+    for (const [i, input] of inputs.entries()) {
+      const bytes = Buffer.byteLength(input);
+      if (bytes > pool.contextSize * pool.maxTokenBytes) throw ContextLengthExceededError.text(bytes, pool.contextSize, pool.maxTokenBytes, `input[${i}]`);
+    }
+    try {
+      return await pool.embed(inputs, options.dimensions, options.signal);
+    } catch (err) {
+      if (err instanceof LlmEngineError) throw err;
+      throw new LlmEngineError("engine_error", `embedding failed: ${(err as Error).message}`);
+    }
+  }
+
   /** Calls `listener` whenever a pool's `localBusy` changes; returns the unsubscribe. */
   onLocalBusy(listener: () => void): () => void {
     this.localListeners.add(listener);

@@ -8,8 +8,8 @@ export class LlmEngineError extends Error {
 
 /** The rendered prompt does not fit the context of one sequence. */
 export class ContextLengthExceededError extends LlmEngineError {
-  private constructor(detail: string) {
-    super("context_length_exceeded", `messages: ${detail}`);
+  private constructor(detail: string, field = "messages") {
+    super("context_length_exceeded", `${field}: ${detail}`);
   }
 
   /** The rendered prompt, tokenized, is longer than the context. */
@@ -17,9 +17,14 @@ export class ContextLengthExceededError extends LlmEngineError {
     return new ContextLengthExceededError(`the prompt is ${promptTokens} tokens; this model's context holds ${contextSize}`);
   }
 
+  /** An embedding input, tokenized, is longer than the embedding context. */
+  static input(index: number, tokens: number, contextSize: number): ContextLengthExceededError {
+    return new ContextLengthExceededError(`is ${tokens} tokens; this model's embedding context holds ${contextSize}`, `input[${index}]`);
+  }
+
   /** The messages' text is too long to fit even if every token were the vocabulary's longest (it is not tokenized). */
-  static text(textBytes: number, contextSize: number, maxTokenBytes: number): ContextLengthExceededError {
-    return new ContextLengthExceededError(`the messages hold ${textBytes} bytes of text, more than this model's context of ${contextSize} tokens can hold (its longest token is ${maxTokenBytes} bytes)`);
+  static text(textBytes: number, contextSize: number, maxTokenBytes: number, field = "messages"): ContextLengthExceededError {
+    return new ContextLengthExceededError(`${field === "messages" ? "the messages hold" : "holds"} ${textBytes} bytes of text, more than this model's context of ${contextSize} tokens can hold (its longest token is ${maxTokenBytes} bytes)`, field);
   }
 }
 
@@ -34,6 +39,13 @@ export class InvalidLogitBiasError extends LlmEngineError {
 export class InvalidResponseFormatError extends LlmEngineError {
   constructor(detail: string) {
     super("invalid_response_format", detail.startsWith("response_format") ? detail : `response_format: ${detail}`);
+  }
+}
+
+/** `dimensions` asks for a vector size the model does not produce. */
+export class InvalidDimensionsError extends LlmEngineError {
+  constructor(asked: number, size: number) {
+    super("invalid_dimensions", `dimensions: this model's embeddings have ${size} dimensions, not ${asked} (omit dimensions, or ask for ${size})`);
   }
 }
 

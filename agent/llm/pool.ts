@@ -4,8 +4,8 @@
  * time. A slot keeps its KV cache between requests, so a conversation that grows by a turn only
  * evaluates the new tokens when it lands on the same slot.
  */
-import { resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel } from "node-llama-cpp";
-import { GenerationAbortedError } from "./errors.js";
+import { resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
+import { ContextLengthExceededError, GenerationAbortedError, InvalidDimensionsError } from "./errors.js";
 import { renderPrompt, renderRawPrompt, type RenderedPrompt } from "./turn.js";
 
 export interface Slot {
@@ -32,6 +32,11 @@ export class ModelPool {
   readonly maxTokenBytes: number;
   /** Tokens in the model's vocabulary (ids 0 to this − 1). */
   readonly vocabularySize: number;
+  /** The embedding context, made at the first embeddings request (it holds a KV cache of its own). */
+  private embeddingContext?: Promise<LlamaEmbeddingContext>;
+  private readonly embeddingOptions: { contextSize: number; threads: number };
+  /** Embedding requests run one at a time (the context has one sequence): the tail of the queue. */
+  private embeddingQueue: Promise<unknown> = Promise.resolve();
 
   private constructor(
     readonly path: string,
@@ -42,8 +47,10 @@ export class ModelPool {
     slots: Slot[],
     /** `system_fingerprint` of the replies (fingerprint.ts): the file's digest and the build's. */
     readonly fingerprint: string,
+    options: { threads: number },
   ) {
     this.free = slots;
+    this.embeddingOptions = { contextSize: context.contextSize, threads: options.threads };
     this.maxTokenBytes = longestTokenBytes(model);
     this.vocabularySize = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? 0; // what iterateAllTokens() counts
   }
@@ -56,7 +63,7 @@ export class ModelPool {
       ...(options.batchSize ? { batchSize: options.batchSize } : {}),
     });
     const slots = Array.from({ length: options.sequences }, (_, index): Slot => ({ sequence: context.getSequence(), index }));
-    return new ModelPool(path, model, context, resolveChatWrapper(model), slots, options.fingerprint);
+    return new ModelPool(path, model, context, resolveChatWrapper(model), slots, options.fingerprint, options);
   }
 
   get slots(): number {
@@ -80,6 +87,33 @@ export class ModelPool {
   /** A raw prompt as the model sees it: its text tokenized as text (never as special tokens), after the BOS token the model wants. */
   renderRaw(text: string): RenderedPrompt {
     return renderRawPrompt(this.model, text);
+  }
+
+  /**
+   * The embeddings of `inputs`, in order, and how many tokens they held. Runs after the pool's earlier
+   * embedding requests. An input longer than the context, or `dimensions` other than the model's
+   * vector size (when given), is refused before anything is evaluated.
+   */
+  embed(inputs: readonly string[], dimensions: number | undefined, signal?: AbortSignal): Promise<{ vectors: number[][]; promptTokens: number }> {
+    const size = this.model.embeddingVectorSize;
+    if (dimensions !== undefined && dimensions !== size) return Promise.reject(new InvalidDimensionsError(dimensions, size));
+    const run = this.embeddingQueue.then(async () => {
+      const tokenized = inputs.map((input, i) => {
+        const tokens = this.model.tokenize(input);
+        if (tokens.length > this.embeddingOptions.contextSize) throw ContextLengthExceededError.input(i, tokens.length, this.embeddingOptions.contextSize);
+        return tokens;
+      });
+      this.embeddingContext ??= this.model.createEmbeddingContext(this.embeddingOptions);
+      const context = await this.embeddingContext;
+      const vectors: number[][] = [];
+      for (const tokens of tokenized) {
+        if (signal?.aborted) throw new GenerationAbortedError();
+        vectors.push([...(await context.getEmbeddingFor(tokens)).vector]);
+      }
+      return { vectors, promptTokens: tokenized.reduce((n, t) => n + t.length, 0) };
+    });
+    this.embeddingQueue = run.catch(() => undefined);
+    return run;
   }
 
   /**
@@ -129,6 +163,7 @@ export class ModelPool {
 
   async dispose(): Promise<void> {
     for (const w of this.waiters.splice(0)) w.reject(new GenerationAbortedError());
+    await (await this.embeddingContext?.catch(() => undefined))?.dispose();
     await this.context.dispose();
   }
 }

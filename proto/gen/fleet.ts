@@ -11,6 +11,8 @@ import type { CompletionError as _kiln_v1_CompletionError, CompletionError__Outp
 import type { CompletionRequest as _kiln_v1_CompletionRequest, CompletionRequest__Output as _kiln_v1_CompletionRequest__Output } from './kiln/v1/CompletionRequest.js';
 import type { Drain as _kiln_v1_Drain, Drain__Output as _kiln_v1_Drain__Output } from './kiln/v1/Drain.js';
 import type { Draining as _kiln_v1_Draining, Draining__Output as _kiln_v1_Draining__Output } from './kiln/v1/Draining.js';
+import type { EmbeddingRequest as _kiln_v1_EmbeddingRequest, EmbeddingRequest__Output as _kiln_v1_EmbeddingRequest__Output } from './kiln/v1/EmbeddingRequest.js';
+import type { Embeddings as _kiln_v1_Embeddings, Embeddings__Output as _kiln_v1_Embeddings__Output } from './kiln/v1/Embeddings.js';
 import type { FleetClient as _kiln_v1_FleetClient, FleetDefinition as _kiln_v1_FleetDefinition } from './kiln/v1/Fleet.js';
 import type { Gpu as _kiln_v1_Gpu, Gpu__Output as _kiln_v1_Gpu__Output } from './kiln/v1/Gpu.js';
 import type { Hardware as _kiln_v1_Hardware, Hardware__Output as _kiln_v1_Hardware__Output } from './kiln/v1/Hardware.js';
@@ -23,6 +25,7 @@ import type { SchedulerMessage as _kiln_v1_SchedulerMessage, SchedulerMessage__O
 import type { TokenLogprob as _kiln_v1_TokenLogprob, TokenLogprob__Output as _kiln_v1_TokenLogprob__Output } from './kiln/v1/TokenLogprob.js';
 import type { TopLogprob as _kiln_v1_TopLogprob, TopLogprob__Output as _kiln_v1_TopLogprob__Output } from './kiln/v1/TopLogprob.js';
 import type { Usage as _kiln_v1_Usage, Usage__Output as _kiln_v1_Usage__Output } from './kiln/v1/Usage.js';
+import type { Vector as _kiln_v1_Vector, Vector__Output as _kiln_v1_Vector__Output } from './kiln/v1/Vector.js';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -41,6 +44,8 @@ export interface ProtoGrpcType {
       CompletionRequest: MessageTypeDefinition<_kiln_v1_CompletionRequest, _kiln_v1_CompletionRequest__Output>
       Drain: MessageTypeDefinition<_kiln_v1_Drain, _kiln_v1_Drain__Output>
       Draining: MessageTypeDefinition<_kiln_v1_Draining, _kiln_v1_Draining__Output>
+      EmbeddingRequest: MessageTypeDefinition<_kiln_v1_EmbeddingRequest, _kiln_v1_EmbeddingRequest__Output>
+      Embeddings: MessageTypeDefinition<_kiln_v1_Embeddings, _kiln_v1_Embeddings__Output>
       Fleet: SubtypeConstructor<typeof grpc.Client, _kiln_v1_FleetClient> & { service: _kiln_v1_FleetDefinition }
       Gpu: MessageTypeDefinition<_kiln_v1_Gpu, _kiln_v1_Gpu__Output>
       Hardware: MessageTypeDefinition<_kiln_v1_Hardware, _kiln_v1_Hardware__Output>
@@ -53,6 +58,7 @@ export interface ProtoGrpcType {
       TokenLogprob: MessageTypeDefinition<_kiln_v1_TokenLogprob, _kiln_v1_TokenLogprob__Output>
       TopLogprob: MessageTypeDefinition<_kiln_v1_TopLogprob, _kiln_v1_TopLogprob__Output>
       Usage: MessageTypeDefinition<_kiln_v1_Usage, _kiln_v1_Usage__Output>
+      Vector: MessageTypeDefinition<_kiln_v1_Vector, _kiln_v1_Vector__Output>
     }
   }
 }

@@ -185,6 +185,15 @@ export class Fleet {
         job.channel.end();
         return;
       }
+      case "embeddings": {
+        const result = message.embeddings!;
+        const job = this.finish(agent, result.request_id);
+        if (!job || job.cancelled) return;
+        job.started = true;
+        job.channel.push({ type: "embeddings", vectors: result.vectors.map((v) => v.values), promptTokens: result.prompt_tokens });
+        job.channel.end();
+        return;
+      }
       case "error": {
         const err = message.error!;
         const job = this.finish(agent, err.request_id);
@@ -271,6 +280,10 @@ export class Fleet {
     job.attempts++;
     const r = job.request;
     this.served(r.account ?? "");
+    if (r.embed) {
+      agent.link.send({ embedding: { request_id: job.id, trace_id: job.traceId, model: r.model, inputs: r.embed.inputs, ...(r.embed.dimensions ? { dimensions: r.embed.dimensions } : {}) } });
+      return true;
+    }
     agent.link.send({
       completion: {
         request_id: job.id,
@@ -417,12 +430,12 @@ export class Fleet {
   }
 }
 
-/** Agent error codes that are the request's fault (before any text), and the field each names. */
-const CLIENT_FAULTS: Readonly<Record<string, string>> = { context_length_exceeded: "messages", invalid_logit_bias: "logit_bias", invalid_response_format: "response_format" };
+/** Agent error codes that are the request's fault (before any text): a 400, whose message names the field. */
+const CLIENT_FAULTS: ReadonlySet<string> = new Set(["context_length_exceeded", "invalid_logit_bias", "invalid_response_format", "invalid_dimensions"]);
 
 /** Maps an agent's error code to what the client sees. */
 function toClientError(code: string, message: string, started: boolean): KilnError {
-  const field = CLIENT_FAULTS[code];
-  if (field && !started) return new InvalidRequestError(code, message, field);
+  // the agent's message starts with the field at fault ("input[2]: …"), which becomes the error's param
+  if (CLIENT_FAULTS.has(code) && !started) return new InvalidRequestError(code, message);
   return new UpstreamError(code || "agent_error", message);
 }

@@ -13,6 +13,8 @@ export interface CompletionRequest {
   messages: ChatMessage[];
   /** A prompt continued as it is, without the chat template (`POST /v1/completions`). */
   prompt?: string;
+  /** Not a completion: embeddings of these texts (`POST /v1/embeddings`); `dimensions`: the size the client expects. */
+  embed?: { inputs: string[]; dimensions?: number };
   maxTokens?: number;
   temperature?: number;
   sampling?: Sampling;
@@ -37,6 +39,7 @@ export interface TokenLogprob {
 
 export type CompletionEvent =
   | { type: "text"; text: string; /** With `logprobs`: those of the tokens this text completes. */ logprobs?: TokenLogprob[] }
+  | { type: "embeddings"; /** One per input, in order. */ vectors: number[][]; promptTokens: number }
   | {
     type: "done"; finishReason: string; promptTokens: number; completionTokens: number;
     /** Prompt tokens the agent's slot already held in its KV cache. */

@@ -1,4 +1,4 @@
-/** The scheduler's public HTTP API (Hono): `/v1/chat/completions`, `/v1/completions`, `/v1/models`, `/v1/mcp`; `/healthz`, `/readyz`, `/metrics`, `/v1/openapi.json`; the dashboard. */
+/** The scheduler's public HTTP API (Hono): `/v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/models`, `/v1/mcp`; `/healthz`, `/readyz`, `/metrics`, `/v1/openapi.json`; the dashboard. */
 import { Hono } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv, HttpDeps } from "./env.js";
@@ -6,6 +6,7 @@ import { authenticate, rateLimit } from "./middleware/auth.js";
 import { notFound, onError, requestId } from "../../core/http/index.js";
 import { chatRoutes } from "./routes/chat.js";
 import { completionsRoutes } from "./routes/completions.js";
+import { embeddingsRoutes } from "./routes/embeddings.js";
 import { dashboardRoutes } from "../dashboard/index.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { modelRoutes } from "./routes/models.js";
@@ -34,6 +35,7 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   const generation = { fleet: deps.fleet, maxBodyBytes: deps.maxBodyBytes, logger: deps.logger, metrics: deps.metrics, cap: { inflight: deps.inflight, maxInflight: deps.maxInflight } };
   app.route("/v1/chat/completions", chatRoutes(generation, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));
   app.route("/v1/completions", completionsRoutes(generation));
+  app.route("/v1/embeddings", embeddingsRoutes(generation));
   app.route("/v1/models", modelRoutes(deps.fleet));
   app.route("/v1/mcp", mcpRoutes(deps.mcp, deps.maxBodyBytes));
   return app;

@@ -5,6 +5,7 @@
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
+import { EmbeddingsRequest } from "../chat/embeddings.js";
 import { LegacyCompletionRequest } from "../chat/legacy.js";
 import { ChatCompletionRequest } from "../chat/schema.js";
 import { CreateKeyRequest } from "../dashboard/schema.js";
@@ -77,6 +78,13 @@ export const TextCompletion = z.strictObject({
   usage: Usage.optional().meta({ description: "On the whole answer, and on a stream's last chunk (with no choices) when stream_options.include_usage is true." }),
 }).meta({ id: "TextCompletion" });
 
+export const EmbeddingList = z.strictObject({
+  object: z.literal("list"),
+  model: z.string(),
+  data: z.array(z.strictObject({ object: z.literal("embedding"), index: z.int(), embedding: z.union([z.array(z.number()), z.string()]).meta({ description: "The vector; with encoding_format base64, its little-endian float32 bytes in base64." }) })),
+  usage: z.strictObject({ prompt_tokens: z.int(), total_tokens: z.int() }),
+}).meta({ id: "EmbeddingList" });
+
 export const ModelObject = z.object({ id: z.string(), object: z.literal("model"), created: z.int(), owned_by: z.string() }).meta({ id: "Model" });
 
 export const ModelList = z.object({
@@ -147,6 +155,11 @@ function routes(): RouteConfig[] {
         },
         ...errors(400, 401, 413, 429, 502, 503),
       },
+    }),
+    v1({
+      method: "post", path: "/v1/embeddings", summary: "Create embeddings", tags: ["embeddings"],
+      request: { body: { required: true, content: { "application/json": { schema: EmbeddingsRequest } } } },
+      responses: { 200: json(EmbeddingList, "One embedding per input, in order."), ...errors(400, 401, 413, 429, 502, 503) },
     }),
     v1({ method: "get", path: "/v1/models", summary: "List the models", tags: ["models"], responses: { 200: json(ModelList, "Every model of the catalog."), ...errors(401, 429) } }),
     v1({ method: "get", path: "/v1/models/{id}", summary: "One model", tags: ["models"], request: { params: idParam("id") }, responses: { 200: json(ModelObject, "The model."), ...errors(401, 404, 429) } }),

@@ -117,7 +117,7 @@ async function collect<B extends GenerationBody>(api: GenerationApi<B>, body: B,
     if (e.type === "text") {
       text += e.text;
       if (logprobs && e.logprobs) for (const l of e.logprobs) logprobs.push(l);
-    } else return api.answer(body, answer, text, e, logprobs);
+    } else if (e.type === "done") return api.answer(body, answer, text, e, logprobs);
   }
   throw new Error("completion ended without a done event");
 }
@@ -132,6 +132,7 @@ function streamAnswer<B extends GenerationBody>(
   /** One event's SSE text; each event is one write (the opening chunk rides with the first), so a client gets it in one read. */
   const eventText = (e: CompletionEvent): string => {
     if (e.type === "done") return api.closing(body, answer, e).map(sse).join("") + sse("[DONE]");
+    if (e.type !== "text") return ""; // a completion has no other events
     const chunk = sse(api.textChunk(body, answer, e.text, body.logprobs !== undefined ? e.logprobs ?? [] : undefined, offset));
     offset += e.text.length;
     return chunk;

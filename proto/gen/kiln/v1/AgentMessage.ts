@@ -7,6 +7,7 @@ import type { CompletionDone as _kiln_v1_CompletionDone, CompletionDone__Output 
 import type { CompletionError as _kiln_v1_CompletionError, CompletionError__Output as _kiln_v1_CompletionError__Output } from '../../kiln/v1/CompletionError.js';
 import type { Draining as _kiln_v1_Draining, Draining__Output as _kiln_v1_Draining__Output } from '../../kiln/v1/Draining.js';
 import type { CompletionChunks as _kiln_v1_CompletionChunks, CompletionChunks__Output as _kiln_v1_CompletionChunks__Output } from '../../kiln/v1/CompletionChunks.js';
+import type { Embeddings as _kiln_v1_Embeddings, Embeddings__Output as _kiln_v1_Embeddings__Output } from '../../kiln/v1/Embeddings.js';
 
 export interface AgentMessage {
   'register'?: (_kiln_v1_Register | null);
@@ -16,7 +17,8 @@ export interface AgentMessage {
   'error'?: (_kiln_v1_CompletionError | null);
   'draining'?: (_kiln_v1_Draining | null);
   'chunks'?: (_kiln_v1_CompletionChunks | null);
-  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks";
+  'embeddings'?: (_kiln_v1_Embeddings | null);
+  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks"|"embeddings";
 }
 
 export interface AgentMessage__Output {
@@ -27,5 +29,6 @@ export interface AgentMessage__Output {
   'error'?: (_kiln_v1_CompletionError__Output | null);
   'draining'?: (_kiln_v1_Draining__Output | null);
   'chunks'?: (_kiln_v1_CompletionChunks__Output | null);
-  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks";
+  'embeddings'?: (_kiln_v1_Embeddings__Output | null);
+  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks"|"embeddings";
 }

@@ -4,13 +4,15 @@ import type { Registered as _kiln_v1_Registered, Registered__Output as _kiln_v1_
 import type { CompletionRequest as _kiln_v1_CompletionRequest, CompletionRequest__Output as _kiln_v1_CompletionRequest__Output } from '../../kiln/v1/CompletionRequest.js';
 import type { CancelCompletion as _kiln_v1_CancelCompletion, CancelCompletion__Output as _kiln_v1_CancelCompletion__Output } from '../../kiln/v1/CancelCompletion.js';
 import type { Drain as _kiln_v1_Drain, Drain__Output as _kiln_v1_Drain__Output } from '../../kiln/v1/Drain.js';
+import type { EmbeddingRequest as _kiln_v1_EmbeddingRequest, EmbeddingRequest__Output as _kiln_v1_EmbeddingRequest__Output } from '../../kiln/v1/EmbeddingRequest.js';
 
 export interface SchedulerMessage {
   'registered'?: (_kiln_v1_Registered | null);
   'completion'?: (_kiln_v1_CompletionRequest | null);
   'cancel'?: (_kiln_v1_CancelCompletion | null);
   'drain'?: (_kiln_v1_Drain | null);
-  'body'?: "registered"|"completion"|"cancel"|"drain";
+  'embedding'?: (_kiln_v1_EmbeddingRequest | null);
+  'body'?: "registered"|"completion"|"cancel"|"drain"|"embedding";
 }
 
 export interface SchedulerMessage__Output {
@@ -18,5 +20,6 @@ export interface SchedulerMessage__Output {
   'completion'?: (_kiln_v1_CompletionRequest__Output | null);
   'cancel'?: (_kiln_v1_CancelCompletion__Output | null);
   'drain'?: (_kiln_v1_Drain__Output | null);
-  'body'?: "registered"|"completion"|"cancel"|"drain";
+  'embedding'?: (_kiln_v1_EmbeddingRequest__Output | null);
+  'body'?: "registered"|"completion"|"cancel"|"drain"|"embedding";
 }
