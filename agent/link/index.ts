@@ -165,8 +165,13 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     }
   }
 
-  private async run(stream: Stream, req: CompletionRequest__Output): Promise<void> {
-    const id = req.request_id;
+  /**
+   * Runs one request from the scheduler: refused while draining (another node may take it), else
+   * `work` under an AbortController the scheduler's cancel reaches, its answer or its error sent back.
+   * `failed` runs before an error is sent and tells whether any of the request's output already went
+   * out (then it cannot be retried elsewhere).
+   */
+  private async serve(stream: Stream, id: string, what: string, trace: string, work: (signal: AbortSignal) => Promise<{ answer: AgentMessage; log: object }>, failed: () => boolean = () => false): Promise<void> {
     const send = (m: AgentMessage): void => { if (this.stream === stream && !stream.destroyed) stream.write(m); };
     if (this.draining) {
       send({ error: { request_id: id, code: "draining", message: "the node is draining", retryable: true } });
@@ -174,9 +179,25 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     }
     const ac = new AbortController();
     this.running.set(id, ac);
-    const chunks = this.chunks!;
     try {
       const started = performance.now();
+      const { answer, log } = await work(ac.signal);
+      send(answer);
+      this.options.logger.info({ requestId: trace, ...log, ms: Math.round(performance.now() - started) }, `${what} done`);
+    } catch (err) {
+      const sentOutput = failed();
+      const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
+      if (e.code !== "cancelled") this.options.logger.warn({ requestId: trace, code: e.code, err: e.message }, `${what} failed`);
+      send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentOutput } });
+    } finally {
+      this.running.delete(id);
+    }
+  }
+
+  private run(stream: Stream, req: CompletionRequest__Output): Promise<void> {
+    const id = req.request_id;
+    const chunks = this.chunks!;
+    return this.serve(stream, id, "completion", req.trace_id, async (signal) => {
       const input = req.prompt !== undefined ? { prompt: req.prompt } : req.messages.map(toTurn);
       const result = await this.options.engine.generate(req.model, input, {
         ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
@@ -184,43 +205,25 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         sampling: samplingFromProto(req),
         ...withFormat(req),
         ...(req.logprobs ? { logprobs: Math.min(req.top_logprobs, MAX_TOP_LOGPROBS) } : {}),
-        signal: ac.signal,
+        signal,
         onText: (text, logprobs) => chunks.push(id, text, logprobs?.map((l) => ({ token: l.token, logprob: l.logprob, top_logprobs: l.top }))),
       });
       chunks.end(id);
-      send({ done: { request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, cached_tokens: result.cachedTokens } } });
-      this.options.logger.info({ requestId: req.trace_id, model: req.model, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason, ms: Math.round(performance.now() - started) }, "completion done");
-    } catch (err) {
-      const sentText = chunks.discard(id);
-      const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
-      if (e.code !== "cancelled") this.options.logger.warn({ requestId: req.trace_id, code: e.code, err: e.message }, "completion failed");
-      send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentText } });
-    } finally {
-      this.running.delete(id);
-    }
+      return {
+        answer: { done: { request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, cached_tokens: result.cachedTokens } } },
+        log: { model: req.model, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason },
+      };
+    }, () => chunks.discard(id));
   }
 
-  private async embed(stream: Stream, req: EmbeddingRequest__Output): Promise<void> {
-    const id = req.request_id;
-    const send = (m: AgentMessage): void => { if (this.stream === stream && !stream.destroyed) stream.write(m); };
-    if (this.draining) {
-      send({ error: { request_id: id, code: "draining", message: "the node is draining", retryable: true } });
-      return;
-    }
-    const ac = new AbortController();
-    this.running.set(id, ac);
-    try {
-      const started = performance.now();
-      const result = await this.options.engine.embed(req.model, req.inputs, { ...(req.dimensions ? { dimensions: req.dimensions } : {}), signal: ac.signal });
-      send({ embeddings: { request_id: id, vectors: result.vectors.map((values) => ({ values })), prompt_tokens: result.promptTokens } });
-      this.options.logger.info({ requestId: req.trace_id, model: req.model, inputs: req.inputs.length, promptTokens: result.promptTokens, ms: Math.round(performance.now() - started) }, "embeddings done");
-    } catch (err) {
-      const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
-      if (e.code !== "cancelled") this.options.logger.warn({ requestId: req.trace_id, code: e.code, err: e.message }, "embeddings failed");
-      send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable } });
-    } finally {
-      this.running.delete(id);
-    }
+  private embed(stream: Stream, req: EmbeddingRequest__Output): Promise<void> {
+    return this.serve(stream, req.request_id, "embeddings", req.trace_id, async (signal) => {
+      const result = await this.options.engine.embed(req.model, req.inputs, { ...(req.dimensions ? { dimensions: req.dimensions } : {}), signal });
+      return {
+        answer: { embeddings: { request_id: req.request_id, vectors: result.vectors.map((values) => ({ values })), prompt_tokens: result.promptTokens } },
+        log: { model: req.model, inputs: req.inputs.length, promptTokens: result.promptTokens },
+      };
+    });
   }
 
   /** Measures device memory and free disk (asynchronous), then writes a heartbeat. */
