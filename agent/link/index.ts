@@ -205,6 +205,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         sampling: samplingFromProto(req),
         ...withFormat(req),
         ...(req.logprobs ? { logprobs: Math.min(req.top_logprobs, MAX_TOP_LOGPROBS) } : {}),
+        cacheScope: req.cache_scope,
         signal,
         onText: (text, logprobs) => chunks.push(id, text, logprobs?.map((l) => ({ token: l.token, logprob: l.logprob, top_logprobs: l.top }))),
       });

@@ -203,3 +203,16 @@ describe("embeddings", () => {
     await expect(engine.embed("famB-v3.1", ["ok", "word ".repeat(2000)])).rejects.toMatchObject({ code: "context_length_exceeded", message: expect.stringMatching(/^input\[1\]: /) });
   });
 });
+
+describe("cache scopes", () => {
+  it("reuses a slot's cached prompt only within one scope: another account's request starts from nothing", async () => {
+    const messages = [{ role: "user" as const, content: "A long enough prompt that a cache would matter here" }];
+    const first = await engine.generate("famB-v3.1", messages, { maxTokens: 2, temperature: 0, cacheScope: "alice" });
+    expect(first.cachedTokens).toBe(0);
+    const again = await engine.generate("famB-v3.1", messages, { maxTokens: 2, temperature: 0, cacheScope: "alice" });
+    expect(again.cachedTokens).toBe(again.promptTokens - 1); // all but the last token, evaluated again for its logits
+    const stranger = await engine.generate("famB-v3.1", messages, { maxTokens: 2, temperature: 0, cacheScope: "mallory" });
+    expect(stranger.cachedTokens).toBe(0);
+    expect(stranger.text).toBe(again.text);
+  });
+});

@@ -3,6 +3,7 @@
  * ids from it, and generates OpenAI-style chat completions with the model's own chat template.
  * Knows nothing of gRPC or HTTP.
  */
+import { createHash } from "node:crypto";
 import { resolve } from "node:path";
 import { getLlama, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaGpuType, type LlamaGrammar } from "node-llama-cpp";
 import type { ChatRole, ResponseFormat, Sampling } from "../../core/chat.js";
@@ -48,6 +49,12 @@ export interface GenerateOptions {
   responseFormat?: ResponseFormat;
   /** Log probabilities of the generated tokens with this many alternatives each (0–20), given to `onText`; absent: none. */
   logprobs?: number;
+  /**
+   * Whose prompt this is (an opaque account name): a slot's cached prompt is reused only within one
+   * scope, so that no account learns, from cached_tokens or timing, what another's prompt began with.
+   * Default "" (one scope).
+   */
+  cacheScope?: string;
   signal?: AbortSignal;
   /** Called with each piece of generated text as it becomes final (and its tokens' log probabilities, when asked for). */
   onText?: (text: string, logprobs?: TokenLogprob[]) => void;
@@ -161,6 +168,11 @@ export class LlmEngine {
 
     const slot = await pool.acquire(options.signal);
     try {
+      const scope = options.cacheScope ?? "";
+      if (slot.scope !== scope) {
+        await slot.sequence.clearHistory(); // another account's prompt: not a prefix to reuse
+        slot.scope = scope;
+      }
       if (options.local) this.changeLocal(pool, +1);
       const turn = await generateTurn(slot.sequence, prompt, {
         maxTokens,
@@ -184,13 +196,14 @@ export class LlmEngine {
   }
 
   /**
-   * The grammar of a response format, compiled once and kept (GRAMMAR_CACHE): node-llama-cpp's JSON
+   * The grammar of a response format, built once and kept by the schema's digest (GRAMMAR_CACHE;
+   * llama.cpp still parses its text for each request's evaluation state): node-llama-cpp's JSON
    * grammar, or one built from the schema. A schema outside the subset a grammar enforces, or one
    * llama.cpp's grammar parser refuses, is an InvalidResponseFormatError.
    */
   private grammarFor(format: ResponseFormat): Promise<LlamaGrammar> {
     const llama = this.llama!;
-    const key = format.type === "json_object" ? "json_object" : JSON.stringify(format.schema);
+    const key = format.type === "json_object" ? "json_object" : createHash("sha256").update(JSON.stringify(format.schema)).digest("hex");
     let grammar = this.grammars.get(key);
     if (grammar) {
       this.grammars.delete(key); // most recently used last
@@ -199,8 +212,12 @@ export class LlmEngine {
         const problem = checkJsonSchema(format.schema);
         if (problem) return Promise.reject(new InvalidResponseFormatError(`response_format.json_schema.schema${problem.path ? `.${problem.path}` : ""}: ${problem.message}`));
       }
-      grammar = (format.type === "json_object" ? llama.getGrammarFor("json") : llama.createGrammarForJsonSchema(toGrammarSchema(format.schema) as never))
-        .catch((err: unknown) => { this.grammars.delete(key); throw new InvalidResponseFormatError(`the grammar for it could not be built (${(err as Error).message})`); });
+      const building: Promise<LlamaGrammar> = (format.type === "json_object" ? llama.getGrammarFor("json") : llama.createGrammarForJsonSchema(toGrammarSchema(format.schema) as never))
+        .catch((err: unknown) => {
+          if (this.grammars.get(key) === building) this.grammars.delete(key);
+          throw new InvalidResponseFormatError(`the grammar for it could not be built (${(err as Error).message})`);
+        });
+      grammar = building;
       if (this.grammars.size >= GRAMMAR_CACHE) this.grammars.delete(this.grammars.keys().next().value!);
     }
     this.grammars.set(key, grammar);

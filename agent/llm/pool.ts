@@ -12,6 +12,8 @@ export interface Slot {
   sequence: LlamaContextSequence;
   /** The order the slot's sequence was made in, which is llama.cpp's sequence id for it. */
   index: number;
+  /** The cache scope (an account's opaque name) whose prompt the sequence's KV cache holds. */
+  scope?: string;
 }
 
 export class ModelPool {

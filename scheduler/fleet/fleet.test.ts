@@ -97,6 +97,19 @@ describe("Fleet routing", () => {
     f.close();
   });
 
+  it("tells the agent an opaque cache scope per account: the same for one account, another for another, never the name", () => {
+    const f = fleet();
+    const a = new RecordingLink();
+    f.attach(register("a", 4), a);
+    for (const account of ["alice", "alice", "bob"]) f.submit({ ...request, account });
+    const scopes = a.sent.filter((m) => m.completion).map((m) => m.completion!.cache_scope!);
+    expect(scopes[0]).toBe(scopes[1]);
+    expect(scopes[2]).not.toBe(scopes[0]);
+    for (const scope of scopes) expect(scope).toMatch(/^[\w-]{22}$/);
+    expect(scopes.join()).not.toMatch(/alice|bob/);
+    f.close();
+  });
+
   it("a request with no text yet moves to another agent when its agent is lost", async () => {
     const f = fleet();
     const a = new RecordingLink(), b = new RecordingLink();

@@ -12,7 +12,7 @@
  * Failure rules: an agent lost (or answering a retryable error) before a request produced any text
  * puts that request back at the head of its account's queue; one that had produced text ends with a 502.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "../../core/log.js";
 import { requiredCapabilities } from "../../core/chat.js";
 import { InvalidRequestError, ServiceUnavailableError, UpstreamError, type KilnError } from "../../core/errors.js";
@@ -49,6 +49,11 @@ interface Job {
   assigned?: { agent: Agent; pool: PoolState & { peak: number } };
   queuedTimer?: NodeJS.Timeout;
   cancelled: boolean;
+}
+
+/** The opaque cache scope of an account (CompletionRequest.cache_scope): agents never learn account names. */
+function cacheScope(account: string): string {
+  return createHash("sha256").update(`kiln-cache-scope\0${account}`).digest("base64url").slice(0, 22);
 }
 
 /** Whether `pool` serves `model` with every capability in `needs`. */
@@ -296,6 +301,7 @@ export class Fleet {
         ...responseFormatToProto(r.responseFormat),
         ...(r.logprobs !== undefined ? { logprobs: true, top_logprobs: r.logprobs } : {}),
         ...(r.prompt !== undefined ? { prompt: r.prompt } : {}),
+        cache_scope: cacheScope(r.account ?? ""),
       },
     });
     return true;

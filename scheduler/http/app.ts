@@ -44,12 +44,16 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
 /** Response headers a browser client may read: the request id, ignored fields, rate limits. */
 const EXPOSED_HEADERS = ["x-request-id", "x-kiln-ignored-fields", "retry-after", "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"];
 
-/** CORS for `/v1`: the allowed origins (or any), Bearer keys in `Authorization` (no cookies: no credentials mode). */
+/**
+ * CORS for `/v1`: the allowed origins (or any), Bearer keys in `Authorization` (no cookies: no
+ * credentials mode). The request headers a preflight asks for are allowed as asked: the `openai`
+ * SDK in a browser sends its own (`X-Stainless-*`, `OpenAI-Organization`, …), and without
+ * credentials a header grants nothing the key does not.
+ */
 function apiCors(origins: readonly string[]) {
   return cors({
     origin: origins.includes("*") ? "*" : [...origins],
     allowMethods: ["GET", "POST", "PUT", "DELETE", "OPTIONS"],
-    allowHeaders: ["authorization", "content-type", "x-request-id"],
     exposeHeaders: EXPOSED_HEADERS,
     maxAge: 600,
   });

@@ -24,6 +24,7 @@ export interface CompletionRequest {
   'logprobs'?: (boolean);
   'top_logprobs'?: (number);
   'prompt'?: (string);
+  'cache_scope'?: (string);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
@@ -56,6 +57,7 @@ export interface CompletionRequest__Output {
   'logprobs': (boolean);
   'top_logprobs': (number);
   'prompt'?: (string);
+  'cache_scope': (string);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
