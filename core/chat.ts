@@ -54,6 +54,8 @@ export const CAPABILITIES = {
   completions: "completions",
   /** Embeddings of texts from the model's embedding context (`POST /v1/embeddings`). */
   embeddings: "embeddings",
+  /** Several choices of one prompt (`n` > 1), sharing its KV cache. */
+  choices: "n",
 } as const;
 export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 
@@ -61,8 +63,9 @@ export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 export const AGENT_CAPABILITIES: readonly Capability[] = Object.values(CAPABILITIES);
 
 /** The capabilities a request needs. */
-export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat; logprobs?: number; prompt?: string; embed?: unknown }): Capability[] {
+export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat; logprobs?: number; prompt?: string; embed?: unknown; n?: number }): Capability[] {
   const needs: Capability[] = [];
+  if ((request.n ?? 1) > 1) needs.push(CAPABILITIES.choices);
   if (request.embed !== undefined) needs.push(CAPABILITIES.embeddings);
   if (request.prompt !== undefined) needs.push(CAPABILITIES.completions);
   if (request.sampling && Object.keys(request.sampling).length > 0) needs.push(CAPABILITIES.sampling);
@@ -73,3 +76,6 @@ export function requiredCapabilities(request: { sampling?: Sampling; responseFor
 
 /** Most alternatives `top_logprobs` may ask for per token (OpenAI's limit). */
 export const MAX_TOP_LOGPROBS = 20;
+
+/** Most choices one request may ask for (`n`); never more than the slots of a pool serving the model. */
+export const MAX_CHOICES = 16;

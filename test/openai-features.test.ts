@@ -260,11 +260,34 @@ describe("honoured", () => {
     await expect(client.embeddings.create({ model: MODEL, input: [] })).rejects.toMatchObject({ status: 400, param: "input" });
   });
 
+  it("n=3 gives three choices, by index, seeded choices differing and repeatable, streamed as deltas of each index", async () => {
+    const body = { model: MODEL, messages: user("Tell me something"), max_tokens: 8, temperature: 1.5, seed: 21, n: 3 };
+    const c = await client.chat.completions.create(body);
+    expect(c.choices.map((ch) => ch.index)).toEqual([0, 1, 2]);
+    expect(new Set(c.choices.map((ch) => ch.message.content)).size).toBeGreaterThan(1);
+    // every choice's tokens counted
+    if (c.choices.every((ch) => ch.finish_reason === "length")) expect(c.usage!.completion_tokens).toBe(3 * 8);
+    else expect(c.usage!.completion_tokens).toBeLessThan(3 * 8);
+    const texts = ["", "", ""];
+    const finishes: (string | null)[] = [null, null, null];
+    for await (const chunk of await client.chat.completions.create({ ...body, stream: true })) {
+      for (const ch of chunk.choices) {
+        texts[ch.index] += ch.delta.content ?? "";
+        finishes[ch.index] = ch.finish_reason ?? finishes[ch.index] ?? null;
+      }
+    }
+    expect(texts).toEqual(c.choices.map((ch) => ch.message.content));
+    expect(finishes).toEqual(c.choices.map((ch) => ch.finish_reason));
+    const legacy = await client.completions.create({ model: MODEL, prompt: "Once upon a time", max_tokens: 6, temperature: 1.5, seed: 3, n: 2 });
+    expect(legacy.choices.map((ch) => ch.index)).toEqual([0, 1]);
+    await expect(client.chat.completions.create({ ...body, n: 16 })).rejects.toMatchObject({ status: 400, param: "n", code: "invalid_n" });
+  });
+
   it("GET /v1/models/{id} returns the model; an unknown id is a 404; the list marks each model's capabilities", async () => {
     expect(await client.models.retrieve(MODEL)).toMatchObject({ id: MODEL, object: "model" });
     await expect(client.models.retrieve("gpt-nope")).rejects.toMatchObject({ status: 404, code: "model_not_found" });
     const list = await client.get("/models") as { models: { id: string; status: string; capabilities: string[] }[] };
-    expect(list.models.find((m) => m.id === MODEL)).toMatchObject({ status: "available", capabilities: ["chat", "completions", "embeddings", "logprobs", "response_format", "sampling"] });
+    expect(list.models.find((m) => m.id === MODEL)).toMatchObject({ status: "available", capabilities: ["chat", "completions", "embeddings", "logprobs", "n", "response_format", "sampling"] });
     expect(list.models.find((m) => m.status === "unavailable")!.capabilities).toEqual([]);
   });
 
@@ -277,7 +300,6 @@ describe("honoured", () => {
 
 describe("refused with a 400 naming the field", () => {
   it.each([
-    ["n", { n: 3 }, "unsupported_parameter"],
     ["top_logprobs", { top_logprobs: 2 }, "invalid_top_logprobs"],
     ["response_format.json_schema.schema.properties.code.pattern", { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { code: { type: "string", pattern: "^a" } } } } } }, "invalid_response_format"],
     ["response_format.type", { response_format: { type: "yaml" } }, "invalid_response_format"],

@@ -23,10 +23,12 @@ export interface Piece {
   request_id: string;
   text: string;
   logprobs?: WireLogprob[];
+  /** The choice it belongs to, when the request has several (absent: the first). */
+  index?: number;
 }
 
 export class ChunkBatcher {
-  /** Request id → what it gathered since the last flush (insertion order: first come, first sent). */
+  /** Request id (and choice index) → what it gathered since the last flush (insertion order: first come, first sent). */
   private readonly pending = new Map<string, Piece>();
   /** Requests whose first piece went out. */
   private readonly started = new Set<string>();
@@ -39,15 +41,17 @@ export class ChunkBatcher {
    */
   constructor(private readonly send: (pieces: Piece[]) => void, private readonly intervalMs: number) {}
 
-  push(requestId: string, text: string, logprobs?: WireLogprob[]): void {
+  push(requestId: string, text: string, logprobs?: WireLogprob[], index = 0): void {
     if (!text) return;
+    const piece = (): Piece => ({ request_id: requestId, text, ...(logprobs ? { logprobs: [...logprobs] } : {}), ...(index > 0 ? { index } : {}) });
     if (this.intervalMs <= 0 || !this.started.has(requestId)) {
       this.started.add(requestId);
-      this.send([{ request_id: requestId, text, ...(logprobs ? { logprobs } : {}) }]);
+      this.send([piece()]);
       return;
     }
-    const gathered = this.pending.get(requestId);
-    if (!gathered) this.pending.set(requestId, { request_id: requestId, text, ...(logprobs ? { logprobs: [...logprobs] } : {}) });
+    const key = index > 0 ? `${requestId}#${index}` : requestId;
+    const gathered = this.pending.get(key);
+    if (!gathered) this.pending.set(key, piece());
     else {
       gathered.text += text;
       if (logprobs) (gathered.logprobs ??= []).push(...logprobs);
@@ -58,11 +62,11 @@ export class ChunkBatcher {
     else this.timer = setTimeout(() => this.flush(), wait);
   }
 
-  /** Sends what the completion has pending now (before its final message) and forgets it. */
+  /** Sends what the completion has pending now, every choice's (before its final message), and forgets it. */
   end(requestId: string): void {
-    const piece = this.pending.get(requestId);
+    const pieces = [...this.pending.values()].filter((p) => p.request_id === requestId);
     this.forget(requestId);
-    if (piece) this.send([piece]);
+    if (pieces.length > 0) this.send(pieces);
   }
 
   /**
@@ -93,7 +97,7 @@ export class ChunkBatcher {
   }
 
   private forget(requestId: string): void {
-    this.pending.delete(requestId);
+    for (const [key, piece] of this.pending) if (piece.request_id === requestId) this.pending.delete(key);
     this.started.delete(requestId);
     if (this.pending.size === 0) {
       clearTimeout(this.timer);

@@ -207,11 +207,17 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         ...(req.logprobs ? { logprobs: Math.min(req.top_logprobs, MAX_TOP_LOGPROBS) } : {}),
         cacheScope: req.cache_scope,
         signal,
-        onText: (text, logprobs) => chunks.push(id, text, logprobs?.map((l) => ({ token: l.token, logprob: l.logprob, top_logprobs: l.top }))),
+        ...(req.n > 1 ? { n: req.n } : {}),
+        onText: (text, logprobs, index) => chunks.push(id, text, logprobs?.map((l) => ({ token: l.token, logprob: l.logprob, top_logprobs: l.top })), index),
       });
       chunks.end(id);
       return {
-        answer: { done: { request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, cached_tokens: result.cachedTokens } } },
+        answer: {
+          done: {
+            request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, cached_tokens: result.cachedTokens },
+            ...(result.choices.length > 1 ? { finish_reasons: result.choices.map((c) => c.finishReason) } : {}),
+          },
+        },
         log: { model: req.model, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason },
       };
     }, () => chunks.discard(id));

@@ -216,3 +216,32 @@ describe("cache scopes", () => {
     expect(stranger.text).toBe(again.text);
   });
 });
+
+describe("n choices", () => {
+  it("evaluates the prompt once for n choices (the others copy its KV cache), each choice with its own seed and its own text stream", async () => {
+    const pool = engine.modelPools[0]!;
+    let evaluated = 0;
+    const unwatch = watchBinding(pool.context, ["addToBatch"], (_name, args) => { evaluated += (args[2] as Uint32Array).length; });
+    const messages = [{ role: "user" as const, content: "Tell me a story about a fox and a crow, please" }];
+    try {
+      const streamed = ["", ""];
+      const r = await engine.generate("famB-v3.1", messages, { n: 2, maxTokens: 1, temperature: 1.5, sampling: { seed: 7 }, cacheScope: "n-test", onText: (t, _l, i) => { streamed[i] += t; } });
+      expect(r.choices).toHaveLength(2);
+      expect(evaluated).toBeLessThanOrEqual(r.promptTokens + 2); // once, plus each choice's last prompt token (for its logits)
+      expect(streamed).toEqual(r.choices.map((c) => c.text));
+    } finally {
+      unwatch();
+    }
+    const body = { n: 2, maxTokens: 12, temperature: 1.5, sampling: { seed: 11 }, cacheScope: "n-test" };
+    const a = await engine.generate("famB-v3.1", messages, body);
+    const b = await engine.generate("famB-v3.1", messages, body);
+    expect(a.choices.map((c) => c.text)).toEqual(b.choices.map((c) => c.text)); // seeded: repeatable
+    expect(a.choices[0]!.text).not.toBe(a.choices[1]!.text); // each choice its own seed
+    expect(a.completionTokens).toBe(a.choices.reduce((n, c) => n + c.completionTokens, 0));
+    expect(pool.busy).toBe(0);
+  });
+
+  it("refuses more choices than the pool has slots, naming n", async () => {
+    await expect(engine.generate("famB-v3.1", [{ role: "user", content: "x" }], { n: 3 })).rejects.toMatchObject({ code: "invalid_n", message: expect.stringMatching(/^n: /) });
+  });
+});

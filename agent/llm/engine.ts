@@ -3,16 +3,16 @@
  * ids from it, and generates OpenAI-style chat completions with the model's own chat template.
  * Knows nothing of gRPC or HTTP.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomInt } from "node:crypto";
 import { resolve } from "node:path";
-import { getLlama, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaGpuType, type LlamaGrammar } from "node-llama-cpp";
+import { getLlama, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaContextSequence, type LlamaGpuType, type LlamaGrammar, type Token } from "node-llama-cpp";
 import type { ChatRole, ResponseFormat, Sampling } from "../../core/chat.js";
 import { checkJsonSchema, toGrammarSchema } from "../../core/json-schema.js";
 import type { Logger } from "../../core/log.js";
-import { ContextLengthExceededError, GenerationAbortedError, InvalidLogitBiasError, InvalidResponseFormatError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
+import { ContextLengthExceededError, GenerationAbortedError, InvalidChoicesError, InvalidLogitBiasError, InvalidResponseFormatError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
 import { loadedBinaries } from "./binaries.js";
 import { modelFingerprint } from "./fingerprint.js";
-import { ModelPool } from "./pool.js";
+import { ModelPool, type Slot } from "./pool.js";
 import { generateTurn, type TokenLogprob } from "./turn.js";
 
 export interface LlmEngineOptions {
@@ -50,14 +50,20 @@ export interface GenerateOptions {
   /** Log probabilities of the generated tokens with this many alternatives each (0–20), given to `onText`; absent: none. */
   logprobs?: number;
   /**
+   * Choices to generate, each on a slot of its own after one evaluation of the prompt, shared through
+   * the KV cache; each samples with its own seed (the request's seed plus its index, when given).
+   * At most the pool's slots. Default 1.
+   */
+  n?: number;
+  /**
    * Whose prompt this is (an opaque account name): a slot's cached prompt is reused only within one
    * scope, so that no account learns, from cached_tokens or timing, what another's prompt began with.
    * Default "" (one scope).
    */
   cacheScope?: string;
   signal?: AbortSignal;
-  /** Called with each piece of generated text as it becomes final (and its tokens' log probabilities, when asked for). */
-  onText?: (text: string, logprobs?: TokenLogprob[]) => void;
+  /** Called with each piece of generated text as it becomes final (and its tokens' log probabilities, when asked for), with its choice's index. */
+  onText?: (text: string, logprobs: TokenLogprob[] | undefined, index: number) => void;
   /**
    * Work the agent does for itself (transcript translation), not sent by the scheduler: its slot
    * is counted in the pool's `localBusy` and `onLocalBusy` listeners hear of it. Default false.
@@ -66,11 +72,16 @@ export interface GenerateOptions {
 }
 
 export interface GenerateResult {
+  /** The first choice's text. */
   text: string;
+  /** The first choice's finish reason. */
   finishReason: "stop" | "length";
+  /** Every choice, by index (one unless `n` asked for more). */
+  choices: { text: string; finishReason: "stop" | "length"; completionTokens: number }[];
   promptTokens: number;
   /** Prompt tokens whose KV cache the slot already held (a conversation's earlier turns): not evaluated again. */
   cachedTokens: number;
+  /** Tokens generated, all choices together. */
   completionTokens: number;
 }
 
@@ -166,32 +177,45 @@ export class LlmEngine {
 
     const grammar = options.responseFormat ? await this.grammarFor(options.responseFormat) : undefined;
 
-    const slot = await pool.acquire(options.signal);
+    const n = options.n ?? 1;
+    if (n > pool.slots) throw new InvalidChoicesError(n, pool.slots);
+    const slots: Slot[] = [];
     try {
-      const scope = options.cacheScope ?? "";
-      if (slot.scope !== scope) {
-        await slot.sequence.clearHistory(); // another account's prompt: not a prefix to reuse
-        slot.scope = scope;
+      for (let i = 0; i < n; i++) {
+        slots.push(await pool.acquire(options.signal));
+        if (options.local) this.changeLocal(pool, +1);
       }
-      if (options.local) this.changeLocal(pool, +1);
-      const turn = await generateTurn(slot.sequence, prompt, {
+      const scope = options.cacheScope ?? "";
+      for (const slot of slots) {
+        if (slot.scope !== scope) {
+          await slot.sequence.clearHistory(); // another account's prompt: not a prefix to reuse
+          slot.scope = scope;
+        }
+      }
+      const cachedTokens = slots.length > 1 ? await sharePrompt(slots, prompt.tokens) : 0;
+      const turns = await Promise.all(slots.map((slot, index) => generateTurn(slot.sequence, prompt, {
         maxTokens,
         temperature: options.temperature ?? 1,
-        sampling,
+        sampling: n > 1 ? { ...sampling, seed: choiceSeed(sampling.seed, index) } : sampling,
         ...(grammar ? { grammar } : {}),
         ...(options.logprobs !== undefined ? { logprobs: options.logprobs } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
-        ...(options.onText ? { onText: options.onText } : {}),
-      });
-      if (turn.stopReason === "abort") throw new GenerationAbortedError();
-      return { text: turn.text, finishReason: turn.stopReason === "length" ? "length" : "stop", promptTokens, cachedTokens: turn.cachedTokens, completionTokens: turn.completionTokens };
+        ...(options.onText ? { onText: (text: string, logprobs?: TokenLogprob[]) => options.onText!(text, logprobs, index) } : {}),
+      })));
+      if (turns.some((t) => t.stopReason === "abort")) throw new GenerationAbortedError();
+      const choices = turns.map((t) => ({ text: t.text, finishReason: t.stopReason === "length" ? "length" as const : "stop" as const, completionTokens: t.completionTokens }));
+      return {
+        text: choices[0]!.text, finishReason: choices[0]!.finishReason, choices, promptTokens,
+        cachedTokens: n > 1 ? cachedTokens : turns[0]!.cachedTokens,
+        completionTokens: choices.reduce((sum, c) => sum + c.completionTokens, 0),
+      };
     } catch (err) {
       if (err instanceof LlmEngineError) throw err;
       if (options.signal?.aborted) throw new GenerationAbortedError();
       throw new LlmEngineError("engine_error", `generation failed: ${(err as Error).message}`);
     } finally {
-      pool.release(slot);
-      if (options.local) this.changeLocal(pool, -1);
+      for (const slot of slots) pool.release(slot);
+      if (options.local && slots.length > 0) this.changeLocal(pool, -slots.length);
     }
   }
 
@@ -263,6 +287,31 @@ export class LlmEngine {
     if (!pool) throw new ModelNotServedError(modelId);
     return pool;
   }
+}
+
+/**
+ * Evaluates the prompt (all but its last token) once, on the first slot, and copies that KV cache to
+ * the others, so n choices cost one prompt evaluation. Returns the prompt tokens the first slot already
+ * held. node-llama-cpp's copy between sequences is internal API (`_copyStateFromOtherSequence`, pinned
+ * with the package): a slot it cannot copy to evaluates the prompt itself.
+ */
+async function sharePrompt(slots: Slot[], tokens: Token[]): Promise<number> {
+  const source = slots[0]!.sequence;
+  await source.adaptStateToTokens(tokens, false);
+  if (source.nextTokenIndex > tokens.length - 1) await source.eraseContextTokenRanges([{ start: tokens.length - 1, end: source.nextTokenIndex }]);
+  const cached = source.nextTokenIndex;
+  const rest = tokens.slice(cached, tokens.length - 1);
+  if (rest.length > 0) await source.evaluateWithoutGeneratingNewTokens(rest);
+  for (const slot of slots.slice(1)) {
+    const target = slot.sequence as unknown as { _copyStateFromOtherSequence?: (from: LlamaContextSequence, upTo: number) => Promise<boolean> };
+    await target._copyStateFromOtherSequence?.(source, tokens.length - 1).catch(() => false);
+  }
+  return cached;
+}
+
+/** Choice `index`'s seed: the request's plus the index (wrapped to 32 bits), or a random one. */
+function choiceSeed(seed: number | undefined, index: number): number {
+  return seed === undefined ? randomInt(0, 2 ** 32 - 1) : (seed + index) % 2 ** 32;
 }
 
 function toHistory(messages: ChatTurn[]): ChatHistoryItem[] {

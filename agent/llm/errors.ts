@@ -49,6 +49,13 @@ export class InvalidDimensionsError extends LlmEngineError {
   }
 }
 
+/** `n` asks for more choices than the pool has slots. */
+export class InvalidChoicesError extends LlmEngineError {
+  constructor(asked: number, slots: number) {
+    super("invalid_n", `n: ${asked} choices, but this model runs at most ${slots} at once on a node`);
+  }
+}
+
 /** A model file that cannot be loaded (missing, not GGUF, truncated, an unknown architecture): the agent cannot start. */
 export class ModelLoadError extends LlmEngineError {
   constructor(id: string, path: string, cause: unknown) {

@@ -18,7 +18,7 @@ describe("validateLegacyCompletion", () => {
     [{ ...base, prompt: ["a", "b"] }, "unsupported_parameter", "prompt: a list of 2 prompts is not supported; send one"],
     [{ ...base, prompt: [[1, 2]] }, "invalid_type", "prompt[0]: expected a non-empty string, got array"],
     [{ ...base, prompt: 5 }, "invalid_type", "prompt: expected a string, got number"],
-    [{ ...base, n: 2 }, "unsupported_parameter", "n: more than one choice per request is not supported yet"],
+    [{ ...base, n: 17 }, "invalid_n", "n: expected an integer from 1 to 16, got 17"],
     [{ ...base, best_of: 3 }, "unsupported_parameter", "best_of: best_of above 1 is not supported"],
     [{ ...base, suffix: "end" }, "unsupported_parameter", 'suffix: insertion (a suffix of "end") is not supported'],
     [{ ...base, logprobs: 6 }, "invalid_logprobs", "logprobs: expected an integer from 0 to 5, got 6"],

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { MAX_CHOICES } from "../../core/chat.js";
 import { parseBody } from "../../core/schema.js";
 import { describeValue } from "../../core/validate.js";
 import type { CompletionRequest, TokenLogprob } from "../fleet/index.js";
@@ -27,7 +28,7 @@ const Fields = {
   echo: z.boolean({ error: "a boolean" }).nullish().meta({ description: "The prompt before the generated text in the choice's text (its tokens are not scored)." }),
   logprobs: z.int({ error: `an integer from 0 to ${MAX_LEGACY_LOGPROBS}` }).min(0).max(MAX_LEGACY_LOGPROBS).nullish()
     .meta({ description: "Log probabilities of the generated tokens with this many alternatives each: choices[].logprobs {tokens, token_logprobs, top_logprobs, text_offset}." }),
-  n: z.int({ error: "an integer of at least 1" }).min(1).nullish().meta({ description: "Only 1 is supported (more is refused)." }),
+  n: z.int({ error: `an integer from 1 to ${MAX_CHOICES}` }).min(1).max(MAX_CHOICES).nullish().meta({ description: "Choices to generate, sharing the prompt's evaluation (as the chat API's n)." }),
   best_of: z.int({ error: "an integer of at least 1" }).min(1).nullish().meta({ description: "Only 1 is supported (more is refused)." }),
   suffix: z.string({ error: "a string" }).nullish().meta({ description: "Not supported: a non-empty suffix (insertion) is refused." }),
 };
@@ -40,7 +41,6 @@ export const LegacyCompletionRequest = Shape.superRefine((b, ctx) => {
     ctx.addIssue({ code: "custom", path: [field], message, params: { code: "unsupported_parameter" }, input });
   };
   if (Array.isArray(b.prompt) && b.prompt.length !== 1) refuse("prompt", `a list of ${b.prompt.length} prompts is not supported; send one`, b.prompt);
-  if (present(b.n) && b.n !== 1) refuse("n", "more than one choice per request is not supported yet", b.n);
   if (present(b.best_of) && b.best_of !== 1) refuse("best_of", "best_of above 1 is not supported", b.best_of);
   if (b.suffix) refuse("suffix", `insertion (a suffix of ${describeValue(b.suffix)}) is not supported`, b.suffix);
 }).meta({ id: "CompletionRequest", description: "OpenAI's legacy completion request; unknown members are accepted and listed in the x-kiln-ignored-fields response header." });
@@ -68,6 +68,7 @@ export function validateLegacyCompletion(body: unknown): LegacyCompletionBody {
   const sampling = samplingOf(b);
   if (sampling) out.sampling = sampling;
   if (present(b.logprobs)) out.logprobs = b.logprobs!;
+  if (b.n && b.n > 1) out.n = b.n;
   return out;
 }
 
@@ -91,11 +92,14 @@ export function legacyLogprobs(entries: TokenLogprob[], offset: number) {
   };
 }
 
-/** A `text_completion` body (or, streamed, one chunk of one): one choice. */
-export function legacyBody(s: { id: string; created: number; model: string }, text: string, done: Done | undefined, logprobs: ReturnType<typeof legacyLogprobs> | null, withUsage: boolean) {
+/** One choice of a `text_completion`. */
+export interface LegacyChoice { index: number; text: string; logprobs: ReturnType<typeof legacyLogprobs> | null; finish_reason: string | null }
+
+/** A `text_completion` body (or, streamed, one chunk of one). */
+export function legacyBody(s: { id: string; created: number; model: string }, choices: LegacyChoice[], done: Done | undefined, withUsage: boolean) {
   return {
     id: s.id, object: "text_completion", created: s.created, model: s.model, system_fingerprint: done ? fingerprintOf(done) : null,
-    choices: [{ text, index: 0, logprobs, finish_reason: done?.finishReason ?? null }],
+    choices: choices.map((c) => ({ text: c.text, index: c.index, logprobs: c.logprobs, finish_reason: c.finish_reason })),
     ...(withUsage && done ? { usage: usage(done) } : {}),
   };
 }

@@ -13,6 +13,8 @@ export interface Usage {
 /** What the agent reported at the end of a completion. */
 export interface Done {
   finishReason: string;
+  /** Each choice's, by index. */
+  finishReasons: string[];
   promptTokens: number;
   completionTokens: number;
   cachedTokens: number;
@@ -42,10 +44,11 @@ export function logprobsBody(entries: TokenLogprob[] | undefined) {
   return { content: entries.map((e) => ({ ...withBytes(e), top_logprobs: e.top_logprobs.map(withBytes) })), refusal: null };
 }
 
-export function completionBody(id: string, created: number, model: string, content: string, done: Done, logprobs?: TokenLogprob[]) {
+/** A `chat.completion`: one choice per text generated (`choices[i]`: its text and, when asked for, its tokens' log probabilities). */
+export function completionBody(id: string, created: number, model: string, choices: { text: string; logprobs?: TokenLogprob[] | undefined }[], done: Done) {
   return {
     id, object: "chat.completion", created, model, system_fingerprint: fingerprintOf(done),
-    choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: logprobsBody(logprobs), finish_reason: done.finishReason }],
+    choices: choices.map((c, index) => ({ index, message: { role: "assistant", content: c.text, refusal: null }, logprobs: logprobsBody(c.logprobs), finish_reason: done.finishReasons[index] ?? done.finishReason })),
     usage: usage(done),
   };
 }
@@ -60,13 +63,13 @@ export interface StreamIdentity {
 }
 
 /**
- * A chunk with one choice's delta (and, with `logprobs`, the entries of the tokens it completes);
- * `done` (on the finishing chunk) adds the finish reason and the fingerprint.
+ * A chunk with choice `index`'s delta (and, with `logprobs`, the entries of the tokens it completes);
+ * `done` (on a finishing chunk) adds the choice's finish reason and the fingerprint.
  */
-export function chunkBody(s: StreamIdentity, delta: { role?: "assistant"; content?: string }, done?: Done, logprobs?: TokenLogprob[]) {
+export function chunkBody(s: StreamIdentity, index: number, delta: { role?: "assistant"; content?: string }, done?: Done, logprobs?: TokenLogprob[]) {
   return {
     id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, system_fingerprint: done ? fingerprintOf(done) : null,
-    choices: [{ index: 0, delta, logprobs: logprobsBody(logprobs), finish_reason: done?.finishReason ?? null }],
+    choices: [{ index, delta, logprobs: logprobsBody(logprobs), finish_reason: done ? done.finishReasons[index] ?? done.finishReason : null }],
     ...(s.includeUsage ? { usage: null } : {}),
   };
 }

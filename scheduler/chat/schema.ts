@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { refusal } from "../../core/schema.js";
-import { MAX_TOP_LOGPROBS } from "../../core/chat.js";
+import { MAX_CHOICES, MAX_TOP_LOGPROBS } from "../../core/chat.js";
 import { checkJsonSchema, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
 import { describeValue } from "../../core/validate.js";
 import { isCatalogModel } from "../../models/catalog.js";
@@ -127,7 +127,7 @@ const Fields = {
     .meta({ description: "The conversation. Roles system, user, assistant and developer (read as system); content a string or text parts." }),
   max_tokens: integerFrom(1, undefined, "Most tokens to generate; default the scheduler's --default-max-tokens, and never more than the context has left."),
   max_completion_tokens: integerFrom(1, undefined, "OpenAI's newer name of max_tokens; when both are sent they must agree."),
-  n: integerFrom(1, undefined, "Choices to generate; only 1 is supported (more is refused)."),
+  n: integerFrom(1, MAX_CHOICES, "Choices to generate, each on a slot of its own after one evaluation of the prompt (shared through the KV cache), each with its own seed (the request's seed plus its index, when given). At most the slots of an agent serving the model."),
   logprobs: nullable(z.boolean({ error: "a boolean" }), "The log probability of each generated token (choices[].logprobs.content), streamed too: of the distribution the token was sampled from, after the sampler's filters (top_k, top_p, min_p); at temperature 0, the model's whole distribution."),
   top_logprobs: integerFrom(0, MAX_TOP_LOGPROBS, "With logprobs: this many of the most likely tokens at each place."),
   response_format: nullable(ResponseFormat, 'Output held to JSON by a grammar: {"type": "json_object"}, or {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}; "text" is the default.'),
@@ -156,7 +156,6 @@ function refuseUnsupported(b: z.infer<typeof Shape>, ctx: z.RefinementCtx): void
   };
   const setList = (v: unknown): boolean => (Array.isArray(v) ? v.length > 0 : present(v));
   const choice = (v: unknown): boolean => present(v) && v !== "none" && v !== "auto";
-  if (present(b.n) && b.n !== 1) refuse("n", "more than one choice per request is not supported yet");
   if (present(b.top_logprobs) && b.logprobs !== true) {
     ctx.addIssue({ code: "custom", path: ["top_logprobs"], message: "needs logprobs: true", params: { code: "invalid_top_logprobs" }, input: b.top_logprobs });
   }

@@ -27,6 +27,8 @@ describe("validateChatCompletion", () => {
     expect(validateChatCompletion({ ...base, logprobs: true }).logprobs).toBe(0);
     expect(validateChatCompletion({ ...base, logprobs: true, top_logprobs: 20 }).logprobs).toBe(20);
     expect(validateChatCompletion({ ...base, logprobs: false })).not.toHaveProperty("logprobs");
+    expect(validateChatCompletion({ ...base, n: 3 }).n).toBe(3);
+    expect(validateChatCompletion({ ...base, n: 1 })).not.toHaveProperty("n");
   });
 
   it("takes response_format: json_object, json_schema with its schema (a json_schema without one is any JSON object), text as free text", () => {
@@ -78,8 +80,8 @@ describe("validateChatCompletion", () => {
     [{ model: MODEL, messages: [{ role: "assistant", content: null, tool_calls: [] }] }, "unsupported_parameter", "messages[0].tool_calls: tool calls are not supported yet"],
     [{ model: MODEL, messages: [{ role: "user", content: [{ type: "text", text: "a" }, { type: "image_url", image_url: { url: "http://x" } }] }] }, "unsupported_content", 'messages[0].content[1]: content parts of type "image_url" are not supported; only "text"'],
     [{ model: MODEL, messages: [{ role: "user", content: [{ type: "text", text: 5 }] }] }, "invalid_type", "messages[0].content[0].text: expected a string, got number"],
-    [{ ...base, n: 3 }, "unsupported_parameter", "n: more than one choice per request is not supported yet"],
-    [{ ...base, n: 0 }, "invalid_n", "n: expected an integer of at least 1, got 0"],
+    [{ ...base, n: 17 }, "invalid_n", "n: expected an integer from 1 to 16, got 17"],
+    [{ ...base, n: 0 }, "invalid_n", "n: expected an integer from 1 to 16, got 0"],
     [{ ...base, top_logprobs: 2 }, "invalid_top_logprobs", "top_logprobs: needs logprobs: true"],
     [{ ...base, logprobs: true, top_logprobs: 21 }, "invalid_top_logprobs", "top_logprobs: expected an integer from 0 to 20, got 21"],
     [{ ...base, logprobs: "yes" }, "invalid_type", "logprobs: expected a boolean, got string"],
@@ -135,7 +137,7 @@ describe("validateChatCompletion", () => {
   it("describes a refused value without writing it out whole: deep arrays by their type (stringifying one overflowed the stack: a 500), long strings cut", () => {
     const deep = JSON.parse(`${"[".repeat(30_000)}${"]".repeat(30_000)}`) as unknown;
     for (const field of ["seed", "top_k", "max_tokens", "n"]) {
-      expect(() => validateChatCompletion({ ...base, [field]: deep })).toThrow(expect.objectContaining({ status: 400, message: `${field}: expected an integer ${field === "seed" ? "from 0 to 4294967295" : field === "top_k" ? "from 0 to 2147483647" : "of at least 1"}, got array` }));
+      expect(() => validateChatCompletion({ ...base, [field]: deep })).toThrow(expect.objectContaining({ status: 400, message: `${field}: expected an integer ${field === "seed" ? "from 0 to 4294967295" : field === "top_k" ? "from 0 to 2147483647" : field === "n" ? "from 1 to 16" : "of at least 1"}, got array` }));
     }
     expect(() => validateChatCompletion({ ...base, logit_bias: { "1": deep } })).toThrow(expect.objectContaining({ status: 400, message: "logit_bias.1: expected a number from -100 to 100, got array" }));
     expect(() => validateChatCompletion({ ...base, seed: "x".repeat(100_000) })).toThrow(expect.objectContaining({ message: "seed: expected an integer from 0 to 4294967295, got string" }));

@@ -38,6 +38,7 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
   const sampling = samplingOf(b);
   if (sampling) out.sampling = sampling;
   if (b.logprobs === true) out.logprobs = b.top_logprobs ?? 0;
+  if (b.n && b.n > 1) out.n = b.n;
   const format = b.response_format;
   if (format?.type === "json_object" || (format?.type === "json_schema" && !format.json_schema?.schema)) out.responseFormat = { type: "json_object" };
   else if (format?.type === "json_schema") out.responseFormat = { type: "json_schema", schema: format.json_schema!.schema! };

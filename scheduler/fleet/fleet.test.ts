@@ -71,12 +71,12 @@ describe("Fleet routing", () => {
     f.attach(register("a", 2), a);
     const first = drain(f.submit(request)), second = drain(f.submit(request));
     const [x, y] = a.requests();
-    f.receive("a", a, { body: "chunk", chunk: { request_id: x!, text: "Once", logprobs: [] } });
-    f.receive("a", a, { body: "chunks", chunks: { chunks: [{ request_id: y!, text: "Hello", logprobs: [] }, { request_id: x!, text: " upon", logprobs: [] }, { request_id: "gone", text: "lost", logprobs: [] }] } });
-    for (const id of [x!, y!]) f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 } } });
-    const done = { type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, cachedTokens: 0, fingerprint: "fp_test" };
-    expect(await first).toEqual([{ type: "text", text: "Once" }, { type: "text", text: " upon" }, done]);
-    expect(await second).toEqual([{ type: "text", text: "Hello" }, done]);
+    f.receive("a", a, { body: "chunk", chunk: { request_id: x!, text: "Once", logprobs: [], index: 0 } });
+    f.receive("a", a, { body: "chunks", chunks: { chunks: [{ request_id: y!, text: "Hello", logprobs: [], index: 0 }, { request_id: x!, text: " upon", logprobs: [], index: 0 }, { request_id: "gone", text: "lost", logprobs: [], index: 0 }] } });
+    for (const id of [x!, y!]) f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 }, finish_reasons: [] } });
+    const done = { type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, finishReasons: ["length"], cachedTokens: 0, fingerprint: "fp_test" };
+    expect(await first).toEqual([{ type: "text", text: "Once", index: 0 }, { type: "text", text: " upon", index: 0 }, done]);
+    expect(await second).toEqual([{ type: "text", text: "Hello", index: 0 }, done]);
     f.close();
   });
 
@@ -110,6 +110,21 @@ describe("Fleet routing", () => {
     f.close();
   });
 
+  it("a request for n choices holds n slots of one pool: it waits for n free ones, and more than any pool has is a 400", () => {
+    const f = fleet();
+    const a = new RecordingLink();
+    f.attach(register("a", 4, ["n"]), a);
+    f.submit({ ...request, n: 3 });
+    expect(f.snapshot()[0]!.pools[0]!.inflight).toBe(3);
+    f.submit({ ...request, n: 2 }); // one slot left: it waits
+    expect([a.requests().length, f.queued]).toEqual([1, 1]);
+    expect(a.sent[0]!.completion!.n).toBe(3);
+    expect(() => f.submit({ ...request, n: 5 })).toThrow(expect.objectContaining({ status: 400, code: "invalid_n", field: "n" }));
+    f.receive("a", a, { body: "done", done: { request_id: a.requests()[0]!, finish_reason: "stop", usage: null, finish_reasons: ["stop", "stop", "length"] } });
+    expect([a.requests().length, f.queued, f.snapshot()[0]!.pools[0]!.inflight]).toEqual([2, 0, 2]);
+    f.close();
+  });
+
   it("a request with no text yet moves to another agent when its agent is lost", async () => {
     const f = fleet();
     const a = new RecordingLink(), b = new RecordingLink();
@@ -119,9 +134,9 @@ describe("Fleet routing", () => {
     f.attach(register("b", 1), b);
     f.detach("a", a, "killed");
     expect(b.requests()).toEqual([id]);
-    f.receive("b", b, { body: "chunk", chunk: { request_id: id!, text: "hello", logprobs: [] } });
-    f.receive("b", b, { body: "done", done: { request_id: id!, finish_reason: "stop", usage: { prompt_tokens: 3, completion_tokens: 1, cached_tokens: 0 } } });
-    expect(await events).toEqual([{ type: "text", text: "hello" }, { type: "done", finishReason: "stop", promptTokens: 3, completionTokens: 1, cachedTokens: 0, fingerprint: "fp_test" }]);
+    f.receive("b", b, { body: "chunk", chunk: { request_id: id!, text: "hello", logprobs: [], index: 0 } });
+    f.receive("b", b, { body: "done", done: { request_id: id!, finish_reason: "stop", usage: { prompt_tokens: 3, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] } });
+    expect(await events).toEqual([{ type: "text", text: "hello", index: 0 }, { type: "done", finishReason: "stop", promptTokens: 3, completionTokens: 1, finishReasons: ["stop"], cachedTokens: 0, fingerprint: "fp_test" }]);
     f.close();
   });
 
@@ -133,7 +148,7 @@ describe("Fleet routing", () => {
     const events = drain(f.submit(request));
     const owner = a.requests().length ? a : b;
     const id = owner.requests()[0]!;
-    f.receive(owner === a ? "a" : "b", owner, { body: "chunk", chunk: { request_id: id, text: "partial", logprobs: [] } });
+    f.receive(owner === a ? "a" : "b", owner, { body: "chunk", chunk: { request_id: id, text: "partial", logprobs: [], index: 0 } });
     f.detach(owner === a ? "a" : "b", owner, "killed");
     await expect(events).rejects.toMatchObject({ status: 502, code: "agent_lost" });
     expect((owner === a ? b : a).requests()).toHaveLength(0);
@@ -164,8 +179,8 @@ describe("Fleet routing", () => {
     // a's slot is free again and as loaded as b's, yet the retry goes to b.
     expect([a.requests().length, b.requests().length]).toEqual([1, 1]);
     const id = b.requests()[0]!;
-    f.receive("b", b, { body: "chunk", chunk: { request_id: id, text: "ok", logprobs: [] } });
-    f.receive("b", b, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 } } });
+    f.receive("b", b, { body: "chunk", chunk: { request_id: id, text: "ok", logprobs: [], index: 0 } });
+    f.receive("b", b, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] } });
     expect((await events).map((e) => e.type)).toEqual(["text", "done"]);
     f.close();
   });
@@ -178,7 +193,7 @@ describe("Fleet routing", () => {
     f.receive("a", a, { body: "error", error: { request_id: a.requests()[0]!, code: "draining", message: "draining", retryable: true } });
     expect(a.requests()).toHaveLength(2);
     const id = a.requests()[1]!;
-    f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 0, cached_tokens: 0 } } });
+    f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 0, cached_tokens: 0 }, finish_reasons: [] } });
     expect((await events).map((e) => e.type)).toEqual(["done"]);
     f.close();
   });
@@ -255,9 +270,9 @@ describe("Fleet routing", () => {
     expect(f.snapshot()).toHaveLength(1);
     // The request had no text yet: it moved to the new stream; the old stream's stragglers are ignored.
     const id = fresh.requests()[0]!;
-    f.receive("a", old, { body: "done", done: { request_id: id, finish_reason: "stop", usage: null } });
-    f.receive("a", fresh, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 } } });
-    expect(await events).toEqual([{ type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, cachedTokens: 0, fingerprint: "fp_test" }]);
+    f.receive("a", old, { body: "done", done: { request_id: id, finish_reason: "stop", usage: null, finish_reasons: [] } });
+    f.receive("a", fresh, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 }, finish_reasons: [] } });
+    expect(await events).toEqual([{ type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, finishReasons: ["length"], cachedTokens: 0, fingerprint: "fp_test" }]);
     f.close();
   });
 });

@@ -56,6 +56,9 @@ function cacheScope(account: string): string {
   return createHash("sha256").update(`kiln-cache-scope\0${account}`).digest("base64url").slice(0, 22);
 }
 
+/** The slots a job holds while it runs: one per choice. */
+const slotsOf = (job: Job): number => job.request.n ?? 1;
+
 /** Whether `pool` serves `model` with every capability in `needs`. */
 function runs(pool: PoolState, model: string, needs: readonly string[]): boolean {
   return pool.modelIds.has(model) && needs.every((n) => pool.capabilities.has(n));
@@ -104,6 +107,18 @@ export class Fleet {
     return false;
   }
 
+  /** True when some connected agent's pool serving `model` (with `needs`) has at least `slots` slots. */
+  private fits(model: string, needs: readonly string[], slots: number): boolean {
+    return this.mostSlots(model, needs) >= slots;
+  }
+
+  /** The most slots of a connected pool serving `model` with `needs`. */
+  private mostSlots(model: string, needs: readonly string[]): number {
+    let most = 0;
+    for (const a of this.agents.values()) if (!a.draining) for (const p of a.pools) if (runs(p, model, needs)) most = Math.max(most, p.slots);
+    return most;
+  }
+
   /**
    * Runs a completion somewhere in the fleet. Events arrive on the returned iterable; errors are
    * thrown from it as `KilnError`s. Aborting `signal` (client gone) cancels the work on the agent.
@@ -119,6 +134,10 @@ export class Fleet {
         throw new ServiceUnavailableError("model_unavailable", `model: no connected agent serving "${request.model}" supports ${needs.join(" and ")} (older agents); try again without those fields or after the agents are upgraded`);
       }
       throw new ServiceUnavailableError("model_unavailable", `model: no connected agent serves "${request.model}" right now`);
+    }
+    const n = request.n ?? 1;
+    if (n > 1 && !this.fits(request.model, needs, n)) {
+      throw new InvalidRequestError("invalid_n", `n: ${n} choices, but no agent serving "${request.model}" runs more than ${this.mostSlots(request.model, needs)} at once`, "n");
     }
     const job: Job = { id: randomUUID(), traceId, request, needs, attempts: 0, failedOn: new Set(), started: false, cancelled: false, channel: undefined! };
     job.channel = new Channel<CompletionEvent>(() => this.cancel(job));
@@ -185,7 +204,7 @@ export class Fleet {
         if (!job || job.cancelled) return;
         job.channel.push({
           type: "done", finishReason: done.finish_reason, promptTokens: done.usage?.prompt_tokens ?? 0, completionTokens: done.usage?.completion_tokens ?? 0,
-          cachedTokens: done.usage?.cached_tokens ?? 0, fingerprint,
+          finishReasons: done.finish_reasons.length > 0 ? done.finish_reasons : [done.finish_reason], cachedTokens: done.usage?.cached_tokens ?? 0, fingerprint,
         });
         job.channel.end();
         return;
@@ -271,14 +290,14 @@ export class Fleet {
     for (const agent of this.agents.values()) {
       if (agent.draining || (avoid && job.failedOn.has(agent.nodeId))) continue;
       for (const pool of agent.pools) {
-        if (!runs(pool, job.request.model, job.needs) || pool.inflight + pool.local >= pool.slots) continue;
+        if (!runs(pool, job.request.model, job.needs) || pool.inflight + pool.local + slotsOf(job) > pool.slots) continue;
         const load = (pool.inflight + pool.local) / pool.slots + agent.jobs.size * 1e-6; // tie-break: fewer requests overall
         if (load < bestLoad) { best = { agent, pool }; bestLoad = load; }
       }
     }
     if (!best) return false;
     const { agent, pool } = best;
-    pool.inflight++;
+    pool.inflight += slotsOf(job);
     pool.peak = Math.max(pool.peak, pool.inflight);
     agent.jobs.set(job.id, job);
     job.assigned = best;
@@ -301,6 +320,7 @@ export class Fleet {
         ...responseFormatToProto(r.responseFormat),
         ...(r.logprobs !== undefined ? { logprobs: true, top_logprobs: r.logprobs } : {}),
         ...(r.prompt !== undefined ? { prompt: r.prompt } : {}),
+        ...(r.n !== undefined && r.n > 1 ? { n: r.n } : {}),
         cache_scope: cacheScope(r.account ?? ""),
       },
     });
@@ -402,7 +422,7 @@ export class Fleet {
     const job = agent.jobs.get(chunk.request_id);
     if (!job || job.cancelled || !chunk.text) return;
     job.started = true;
-    job.channel.push(job.request.logprobs === undefined ? { type: "text", text: chunk.text } : { type: "text", text: chunk.text, logprobs: chunk.logprobs });
+    job.channel.push(job.request.logprobs === undefined ? { type: "text", text: chunk.text, index: chunk.index } : { type: "text", text: chunk.text, logprobs: chunk.logprobs, index: chunk.index });
   }
 
   /** Releases the job's slot; the freed capacity goes to the queue. */
@@ -410,7 +430,7 @@ export class Fleet {
     const job = agent.jobs.get(requestId);
     if (!job) return undefined;
     agent.jobs.delete(requestId);
-    if (job.assigned) job.assigned.pool.inflight--;
+    if (job.assigned) job.assigned.pool.inflight -= slotsOf(job);
     job.assigned = undefined;
     this.pump();
     return job;

@@ -22,6 +22,8 @@ export interface CompletionRequest {
   responseFormat?: ResponseFormat;
   /** Log probabilities of the generated tokens, with this many alternatives each (`top_logprobs`); absent: none. */
   logprobs?: number;
+  /** Choices to generate (`n`; default 1): the request holds this many slots of one pool. */
+  n?: number;
   /**
    * The account the request is for: waiting requests are queued per account and the queues served
    * round-robin, so one account's flood cannot starve another. Requests without one share a queue.
@@ -38,10 +40,12 @@ export interface TokenLogprob {
 }
 
 export type CompletionEvent =
-  | { type: "text"; text: string; /** With `logprobs`: those of the tokens this text completes. */ logprobs?: TokenLogprob[] }
+  | { type: "text"; text: string; /** With `logprobs`: those of the tokens this text completes. */ logprobs?: TokenLogprob[]; /** The choice (0 unless `n` > 1). */ index: number }
   | { type: "embeddings"; /** One per input, in order. */ vectors: number[][]; promptTokens: number }
   | {
     type: "done"; finishReason: string; promptTokens: number; completionTokens: number;
+    /** Each choice's finish reason, by index (one entry unless `n` > 1). */
+    finishReasons: string[];
     /** Prompt tokens the agent's slot already held in its KV cache. */
     cachedTokens: number;
     /** The serving pool's `system_fingerprint` ("" from an agent that sends none). */

@@ -4,15 +4,18 @@ import { chunkBody, completionBody, completionId, usageChunkBody, validateChatCo
 import type { AppEnv } from "../env.js";
 import { generationRoute, type GenerationApi, type GenerationDeps } from "./generate.js";
 
+/** The indexes of a request's choices. */
+const indexes = (body: { n?: number }): number[] => Array.from({ length: body.n ?? 1 }, (_, i) => i);
+
 export function chatRoutes(deps: GenerationDeps, validation: ChatValidationOptions = {}): Hono<AppEnv> {
   const stream = (body: ChatCompletionBody, a: { id: string; created: number; model: string }) => ({ ...a, includeUsage: body.includeUsage });
   const api: GenerationApi<ChatCompletionBody> = {
     validate: (body) => validateChatCompletion(body, validation),
     newId: completionId,
-    answer: (_body, a, text, done, logprobs) => completionBody(a.id, a.created, a.model, text, done, logprobs),
-    opening: (body, a) => chunkBody(stream(body, a), { role: "assistant", content: "" }),
-    textChunk: (body, a, text, logprobs) => chunkBody(stream(body, a), { content: text }, undefined, logprobs),
-    closing: (body, a, done) => [chunkBody(stream(body, a), {}, done), ...(body.includeUsage ? [usageChunkBody(stream(body, a), done)] : [])],
+    answer: (_body, a, choices, done) => completionBody(a.id, a.created, a.model, choices, done),
+    opening: (body, a) => indexes(body).map((i) => chunkBody(stream(body, a), i, { role: "assistant", content: "" })),
+    textChunk: (body, a, index, text, logprobs) => chunkBody(stream(body, a), index, { content: text }, undefined, logprobs),
+    closing: (body, a, done) => [...indexes(body).map((i) => chunkBody(stream(body, a), i, {}, done)), ...(body.includeUsage ? [usageChunkBody(stream(body, a), done)] : [])],
   };
   return generationRoute(api, deps);
 }

@@ -60,15 +60,18 @@ export interface GenerationBody extends CompletionRequest {
 export interface Answer { id: string; created: number; model: string }
 
 /** What an API gives the generation route: its validation and the shapes of its answers. */
+/** Each choice's text, by index, and the log probabilities of its tokens when asked for. */
+export interface Choice { text: string; logprobs: TokenLogprob[] | undefined }
+
 export interface GenerationApi<B extends GenerationBody> {
   validate(body: unknown): B;
   newId(): string;
-  /** The whole answer: `text` generated, `logprobs` of its tokens when asked for. */
-  answer(body: B, a: Answer, text: string, done: Done, logprobs: TokenLogprob[] | undefined): unknown;
-  /** The chunk that opens a stream, before any text, if the API has one. */
-  opening(body: B, a: Answer): unknown;
-  /** A chunk of text; `offset` is where it starts among the text generated. */
-  textChunk(body: B, a: Answer, text: string, logprobs: TokenLogprob[] | undefined, offset: number): unknown;
+  /** The whole answer: every choice generated. */
+  answer(body: B, a: Answer, choices: Choice[], done: Done): unknown;
+  /** The chunks that open a stream, before any text (the API's, per choice). */
+  opening(body: B, a: Answer): unknown[];
+  /** A chunk of choice `index`'s text; `offset` is where it starts among that choice's text. */
+  textChunk(body: B, a: Answer, index: number, text: string, logprobs: TokenLogprob[] | undefined, offset: number): unknown;
   /** The chunks that end a stream (before `[DONE]`). */
   closing(body: B, a: Answer, done: Done): unknown[];
 }
@@ -110,14 +113,15 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
 }
 
 async function collect<B extends GenerationBody>(api: GenerationApi<B>, body: B, answer: Answer, events: AsyncIterator<CompletionEvent>, first: IteratorResult<CompletionEvent>) {
-  let text = "";
-  const logprobs: TokenLogprob[] | undefined = body.logprobs !== undefined ? [] : undefined;
+  const choices: Choice[] = Array.from({ length: body.n ?? 1 }, () => ({ text: "", logprobs: body.logprobs !== undefined ? [] : undefined }));
   for (let r = first; !r.done; r = await events.next()) {
     const e = r.value;
     if (e.type === "text") {
-      text += e.text;
-      if (logprobs && e.logprobs) for (const l of e.logprobs) logprobs.push(l);
-    } else if (e.type === "done") return api.answer(body, answer, text, e, logprobs);
+      const choice = choices[e.index];
+      if (!choice) continue; // an index the request never asked for
+      choice.text += e.text;
+      if (choice.logprobs && e.logprobs) for (const l of e.logprobs) choice.logprobs.push(l);
+    } else if (e.type === "done") return api.answer(body, answer, choices, e);
   }
   throw new Error("completion ended without a done event");
 }
@@ -128,13 +132,13 @@ function streamAnswer<B extends GenerationBody>(
 ): Response {
   const encoder = new TextEncoder();
   const sse = (data: unknown): string => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
-  let offset = 0;
-  /** One event's SSE text; each event is one write (the opening chunk rides with the first), so a client gets it in one read. */
+  const offsets = new Array<number>(body.n ?? 1).fill(0);
+  /** One event's SSE text; each event is one write (the opening chunks ride with the first), so a client gets it in one read. */
   const eventText = (e: CompletionEvent): string => {
     if (e.type === "done") return api.closing(body, answer, e).map(sse).join("") + sse("[DONE]");
-    if (e.type !== "text") return ""; // a completion has no other events
-    const chunk = sse(api.textChunk(body, answer, e.text, body.logprobs !== undefined ? e.logprobs ?? [] : undefined, offset));
-    offset += e.text.length;
+    if (e.type !== "text" || offsets[e.index] === undefined) return ""; // a completion has no other events, nor choices it did not ask for
+    const chunk = sse(api.textChunk(body, answer, e.index, e.text, body.logprobs !== undefined ? e.logprobs ?? [] : undefined, offsets[e.index]!));
+    offsets[e.index]! += e.text.length;
     return chunk;
   };
   let finished = false;
@@ -144,8 +148,7 @@ function streamAnswer<B extends GenerationBody>(
   };
   const readable = new ReadableStream<Uint8Array>({
     async start(controller) {
-      const opening = api.opening(body, answer);
-      let text = opening === undefined ? "" : sse(opening);
+      let text = api.opening(body, answer).map(sse).join("");
       try {
         for (let r = first; !r.done && !finished; r = await events.next()) {
           controller.enqueue(encoder.encode(text + eventText(r.value)));

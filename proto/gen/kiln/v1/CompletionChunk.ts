@@ -6,10 +6,12 @@ export interface CompletionChunk {
   'request_id'?: (string);
   'text'?: (string);
   'logprobs'?: (_kiln_v1_TokenLogprob)[];
+  'index'?: (number);
 }
 
 export interface CompletionChunk__Output {
   'request_id': (string);
   'text': (string);
   'logprobs': (_kiln_v1_TokenLogprob__Output)[];
+  'index': (number);
 }

@@ -6,10 +6,12 @@ export interface CompletionDone {
   'request_id'?: (string);
   'finish_reason'?: (string);
   'usage'?: (_kiln_v1_Usage | null);
+  'finish_reasons'?: (string)[];
 }
 
 export interface CompletionDone__Output {
   'request_id': (string);
   'finish_reason': (string);
   'usage': (_kiln_v1_Usage__Output | null);
+  'finish_reasons': (string)[];
 }

@@ -25,6 +25,7 @@ export interface CompletionRequest {
   'top_logprobs'?: (number);
   'prompt'?: (string);
   'cache_scope'?: (string);
+  'n'?: (number);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
@@ -58,6 +59,7 @@ export interface CompletionRequest__Output {
   'top_logprobs': (number);
   'prompt'?: (string);
   'cache_scope': (string);
+  'n': (number);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
