@@ -124,7 +124,7 @@ describe("honoured", () => {
     if (c.choices[0]!.finish_reason === "length") expect(c.usage!.completion_tokens).toBe(6);
   });
 
-  it("developer messages and text content parts are the system message and the text they hold", async () => {
+  it("developer messages, text content parts and names are the system message, the text they hold, and the text's first words", async () => {
     const plain = await client.chat.completions.create({ model: MODEL, max_tokens: 12, temperature: 0, messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Hello there" }] });
     const parts = await client.chat.completions.create({
       model: MODEL, max_tokens: 12, temperature: 0,
@@ -132,6 +132,11 @@ describe("honoured", () => {
     });
     expect(plain.choices[0]!.message.content).not.toBe("");
     expect(parts.choices[0]!.message.content).toBe(plain.choices[0]!.message.content);
+    // a participant's name leads its message's text
+    const named = await client.chat.completions.create({ model: MODEL, max_tokens: 12, temperature: 0, messages: [{ role: "user", name: "ann", content: "Hello there" }] });
+    const spelled = await client.chat.completions.create({ model: MODEL, max_tokens: 12, temperature: 0, messages: [{ role: "user", content: "ann: Hello there" }] });
+    expect(named.choices[0]!.message.content).toBe(spelled.choices[0]!.message.content);
+    expect(named.usage!.prompt_tokens).toBe(spelled.usage!.prompt_tokens);
   });
 
   it("response_format json_schema: sampled replies parse and validate against the schema, streamed too", async () => {

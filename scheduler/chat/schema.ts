@@ -52,12 +52,13 @@ const Message = refuseFirst(
   (m) => {
     if (m.role === "tool" || m.role === "function") return { path: ["role"], code: "unsupported_parameter", message: `"${m.role}" messages need tools, which this service does not support yet` };
     if (present(m.tool_calls)) return { path: ["tool_calls"], code: "unsupported_parameter", message: "tool calls are not supported yet" };
-    if (present(m.name)) return { path: ["name"], code: "unsupported_parameter", message: "participant names are not supported (the chat templates have no place for them)" };
     return undefined;
   },
   z.looseObject({
     role: z.enum(MESSAGE_ROLES, { error: `one of ${MESSAGE_ROLES.join(", ")}` }),
     content: z.union([z.string(), z.array(TextPart)], { error: "a string or an array of content parts" }),
+    name: z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(/^[A-Za-z0-9_-]{1,64}$/).nullish()
+      .meta({ description: "The participant's name: the message's text is given to the model as \"name: text\" (chat templates have no place of their own for it)." }),
   }, { error: "an object with role and content" }),
 );
 

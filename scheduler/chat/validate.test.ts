@@ -39,6 +39,11 @@ describe("validateChatCompletion", () => {
     expect(validateChatCompletion({ ...base, response_format: { type: "text" } })).not.toHaveProperty("responseFormat");
   });
 
+  it("gives a participant's name to the model as the start of its message's text", () => {
+    expect(validateChatCompletion({ ...base, messages: [{ role: "user", content: "hi", name: "ann" }, { role: "user", content: [{ type: "text", text: "yo" }], name: "bob_2" }] }).messages)
+      .toEqual([{ role: "user", content: "ann: hi" }, { role: "user", content: "bob_2: yo" }]);
+  });
+
   it("lists unknown members and OpenAI's metadata members as ignored, in the order sent", () => {
     expect(validateChatCompletion({ ...base, future_field: 1, user: "u-1", temperature: 1 }).ignored).toEqual(["future_field", "user"]);
   });
@@ -76,7 +81,8 @@ describe("validateChatCompletion", () => {
     [{ model: MODEL, messages: [{ role: 1, content: "b" }] }, "invalid_type", "messages[0].role: expected one of system, user, assistant, developer, got number"],
     [{ model: MODEL, messages: [{ role: "robot", content: "b" }] }, "invalid_role", 'messages[0].role: expected one of system, user, assistant, developer, got "robot"'],
     [{ model: MODEL, messages: [{ role: "tool", content: "b" }] }, "unsupported_parameter", 'messages[0].role: "tool" messages need tools, which this service does not support yet'],
-    [{ model: MODEL, messages: [{ role: "user", content: "b", name: "ann" }] }, "unsupported_parameter", "messages[0].name: participant names are not supported (the chat templates have no place for them)"],
+    [{ model: MODEL, messages: [{ role: "user", content: "b", name: "ann lee" }] }, "invalid_name", 'messages[0].name: expected a name of 1 to 64 letters, digits, _ or -, got "ann lee"'],
+    [{ model: MODEL, messages: [{ role: "user", content: "b", name: 5 }] }, "invalid_type", "messages[0].name: expected a name of 1 to 64 letters, digits, _ or -, got number"],
     [{ model: MODEL, messages: [{ role: "assistant", content: null, tool_calls: [] }] }, "unsupported_parameter", "messages[0].tool_calls: tool calls are not supported yet"],
     [{ model: MODEL, messages: [{ role: "user", content: [{ type: "text", text: "a" }, { type: "image_url", image_url: { url: "http://x" } }] }] }, "unsupported_content", 'messages[0].content[1]: content parts of type "image_url" are not supported; only "text"'],
     [{ model: MODEL, messages: [{ role: "user", content: [{ type: "text", text: 5 }] }] }, "invalid_type", "messages[0].content[0].text: expected a string, got number"],

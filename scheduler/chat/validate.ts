@@ -24,10 +24,11 @@ export interface ChatValidationOptions {
 
 export function validateChatCompletion(body: unknown, options: ChatValidationOptions = {}): ChatCompletionBody {
   const b = parseBody(ChatCompletionRequest, body);
-  const messages = b.messages.map((m): ChatMessage => ({
-    role: m.role === "developer" ? "system" : m.role,
-    content: typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join(""),
-  }));
+  const messages = b.messages.map((m): ChatMessage => {
+    const text = typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join("");
+    // a participant's name has no place in chat templates: it leads the text, as a transcript writes it
+    return { role: m.role === "developer" ? "system" : m.role, content: m.name ? `${m.name}: ${text}` : text };
+  });
   const ignored = Object.keys(body as object).filter((k) => !KNOWN_FIELDS.has(k) || IGNORED_KNOWN.has(k));
   const out: ChatCompletionBody = { model: b.model, messages, stream: b.stream ?? false, includeUsage: b.stream_options?.include_usage ?? false, ignored };
 
