@@ -2,6 +2,7 @@
  * `kiln agent`: the daemon of a GPU instance. It serves the transcription API on port 7860 and,
  * given a scheduler, loads its chat models, probes the hardware and joins the fleet.
  */
+import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { freemem } from "node:os";
 import { join, resolve } from "node:path";
@@ -178,7 +179,7 @@ function chatTranslator(engine: LlmEngine, modelId: string): Translator {
     const result = await engine.generate(modelId, [
       { role: "system", content: `You translate ${name(from)} into ${name(to)}. Reply with the translation only, no notes.` },
       { role: "user", content: text },
-    ], { temperature: 0, maxTokens: Math.max(32, text.length * 2), local: true, ...(signal ? { signal } : {}) });
+    ], { temperature: 0, maxTokens: Math.max(32, text.length * 2), local: true, cacheScope: `translation:${randomUUID()}`, ...(signal ? { signal } : {}) });
     return result.text;
   };
 }

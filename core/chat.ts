@@ -79,3 +79,17 @@ export const MAX_TOP_LOGPROBS = 20;
 
 /** Most choices one request may ask for (`n`); never more than the slots of a pool serving the model. */
 export const MAX_CHOICES = 16;
+
+/**
+ * Largest gRPC message either side of the fleet link takes (grpc-js's default, 4 MiB, was below a
+ * --max-body prompt and below a batch of large embeddings: the link broke and every request on it failed).
+ */
+export const FLEET_MESSAGE_BYTES = 128 * 1024 * 1024;
+/** Most bytes of embedding vectors one request may ask for (inputs × dimensions × 4), kept well inside a fleet message. */
+export const MAX_EMBEDDING_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Most log-probability entries (tokens × (1 + alternatives), all choices) a non-streamed answer may
+ * gather: the scheduler holds them all until the JSON body is made. Streamed answers send them as they come.
+ */
+export const MAX_LOGPROB_ENTRIES = 100_000;

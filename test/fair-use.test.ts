@@ -176,6 +176,22 @@ describe("completions in flight per account", () => {
   });
 });
 
+describe("n choices", () => {
+  it("hold one of the account's places per choice: n above the cap is a 429, and every place comes back", async () => {
+    const { token: key } = await scheduler.keys.create({ account: "choices", tier: "standard", rpm: 10_000 });
+    const over = await chat(key, { n: STANDARD_INFLIGHT + 1 });
+    expect(over.status).toBe(429);
+    expect(over.body.error.code).toBe("too_many_requests_in_flight");
+    // within the cap, but more choices than the agent's one slot: a 400 naming n
+    const wide = await chat(key, { n: STANDARD_INFLIGHT });
+    expect(wide.status).toBe(400);
+    expect(wide.body.error).toMatchObject({ code: "invalid_n", param: "n" });
+    // the places all came back: the whole cap at once still works
+    const done = await Promise.all(Array.from({ length: STANDARD_INFLIGHT }, () => chat(key, { max_tokens: 2 })));
+    for (const r of done) expect(r.status).toBe(200);
+  });
+});
+
 describe("the fleet's queue serves accounts in turn", () => {
   it("a flood from one account does not delay another's request beyond the request running when it arrived", async () => {
     const a = (await scheduler.keys.create({ account: "flooder", tier: "pro" })).token;

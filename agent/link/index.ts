@@ -9,7 +9,7 @@ import * as grpc from "@grpc/grpc-js";
 import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type EmbeddingRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
-import { AGENT_CAPABILITIES, CHAT_ROLES, isChatRole, MAX_TOP_LOGPROBS, type ResponseFormat } from "../../core/chat.js";
+import { AGENT_CAPABILITIES, CHAT_ROLES, FLEET_MESSAGE_BYTES, isChatRole, MAX_TOP_LOGPROBS, type ResponseFormat } from "../../core/chat.js";
 import { responseFormatFromProto, samplingFromProto } from "../../proto/sampling.js";
 import { diskOf } from "../hardware/index.js";
 import { InvalidResponseFormatError, LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
@@ -63,6 +63,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       "grpc.keepalive_time_ms": 10_000,
       "grpc.keepalive_timeout_ms": 5_000,
       "grpc.keepalive_permit_without_calls": 1,
+      "grpc.max_receive_message_length": FLEET_MESSAGE_BYTES,
+      "grpc.max_send_message_length": FLEET_MESSAGE_BYTES,
     });
     this.backoff = options.backoff ?? new Backoff();
     // Slots taken by the agent's own work are told at once (in the same tick, with the last measured

@@ -245,3 +245,27 @@ describe("n choices", () => {
     await expect(engine.generate("famB-v3.1", [{ role: "user", content: "x" }], { n: 3 })).rejects.toMatchObject({ code: "invalid_n", message: expect.stringMatching(/^n: /) });
   });
 });
+
+describe("embedding limits", () => {
+  it("refuses an input with no room for the BOS and EOS tokens as the request's fault, naming it, and embeds one that fits", async () => {
+    const model = engine.modelPools[0]!.model;
+    const room = engine.modelPools[0]!.contextSize - 2;
+    // a text of exactly `room` tokens: the embedding context could not take it with its two extra tokens
+    let text = "";
+    while (model.tokenize(text).length < room) text += "ab ";
+    while (model.tokenize(text).length > room) text = text.slice(0, -1);
+    expect(model.tokenize(text)).toHaveLength(room);
+    await expect(engine.embed("famB-v3.1", ["ok", text])).rejects.toMatchObject({ code: "context_length_exceeded", message: expect.stringMatching(/^input\[1\]: /) });
+    const shorter = text.slice(0, Math.floor(text.length / 2));
+    expect((await engine.embed("famB-v3.1", [shorter])).vectors).toHaveLength(1);
+  });
+
+  it("does nothing for a request cancelled while it waited for the one before it", async () => {
+    const ac = new AbortController();
+    const first = engine.embed("famB-v3.1", Array.from({ length: 20 }, (_, i) => `text ${i}`));
+    const second = engine.embed("famB-v3.1", ["never embedded"], { signal: ac.signal });
+    ac.abort();
+    await first;
+    await expect(second).rejects.toMatchObject({ code: "cancelled" });
+  });
+});

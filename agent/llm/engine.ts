@@ -304,7 +304,8 @@ async function sharePrompt(slots: Slot[], tokens: Token[]): Promise<number> {
   if (rest.length > 0) await source.evaluateWithoutGeneratingNewTokens(rest);
   for (const slot of slots.slice(1)) {
     const target = slot.sequence as unknown as { _copyStateFromOtherSequence?: (from: LlamaContextSequence, upTo: number) => Promise<boolean> };
-    await target._copyStateFromOtherSequence?.(source, tokens.length - 1).catch(() => false);
+    const copied = await target._copyStateFromOtherSequence?.(source, tokens.length - 1).catch(() => false);
+    if (!copied) await slot.sequence.clearHistory(); // whatever it holds now is not the prompt: it evaluates it itself
   }
   return cached;
 }

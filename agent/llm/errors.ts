@@ -1,3 +1,4 @@
+import { MAX_EMBEDDING_BYTES } from "../../core/chat.js";
 /** Errors of the chat engine. `code` travels to the scheduler in CompletionError. */
 export class LlmEngineError extends Error {
   constructor(readonly code: string, message: string, readonly retryable = false) {
@@ -46,6 +47,13 @@ export class InvalidResponseFormatError extends LlmEngineError {
 export class InvalidDimensionsError extends LlmEngineError {
   constructor(asked: number, size: number) {
     super("invalid_dimensions", `dimensions: this model's embeddings have ${size} dimensions, not ${asked} (omit dimensions, or ask for ${size})`);
+  }
+}
+
+/** An embeddings request whose vectors would be more than MAX_EMBEDDING_BYTES. */
+export class TooManyEmbeddingsError extends LlmEngineError {
+  constructor(inputs: number, size: number) {
+    super("invalid_input", `input: ${inputs} texts of ${size} dimensions make ${Math.ceil(inputs * size * 4 / 1024 / 1024)} MB of vectors; send at most ${Math.floor(MAX_EMBEDDING_BYTES / (size * 4))} texts per request to this model`);
   }
 }
 

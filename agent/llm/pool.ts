@@ -5,7 +5,8 @@
  * evaluates the new tokens when it lands on the same slot.
  */
 import { resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
-import { ContextLengthExceededError, GenerationAbortedError, InvalidDimensionsError } from "./errors.js";
+import { MAX_EMBEDDING_BYTES } from "../../core/chat.js";
+import { ContextLengthExceededError, GenerationAbortedError, InvalidDimensionsError, TooManyEmbeddingsError } from "./errors.js";
 import { renderPrompt, renderRawPrompt, type RenderedPrompt } from "./turn.js";
 
 export interface Slot {
@@ -99,13 +100,18 @@ export class ModelPool {
   embed(inputs: readonly string[], dimensions: number | undefined, signal?: AbortSignal): Promise<{ vectors: number[][]; promptTokens: number }> {
     const size = this.model.embeddingVectorSize;
     if (dimensions !== undefined && dimensions !== size) return Promise.reject(new InvalidDimensionsError(dimensions, size));
+    if (inputs.length * size * 4 > MAX_EMBEDDING_BYTES) return Promise.reject(new TooManyEmbeddingsError(inputs.length, size));
     const run = this.embeddingQueue.then(async () => {
+      if (signal?.aborted) throw new GenerationAbortedError(); // cancelled while it waited: nothing tokenized
+      // the embedding context adds a BOS and an EOS token and needs room beyond them
+      const room = this.embeddingOptions.contextSize - 2;
       const tokenized = inputs.map((input, i) => {
         const tokens = this.model.tokenize(input);
-        if (tokens.length > this.embeddingOptions.contextSize) throw ContextLengthExceededError.input(i, tokens.length, this.embeddingOptions.contextSize);
+        if (tokens.length >= room) throw ContextLengthExceededError.input(i, tokens.length, room);
         return tokens;
       });
-      this.embeddingContext ??= this.model.createEmbeddingContext(this.embeddingOptions);
+      this.embeddingContext ??= this.model.createEmbeddingContext(this.embeddingOptions)
+        .catch((err: unknown) => { this.embeddingContext = undefined; throw err; }); // the next request tries again
       const context = await this.embeddingContext;
       const vectors: number[][] = [];
       for (const tokens of tokenized) {

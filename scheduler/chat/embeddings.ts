@@ -18,7 +18,7 @@ const Fields = {
     .meta({ description: `A text, or up to ${MAX_EMBEDDING_INPUTS} texts (each within the model's context). Token-id inputs are refused.` }),
   encoding_format: z.enum(["float", "base64"], { error: "one of float, base64" }).nullish()
     .meta({ description: "float (default): arrays of numbers; base64: each vector's little-endian float32 bytes." }),
-  dimensions: z.int({ error: "an integer of at least 1" }).min(1).nullish()
+  dimensions: z.int({ error: "an integer from 1 to 65536" }).min(1).max(65536).nullish()
     .meta({ description: "Only the model's own vector size is accepted (these models cannot shorten their embeddings); another is a 400 invalid_dimensions." }),
   user: GENERATION_FIELDS.user,
 };

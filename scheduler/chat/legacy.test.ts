@@ -7,8 +7,9 @@ const base = { model: "famB-v3.1", prompt: "Once upon" };
 describe("validateLegacyCompletion", () => {
   it("takes the prompt (a list of one too), OpenAI's default max_tokens, echo, the legacy logprobs count and the sampling fields", () => {
     expect(validateLegacyCompletion(base)).toEqual({ model: "famB-v3.1", messages: [], prompt: "Once upon", maxTokens: LEGACY_DEFAULT_MAX_TOKENS, stream: false, includeUsage: false, echo: false, ignored: [] });
-    expect(validateLegacyCompletion({ ...base, prompt: ["a"], max_tokens: 5, echo: true, logprobs: 2, temperature: 0, seed: 3, stop: "\n", stream: true, stream_options: { include_usage: true }, user: "u" }))
-      .toEqual({ model: "famB-v3.1", messages: [], prompt: "a", maxTokens: 5, temperature: 0, sampling: { seed: 3, stop: ["\n"] }, logprobs: 2, stream: true, includeUsage: true, echo: true, ignored: ["user"] });
+    expect(validateLegacyCompletion({ ...base, prompt: ["a"], max_tokens: 5, echo: true, temperature: 0, seed: 3, stop: "\n", stream: true, stream_options: { include_usage: true }, user: "u" }))
+      .toEqual({ model: "famB-v3.1", messages: [], prompt: "a", maxTokens: 5, temperature: 0, sampling: { seed: 3, stop: ["\n"] }, stream: true, includeUsage: true, echo: true, ignored: ["user"] });
+    expect(validateLegacyCompletion({ ...base, logprobs: 2 }).logprobs).toBe(2);
     expect(validateLegacyCompletion({ ...base, n: 1, best_of: 1, suffix: "" })).not.toHaveProperty("logprobs");
   });
 
@@ -22,6 +23,7 @@ describe("validateLegacyCompletion", () => {
     [{ ...base, best_of: 3 }, "unsupported_parameter", "best_of: best_of above 1 is not supported"],
     [{ ...base, suffix: "end" }, "unsupported_parameter", 'suffix: insertion (a suffix of "end") is not supported'],
     [{ ...base, logprobs: 6 }, "invalid_logprobs", "logprobs: expected an integer from 0 to 5, got 6"],
+    [{ ...base, logprobs: 1, echo: true }, "unsupported_parameter", "echo: with logprobs is not supported (the prompt's tokens are not scored); send one of them"],
     [{ ...base, logprobs: true }, "invalid_type", "logprobs: expected an integer from 0 to 5, got boolean"],
     [{ ...base, temperature: 3 }, "invalid_temperature", "temperature: expected a number from 0 to 2, got 3"],
     [{ model: "gpt-3.5-turbo-instruct", prompt: "x" }, "model_not_found", 'model: "gpt-3.5-turbo-instruct" is not a model of this service (see GET /v1/models)'],

@@ -11,7 +11,7 @@ import { describeValue } from "../../core/validate.js";
 import type { CompletionRequest, TokenLogprob } from "../fleet/index.js";
 import { fingerprintOf, usage, type Done } from "./openai.js";
 import { GENERATION_FIELDS } from "./schema.js";
-import { samplingOf } from "./validate.js";
+import { checkLogprobBudget, samplingOf } from "./validate.js";
 
 /** `max_tokens` when none is given: OpenAI's legacy default. */
 export const LEGACY_DEFAULT_MAX_TOKENS = 16;
@@ -43,6 +43,8 @@ export const LegacyCompletionRequest = Shape.superRefine((b, ctx) => {
   if (Array.isArray(b.prompt) && b.prompt.length !== 1) refuse("prompt", `a list of ${b.prompt.length} prompts is not supported; send one`, b.prompt);
   if (present(b.best_of) && b.best_of !== 1) refuse("best_of", "best_of above 1 is not supported", b.best_of);
   if (b.suffix) refuse("suffix", `insertion (a suffix of ${describeValue(b.suffix)}) is not supported`, b.suffix);
+  // OpenAI scores the echoed prompt's tokens too; Kiln does not evaluate them for that: refused rather than wrong
+  if (b.echo && present(b.logprobs)) refuse("echo", "with logprobs is not supported (the prompt's tokens are not scored); send one of them", b.echo);
 }).meta({ id: "CompletionRequest", description: "OpenAI's legacy completion request; unknown members are accepted and listed in the x-kiln-ignored-fields response header." });
 
 const KNOWN: ReadonlySet<string> = new Set(Object.keys(Fields));
@@ -69,6 +71,7 @@ export function validateLegacyCompletion(body: unknown): LegacyCompletionBody {
   if (sampling) out.sampling = sampling;
   if (present(b.logprobs)) out.logprobs = b.logprobs!;
   if (b.n && b.n > 1) out.n = b.n;
+  checkLogprobBudget(out);
   return out;
 }
 

@@ -24,8 +24,8 @@ describe("validateChatCompletion", () => {
     });
     expect(validateChatCompletion({ ...base, max_tokens: 9, max_completion_tokens: 9, stop: ["a", "b", "c", "d"] })).toMatchObject({ maxTokens: 9, sampling: { stop: ["a", "b", "c", "d"] } });
     expect(validateChatCompletion({ ...base, stop: [], logit_bias: {}, n: 1, logprobs: false, response_format: { type: "text" }, tools: [], tool_choice: "none", store: false })).not.toHaveProperty("sampling");
-    expect(validateChatCompletion({ ...base, logprobs: true }).logprobs).toBe(0);
-    expect(validateChatCompletion({ ...base, logprobs: true, top_logprobs: 20 }).logprobs).toBe(20);
+    expect(validateChatCompletion({ ...base, logprobs: true }, { defaultMaxTokens: 1024 }).logprobs).toBe(0);
+    expect(validateChatCompletion({ ...base, logprobs: true, top_logprobs: 20, max_tokens: 100 }).logprobs).toBe(20);
     expect(validateChatCompletion({ ...base, logprobs: false })).not.toHaveProperty("logprobs");
     expect(validateChatCompletion({ ...base, n: 3 }).n).toBe(3);
     expect(validateChatCompletion({ ...base, n: 1 })).not.toHaveProperty("n");
@@ -39,9 +39,15 @@ describe("validateChatCompletion", () => {
     expect(validateChatCompletion({ ...base, response_format: { type: "text" } })).not.toHaveProperty("responseFormat");
   });
 
+  it("streams any number of log probabilities: the scheduler holds none of them", () => {
+    expect(validateChatCompletion({ ...base, logprobs: true, top_logprobs: 20, stream: true }).logprobs).toBe(20);
+  });
+
   it("gives a participant's name to the model as the start of its message's text", () => {
     expect(validateChatCompletion({ ...base, messages: [{ role: "user", content: "hi", name: "ann" }, { role: "user", content: [{ type: "text", text: "yo" }], name: "bob_2" }] }).messages)
       .toEqual([{ role: "user", content: "ann: hi" }, { role: "user", content: "bob_2: yo" }]);
+    // not on the assistant's own turns: a prefill would be continued after the name
+    expect(validateChatCompletion({ ...base, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "Once", name: "bot" }] }).messages[1]).toEqual({ role: "assistant", content: "Once" });
   });
 
   it("lists unknown members and OpenAI's metadata members as ignored, in the order sent", () => {
@@ -89,6 +95,9 @@ describe("validateChatCompletion", () => {
     [{ ...base, n: 17 }, "invalid_n", "n: expected an integer from 1 to 16, got 17"],
     [{ ...base, n: 0 }, "invalid_n", "n: expected an integer from 1 to 16, got 0"],
     [{ ...base, top_logprobs: 2 }, "invalid_top_logprobs", "top_logprobs: needs logprobs: true"],
+    [{ ...base, logprobs: true, top_logprobs: 2, n: 2, max_tokens: 10 }, "invalid_top_logprobs", "top_logprobs: alternatives are given for one choice at a time; send n: 1, or no top_logprobs"],
+    [{ ...base, logprobs: true, top_logprobs: 20, max_tokens: 5000 }, "invalid_logprobs", "logprobs: 105000 log probabilities (choices × max_tokens × (1 + alternatives)) are more than a non-streamed answer holds (100000); stream it, or set a lower max_tokens"],
+    [{ ...base, logprobs: true }, "invalid_logprobs", "logprobs: unbounded log probabilities (choices × max_tokens × (1 + alternatives)) are more than a non-streamed answer holds (100000); stream it, or set a lower max_tokens"],
     [{ ...base, logprobs: true, top_logprobs: 21 }, "invalid_top_logprobs", "top_logprobs: expected an integer from 0 to 20, got 21"],
     [{ ...base, logprobs: "yes" }, "invalid_type", "logprobs: expected a boolean, got string"],
     [{ ...base, response_format: { type: "yaml" } }, "invalid_response_format", 'response_format.type: expected one of text, json_object, json_schema, got "yaml"'],

@@ -3,7 +3,8 @@
  * the fleet's request: developer messages as system, text parts joined, sampling gathered, the
  * default `max_tokens` applied. Every failure is an `InvalidRequestError` naming the field (core/schema.ts).
  */
-import type { Sampling } from "../../core/chat.js";
+import { MAX_LOGPROB_ENTRIES, type Sampling } from "../../core/chat.js";
+import { InvalidRequestError } from "../../core/errors.js";
 import { parseBody } from "../../core/schema.js";
 import type { ChatMessage, CompletionRequest } from "../fleet/index.js";
 import type { z } from "zod";
@@ -27,7 +28,8 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
   const messages = b.messages.map((m): ChatMessage => {
     const text = typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join("");
     // a participant's name has no place in chat templates: it leads the text, as a transcript writes it
-    return { role: m.role === "developer" ? "system" : m.role, content: m.name ? `${m.name}: ${text}` : text };
+    // (not on the assistant's own turns: a prefill would be continued after the name)
+    return { role: m.role === "developer" ? "system" : m.role, content: m.name && m.role !== "assistant" ? `${m.name}: ${text}` : text };
   });
   const ignored = Object.keys(body as object).filter((k) => !KNOWN_FIELDS.has(k) || IGNORED_KNOWN.has(k));
   const out: ChatCompletionBody = { model: b.model, messages, stream: b.stream ?? false, includeUsage: b.stream_options?.include_usage ?? false, ignored };
@@ -40,10 +42,26 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
   if (sampling) out.sampling = sampling;
   if (b.logprobs === true) out.logprobs = b.top_logprobs ?? 0;
   if (b.n && b.n > 1) out.n = b.n;
+  checkLogprobBudget(out);
   const format = b.response_format;
   if (format?.type === "json_object" || (format?.type === "json_schema" && !format.json_schema?.schema)) out.responseFormat = { type: "json_object" };
   else if (format?.type === "json_schema") out.responseFormat = { type: "json_schema", schema: format.json_schema!.schema! };
   return out;
+}
+
+/**
+ * Refuses what log probabilities would cost too much: alternatives for several choices at once (each
+ * token's distribution is copied on the agent), and a non-streamed answer that would gather more than
+ * MAX_LOGPROB_ENTRIES entries in the scheduler (stream it instead).
+ */
+export function checkLogprobBudget(b: { logprobs?: number; n?: number; maxTokens?: number; stream: boolean }): void {
+  if (b.logprobs === undefined) return;
+  const n = b.n ?? 1;
+  if (b.logprobs > 0 && n > 1) throw new InvalidRequestError("invalid_top_logprobs", "top_logprobs: alternatives are given for one choice at a time; send n: 1, or no top_logprobs", "top_logprobs");
+  const entries = n * (b.maxTokens ?? Infinity) * (1 + b.logprobs);
+  if (!b.stream && entries > MAX_LOGPROB_ENTRIES) {
+    throw new InvalidRequestError("invalid_logprobs", `logprobs: ${Number.isFinite(entries) ? entries : "unbounded"} log probabilities (choices × max_tokens × (1 + alternatives)) are more than a non-streamed answer holds (${MAX_LOGPROB_ENTRIES}); stream it, or set a lower max_tokens`, "logprobs");
+  }
 }
 
 /** The sampling fields of a generation request (GENERATION_FIELDS), or undefined when none is set. */

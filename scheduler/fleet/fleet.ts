@@ -457,7 +457,7 @@ export class Fleet {
 }
 
 /** Agent error codes that are the request's fault (before any text): a 400, whose message names the field. */
-const CLIENT_FAULTS: ReadonlySet<string> = new Set(["context_length_exceeded", "invalid_logit_bias", "invalid_response_format", "invalid_dimensions"]);
+const CLIENT_FAULTS: ReadonlySet<string> = new Set(["context_length_exceeded", "invalid_logit_bias", "invalid_response_format", "invalid_dimensions", "invalid_n", "invalid_input"]);
 
 /** Maps an agent's error code to what the client sees. */
 function toClientError(code: string, message: string, started: boolean): KilnError {

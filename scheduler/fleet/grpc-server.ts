@@ -6,6 +6,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { sha256 as digest } from "../../core/digest.js";
 import * as grpc from "@grpc/grpc-js";
+import { FLEET_MESSAGE_BYTES } from "../../core/chat.js";
 import { nodeIdMatcher, type NodeTokenEntry } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage__Output, type SchedulerMessage } from "../../proto/index.js";
@@ -42,6 +43,8 @@ export function createFleetServer({ fleet, nodeTokens, logger }: FleetServerOpti
     "grpc.keepalive_timeout_ms": 5_000,
     "grpc.keepalive_permit_without_calls": 1,
     "grpc.http2.min_ping_interval_without_data_ms": 5_000,
+    "grpc.max_receive_message_length": FLEET_MESSAGE_BYTES,
+    "grpc.max_send_message_length": FLEET_MESSAGE_BYTES,
   });
   server.addService(fleetProto().kiln.v1.Fleet.service, {
     Connect: (call: ConnectCall) => {

@@ -5,7 +5,7 @@
  * answering, so failures before any text (no capacity, prompt too long) get their own status; later
  * failures become an SSE error event.
  *
- * Each completion holds one of its account's places in flight (`--max-inflight`, by tier) from
+ * Each completion holds one of its account's places in flight per choice (`--max-inflight`, by tier) from
  * its arrival, while it waits in the fleet's queue and while it generates, until its answer is
  * complete (the JSON body made, or the stream's last event written), it fails, or its client goes
  * away. Beyond the cap it is a 429 `too_many_requests_in_flight`. While every slot is busy it waits in
@@ -90,13 +90,16 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
     "/",
     async (c) => {
       const { account, tier } = c.get("identity");
-      const release = cap.inflight.acquire(account, cap.maxInflight[tier]); // throws the 429 beyond the cap
+      // one place per choice: a request for n choices holds n slots (throws the 429 beyond the cap)
+      const places = [cap.inflight.acquire(account, cap.maxInflight[tier])];
+      const release = (): void => { for (const free of places) free(); };
       const signal = c.req.raw.signal;
       if (signal.aborted) release();
-      else signal.addEventListener("abort", release, { once: true }); // the client is gone: its place is free
+      else signal.addEventListener("abort", release, { once: true }); // the client is gone: its places are free
       let streaming = false;
       try {
         const body = api.validate(await readJsonBody(c, maxBodyBytes));
+        for (let i = 1; i < (body.n ?? 1); i++) places.push(cap.inflight.acquire(account, cap.maxInflight[tier]));
         if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
         if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
         const events = metrics.measure(fleet.submit({ ...body, account }, signal, c.get("requestId")), body.model);
