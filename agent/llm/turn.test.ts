@@ -154,6 +154,23 @@ describe("generateTurn", () => {
     }
   });
 
+  it("gets only the 64 most likely tokens' probabilities from the addon, most likely first (not the whole vocabulary, built on the main thread)", async () => {
+    const sequence = context.getSequence();
+    try {
+      expect(model.fileInfo.metadata.tokenizer.ggml.tokens.length).toBeGreaterThan(64);
+      for await (const out of sequence.evaluateWithMetadata(model.tokenize("Once upon a time"), { probabilities: true, confidence: true }, { temperature: 0 })) {
+        const values = [...out.probabilities.values()];
+        expect(values).toHaveLength(64);
+        expect(values).toEqual([...values].sort((a, b) => b - a));
+        expect(out.probabilities.keys().next().value).toBe(out.token); // greedy: the most likely
+        expect(values[0]).toBeCloseTo(out.confidence, 6);
+        break;
+      }
+    } finally {
+      sequence.dispose();
+    }
+  });
+
   it("stops at once on an aborted signal", async () => {
     const sequence = context.getSequence();
     try {

@@ -148,10 +148,8 @@ function scoreToken(model: LlamaModel, generated: readonly Token[], token: Token
   const textOf = (t: Token) => model.detokenize([t], false, before);
   const alternatives: TokenLogprob["top"] = [];
   if (probabilities && top > 0) {
-    for (const [t, p] of probabilities) {
-      alternatives.push({ token: textOf(t), logprob: logOf(p) });
-      if (alternatives.length >= top) break;
-    }
+    // Kiln's addon returns the 64 most likely, most likely first (patches/npm); sorted again all the same, as it costs nothing
+    for (const [t, p] of [...probabilities].sort((a, b) => b[1] - a[1]).slice(0, top)) alternatives.push({ token: textOf(t), logprob: logOf(p) });
   }
   return { token: textOf(token), logprob: logOf(confidence), top: alternatives };
 }

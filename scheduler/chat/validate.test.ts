@@ -95,7 +95,7 @@ describe("validateChatCompletion", () => {
     [{ ...base, n: 17 }, "invalid_n", "n: expected an integer from 1 to 16, got 17"],
     [{ ...base, n: 0 }, "invalid_n", "n: expected an integer from 1 to 16, got 0"],
     [{ ...base, top_logprobs: 2 }, "invalid_top_logprobs", "top_logprobs: needs logprobs: true"],
-    [{ ...base, logprobs: true, top_logprobs: 2, n: 2, max_tokens: 10 }, "invalid_top_logprobs", "top_logprobs: alternatives are given for one choice at a time; send n: 1, or no top_logprobs"],
+    [{ ...base, logprobs: true, top_logprobs: 20, n: 16, max_tokens: 300 }, "invalid_logprobs", "logprobs: 100800 log probabilities (choices × max_tokens × (1 + alternatives)) are more than a non-streamed answer holds (100000); stream it, or set a lower max_tokens"],
     [{ ...base, logprobs: true, top_logprobs: 20, max_tokens: 5000 }, "invalid_logprobs", "logprobs: 105000 log probabilities (choices × max_tokens × (1 + alternatives)) are more than a non-streamed answer holds (100000); stream it, or set a lower max_tokens"],
     [{ ...base, logprobs: true }, "invalid_logprobs", "logprobs: unbounded log probabilities (choices × max_tokens × (1 + alternatives)) are more than a non-streamed answer holds (100000); stream it, or set a lower max_tokens"],
     [{ ...base, logprobs: true, top_logprobs: 21 }, "invalid_top_logprobs", "top_logprobs: expected an integer from 0 to 20, got 21"],

@@ -50,14 +50,12 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
 }
 
 /**
- * Refuses what log probabilities would cost too much: alternatives for several choices at once (each
- * token's distribution is copied on the agent), and a non-streamed answer that would gather more than
- * MAX_LOGPROB_ENTRIES entries in the scheduler (stream it instead).
+ * Refuses a non-streamed answer whose log probabilities would gather more than MAX_LOGPROB_ENTRIES
+ * entries in the scheduler (stream it instead).
  */
 export function checkLogprobBudget(b: { logprobs?: number; n?: number; maxTokens?: number; stream: boolean }): void {
   if (b.logprobs === undefined) return;
   const n = b.n ?? 1;
-  if (b.logprobs > 0 && n > 1) throw new InvalidRequestError("invalid_top_logprobs", "top_logprobs: alternatives are given for one choice at a time; send n: 1, or no top_logprobs", "top_logprobs");
   const entries = n * (b.maxTokens ?? Infinity) * (1 + b.logprobs);
   if (!b.stream && entries > MAX_LOGPROB_ENTRIES) {
     throw new InvalidRequestError("invalid_logprobs", `logprobs: ${Number.isFinite(entries) ? entries : "unbounded"} log probabilities (choices × max_tokens × (1 + alternatives)) are more than a non-streamed answer holds (${MAX_LOGPROB_ENTRIES}); stream it, or set a lower max_tokens`, "logprobs");
