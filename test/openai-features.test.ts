@@ -221,7 +221,7 @@ describe("honoured", () => {
     expect(plain.choices[0]!.logprobs).toBeNull();
   });
 
-  it("POST /v1/completions continues a raw prompt (no chat template), streamed the same; echo and legacy logprobs", async () => {
+  it("POST /v1/completions continues a raw prompt (no chat template), streamed the same; echo; legacy logprobs", async () => {
     const body = { model: MODEL, prompt: "Once upon a time", max_tokens: 8, temperature: 0 };
     const c = await client.completions.create(body);
     expect(c.object).toBe("text_completion");
@@ -241,12 +241,16 @@ describe("honoured", () => {
     let streamedText = "";
     for await (const chunk of await client.completions.create({ ...body, stream: true })) streamedText += chunk.choices[0]?.text ?? "";
     expect(streamedText).toBe(c.choices[0]!.text);
-    const echoed = await client.completions.create({ ...body, echo: true, logprobs: 2 });
+    const echoed = await client.completions.create({ ...body, echo: true });
     expect(echoed.choices[0]!.text).toBe(body.prompt + c.choices[0]!.text);
-    const lp = echoed.choices[0]!.logprobs!;
+    const scored = await client.completions.create({ ...body, logprobs: 2 });
+    const lp = scored.choices[0]!.logprobs!;
     expect(lp.tokens!.join("")).toBe(c.choices[0]!.text);
-    expect(lp.text_offset![0]).toBe(body.prompt.length);
+    expect(lp.text_offset![0]).toBe(0);
+    expect(lp.text_offset![1]).toBe(lp.tokens![0]!.length);
     expect(lp.top_logprobs!.every((t) => Object.keys(t).length <= 2)).toBe(true);
+    // OpenAI scores the echoed prompt's tokens too; Kiln refuses the pair rather than answer it wrong
+    await expect(client.completions.create({ ...body, echo: true, logprobs: 1 })).rejects.toMatchObject({ status: 400, param: "echo", code: "unsupported_parameter" });
     await expect(client.completions.create({ ...body, suffix: "The end" })).rejects.toMatchObject({ status: 400, param: "suffix", code: "unsupported_parameter" });
   });
 

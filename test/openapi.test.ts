@@ -94,8 +94,10 @@ describe("GET /v1/openapi.json", () => {
     const events = (await streamed.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice("data: ".length)) as unknown);
     expect(events.length).toBeGreaterThan(2);
     for (const event of events) expect(ChatCompletionChunk.safeParse(event).error).toBeUndefined();
-    const legacy = await fetch(`${base}/completions`, { method: "POST", headers, body: JSON.stringify({ model: MODEL_ID, prompt: "Once", max_tokens: 3, logprobs: 1, echo: true }) });
-    expect(TextCompletion.safeParse(await legacy.json()).error).toBeUndefined();
+    for (const extra of [{ logprobs: 1 }, { echo: true }]) {
+      const legacy = await fetch(`${base}/completions`, { method: "POST", headers, body: JSON.stringify({ model: MODEL_ID, prompt: "Once", max_tokens: 3, ...extra }) });
+      expect(TextCompletion.safeParse(await legacy.json()).error).toBeUndefined();
+    }
     const legacyStream = await fetch(`${base}/completions`, { method: "POST", headers, body: JSON.stringify({ model: MODEL_ID, prompt: "Once", max_tokens: 3, stream: true, stream_options: { include_usage: true } }) });
     const legacyEvents = (await legacyStream.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice("data: ".length)) as unknown);
     for (const event of legacyEvents) expect(TextCompletion.safeParse(event).error).toBeUndefined();
