@@ -90,13 +90,24 @@ export function legacyLogprobs(entries: TokenLogprob[], offset: number) {
   return {
     tokens: entries.map((e) => e.token),
     token_logprobs: entries.map((e) => e.logprob),
-    top_logprobs: entries.map((e) => Object.fromEntries(e.top_logprobs.map((t) => [t.token, t.logprob]))),
+    top_logprobs: entries.map((e) => alternativesByText(e.top_logprobs)),
     text_offset,
   };
 }
 
 /** One choice of a `text_completion`. */
 export interface LegacyChoice { index: number; text: string; logprobs: ReturnType<typeof legacyLogprobs> | null; finish_reason: string | null }
+
+/**
+ * Alternatives as the legacy API gives them, an object of text → log probability, most likely first.
+ * Tokens of the same text (byte pieces, say) share a key: the most likely one's stands. A null
+ * prototype, so that a token whose text is `__proto__` is a key like any other.
+ */
+function alternativesByText(alternatives: readonly { token: string; logprob: number }[]): Record<string, number> {
+  const out = Object.create(null) as Record<string, number>;
+  for (const t of alternatives) if (!Object.hasOwn(out, t.token)) out[t.token] = t.logprob;
+  return out;
+}
 
 /** A `text_completion` body (or, streamed, one chunk of one). */
 export function legacyBody(s: { id: string; created: number; model: string }, choices: LegacyChoice[], done: Done | undefined, withUsage: boolean) {

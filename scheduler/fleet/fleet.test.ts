@@ -125,6 +125,33 @@ describe("Fleet routing", () => {
     f.close();
   });
 
+  it("a waiting request for n choices keeps its model's freed slots until it fits: single-slot requests do not starve it", () => {
+    const f = fleet({ queueSize: 10 });
+    const a = new RecordingLink();
+    f.attach(register("a", 3, ["n"]), a);
+    for (const account of ["x1", "x2", "x3"]) f.submit({ ...request, account }); // every slot busy
+    f.submit({ ...request, n: 2, account: "y" }); // needs two: waits
+    f.submit({ ...request, account: "z" }); // waits behind it
+    const finish = (i: number) => f.receive("a", a, { body: "done", done: { request_id: a.requests()[i]!, finish_reason: "stop", usage: null, finish_reasons: [] } });
+    finish(0); // one slot free: too few for y, and kept for it rather than given to z
+    expect([a.requests().length, f.queued]).toEqual([3, 2]);
+    finish(1); // two free: y
+    expect(a.sent.filter((m) => m.completion).map((m) => m.completion!.n || 1)).toEqual([1, 1, 1, 2]);
+    finish(2); // then z
+    expect([a.requests().length, f.queued]).toEqual([5, 0]);
+    f.close();
+  });
+
+  it("n that only a draining agent could run is a 503 (try again), not the request's fault", () => {
+    const f = fleet();
+    const wide = new RecordingLink(), narrow = new RecordingLink();
+    f.attach(register("wide", 4, ["n"]), wide);
+    f.attach(register("narrow", 1, ["n"]), narrow);
+    f.receive("wide", wide, { body: "draining", draining: { deadline_ms: 1000 } });
+    expect(() => f.submit({ ...request, n: 3 })).toThrow(expect.objectContaining({ status: 503 }));
+    f.close();
+  });
+
   it("a request with no text yet moves to another agent when its agent is lost", async () => {
     const f = fleet();
     const a = new RecordingLink(), b = new RecordingLink();

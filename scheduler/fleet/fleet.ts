@@ -107,15 +107,21 @@ export class Fleet {
     return false;
   }
 
-  /** True when some connected agent's pool serving `model` (with `needs`) has at least `slots` slots. */
-  private fits(model: string, needs: readonly string[], slots: number): boolean {
-    return this.mostSlots(model, needs) >= slots;
+  /** Whether a request for several choices of `model` waits in the queues. */
+  private wideWaiting(model: string): boolean {
+    for (const queue of this.queues.values()) if (queue.some((j) => j.request.model === model && slotsOf(j) > 1)) return true;
+    return false;
   }
 
-  /** The most slots of a connected pool serving `model` with `needs`. */
-  private mostSlots(model: string, needs: readonly string[]): number {
+  /** True when some connected agent's pool serving `model` (with `needs`) has at least `slots` slots (draining agents counted when asked). */
+  private fits(model: string, needs: readonly string[], slots: number, draining = false): boolean {
+    return this.mostSlots(model, needs, draining) >= slots;
+  }
+
+  /** The most slots of a connected pool serving `model` with `needs` (of a non-draining agent, unless `draining`). */
+  private mostSlots(model: string, needs: readonly string[], draining = false): number {
     let most = 0;
-    for (const a of this.agents.values()) if (!a.draining) for (const p of a.pools) if (runs(p, model, needs)) most = Math.max(most, p.slots);
+    for (const a of this.agents.values()) if (draining || !a.draining) for (const p of a.pools) if (runs(p, model, needs)) most = Math.max(most, p.slots);
     return most;
   }
 
@@ -137,12 +143,14 @@ export class Fleet {
     }
     const n = request.n ?? 1;
     if (n > 1 && !this.fits(request.model, needs, n)) {
+      if (this.fits(request.model, needs, n, true)) throw new ServiceUnavailableError("model_unavailable", `n: the agents that run ${n} choices of "${request.model}" at once are draining; try again shortly`);
       throw new InvalidRequestError("invalid_n", `n: ${n} choices, but no agent serving "${request.model}" runs more than ${this.mostSlots(request.model, needs)} at once`, "n");
     }
     const job: Job = { id: randomUUID(), traceId, request, needs, attempts: 0, failedOn: new Set(), started: false, cancelled: false, channel: undefined! };
     job.channel = new Channel<CompletionEvent>(() => this.cancel(job));
     signal?.addEventListener("abort", () => this.cancel(job), { once: true });
-    if (!this.dispatch(job)) this.enqueue(job);
+    // behind a waiting request for n choices of its model, it waits too (pump(): the freed slots are kept for that one)
+    if (this.wideWaiting(job.request.model) || !this.dispatch(job)) this.enqueue(job);
     return job.channel;
   }
 
@@ -388,10 +396,18 @@ export class Fleet {
   private pump(): void {
     while (this.queuedJobs > 0) {
       const accounts = [...this.queues.keys()].sort((a, b) => (this.lastServed.get(a) ?? 0) - (this.lastServed.get(b) ?? 0));
+      // A job for n choices that does not fit yet reserves its model's freed slots: without that,
+      // single-slot jobs would take each one as it came free, and it would wait until it timed out.
+      const reserved = new Set<string>();
       let dispatched = false;
       for (const account of accounts) {
         const queue = this.queues.get(account)!;
-        const i = queue.findIndex((job) => this.dispatch(job));
+        const i = queue.findIndex((job) => {
+          if (reserved.has(job.request.model)) return false;
+          if (this.dispatch(job)) return true;
+          if (slotsOf(job) > 1) reserved.add(job.request.model);
+          return false;
+        });
         if (i < 0) continue;
         this.take(account, queue, i);
         dispatched = true;

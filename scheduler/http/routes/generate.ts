@@ -126,7 +126,7 @@ async function collect<B extends GenerationBody>(api: GenerationApi<B>, body: B,
       if (choice.logprobs && e.logprobs) for (const l of e.logprobs) choice.logprobs.push(l);
     } else if (e.type === "done") return api.answer(body, answer, choices, e);
   }
-  throw new Error("completion ended without a done event");
+  throw new UpstreamError("agent_error", "the agent ended the completion without finishing it");
 }
 
 function streamAnswer<B extends GenerationBody>(
