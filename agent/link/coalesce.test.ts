@@ -39,7 +39,7 @@ describe("ChunkBatcher", () => {
     try {
       const sent: Piece[][] = [];
       const b = new ChunkBatcher((pieces) => sent.push(pieces), 30);
-      const lp = (token: string) => ({ token, logprob: -1, top_logprobs: [] });
+      const lp = (token: string) => ({ token, logprob: -1, top_logprobs: [], text_offset: 0 });
       b.push("a", "Once", [lp("Once")]);
       b.push("a", " upon", [lp(" upon")]); // at once: the link has not flushed for longer than the interval
       b.push("a", " a", [lp(" a")]);

@@ -16,6 +16,8 @@ export interface WireLogprob {
   token: string;
   logprob: number;
   top_logprobs: { token: string; logprob: number }[];
+  /** Where the token's text starts in its choice's text. */
+  text_offset: number;
 }
 
 /** Text that became final for one completion since its last piece, and its tokens' log probabilities when asked for. */

@@ -210,7 +210,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         cacheScope: req.cache_scope,
         signal,
         ...(req.n > 1 ? { n: req.n } : {}),
-        onText: (text, logprobs, index) => chunks.push(id, text, logprobs?.map((l) => ({ token: l.token, logprob: l.logprob, top_logprobs: l.top })), index),
+        onText: (text, logprobs, index) => chunks.push(id, text, logprobs?.map((l) => ({ token: l.token, logprob: l.logprob, top_logprobs: l.top, text_offset: l.offset })), index),
       });
       chunks.end(id);
       return {

@@ -131,6 +131,7 @@ describe("generateTurn", () => {
       expect(entries).toHaveLength(12);
       expect(entries.map((e) => e.token).join("")).toBe(r.text);
       for (const p of pieces) expect(p.logprobs.map((e) => e.token).join("")).toBe(p.text); // each piece with its own tokens
+      entries.forEach((e, i) => expect(e.offset).toBe(entries.slice(0, i).map((x) => x.token).join("").length)); // where each starts in the reply
       for (const e of entries) {
         expect(e.top).toHaveLength(3);
         expect(e.top[0]).toEqual({ token: e.token, logprob: e.logprob }); // greedy: the most likely token
@@ -149,6 +150,23 @@ describe("generateTurn", () => {
       expect(s.text).toBe(r.text.slice(0, r.text.indexOf(stop)));
       expect(stopped.map((e) => e.token).join("")).toBe(s.text);
       expect(stopped.every((e) => e.top.length === 0)).toBe(true);
+    } finally {
+      sequence.dispose();
+    }
+  });
+
+  it("gives the tokens that complete one character together the character's offset", async () => {
+    const sequence = context.getSequence();
+    try {
+      const entries: TokenLogprob[] = [];
+      // a grammar that allows only "éé!": the test model writes "é" in byte tokens
+      const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("go")), { maxTokens: 10, temperature: 1, sampling: { seed: 1 }, logprobs: 0, grammar: new LlamaGrammar(llama, { grammar: 'root ::= "éé!"' }), onText: (_t, l) => entries.push(...l!) });
+      expect(r.text).toBe("éé!");
+      const at = (offset: number) => entries.filter((e) => e.offset === offset).map((e) => e.token);
+      expect(at(0).length).toBeGreaterThan(1); // the first "é": its byte tokens, all at its offset
+      expect(at(1)).toEqual(at(0)); // the second, the same bytes
+      expect(at(2)).toEqual(["!"]);
+      expect(entries).toHaveLength(at(0).length * 2 + 1);
     } finally {
       sequence.dispose();
     }

@@ -19,6 +19,8 @@ export interface TokenLogprob {
   logprob: number;
   /** The `top` most likely tokens at its place, most likely first. */
   top: { token: string; logprob: number }[];
+  /** Where the token's text starts in the reply, in UTF-16 units (the tokens that complete one character share it). */
+  offset: number;
 }
 
 export interface TurnOptions {
@@ -143,7 +145,7 @@ export const MIN_LOGPROB = -9999;
 const logOf = (p: number): number => Math.max(MIN_LOGPROB, Math.log(p));
 
 /** The log probability entry of `token` (just generated, last of `generated`) and its `top` alternatives. */
-function scoreToken(model: LlamaModel, generated: readonly Token[], token: Token, confidence: number, probabilities: Map<Token, number> | undefined, top: number): TokenLogprob {
+function scoreToken(model: LlamaModel, generated: readonly Token[], token: Token, confidence: number, probabilities: Map<Token, number> | undefined, top: number, offset: number): TokenLogprob {
   const before = generated.slice(Math.max(0, generated.length - 1 - DETOKENIZE_CONTEXT), -1);
   const textOf = (t: Token) => model.detokenize([t], false, before);
   const alternatives: TokenLogprob["top"] = [];
@@ -151,7 +153,7 @@ function scoreToken(model: LlamaModel, generated: readonly Token[], token: Token
     // Kiln's addon returns the 64 most likely, most likely first (patches/npm); sorted again all the same, as it costs nothing
     for (const [t, p] of [...probabilities].sort((a, b) => b[1] - a[1]).slice(0, top)) alternatives.push({ token: textOf(t), logprob: logOf(p) });
   }
-  return { token: textOf(token), logprob: logOf(confidence), top: alternatives };
+  return { token: textOf(token), logprob: logOf(confidence), top: alternatives, offset };
 }
 
 /** A grammar's stop triggers as texts (node-llama-cpp's JSON grammars end with four newlines). */
@@ -243,7 +245,7 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
       const { token, confidence, probabilities }: Scored = typeof next.value === "number" ? { token: next.value } : next.value;
       generated.push(token);
       if (stops.isStopToken(token)) break;
-      if (top !== undefined) scored.push({ entry: scoreToken(model, generated, token, confidence ?? 0, probabilities, top), end: Infinity });
+      if (top !== undefined) scored.push({ entry: scoreToken(model, generated, token, confidence ?? 0, probabilities, top, text.length + held.length), end: Infinity });
       undecoded.push(token);
       const piece = decode();
       if (piece.endsWith("\uFFFD") && undecoded.length < MAX_UTF8_TOKENS) continue;

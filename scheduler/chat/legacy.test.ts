@@ -34,13 +34,16 @@ describe("validateLegacyCompletion", () => {
 
 describe("legacyLogprobs", () => {
   it("gives OpenAI's parallel lists, with each token's offset in the text", () => {
-    const entries = [{ token: "Once", logprob: -0.5, top_logprobs: [{ token: "Once", logprob: -0.5 }, { token: "Hi", logprob: -2 }] }, { token: " up", logprob: -1, top_logprobs: [] }];
+    const entries = [{ token: "Once", logprob: -0.5, top_logprobs: [{ token: "Once", logprob: -0.5 }, { token: "Hi", logprob: -2 }], text_offset: 0 }, { token: " up", logprob: -1, top_logprobs: [], text_offset: 4 }];
     expect(legacyLogprobs(entries, 3)).toEqual({ tokens: ["Once", " up"], token_logprobs: [-0.5, -1], top_logprobs: [{ Once: -0.5, Hi: -2 }, {}], text_offset: [3, 7] });
+    // the three byte tokens of one character share its offset (each one's own text is U+FFFD)
+    const bytes = [0, 0, 0].map(() => ({ token: "\uFFFD", logprob: -1, top_logprobs: [], text_offset: 2 }));
+    expect(legacyLogprobs([...bytes, { token: "!", logprob: -1, top_logprobs: [], text_offset: 3 }], 0).text_offset).toEqual([2, 2, 2, 3]);
   });
 
   it("keeps the most likely of alternatives that share a text, in order, and takes __proto__ as a plain key", () => {
     const top = [{ token: "\uFFFD", logprob: -1 }, { token: "a", logprob: -2 }, { token: "\uFFFD", logprob: -3 }, { token: "__proto__", logprob: -4 }];
-    const [alternatives] = legacyLogprobs([{ token: "\uFFFD", logprob: -1, top_logprobs: top }], 0).top_logprobs;
+    const [alternatives] = legacyLogprobs([{ token: "\uFFFD", logprob: -1, top_logprobs: top, text_offset: 0 }], 0).top_logprobs;
     expect(JSON.stringify(alternatives)).toBe('{"\uFFFD":-1,"a":-2,"__proto__":-4}'.replace("\\uFFFD", "\uFFFD"));
   });
 });

@@ -81,17 +81,15 @@ export function legacyCompletionId(): string {
 
 /**
  * The legacy `logprobs` of some generated tokens: parallel lists, `top_logprobs` as objects of token →
- * log probability, `text_offset` where each token starts in the choice's text (`offset`: where they do).
+ * log probability, `text_offset` where each token starts in the choice's text (the agent's offsets in
+ * the generated text, after `before` characters of echoed prompt).
  */
-export function legacyLogprobs(entries: TokenLogprob[], offset: number) {
-  const text_offset: number[] = [];
-  let at = offset;
-  for (const e of entries) { text_offset.push(at); at += e.token.length; }
+export function legacyLogprobs(entries: TokenLogprob[], before: number) {
   return {
     tokens: entries.map((e) => e.token),
     token_logprobs: entries.map((e) => e.logprob),
     top_logprobs: entries.map((e) => alternativesByText(e.top_logprobs)),
-    text_offset,
+    text_offset: entries.map((e) => before + e.text_offset),
   };
 }
 

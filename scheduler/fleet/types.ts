@@ -37,6 +37,8 @@ export interface TokenLogprob {
   token: string;
   logprob: number;
   top_logprobs: { token: string; logprob: number }[];
+  /** Where the token's text starts in its choice's text (tokens completing one character share it). */
+  text_offset: number;
 }
 
 export type CompletionEvent =

@@ -6,10 +6,12 @@ export interface TokenLogprob {
   'token'?: (string);
   'logprob'?: (number | string);
   'top_logprobs'?: (_kiln_v1_TopLogprob)[];
+  'text_offset'?: (number);
 }
 
 export interface TokenLogprob__Output {
   'token': (string);
   'logprob': (number);
   'top_logprobs': (_kiln_v1_TopLogprob__Output)[];
+  'text_offset': (number);
 }
