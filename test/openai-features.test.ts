@@ -207,7 +207,7 @@ describe("honoured", () => {
     expect(content.map((t) => t.token).join("")).toBe(c.choices[0]!.message.content);
     for (const t of content) {
       expect(t.logprob).toBeLessThanOrEqual(0);
-      expect(t.bytes).toEqual([...Buffer.from(t.token)]);
+      if (!t.token.includes("\uFFFD")) expect(t.bytes).toEqual([...Buffer.from(t.token)]); // a piece of a character: its raw bytes (below)
       expect(t.top_logprobs).toHaveLength(3);
       expect(t.top_logprobs[0]!.token).toBe(t.token); // greedy
       expect(t.top_logprobs.reduce((sum, a) => sum + Math.exp(a.logprob), 0)).toBeLessThanOrEqual(1 + 1e-6);
@@ -219,6 +219,15 @@ describe("honoured", () => {
     streamedEntries.forEach((t, i) => expect(t.logprob).toBeCloseTo(content[i]!.logprob, 4));
     const plain = await client.chat.completions.create({ ...body, logprobs: false, top_logprobs: undefined });
     expect(plain.choices[0]!.logprobs).toBeNull();
+    // a character the model writes in byte tokens: each token's bytes are its raw ones, and together they are the text's UTF-8
+    const accented = await client.chat.completions.create({
+      model: MODEL, messages: user("Say it"), max_tokens: 20, temperature: 0, logprobs: true,
+      response_format: { type: "json_schema", json_schema: { name: "word", schema: { enum: ["héllo"] } } },
+    });
+    const tokens = accented.choices[0]!.logprobs!.content!;
+    expect(accented.choices[0]!.message.content).toBe('"héllo"');
+    expect(tokens.some((t) => t.token === "\uFFFD")).toBe(true);
+    expect(Buffer.from(tokens.flatMap((t) => t.bytes!)).toString()).toBe('"héllo"');
   });
 
   it("POST /v1/completions continues a raw prompt (no chat template), streamed the same; echo; legacy logprobs", async () => {

@@ -15,7 +15,9 @@
 export interface WireLogprob {
   token: string;
   logprob: number;
-  top_logprobs: { token: string; logprob: number }[];
+  /** Raw bytes when the text is not them (U+FFFD). */
+  raw?: Uint8Array;
+  top_logprobs: { token: string; logprob: number; raw?: Uint8Array }[];
   /** Where the token's text starts in its choice's text. */
   text_offset: number;
 }

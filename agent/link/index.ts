@@ -12,9 +12,9 @@ import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequ
 import { AGENT_CAPABILITIES, CHAT_ROLES, FLEET_MESSAGE_BYTES, isChatRole, MAX_TOP_LOGPROBS, type ResponseFormat } from "../../core/chat.js";
 import { responseFormatFromProto, samplingFromProto } from "../../proto/sampling.js";
 import { diskOf } from "../hardware/index.js";
-import { InvalidResponseFormatError, LlmEngineError, type ChatTurn, type LlmEngine } from "../llm/index.js";
+import { InvalidResponseFormatError, LlmEngineError, type ChatTurn, type LlmEngine, type TokenLogprob } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
-import { ChunkBatcher, type Piece } from "./coalesce.js";
+import { ChunkBatcher, type Piece, type WireLogprob } from "./coalesce.js";
 import { KILN_VERSION } from "../../core/version.js";
 
 export interface FleetLinkOptions {
@@ -210,7 +210,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         cacheScope: req.cache_scope,
         signal,
         ...(req.n > 1 ? { n: req.n } : {}),
-        onText: (text, logprobs, index) => chunks.push(id, text, logprobs?.map((l) => ({ token: l.token, logprob: l.logprob, top_logprobs: l.top, text_offset: l.offset })), index),
+        onText: (text, logprobs, index) => chunks.push(id, text, logprobs?.map(toWireLogprob), index),
       });
       chunks.end(id);
       return {
@@ -296,4 +296,10 @@ function withFormat(req: CompletionRequest__Output): { responseFormat?: Response
   } catch (err) {
     throw new InvalidResponseFormatError((err as Error).message);
   }
+}
+
+/** A token's log probability as the wire carries it (raw bytes only where the text is not them). */
+function toWireLogprob(l: TokenLogprob): WireLogprob {
+  const raw = (bytes?: number[]) => (bytes ? { raw: Uint8Array.from(bytes) } : {});
+  return { token: l.token, logprob: l.logprob, ...raw(l.bytes), top_logprobs: l.top.map((t) => ({ token: t.token, logprob: t.logprob, ...raw(t.bytes) })), text_offset: l.offset };
 }

@@ -155,7 +155,7 @@ describe("generateTurn", () => {
     }
   });
 
-  it("gives the tokens that complete one character together the character's offset", async () => {
+  it("gives the tokens that complete one character together the character's offset, and their raw bytes", async () => {
     const sequence = context.getSequence();
     try {
       const entries: TokenLogprob[] = [];
@@ -167,6 +167,8 @@ describe("generateTurn", () => {
       expect(at(1)).toEqual(at(0)); // the second, the same bytes
       expect(at(2)).toEqual(["!"]);
       expect(entries).toHaveLength(at(0).length * 2 + 1);
+      // their raw bytes, read from the vocabulary (their text is U+FFFD), make up the reply's UTF-8
+      expect(Buffer.from(entries.flatMap((e) => e.bytes ?? [...Buffer.from(e.token)])).toString()).toBe("éé!");
     } finally {
       sequence.dispose();
     }

@@ -10,6 +10,7 @@
  */
 import { LlamaGrammarEvaluationState, LlamaText, SpecialToken, SpecialTokensText, TokenBias, type ChatHistoryItem, type ChatWrapper, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { Sampling } from "../../core/chat.js";
+import { rawTokenBytes } from "./token-bytes.js";
 
 /** A generated token's log probability and its most likely alternatives (OpenAI's `logprobs.content[]`). */
 export interface TokenLogprob {
@@ -17,8 +18,10 @@ export interface TokenLogprob {
   token: string;
   /** Natural log of its probability in the distribution it was sampled from; at least MIN_LOGPROB. */
   logprob: number;
+  /** Its raw bytes, when its text is not them (a piece of a multi-byte character, whose text is U+FFFD). */
+  bytes?: number[];
   /** The `top` most likely tokens at its place, most likely first. */
-  top: { token: string; logprob: number }[];
+  top: { token: string; logprob: number; bytes?: number[] }[];
   /** Where the token's text starts in the reply, in UTF-16 units (the tokens that complete one character share it). */
   offset: number;
 }
@@ -148,12 +151,17 @@ const logOf = (p: number): number => Math.max(MIN_LOGPROB, Math.log(p));
 function scoreToken(model: LlamaModel, generated: readonly Token[], token: Token, confidence: number, probabilities: Map<Token, number> | undefined, top: number, offset: number): TokenLogprob {
   const before = generated.slice(Math.max(0, generated.length - 1 - DETOKENIZE_CONTEXT), -1);
   const textOf = (t: Token) => model.detokenize([t], false, before);
+  const entry = (t: Token, logprob: number) => {
+    const text = textOf(t);
+    const bytes = rawTokenBytes(model, t, text);
+    return { token: text, logprob, ...(bytes ? { bytes } : {}) };
+  };
   const alternatives: TokenLogprob["top"] = [];
   if (probabilities && top > 0) {
     // Kiln's addon returns the 64 most likely, most likely first (patches/npm); sorted again all the same, as it costs nothing
-    for (const [t, p] of [...probabilities].sort((a, b) => b[1] - a[1]).slice(0, top)) alternatives.push({ token: textOf(t), logprob: logOf(p) });
+    for (const [t, p] of [...probabilities].sort((a, b) => b[1] - a[1]).slice(0, top)) alternatives.push(entry(t, logOf(p)));
   }
-  return { token: textOf(token), logprob: logOf(confidence), top: alternatives, offset };
+  return { ...entry(token, logOf(confidence)), top: alternatives, offset };
 }
 
 /** A grammar's stop triggers as texts (node-llama-cpp's JSON grammars end with four newlines). */

@@ -35,8 +35,8 @@ export function usage(done: Done): Usage {
 /** `system_fingerprint`: the serving pool's, or null from an agent that sends none. */
 export const fingerprintOf = (done: Done): string | null => done.fingerprint || null;
 
-/** A token's text as OpenAI gives it: the text and its UTF-8 bytes. */
-const withBytes = (t: { token: string; logprob: number }) => ({ token: t.token, logprob: t.logprob, bytes: [...Buffer.from(t.token, "utf8")] });
+/** A token as OpenAI gives it: its text and bytes (its raw bytes where the text is not them, a piece of a multi-byte character). */
+const withBytes = (t: { token: string; logprob: number; raw?: Uint8Array }) => ({ token: t.token, logprob: t.logprob, bytes: t.raw && t.raw.length > 0 ? [...t.raw] : [...Buffer.from(t.token, "utf8")] });
 
 /** `choices[].logprobs`: null when not asked for, else the tokens' entries in OpenAI's shape. */
 export function logprobsBody(entries: TokenLogprob[] | undefined) {

@@ -36,7 +36,9 @@ export interface CompletionRequest {
 export interface TokenLogprob {
   token: string;
   logprob: number;
-  top_logprobs: { token: string; logprob: number }[];
+  /** Raw bytes when the text is not them (a piece of a multi-byte character); empty otherwise. */
+  raw?: Uint8Array;
+  top_logprobs: { token: string; logprob: number; raw?: Uint8Array }[];
   /** Where the token's text starts in its choice's text (tokens completing one character share it). */
   text_offset: number;
 }

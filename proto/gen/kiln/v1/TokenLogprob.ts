@@ -7,6 +7,7 @@ export interface TokenLogprob {
   'logprob'?: (number | string);
   'top_logprobs'?: (_kiln_v1_TopLogprob)[];
   'text_offset'?: (number);
+  'raw'?: (Buffer | Uint8Array | string);
 }
 
 export interface TokenLogprob__Output {
@@ -14,4 +15,5 @@ export interface TokenLogprob__Output {
   'logprob': (number);
   'top_logprobs': (_kiln_v1_TopLogprob__Output)[];
   'text_offset': (number);
+  'raw': (Buffer);
 }
