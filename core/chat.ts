@@ -87,6 +87,11 @@ export const MAX_CHOICES = 16;
 export const FLEET_MESSAGE_BYTES = 128 * 1024 * 1024;
 /** Most bytes of embedding vectors one request may ask for (inputs × dimensions × 4), kept well inside a fleet message. */
 export const MAX_EMBEDDING_BYTES = 64 * 1024 * 1024;
+/**
+ * Most tokens one embeddings request may hold, all inputs together (OpenAI's limit is 300,000): a pool
+ * embeds one request at a time, so this bounds how long one tenant's batch keeps another's waiting.
+ */
+export const MAX_EMBEDDING_TOKENS = 300_000;
 
 /**
  * Most log-probability entries (tokens × (1 + alternatives), all choices) a non-streamed answer may

@@ -260,6 +260,13 @@ describe("embedding limits", () => {
     expect((await engine.embed("famB-v3.1", [shorter])).vectors).toHaveLength(1);
   });
 
+  it("refuses a batch of more than 300,000 tokens in all, naming input, before embedding any of it", async () => {
+    const long = "word ".repeat(100); // a few hundred tokens each, within the context
+    const perInput = engine.modelPools[0]!.model.tokenize(long).length;
+    const count = Math.floor(300_000 / perInput) + 1;
+    await expect(engine.embed("famB-v3.1", Array.from({ length: count }, () => long))).rejects.toMatchObject({ code: "invalid_input", message: expect.stringMatching(/^input: the texts up to input\[\d+\] hold more than 300000 tokens/) });
+  });
+
   it("does nothing for a request cancelled while it waited for the one before it", async () => {
     const ac = new AbortController();
     const first = engine.embed("famB-v3.1", Array.from({ length: 20 }, (_, i) => `text ${i}`));

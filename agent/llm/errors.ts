@@ -1,4 +1,4 @@
-import { MAX_EMBEDDING_BYTES } from "../../core/chat.js";
+import { MAX_EMBEDDING_BYTES, MAX_EMBEDDING_TOKENS } from "../../core/chat.js";
 /** Errors of the chat engine. `code` travels to the scheduler in CompletionError. */
 export class LlmEngineError extends Error {
   constructor(readonly code: string, message: string, readonly retryable = false) {
@@ -54,6 +54,13 @@ export class InvalidDimensionsError extends LlmEngineError {
 export class TooManyEmbeddingsError extends LlmEngineError {
   constructor(inputs: number, size: number) {
     super("invalid_input", `input: ${inputs} texts of ${size} dimensions make ${Math.ceil(inputs * size * 4 / 1024 / 1024)} MB of vectors; send at most ${Math.floor(MAX_EMBEDDING_BYTES / (size * 4))} texts per request to this model`);
+  }
+}
+
+/** An embeddings request whose inputs hold more than MAX_EMBEDDING_TOKENS tokens together. */
+export class TooManyEmbeddingTokensError extends LlmEngineError {
+  constructor(index: number) {
+    super("invalid_input", `input: the texts up to input[${index}] hold more than ${MAX_EMBEDDING_TOKENS} tokens together, the most one request may; send fewer per request`);
   }
 }
 

@@ -5,8 +5,8 @@
  * evaluates the new tokens when it lands on the same slot.
  */
 import { resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
-import { MAX_EMBEDDING_BYTES } from "../../core/chat.js";
-import { ContextLengthExceededError, GenerationAbortedError, InvalidDimensionsError, TooManyEmbeddingsError } from "./errors.js";
+import { MAX_EMBEDDING_BYTES, MAX_EMBEDDING_TOKENS } from "../../core/chat.js";
+import { ContextLengthExceededError, GenerationAbortedError, InvalidDimensionsError, TooManyEmbeddingsError, TooManyEmbeddingTokensError } from "./errors.js";
 import { renderPrompt, renderRawPrompt, type RenderedPrompt } from "./turn.js";
 
 export interface Slot {
@@ -105,9 +105,12 @@ export class ModelPool {
       if (signal?.aborted) throw new GenerationAbortedError(); // cancelled while it waited: nothing tokenized
       // the embedding context adds a BOS and an EOS token and needs room beyond them
       const room = this.embeddingOptions.contextSize - 2;
+      let total = 0;
       const tokenized = inputs.map((input, i) => {
         const tokens = this.model.tokenize(input);
         if (tokens.length >= room) throw ContextLengthExceededError.input(i, tokens.length, room);
+        total += tokens.length;
+        if (total > MAX_EMBEDDING_TOKENS) throw new TooManyEmbeddingTokensError(i);
         return tokens;
       });
       this.embeddingContext ??= this.model.createEmbeddingContext(this.embeddingOptions)
