@@ -1,17 +1,25 @@
-/** Fabricates the test models once per run; subprocess suites need the compiled CLI in dist/. */
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+/**
+ * Fabricates the test models once per run; subprocess suites need the compiled CLI in dist/. Every
+ * temporary file of the run (the test processes' and the `kiln` children's, which inherit TMPDIR) goes
+ * in one folder, removed at the end: runs used to leave thousands of folders in /tmp.
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureTestModel, ensureTestSpeechModels } from "../../scripts/make-test-models.js";
 import { leakedLines, PROCESS_LOG_DIR } from "./secrets.js";
 
 export default async function setup(): Promise<() => void> {
   rmSync(PROCESS_LOG_DIR, { recursive: true, force: true });
+  const runTmp = mkdtempSync(join(tmpdir(), "kiln-run-"));
+  process.env.TMPDIR = runTmp; // os.tmpdir() of the test workers and of every process they start
   await ensureTestModel("tiny");
   await ensureTestSpeechModels();
   if (!existsSync("dist/cli/index.js")) throw new Error("dist/ is missing: run `npm test` (which builds first) or `npm run build`");
   if (!process.env.KILN_TEST_DATA) console.log("[kiln] KILN_TEST_DATA is not set: suites that need real test data (stories260K.gguf, silero_vad.onnx, jfk.wav, en-60s.wav) are skipped");
   // At the end of the run: no log line of any spawned process may carry a secret.
   return () => {
+    rmSync(runTmp, { recursive: true, force: true });
     if (!existsSync(PROCESS_LOG_DIR)) return;
     const leaks = readdirSync(PROCESS_LOG_DIR).flatMap((f) => leakedLines(readFileSync(join(PROCESS_LOG_DIR, f), "utf8")).map((l) => `${f}: ${l.slice(0, 200)}`));
     if (leaks.length) {
