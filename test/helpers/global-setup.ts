@@ -3,7 +3,7 @@
  * temporary file of the run (the test processes' and the `kiln` children's, which inherit TMPDIR) goes
  * in one folder, removed at the end: runs used to leave thousands of folders in /tmp.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureTestModel, ensureTestSpeechModels } from "../../scripts/make-test-models.js";
@@ -12,6 +12,7 @@ import { leakedLines, PROCESS_LOG_DIR } from "./secrets.js";
 export default async function setup(): Promise<() => void> {
   rmSync(PROCESS_LOG_DIR, { recursive: true, force: true });
   const runTmp = mkdtempSync(join(tmpdir(), "kiln-run-"));
+  chmodSync(runTmp, 0o1777); // as /tmp: servers the suites start as other users (PostgreSQL's initdb) reach their folders in it
   process.env.TMPDIR = runTmp; // os.tmpdir() of the test workers and of every process they start
   await ensureTestModel("tiny");
   await ensureTestSpeechModels();
