@@ -59,10 +59,10 @@ export interface GenerationBody extends CompletionRequest {
 /** One answer's identity: its id, creation time and model. */
 export interface Answer { id: string; created: number; model: string }
 
-/** What an API gives the generation route: its validation and the shapes of its answers. */
 /** Each choice's text, by index, and the log probabilities of its tokens when asked for. */
 export interface Choice { text: string; logprobs: TokenLogprob[] | undefined }
 
+/** What an API gives the generation route: its validation and the shapes of its answers. */
 export interface GenerationApi<B extends GenerationBody> {
   validate(body: unknown): B;
   newId(): string;
