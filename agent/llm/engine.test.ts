@@ -276,3 +276,10 @@ describe("embedding limits", () => {
     await expect(second).rejects.toMatchObject({ code: "cancelled" });
   });
 });
+
+describe("n choices without a seed", () => {
+  it("draws each choice's seed of its own: the choices differ", async () => {
+    const r = await engine.generate("famB-v3.1", [{ role: "user", content: "Tell me something" }], { n: 2, maxTokens: 12, temperature: 1.5, cacheScope: "unseeded" });
+    expect(r.choices[0]!.text).not.toBe(r.choices[1]!.text);
+  });
+});

@@ -161,10 +161,7 @@ export class LlmEngine {
    */
   async generate(modelId: string, input: ChatTurn[] | { prompt: string }, options: GenerateOptions = {}): Promise<GenerateResult> {
     const pool = this.pool(modelId);
-    // Tokenizing runs on the event loop, and on some vocabularies in quadratic time: text that
-    // cannot fit is refused before it is tokenized.
-    const textBytes = Array.isArray(input) ? input.reduce((n, m) => n + Buffer.byteLength(m.content), 0) : Buffer.byteLength(input.prompt);
-    if (textBytes > pool.contextSize * pool.maxTokenBytes) throw ContextLengthExceededError.text(textBytes, pool.contextSize, pool.maxTokenBytes);
+    pool.refuseUnfittable(Array.isArray(input) ? input.reduce((n, m) => n + Buffer.byteLength(m.content), 0) : Buffer.byteLength(input.prompt));
     const prompt = Array.isArray(input) ? pool.render(toHistory(input)) : pool.renderRaw(input.prompt);
     const promptTokens = prompt.tokens.length;
     const room = pool.contextSize - promptTokens;
@@ -254,10 +251,7 @@ export class LlmEngine {
    */
   async embed(modelId: string, inputs: readonly string[], options: { dimensions?: number; signal?: AbortSignal } = {}): Promise<{ vectors: number[][]; promptTokens: number }> {
     const pool = this.pool(modelId);
-    for (const [i, input] of inputs.entries()) {
-      const bytes = Buffer.byteLength(input);
-      if (bytes > pool.contextSize * pool.maxTokenBytes) throw ContextLengthExceededError.text(bytes, pool.contextSize, pool.maxTokenBytes, `input[${i}]`);
-    }
+    for (const [i, input] of inputs.entries()) pool.refuseUnfittable(Buffer.byteLength(input), `input[${i}]`);
     try {
       return await pool.embed(inputs, options.dimensions, options.signal);
     } catch (err) {

@@ -82,6 +82,15 @@ export class ModelPool {
     return this.context.contextSize;
   }
 
+  /**
+   * Refuses `bytes` of text that cannot fit the context whatever its tokens (more than contextSize ×
+   * maxTokenBytes), before it is tokenized: tokenizing runs on the event loop, and on some vocabularies
+   * in quadratic time. `field` is what the error names.
+   */
+  refuseUnfittable(bytes: number, field = "messages"): void {
+    if (bytes > this.contextSize * this.maxTokenBytes) throw ContextLengthExceededError.text(bytes, this.contextSize, this.maxTokenBytes, field);
+  }
+
   /** The prompt as the model sees it: the history rendered through the chat template, and its stop triggers. */
   render(history: ChatHistoryItem[]): RenderedPrompt {
     return renderPrompt(this.model, this.chatWrapper, history);

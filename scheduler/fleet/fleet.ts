@@ -103,19 +103,13 @@ export class Fleet {
 
   /** True when some connected, non-draining agent serves `model` (with every capability in `needs`). */
   serves(model: string, needs: readonly string[] = []): boolean {
-    for (const a of this.agents.values()) if (!a.draining && a.pools.some((p) => runs(p, model, needs))) return true;
-    return false;
+    return this.mostSlots(model, needs) > 0;
   }
 
   /** Whether a request for several choices of `model` waits in the queues. */
   private wideWaiting(model: string): boolean {
     for (const queue of this.queues.values()) if (queue.some((j) => j.request.model === model && slotsOf(j) > 1)) return true;
     return false;
-  }
-
-  /** True when some connected agent's pool serving `model` (with `needs`) has at least `slots` slots (draining agents counted when asked). */
-  private fits(model: string, needs: readonly string[], slots: number, draining = false): boolean {
-    return this.mostSlots(model, needs, draining) >= slots;
   }
 
   /** The most slots of a connected pool serving `model` with `needs` (of a non-draining agent, unless `draining`). */
@@ -142,8 +136,8 @@ export class Fleet {
       throw new ServiceUnavailableError("model_unavailable", `model: no connected agent serves "${request.model}" right now`);
     }
     const n = request.n ?? 1;
-    if (n > 1 && !this.fits(request.model, needs, n)) {
-      if (this.fits(request.model, needs, n, true)) throw new ServiceUnavailableError("model_unavailable", `n: the agents that run ${n} choices of "${request.model}" at once are draining; try again shortly`);
+    if (n > 1 && this.mostSlots(request.model, needs) < n) {
+      if (this.mostSlots(request.model, needs, true) >= n) throw new ServiceUnavailableError("model_unavailable", `n: the agents that run ${n} choices of "${request.model}" at once are draining; try again shortly`);
       throw new InvalidRequestError("invalid_n", `n: ${n} choices, but no agent serving "${request.model}" runs more than ${this.mostSlots(request.model, needs)} at once`, "n");
     }
     const job: Job = { id: randomUUID(), traceId, request, needs, attempts: 0, failedOn: new Set(), started: false, cancelled: false, channel: undefined! };
@@ -207,23 +201,15 @@ export class Fleet {
         return;
       case "done": {
         const done = message.done!;
-        const fingerprint = agent.jobs.get(done.request_id)?.assigned?.pool.fingerprint ?? ""; // before finish() unassigns it
-        const job = this.finish(agent, done.request_id);
-        if (!job || job.cancelled) return;
-        job.channel.push({
+        this.settle(agent, done.request_id, (pool) => ({
           type: "done", finishReason: done.finish_reason, promptTokens: done.usage?.prompt_tokens ?? 0, completionTokens: done.usage?.completion_tokens ?? 0,
-          finishReasons: done.finish_reasons.length > 0 ? done.finish_reasons : [done.finish_reason], cachedTokens: done.usage?.cached_tokens ?? 0, fingerprint,
-        });
-        job.channel.end();
+          finishReasons: done.finish_reasons.length > 0 ? done.finish_reasons : [done.finish_reason], cachedTokens: done.usage?.cached_tokens ?? 0, fingerprint: pool?.fingerprint ?? "",
+        }));
         return;
       }
       case "embeddings": {
         const result = message.embeddings!;
-        const job = this.finish(agent, result.request_id);
-        if (!job || job.cancelled) return;
-        job.started = true;
-        job.channel.push({ type: "embeddings", vectors: result.vectors.map((v) => v.values), promptTokens: result.prompt_tokens });
-        job.channel.end();
+        this.settle(agent, result.request_id, () => ({ type: "embeddings", vectors: result.vectors.map((v) => v.values), promptTokens: result.prompt_tokens }));
         return;
       }
       case "error": {
@@ -439,6 +425,16 @@ export class Fleet {
     if (!job || job.cancelled || !chunk.text) return;
     job.started = true;
     job.channel.push(job.request.logprobs === undefined ? { type: "text", text: chunk.text, index: chunk.index } : { type: "text", text: chunk.text, logprobs: chunk.logprobs, index: chunk.index });
+  }
+
+  /** Ends a job with its last event (`last` is given the pool it ran on), its slots freed first. */
+  private settle(agent: Agent, requestId: string, last: (pool: PoolState | undefined) => CompletionEvent): void {
+    const pool = agent.jobs.get(requestId)?.assigned?.pool; // before finish() unassigns it
+    const job = this.finish(agent, requestId);
+    if (!job || job.cancelled) return;
+    job.started = true;
+    job.channel.push(last(pool));
+    job.channel.end();
   }
 
   /** Releases the job's slot; the freed capacity goes to the queue. */
