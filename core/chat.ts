@@ -1,5 +1,5 @@
-/** The roles of a chat message (README, "API"), shared by the scheduler's validation and the agent's engine. */
-export const CHAT_ROLES = ["system", "user", "assistant"] as const;
+/** The roles of a chat message (README, "API"; `tool`: a function's result), shared by the scheduler's validation and the agent's engine. */
+export const CHAT_ROLES = ["system", "user", "assistant", "tool"] as const;
 export type ChatRole = (typeof CHAT_ROLES)[number];
 
 export function isChatRole(value: string): value is ChatRole {
@@ -38,6 +38,84 @@ export interface Sampling {
  */
 export type ResponseFormat = { type: "json_object" } | { type: "json_schema"; schema: Record<string, unknown> };
 
+/** A function the model may call (OpenAI's `tools[].function`). */
+export interface ToolFunction {
+  /** 1–64 letters, digits, `_` or `-`; unique among a request's tools. */
+  name: string;
+  description?: string;
+  /** JSON Schema of its arguments (the subset core/json-schema.ts enforces); absent: it takes none (`{}`). */
+  parameters?: Record<string, unknown>;
+}
+
+/**
+ * Whether the model calls a function: "auto" (its choice), "none" (it answers in text, not shown the
+ * tools), "required" (one call at least), or the one named (shown that function only).
+ */
+export type ToolChoice = "auto" | "none" | "required" | { name: string };
+
+/** A call the model made, as a conversation carries it back: its id, the function, the arguments as JSON text. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** A piece of a call as it is generated: the call's place in the reply, its function on its first piece, a fragment of its arguments' JSON text. */
+export interface ToolCallDelta {
+  index: number;
+  name?: string;
+  arguments: string;
+}
+
+/** A message of a conversation as the fleet carries it (roles CHAT_ROLES). */
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+  /** An assistant message's function calls (answered by the `tool` messages after it). */
+  toolCalls?: ToolCall[];
+  /** A `tool` message: the call it answers. */
+  toolCallId?: string;
+}
+
+/** Where a conversation breaks the rule of function calls: the message's index, the field, and why. */
+export interface ToolOrderProblem { index: number; field: string; message: string }
+
+/**
+ * OpenAI's rule for function calls in a conversation: the `tool` messages right after an assistant
+ * message with `tool_calls` answer each of its calls once, by id, and nothing else answers or
+ * interrupts them. Returns the first break of it, or undefined.
+ */
+export function checkToolOrder(messages: readonly ChatMessage[]): ToolOrderProblem | undefined {
+  let open: Map<string, boolean> | undefined; // the last assistant message's call ids → answered
+  let opener = -1;
+  const unanswered = (): ToolOrderProblem | undefined => {
+    const id = open && [...open].find(([, answered]) => !answered)?.[0];
+    return id === undefined ? undefined : { index: opener, field: "tool_calls", message: `the call ${JSON.stringify(id)} has no tool message answering it (each call is answered by a tool message right after it)` };
+  };
+  for (const [index, m] of messages.entries()) {
+    if (m.role === "tool") {
+      const id = m.toolCallId ?? "";
+      if (!open?.has(id)) return { index, field: "tool_call_id", message: `${JSON.stringify(id)} is not a call of the assistant message before it` };
+      if (open.get(id)) return { index, field: "tool_call_id", message: `the call ${JSON.stringify(id)} is answered twice` };
+      open.set(id, true);
+      continue;
+    }
+    const problem = unanswered();
+    if (problem) return problem;
+    open = undefined;
+    if (m.toolCalls?.length) {
+      if (m.role !== "assistant") return { index, field: "tool_calls", message: "only assistant messages have tool calls" };
+      open = new Map();
+      opener = index;
+      for (const call of m.toolCalls) {
+        if (open.has(call.id)) return { index, field: "tool_calls", message: `the id ${JSON.stringify(call.id)} is used by two calls` };
+        open.set(call.id, false);
+      }
+    }
+  }
+  return unanswered();
+}
+
 /**
  * What an agent's pool can do beyond plain chat, advertised in its registration: the scheduler sends
  * a request only to a pool with every capability it needs, so an older agent never silently drops a
@@ -56,6 +134,8 @@ export const CAPABILITIES = {
   embeddings: "embeddings",
   /** Several choices of one prompt (`n` > 1), sharing its KV cache. */
   choices: "n",
+  /** Function calling: `tools` offered to the model, and conversations with calls and their results. */
+  tools: "tools",
 } as const;
 export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 
@@ -63,8 +143,9 @@ export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 export const AGENT_CAPABILITIES: readonly Capability[] = Object.values(CAPABILITIES);
 
 /** The capabilities a request needs. */
-export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat; logprobs?: number; prompt?: string; embed?: unknown; n?: number }): Capability[] {
+export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat; logprobs?: number; prompt?: string; embed?: unknown; n?: number; tools?: readonly unknown[]; messages?: readonly ChatMessage[] }): Capability[] {
   const needs: Capability[] = [];
+  if ((request.tools?.length ?? 0) > 0 || request.messages?.some((m) => m.role === "tool" || (m.toolCalls?.length ?? 0) > 0)) needs.push(CAPABILITIES.tools);
   if ((request.n ?? 1) > 1) needs.push(CAPABILITIES.choices);
   if (request.embed !== undefined) needs.push(CAPABILITIES.embeddings);
   if (request.prompt !== undefined) needs.push(CAPABILITIES.completions);

@@ -4,6 +4,26 @@
  */
 import { InvalidRequestError } from "./errors.js";
 
+/**
+ * Deepest nesting of arrays and objects a request's JSON may have (its body, and JSON carried in its
+ * strings). JSON.parse takes tens of thousands of levels, but code that walks the value recursively
+ * (JSON.stringify, schema validators, chat templates) overflows the stack on them; no request of this
+ * API needs more than a few.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether `value` nests arrays and objects more than `limit` deep (walked without recursion). */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== "object" || v === null) continue;
+    if (depth + 1 > limit) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 /** The JSON type of a parsed value, as a client would name it. */
 export const typeName = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 

@@ -305,7 +305,7 @@ describe("honoured", () => {
     expect(await client.models.retrieve(MODEL)).toMatchObject({ id: MODEL, object: "model" });
     await expect(client.models.retrieve("gpt-nope")).rejects.toMatchObject({ status: 404, code: "model_not_found" });
     const list = await client.get("/models") as { models: { id: string; status: string; capabilities: string[] }[] };
-    expect(list.models.find((m) => m.id === MODEL)).toMatchObject({ status: "available", capabilities: ["chat", "completions", "embeddings", "logprobs", "n", "response_format", "sampling"] });
+    expect(list.models.find((m) => m.id === MODEL)).toMatchObject({ status: "available", capabilities: ["chat", "completions", "embeddings", "logprobs", "n", "response_format", "sampling", "tools"] });
     expect(list.models.find((m) => m.status === "unavailable")!.capabilities).toEqual([]);
   });
 
@@ -316,12 +316,69 @@ describe("honoured", () => {
   });
 });
 
+describe("function calling", () => {
+  const weather: OpenAI.Chat.ChatCompletionFunctionTool = {
+    type: "function",
+    function: {
+      name: "get_weather", description: "The weather in a city",
+      parameters: { type: "object", properties: { city: { type: "string", enum: ["Paris", "Rome"] }, days: { type: "integer" } }, required: ["city", "days"], additionalProperties: false },
+    },
+  };
+  const ajv = new Ajv();
+  const validArguments = ajv.compile(weather.function.parameters!);
+  const question = user("What is the weather in Paris?");
+
+  it("tool_choice required: a call whose arguments validate against the parameters, finish_reason tool_calls, then the result sent back is answered in text", async () => {
+    const first = await client.chat.completions.create({ model: MODEL, messages: question, tools: [weather], tool_choice: "required", seed: 3, max_tokens: 200 });
+    const choice = first.choices[0]!;
+    expect(choice.finish_reason).toBe("tool_calls");
+    expect(choice.message.content).toBeNull();
+    const calls = choice.message.tool_calls!;
+    expect(calls.length).toBeGreaterThan(0);
+    for (const call of calls) {
+      expect(call).toMatchObject({ id: expect.stringMatching(/^call_[\w-]{16}$/), type: "function", function: { name: "get_weather" } });
+      expect(validArguments(JSON.parse((call as OpenAI.Chat.ChatCompletionMessageFunctionToolCall).function.arguments))).toBe(true);
+    }
+    expect(new Set(calls.map((c) => c.id)).size).toBe(calls.length);
+
+    const answered = await client.chat.completions.create({
+      model: MODEL, max_tokens: 8, seed: 3, tools: [weather], tool_choice: "none",
+      messages: [...question, choice.message, ...calls.map((c) => ({ role: "tool" as const, tool_call_id: c.id, content: '{"sky":"clear"}' }))],
+    });
+    expect(answered.choices[0]!.message.tool_calls).toBeUndefined();
+    expect(answered.choices[0]!.finish_reason).toBe("length");
+    // the call and its result are in the prompt: it is longer than the question's by their text at least
+    const alone = await client.chat.completions.create({ model: MODEL, messages: question, max_tokens: 1 });
+    expect(answered.usage!.prompt_tokens).toBeGreaterThan(alone.usage!.prompt_tokens + '{"sky":"clear"}'.length);
+  });
+
+  it("streams a named call as OpenAI does: the first delta with id, type and name, then argument fragments; the client's accumulator rebuilds it", async () => {
+    const body = { model: MODEL, messages: question, tools: [weather], tool_choice: { type: "function" as const, function: { name: "get_weather" } }, parallel_tool_calls: false, seed: 5, max_tokens: 200 };
+    const stream = client.chat.completions.stream(body);
+    const deltas: OpenAI.Chat.ChatCompletionChunk.Choice.Delta.ToolCall[] = [];
+    stream.on("chunk", (chunk) => { for (const c of chunk.choices[0]?.delta.tool_calls ?? []) deltas.push(c); });
+    const final = await stream.finalChatCompletion();
+    expect(deltas[0]).toMatchObject({ index: 0, id: expect.stringMatching(/^call_/), type: "function", function: { name: "get_weather" } });
+    expect(deltas.length).toBeGreaterThan(2);
+    for (const d of deltas.slice(1)) expect(d).not.toHaveProperty("id");
+    const call = final.choices[0]!.message.tool_calls![0] as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
+    expect(final.choices[0]!.message.tool_calls).toHaveLength(1);
+    expect(final.choices[0]!.finish_reason).toBe("tool_calls");
+    expect(call.function.arguments).toBe(deltas.map((d) => d.function?.arguments ?? "").join(""));
+    expect(validArguments(JSON.parse(call.function.arguments))).toBe(true);
+    const whole = await client.chat.completions.create(body);
+    expect(whole.choices[0]!.message.tool_calls![0]).toMatchObject({ function: call.function }); // the same seed: the same call
+  });
+});
+
 describe("refused with a 400 naming the field", () => {
   it.each([
     ["top_logprobs", { top_logprobs: 2 }, "invalid_top_logprobs"],
     ["response_format.json_schema.schema.properties.code.pattern", { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { code: { type: "string", pattern: "^a" } } } } } }, "invalid_response_format"],
     ["response_format.type", { response_format: { type: "yaml" } }, "invalid_response_format"],
-    ["tools", { tools: [{ type: "function", function: { name: "get_time", parameters: {} } }] }, "unsupported_parameter"],
+    ["tools[0].function.parameters", { tools: [{ type: "function", function: { name: "get_time", parameters: {} } }] }, "invalid_tools"],
+    ["tool_choice.function.name", { tools: [{ type: "function", function: { name: "get_time" } }], tool_choice: { type: "function", function: { name: "get_date" } } }, "invalid_tool_choice"],
+    ["messages[1].tool_call_id", { messages: [{ role: "user", content: "hi" }, { role: "tool", tool_call_id: "call_x", content: "42" }] }, "invalid_messages"],
     ["messages[0].content[0]", { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://example.com/a.png" } }] }] }, "unsupported_content"],
     ["stop", { stop: ["a", "b", "c", "d", "e"] }, "invalid_stop"],
     ["logit_bias", { logit_bias: { "99999999": 5 } }, "invalid_logit_bias"], // not in the tiny model's vocabulary: refused by the agent

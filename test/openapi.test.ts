@@ -94,6 +94,15 @@ describe("GET /v1/openapi.json", () => {
     const events = (await streamed.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice("data: ".length)) as unknown);
     expect(events.length).toBeGreaterThan(2);
     for (const event of events) expect(ChatCompletionChunk.safeParse(event).error).toBeUndefined();
+    const tools = [{ type: "function", function: { name: "get_time", parameters: { type: "object", properties: { zone: { enum: ["UTC", "CET"] } } } } }];
+    const called = { model: MODEL_ID, messages: [{ role: "user", content: "time?" }], tools, tool_choice: "required", max_tokens: 64 };
+    const call = await (await fetch(`${base}/chat/completions`, { method: "POST", headers, body: JSON.stringify(called) })).json() as { choices: { finish_reason: string }[] };
+    expect(call.choices[0]!.finish_reason).toBe("tool_calls");
+    expect(ChatCompletionResponse.safeParse(call).error).toBeUndefined();
+    const callEvents = (await (await fetch(`${base}/chat/completions`, { method: "POST", headers, body: JSON.stringify({ ...called, stream: true }) })).text())
+      .split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice("data: ".length)) as { choices: { delta: { tool_calls?: unknown[] } }[] });
+    expect(callEvents.some((e) => e.choices[0]?.delta.tool_calls)).toBe(true);
+    for (const event of callEvents) expect(ChatCompletionChunk.safeParse(event).error).toBeUndefined();
     for (const extra of [{ logprobs: 1 }, { echo: true }]) {
       const legacy = await fetch(`${base}/completions`, { method: "POST", headers, body: JSON.stringify({ model: MODEL_ID, prompt: "Once", max_tokens: 3, ...extra }) });
       expect(TextCompletion.safeParse(await legacy.json()).error).toBeUndefined();

@@ -34,6 +34,29 @@ describe("ChunkBatcher", () => {
     }
   });
 
+  it("gathers a call's argument pieces after the text before them, a new call's first piece (its name) kept apart; text after calls is never merged before them", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    try {
+      const sent: Piece[][] = [];
+      const b = new ChunkBatcher((pieces) => sent.push(pieces), 30);
+      b.push("a", "Let me check.");
+      b.push("a", " One"); // at once: the link's last flush is old
+      b.push("a", " moment.");
+      b.pushToolCall("a", { index: 0, name: "get_weather", arguments: "" });
+      b.pushToolCall("a", { index: 0, arguments: '{"city":' });
+      b.pushToolCall("a", { index: 0, arguments: '"Paris"}' });
+      b.pushToolCall("a", { index: 1, name: "get_time", arguments: "{}" });
+      b.push("a", "late text");
+      b.end("a");
+      expect(sent.slice(2)).toEqual([
+        [{ request_id: "a", text: " moment.", tool_calls: [{ index: 0, name: "get_weather", arguments: '{"city":"Paris"}' }, { index: 1, name: "get_time", arguments: "{}" }] }],
+        [{ request_id: "a", text: "late text" }],
+      ]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("gathers the log probabilities of a completion's pieces with their text, in order", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     try {

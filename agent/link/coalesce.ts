@@ -11,6 +11,8 @@
  * loop between tokens.
  */
 
+import type { ToolCallDelta } from "../../core/chat.js";
+
 /** One generated token's log probability and alternatives, as the wire carries it. */
 export interface WireLogprob {
   token: string;
@@ -29,6 +31,8 @@ export interface Piece {
   logprobs?: WireLogprob[];
   /** The choice it belongs to, when the request has several (absent: the first). */
   index?: number;
+  /** Pieces of function calls generated after the text. */
+  tool_calls?: { index: number; name?: string; arguments: string }[];
 }
 
 export class ChunkBatcher {
@@ -47,18 +51,43 @@ export class ChunkBatcher {
 
   push(requestId: string, text: string, logprobs?: WireLogprob[], index = 0): void {
     if (!text) return;
-    const piece = (): Piece => ({ request_id: requestId, text, ...(logprobs ? { logprobs: [...logprobs] } : {}), ...(index > 0 ? { index } : {}) });
+    this.add(requestId, index, () => ({ request_id: requestId, text, ...(logprobs ? { logprobs: [...logprobs] } : {}), ...(index > 0 ? { index } : {}) }), (gathered) => {
+      if (gathered.tool_calls) return false; // text after calls: sent after them, not merged before them
+      gathered.text += text;
+      if (logprobs) (gathered.logprobs ??= []).push(...logprobs);
+      return true;
+    });
+  }
+
+  /** A piece of a function call of the completion's (first) choice, sent after the text gathered before it. */
+  pushToolCall(requestId: string, delta: ToolCallDelta): void {
+    const wire = { index: delta.index, ...(delta.name !== undefined ? { name: delta.name } : {}), arguments: delta.arguments };
+    this.add(requestId, 0, () => ({ request_id: requestId, text: "", tool_calls: [wire] }), (gathered) => {
+      const calls = (gathered.tool_calls ??= []);
+      const last = calls.at(-1);
+      if (last && last.index === wire.index && wire.name === undefined) last.arguments += wire.arguments;
+      else calls.push(wire);
+      return true;
+    });
+  }
+
+  /**
+   * Sends `make()` at once when it is the completion's first piece or the link flushes every piece;
+   * else merges it into the piece the completion (choice) gathers (`merge` false: that one is sent first).
+   */
+  private add(requestId: string, index: number, make: () => Piece, merge: (gathered: Piece) => boolean): void {
     if (this.intervalMs <= 0 || !this.started.has(requestId)) {
       this.started.add(requestId);
-      this.send([piece()]);
+      this.send([make()]);
       return;
     }
     const key = index > 0 ? `${requestId}#${index}` : requestId;
     const gathered = this.pending.get(key);
-    if (!gathered) this.pending.set(key, piece());
-    else {
-      gathered.text += text;
-      if (logprobs) (gathered.logprobs ??= []).push(...logprobs);
+    if (!gathered) this.pending.set(key, make());
+    else if (!merge(gathered)) {
+      this.pending.delete(key);
+      this.send([gathered]);
+      this.pending.set(key, make());
     }
     if (this.timer) return;
     const wait = this.lastFlush + this.intervalMs - performance.now();

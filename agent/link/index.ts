@@ -9,10 +9,12 @@ import * as grpc from "@grpc/grpc-js";
 import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type EmbeddingRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
-import { AGENT_CAPABILITIES, CHAT_ROLES, FLEET_MESSAGE_BYTES, isChatRole, MAX_TOP_LOGPROBS, type ResponseFormat } from "../../core/chat.js";
+import { AGENT_CAPABILITIES, CHAT_ROLES, FLEET_MESSAGE_BYTES, isChatRole, MAX_TOP_LOGPROBS, type ResponseFormat, type ToolCallDelta } from "../../core/chat.js";
+import type { ChatMessage__Output } from "../../proto/gen/kiln/v1/ChatMessage.js";
 import { responseFormatFromProto, samplingFromProto } from "../../proto/sampling.js";
+import { toolFieldsFromProto, toolsFromProto } from "../../proto/tools.js";
 import { diskOf } from "../hardware/index.js";
-import { InvalidResponseFormatError, LlmEngineError, type ChatTurn, type LlmEngine, type TokenLogprob } from "../llm/index.js";
+import { InvalidResponseFormatError, InvalidToolsError, LlmEngineError, type ChatTurn, type GenerateOptions, type LlmEngine, type TokenLogprob } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
 import { ChunkBatcher, type Piece, type WireLogprob } from "./coalesce.js";
 import { KILN_VERSION } from "../../core/version.js";
@@ -201,6 +203,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     const chunks = this.chunks!;
     return this.serve(stream, id, "completion", req.trace_id, async (signal) => {
       const input = req.prompt !== undefined ? { prompt: req.prompt } : req.messages.map(toTurn);
+      const tools = withTools(req);
       const result = await this.options.engine.generate(req.model, input, {
         ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
         ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
@@ -210,6 +213,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         cacheScope: req.cache_scope,
         signal,
         ...(req.n > 1 ? { n: req.n } : {}),
+        ...(tools ? { ...tools, onToolCall: (delta: ToolCallDelta) => chunks.pushToolCall(id, delta) } : {}),
         onText: (text, logprobs, index) => chunks.push(id, text, logprobs?.map(toWireLogprob), index),
       });
       chunks.end(id);
@@ -281,9 +285,18 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
 }
 
 /** A wire message as an engine turn; the scheduler validated roles, but the wire is checked anyway. */
-function toTurn(m: { role: string; content: string }, i: number): ChatTurn {
+function toTurn(m: ChatMessage__Output, i: number): ChatTurn {
   if (!isChatRole(m.role)) throw new LlmEngineError("invalid_request", `messages[${i}].role: "${m.role}" is not one of ${CHAT_ROLES.join(", ")}`);
-  return { role: m.role, content: m.content };
+  return { role: m.role, content: m.content, ...toolFieldsFromProto(m) };
+}
+
+/** The request's tools as GenerateOptions, or the engine's error for ones that cannot be read. */
+function withTools(req: CompletionRequest__Output): Pick<GenerateOptions, "tools" | "toolChoice" | "parallelToolCalls"> | undefined {
+  try {
+    return toolsFromProto(req);
+  } catch (err) {
+    throw new InvalidToolsError((err as Error).message);
+  }
 }
 
 export { Backoff } from "./backoff.js";

@@ -5,14 +5,16 @@
  */
 import { createHash, randomInt } from "node:crypto";
 import { resolve } from "node:path";
-import { getLlama, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaContextSequence, type LlamaGpuType, type LlamaGrammar, type Token } from "node-llama-cpp";
-import type { ChatRole, ResponseFormat, Sampling } from "../../core/chat.js";
+import { getLlama, LlamaLogLevel, type ChatHistoryItem, type ChatModelFunctions, type Llama, type LlamaContextSequence, type LlamaGpuType, type LlamaGrammar, type Token } from "node-llama-cpp";
+import { checkToolOrder, type ChatMessage, type ChatRole, type ResponseFormat, type Sampling, type ToolCallDelta, type ToolChoice, type ToolFunction } from "../../core/chat.js";
 import { checkJsonSchema, toGrammarSchema } from "../../core/json-schema.js";
 import type { Logger } from "../../core/log.js";
-import { ContextLengthExceededError, GenerationAbortedError, InvalidChoicesError, InvalidLogitBiasError, InvalidResponseFormatError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
+import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
+import { ContextLengthExceededError, GenerationAbortedError, InvalidChoicesError, InvalidLogitBiasError, InvalidResponseFormatError, InvalidToolsError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
 import { loadedBinaries } from "./binaries.js";
 import { modelFingerprint } from "./fingerprint.js";
 import { ModelPool, type Slot } from "./pool.js";
+import { functionsFor, generateToolTurn } from "./tool-turn.js";
 import { generateTurn, type TokenLogprob } from "./turn.js";
 
 export interface LlmEngineOptions {
@@ -33,10 +35,8 @@ export interface LlmEngineOptions {
 
 export type { ChatRole };
 
-export interface ChatTurn {
-  role: ChatRole;
-  content: string;
-}
+/** A message of the conversation (a `tool` message answers a call of the assistant message before it). */
+export type ChatTurn = ChatMessage;
 
 export interface GenerateOptions {
   /** Most tokens to generate; default and ceiling: what is left of the context after the prompt. */
@@ -56,6 +56,17 @@ export interface GenerateOptions {
    */
   n?: number;
   /**
+   * Functions the model may call: shown to it in its template's syntax, and called with arguments
+   * valid for their schemas (tool-turn.ts). Not with `n` > 1, `logprobs` or `responseFormat`.
+   */
+  tools?: ToolFunction[];
+  /** With `tools`: "auto" (default), "none" (tools not shown: a plain turn), "required", or a named function. */
+  toolChoice?: ToolChoice;
+  /** With `tools`: whether a reply may hold several calls. Default true. */
+  parallelToolCalls?: boolean;
+  /** Each piece of a function call as it is generated (its first names the function). */
+  onToolCall?: (delta: ToolCallDelta) => void;
+  /**
    * Whose prompt this is (an opaque account name): a slot's cached prompt is reused only within one
    * scope, so that no account learns, from cached_tokens or timing, what another's prompt began with.
    * Default "" (one scope).
@@ -71,13 +82,16 @@ export interface GenerateOptions {
   local?: boolean;
 }
 
+/** Why a choice ended: the model's end or a stop text, `maxTokens`, or calls of functions for the client to run. */
+export type FinishReason = "stop" | "length" | "tool_calls";
+
 export interface GenerateResult {
   /** The first choice's text. */
   text: string;
   /** The first choice's finish reason. */
-  finishReason: "stop" | "length";
-  /** Every choice, by index (one unless `n` asked for more). */
-  choices: { text: string; finishReason: "stop" | "length"; completionTokens: number }[];
+  finishReason: FinishReason;
+  /** Every choice, by index (one unless `n` asked for more); `toolCalls` when it called functions. */
+  choices: { text: string; finishReason: FinishReason; completionTokens: number; toolCalls?: { name: string; arguments: string }[] }[];
   promptTokens: number;
   /** Prompt tokens whose KV cache the slot already held (a conversation's earlier turns): not evaluated again. */
   cachedTokens: number;
@@ -161,8 +175,11 @@ export class LlmEngine {
    */
   async generate(modelId: string, input: ChatTurn[] | { prompt: string }, options: GenerateOptions = {}): Promise<GenerateResult> {
     const pool = this.pool(modelId);
-    pool.refuseUnfittable(Array.isArray(input) ? input.reduce((n, m) => n + Buffer.byteLength(m.content), 0) : Buffer.byteLength(input.prompt));
-    const prompt = Array.isArray(input) ? pool.render(toHistory(input)) : pool.renderRaw(input.prompt);
+    const tools = toolsOf(input, options);
+    const textBytes = Array.isArray(input) ? input.reduce((n, m) => n + Buffer.byteLength(m.content) + (m.toolCalls ?? []).reduce((k, c) => k + Buffer.byteLength(c.arguments), 0), 0) : Buffer.byteLength(input.prompt);
+    pool.refuseUnfittable(textBytes + (tools ? Buffer.byteLength(JSON.stringify(options.tools)) : 0));
+    const history = Array.isArray(input) ? toHistory(input) : undefined;
+    const prompt = history ? pool.render(history, tools?.functions) : pool.renderRaw((input as { prompt: string }).prompt);
     const promptTokens = prompt.tokens.length;
     const room = pool.contextSize - promptTokens;
     if (room < 1) throw ContextLengthExceededError.tokens(promptTokens, pool.contextSize);
@@ -188,6 +205,21 @@ export class LlmEngine {
           await slot.sequence.clearHistory(); // another account's prompt: not a prefix to reuse
           slot.scope = scope;
         }
+      }
+      if (tools) {
+        const turn = await generateToolTurn(slots[0]!.sequence, pool.chatWrapper, history!, tools.functions, prompt.tokens, {
+          tools: options.tools!, toolChoice: tools.choice, parallelToolCalls: options.parallelToolCalls ?? true,
+          maxTokens, temperature: options.temperature ?? 1, sampling,
+          ...(options.signal ? { signal: options.signal } : {}),
+          ...(options.onText ? { onText: (text: string) => options.onText!(text, undefined, 0) } : {}),
+          ...(options.onToolCall ? { onToolCall: options.onToolCall } : {}),
+        });
+        if (turn.stopReason === "abort") throw new GenerationAbortedError();
+        const finishReason: FinishReason = turn.stopReason === "eog" ? "stop" : turn.stopReason;
+        return {
+          text: turn.text, finishReason, promptTokens, cachedTokens: turn.cachedTokens, completionTokens: turn.completionTokens,
+          choices: [{ text: turn.text, finishReason, completionTokens: turn.completionTokens, ...(turn.toolCalls.length > 0 ? { toolCalls: turn.toolCalls } : {}) }],
+        };
       }
       const cachedTokens = slots.length > 1 ? await sharePrompt(slots, prompt.tokens) : 0;
       const turns = await Promise.all(slots.map((slot, index) => generateTurn(slot.sequence, prompt, {
@@ -309,10 +341,68 @@ function choiceSeed(seed: number | undefined, index: number): number {
   return seed === undefined ? randomInt(0, 2 ** 32 - 1) : (seed + index) % 2 ** 32;
 }
 
-function toHistory(messages: ChatTurn[]): ChatHistoryItem[] {
-  return messages.map((m): ChatHistoryItem =>
-    m.role === "assistant" ? { type: "model", response: [m.content] } : { type: m.role, text: m.content },
-  );
+/**
+ * The functions a request offers the model and its choice, or undefined for a plain turn (no tools,
+ * or "none"). What cannot go with tools, or a choice naming no tool, is refused.
+ */
+function toolsOf(input: ChatTurn[] | { prompt: string }, options: GenerateOptions): { functions: ChatModelFunctions; choice: Exclude<ToolChoice, "none"> } | undefined {
+  const choice = options.toolChoice ?? "auto";
+  if (!options.tools?.length || choice === "none") return undefined;
+  if (!Array.isArray(input)) throw new InvalidToolsError("tools: a raw prompt cannot offer tools");
+  if ((options.n ?? 1) > 1 || options.logprobs !== undefined || options.responseFormat) throw new InvalidToolsError("tools: not with n > 1, logprobs or response_format");
+  const names = new Set<string>();
+  for (const [i, tool] of options.tools.entries()) {
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(tool.name) || names.has(tool.name)) throw new InvalidToolsError(`tools[${i}].function.name: ${JSON.stringify(tool.name.slice(0, 64))} is not a unique name of 1 to 64 letters, digits, _ or -`);
+    names.add(tool.name);
+    const problem = tool.parameters ? checkJsonSchema(tool.parameters) : undefined;
+    if (problem) throw new InvalidToolsError(`tools[${i}].function.parameters${problem.path ? `.${problem.path}` : ""}: ${problem.message}`);
+  }
+  if (typeof choice === "object" && !names.has(choice.name)) throw new InvalidToolsError(`tool_choice: ${JSON.stringify(choice.name.slice(0, 64))} is not one of the tools`);
+  return { functions: functionsFor(options.tools, choice), choice };
+}
+
+/**
+ * The conversation as node-llama-cpp's chat history: an assistant message's calls become function
+ * call items of its response, each with the result of the `tool` message answering it (parsed when
+ * it is JSON, else its text).
+ */
+export function toHistory(messages: ChatTurn[]): ChatHistoryItem[] {
+  const problem = checkToolOrder(messages);
+  if (problem) throw new LlmEngineError("invalid_request", `messages[${problem.index}].${problem.field}: ${problem.message}`);
+  const results = new Map<string, string>();
+  for (const m of messages) if (m.role === "tool") results.set(m.toolCallId!, m.content);
+  const history: ChatHistoryItem[] = [];
+  for (const [i, m] of messages.entries()) {
+    if (m.role === "tool") continue;
+    if (m.role !== "assistant") { history.push({ type: m.role, text: m.content }); continue; }
+    const calls = (m.toolCalls ?? []).map((call, j) => ({
+      type: "functionCall" as const, name: call.name, params: parseJson(call.arguments, `messages[${i}].tool_calls[${j}].function.arguments`), result: jsonOrText(results.get(call.id)!),
+    }));
+    history.push({ type: "model", response: [...(m.content || calls.length === 0 ? [m.content] : []), ...calls] });
+  }
+  return history;
+}
+
+/** A call's arguments: JSON, nested at most MAX_JSON_DEPTH deep (templates render it recursively). */
+function parseJson(text: string, field: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new LlmEngineError("invalid_request", `${field}: not JSON`);
+  }
+  if (nestedDeeperThan(value, MAX_JSON_DEPTH)) throw new LlmEngineError("invalid_request", `${field}: nested deeper than ${MAX_JSON_DEPTH} levels`);
+  return value;
+}
+
+/** A function's result as the template shows it: parsed when it is JSON (not too deeply nested), else its text. */
+function jsonOrText(text: string): unknown {
+  try {
+    const value: unknown = JSON.parse(text);
+    return nestedDeeperThan(value, MAX_JSON_DEPTH) ? text : value;
+  } catch {
+    return text;
+  }
 }
 
 /**

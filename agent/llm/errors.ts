@@ -44,6 +44,13 @@ export class InvalidResponseFormatError extends LlmEngineError {
 }
 
 /** `dimensions` asks for a vector size the model does not produce. */
+/** Tools the engine cannot offer as asked (the scheduler checks them first; the agent checks again). */
+export class InvalidToolsError extends LlmEngineError {
+  constructor(detail: string) {
+    super("invalid_tools", detail);
+  }
+}
+
 export class InvalidDimensionsError extends LlmEngineError {
   constructor(asked: number, size: number) {
     super("invalid_dimensions", `dimensions: this model's embeddings have ${size} dimensions, not ${asked} (omit dimensions, or ask for ${size})`);

@@ -4,7 +4,7 @@
  * time. A slot keeps its KV cache between requests, so a conversation that grows by a turn only
  * evaluates the new tokens when it lands on the same slot.
  */
-import { resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
+import { resolveChatWrapper, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
 import { MAX_EMBEDDING_BYTES, MAX_EMBEDDING_TOKENS } from "../../core/chat.js";
 import { ContextLengthExceededError, GenerationAbortedError, InvalidDimensionsError, TooManyEmbeddingsError, TooManyEmbeddingTokensError } from "./errors.js";
 import { renderPrompt, renderRawPrompt, type RenderedPrompt } from "./turn.js";
@@ -91,9 +91,9 @@ export class ModelPool {
     if (bytes > this.contextSize * this.maxTokenBytes) throw ContextLengthExceededError.text(bytes, this.contextSize, this.maxTokenBytes, field);
   }
 
-  /** The prompt as the model sees it: the history rendered through the chat template, and its stop triggers. */
-  render(history: ChatHistoryItem[]): RenderedPrompt {
-    return renderPrompt(this.model, this.chatWrapper, history);
+  /** The prompt as the model sees it: the history rendered through the chat template (with `functions` documented), and its stop triggers. */
+  render(history: ChatHistoryItem[], functions?: ChatModelFunctions): RenderedPrompt {
+    return renderPrompt(this.model, this.chatWrapper, history, functions);
   }
 
   /** A raw prompt as the model sees it: its text tokenized as text (never as special tokens), after the BOS token the model wants. */

@@ -8,7 +8,7 @@
  * (function calls, segments, context shift, a default repeat penalty that OpenAI's API does not
  * have), at a measured 0.3–0.5 ms per token on these machines (README, "Performance").
  */
-import { LlamaGrammarEvaluationState, LlamaText, SpecialToken, SpecialTokensText, TokenBias, type ChatHistoryItem, type ChatWrapper, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
+import { LlamaGrammarEvaluationState, LlamaText, SpecialToken, SpecialTokensText, TokenBias, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { Sampling } from "../../core/chat.js";
 import { rawTokenBytes } from "./token-bytes.js";
 
@@ -62,10 +62,13 @@ export interface RenderedPrompt {
   stops: StopTriggers;
 }
 
-/** Renders `history` (ending with the model's turn, possibly a prefill) through the chat wrapper. */
-export function renderPrompt(model: LlamaModel, wrapper: ChatWrapper, history: ChatHistoryItem[]): RenderedPrompt {
+/**
+ * Renders `history` (ending with the model's turn, possibly a prefill) through the chat wrapper, with
+ * `functions` documented as the template documents them (tool-turn.ts).
+ */
+export function renderPrompt(model: LlamaModel, wrapper: ChatWrapper, history: ChatHistoryItem[], functions?: ChatModelFunctions): RenderedPrompt {
   const rendered = history.at(-1)?.type === "model" ? history : [...history, { type: "model" as const, response: [] }];
-  const state = wrapper.generateContextState({ chatHistory: rendered });
+  const state = wrapper.generateContextState({ chatHistory: rendered, ...(functions ? { availableFunctions: functions, documentFunctionParams: true } : {}) });
   return { tokens: state.contextText.tokenize(model.tokenizer), stops: StopTriggers.from(model, state.stopGenerationTriggers) };
 }
 
@@ -278,7 +281,15 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
 }
 
 /** How many of the last generated tokens the penalties look at (llama.cpp's server default). */
-const PENALTY_LAST_N = 64;
+export const PENALTY_LAST_N = 64;
+
+/** `logit_bias` as node-llama-cpp's TokenBias (−100 bans the token), or undefined for none. */
+export function tokenBiasOf(model: LlamaModel, logitBias: Sampling["logitBias"]): TokenBias | undefined {
+  if (!logitBias || Object.keys(logitBias).length === 0) return undefined;
+  const bias = new TokenBias(model.tokenizer);
+  for (const [id, value] of Object.entries(logitBias)) bias.set(Number(id) as Token, value <= -100 ? "never" : { logit: value });
+  return bias;
+}
 
 /**
  * node-llama-cpp's sampler options for `sampling` (absent fields left out: its defaults). The
@@ -286,13 +297,9 @@ const PENALTY_LAST_N = 64;
  * PENALTY_LAST_N of them; `generated` grows as the turn runs.
  */
 function samplerOptions(model: LlamaModel, sampling: Sampling, generated: readonly Token[]) {
-  const { presencePenalty, frequencyPenalty, repeatPenalty, logitBias } = sampling;
+  const { presencePenalty, frequencyPenalty, repeatPenalty } = sampling;
   const penalties = presencePenalty !== undefined || frequencyPenalty !== undefined || repeatPenalty !== undefined;
-  let bias: TokenBias | undefined;
-  if (logitBias && Object.keys(logitBias).length > 0) {
-    bias = new TokenBias(model.tokenizer);
-    for (const [id, value] of Object.entries(logitBias)) bias.set(Number(id) as Token, value <= -100 ? "never" : { logit: value });
-  }
+  const bias = tokenBiasOf(model, sampling.logitBias);
   return {
     ...(sampling.topP !== undefined ? { topP: sampling.topP } : {}),
     ...(sampling.topK !== undefined ? { topK: sampling.topK } : {}),

@@ -12,6 +12,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import { InvalidRequestError, PayloadTooLargeError } from "../errors.js";
+import { MAX_JSON_DEPTH, nestedDeeperThan } from "../validate.js";
 
 const tooLarge = (maxBytes: number) => new PayloadTooLargeError("request_too_large", `body: larger than the ${maxBytes}-byte limit`);
 
@@ -19,13 +20,6 @@ const tooLarge = (maxBytes: number) => new PayloadTooLargeError("request_too_lar
 export async function readJsonBody(c: Context, maxBytes: number): Promise<unknown> {
   return parseJsonBody(await readBodyText(c, maxBytes));
 }
-
-/**
- * Deepest nesting of arrays and objects a body may have. JSON.parse takes tens of thousands of
- * levels, but code that walks the value recursively (JSON.stringify, schema validators) overflows
- * the stack on them; no request of this API needs more than a few.
- */
-export const MAX_JSON_DEPTH = 64;
 
 /** Parses body text; empty, malformed or too deeply nested JSON is a 400 `invalid_json` naming `body`. */
 function parseJsonBody(text: string): unknown {
@@ -36,20 +30,8 @@ function parseJsonBody(text: string): unknown {
   } catch (err) {
     throw new InvalidRequestError("invalid_json", `body: malformed JSON (${(err as Error).message})`);
   }
-  if (depthExceeds(value, MAX_JSON_DEPTH)) throw new InvalidRequestError("invalid_json", `body: nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (nestedDeeperThan(value, MAX_JSON_DEPTH)) throw new InvalidRequestError("invalid_json", `body: nested deeper than ${MAX_JSON_DEPTH} levels`);
   return value;
-}
-
-/** Whether `value` nests arrays and objects more than `limit` deep (walked without recursion). */
-function depthExceeds(value: unknown, limit: number): boolean {
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v !== "object" || v === null) continue;
-    if (depth + 1 > limit) return true;
-    for (const child of Object.values(v)) stack.push([child, depth + 1]);
-  }
-  return false;
 }
 
 /** The request body as UTF-8 text, at most `maxBytes` bytes; throws `PayloadTooLargeError` past that. */

@@ -23,6 +23,9 @@ import type { Registered as _kiln_v1_Registered, Registered__Output as _kiln_v1_
 import type { ResponseFormat as _kiln_v1_ResponseFormat, ResponseFormat__Output as _kiln_v1_ResponseFormat__Output } from './kiln/v1/ResponseFormat.js';
 import type { SchedulerMessage as _kiln_v1_SchedulerMessage, SchedulerMessage__Output as _kiln_v1_SchedulerMessage__Output } from './kiln/v1/SchedulerMessage.js';
 import type { TokenLogprob as _kiln_v1_TokenLogprob, TokenLogprob__Output as _kiln_v1_TokenLogprob__Output } from './kiln/v1/TokenLogprob.js';
+import type { Tool as _kiln_v1_Tool, Tool__Output as _kiln_v1_Tool__Output } from './kiln/v1/Tool.js';
+import type { ToolCall as _kiln_v1_ToolCall, ToolCall__Output as _kiln_v1_ToolCall__Output } from './kiln/v1/ToolCall.js';
+import type { ToolCallDelta as _kiln_v1_ToolCallDelta, ToolCallDelta__Output as _kiln_v1_ToolCallDelta__Output } from './kiln/v1/ToolCallDelta.js';
 import type { TopLogprob as _kiln_v1_TopLogprob, TopLogprob__Output as _kiln_v1_TopLogprob__Output } from './kiln/v1/TopLogprob.js';
 import type { Usage as _kiln_v1_Usage, Usage__Output as _kiln_v1_Usage__Output } from './kiln/v1/Usage.js';
 import type { Vector as _kiln_v1_Vector, Vector__Output as _kiln_v1_Vector__Output } from './kiln/v1/Vector.js';
@@ -56,6 +59,9 @@ export interface ProtoGrpcType {
       ResponseFormat: MessageTypeDefinition<_kiln_v1_ResponseFormat, _kiln_v1_ResponseFormat__Output>
       SchedulerMessage: MessageTypeDefinition<_kiln_v1_SchedulerMessage, _kiln_v1_SchedulerMessage__Output>
       TokenLogprob: MessageTypeDefinition<_kiln_v1_TokenLogprob, _kiln_v1_TokenLogprob__Output>
+      Tool: MessageTypeDefinition<_kiln_v1_Tool, _kiln_v1_Tool__Output>
+      ToolCall: MessageTypeDefinition<_kiln_v1_ToolCall, _kiln_v1_ToolCall__Output>
+      ToolCallDelta: MessageTypeDefinition<_kiln_v1_ToolCallDelta, _kiln_v1_ToolCallDelta__Output>
       TopLogprob: MessageTypeDefinition<_kiln_v1_TopLogprob, _kiln_v1_TopLogprob__Output>
       Usage: MessageTypeDefinition<_kiln_v1_Usage, _kiln_v1_Usage__Output>
       Vector: MessageTypeDefinition<_kiln_v1_Vector, _kiln_v1_Vector__Output>

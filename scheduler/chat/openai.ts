@@ -1,5 +1,6 @@
 /** The OpenAI-compatible shapes of chat completions (README, "API"). */
 import { randomBytes } from "node:crypto";
+import type { ToolCall } from "../../core/chat.js";
 import type { TokenLogprob } from "../fleet/index.js";
 
 export interface Usage {
@@ -25,6 +26,11 @@ export function completionId(): string {
   return `chatcmpl-${randomBytes(12).toString("base64url")}`;
 }
 
+/** A function call's id, as the client sends it back with the call's result. */
+export function toolCallId(): string {
+  return `call_${randomBytes(12).toString("base64url")}`;
+}
+
 export function usage(done: Done): Usage {
   return {
     prompt_tokens: done.promptTokens, completion_tokens: done.completionTokens, total_tokens: done.promptTokens + done.completionTokens,
@@ -44,11 +50,22 @@ export function logprobsBody(entries: TokenLogprob[] | undefined) {
   return { content: entries.map((e) => ({ ...withBytes(e), top_logprobs: e.top_logprobs.map(withBytes) })), refusal: null };
 }
 
-/** A `chat.completion`: one choice per text generated (`choices[i]`: its text and, when asked for, its tokens' log probabilities). */
-export function completionBody(id: string, created: number, model: string, choices: { text: string; logprobs?: TokenLogprob[] | undefined }[], done: Done) {
+/** A function call as OpenAI gives it. */
+const toolCallBody = (c: ToolCall) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } });
+
+/**
+ * A `chat.completion`: one choice per text generated (`choices[i]`: its text, its function calls, and
+ * when asked for its tokens' log probabilities). A reply of calls alone has null content, as OpenAI's.
+ */
+export function completionBody(id: string, created: number, model: string, choices: { text: string; logprobs?: TokenLogprob[] | undefined; toolCalls?: ToolCall[] }[], done: Done) {
+  const message = (c: (typeof choices)[number]) => {
+    const calls = c.toolCalls ?? [];
+    if (calls.length === 0) return { role: "assistant", content: c.text, refusal: null };
+    return { role: "assistant", content: c.text || null, refusal: null, tool_calls: calls.map(toolCallBody) };
+  };
   return {
     id, object: "chat.completion", created, model, system_fingerprint: fingerprintOf(done),
-    choices: choices.map((c, index) => ({ index, message: { role: "assistant", content: c.text, refusal: null }, logprobs: logprobsBody(c.logprobs), finish_reason: done.finishReasons[index] ?? done.finishReason })),
+    choices: choices.map((c, index) => ({ index, message: message(c), logprobs: logprobsBody(c.logprobs), finish_reason: done.finishReasons[index] ?? done.finishReason })),
     usage: usage(done),
   };
 }
@@ -66,13 +83,28 @@ export interface StreamIdentity {
  * A chunk with choice `index`'s delta (and, with `logprobs`, the entries of the tokens it completes);
  * `done` (on a finishing chunk) adds the choice's finish reason and the fingerprint.
  */
-export function chunkBody(s: StreamIdentity, index: number, delta: { role?: "assistant"; content?: string }, done?: Done, logprobs?: TokenLogprob[]) {
+export function chunkBody(s: StreamIdentity, index: number, delta: { role?: "assistant"; content?: string; tool_calls?: unknown[] }, done?: Done, logprobs?: TokenLogprob[]) {
   return {
     id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, system_fingerprint: done ? fingerprintOf(done) : null,
     choices: [{ index, delta, logprobs: logprobsBody(logprobs), finish_reason: done ? done.finishReasons[index] ?? done.finishReason : null }],
     ...(s.includeUsage ? { usage: null } : {}),
   };
 }
+
+/**
+ * The delta of function-call pieces, as OpenAI streams them: a call's first piece carries its id, type
+ * and name; every piece a fragment of its arguments.
+ */
+export function toolCallsDelta(pieces: StreamedToolCall[]) {
+  return {
+    tool_calls: pieces.map((p) => p.id !== undefined
+      ? { index: p.index, id: p.id, type: "function", function: { name: p.name ?? "", arguments: p.arguments } }
+      : { index: p.index, function: { arguments: p.arguments } }),
+  };
+}
+
+/** A piece of a function call on its way to the client: the call's place, and on its first piece its id and name. */
+export interface StreamedToolCall { index: number; id?: string; name?: string; arguments: string }
 
 /** The last chunk of `stream_options.include_usage`: no choices, the usage. */
 export function usageChunkBody(s: StreamIdentity, done: Done) {

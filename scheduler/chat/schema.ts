@@ -8,7 +8,7 @@ import { z } from "zod";
 import { refusal } from "../../core/schema.js";
 import { MAX_CHOICES, MAX_TOP_LOGPROBS } from "../../core/chat.js";
 import { checkJsonSchema, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
-import { describeValue } from "../../core/validate.js";
+import { describeValue, MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
 import { isCatalogModel } from "../../models/catalog.js";
 
 /** Most stop texts, as OpenAI allows. */
@@ -23,7 +23,12 @@ export const MAX_TOP_K = 2 ** 31 - 1;
 export const MAX_SEED = 2 ** 32 - 1;
 
 /** The roles a message may have; `developer` (OpenAI's newer system role) is read as `system`. */
-export const MESSAGE_ROLES = ["system", "user", "assistant", "developer"] as const;
+export const MESSAGE_ROLES = ["system", "user", "assistant", "developer", "tool"] as const;
+/** Most tools one request may offer (OpenAI's limit). */
+export const MAX_TOOLS = 128;
+/** A function's name, as OpenAI allows it. */
+const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const functionName = () => z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(FUNCTION_NAME);
 
 type Check = (value: Record<string, unknown>) => { path: string[]; code: string; message: string } | undefined;
 
@@ -48,19 +53,67 @@ const TextPart = refuseFirst(
   z.looseObject({ type: z.literal("text"), text: z.string({ error: "a string" }) }, { error: "a content part object" }),
 ).meta({ description: "A text part; the parts of a message are joined. Other part types (image_url, input_audio, file) are refused with 400 unsupported_content." });
 
+/** JSON text carried in a string (a call's arguments): it must parse, and nest no deeper than a body may. */
+const jsonText = z.string({ error: "a string of JSON" }).superRefine((text, ctx) => {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    ctx.addIssue({ code: "custom", message: "is not JSON", params: { code: "invalid_messages" }, input: text });
+    return;
+  }
+  if (nestedDeeperThan(value, MAX_JSON_DEPTH)) ctx.addIssue({ code: "custom", message: `nests deeper than ${MAX_JSON_DEPTH} levels`, params: { code: "invalid_messages" }, input: text });
+});
+
+const ToolCall = z.looseObject({
+  id: z.string({ error: "a string of 1 to 256 characters" }).min(1).max(256),
+  type: z.literal("function", { error: '"function"' }),
+  function: z.looseObject({ name: functionName(), arguments: jsonText }, { error: "an object with name and arguments" }),
+}, { error: "a tool call object" });
+
 const Message = refuseFirst(
-  (m) => {
-    if (m.role === "tool" || m.role === "function") return { path: ["role"], code: "unsupported_parameter", message: `"${m.role}" messages need tools, which this service does not support yet` };
-    if (present(m.tool_calls)) return { path: ["tool_calls"], code: "unsupported_parameter", message: "tool calls are not supported yet" };
-    return undefined;
-  },
+  (m) => m.role === "function" ? { path: ["role"], code: "unsupported_parameter", message: '"function" messages (deprecated function calling) are not supported; use tools and "tool" messages' } : undefined,
   z.looseObject({
     role: z.enum(MESSAGE_ROLES, { error: `one of ${MESSAGE_ROLES.join(", ")}` }),
-    content: z.union([z.string(), z.array(TextPart)], { error: "a string or an array of content parts" }),
+    content: z.union([z.string(), z.array(TextPart)], { error: "a string or an array of content parts" }).nullish(),
     name: z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(/^[A-Za-z0-9_-]{1,64}$/).nullish()
       .meta({ description: "The participant's name: the message's text is given to the model as \"name: text\" (chat templates have no place of their own for it)." }),
-  }, { error: "an object with role and content" }),
+    tool_calls: z.array(ToolCall, { error: "an array of tool calls" }).nullish()
+      .meta({ description: "An assistant message's function calls (content may then be null), each answered by a tool message right after it." }),
+    tool_call_id: z.string({ error: "a string" }).nullish().meta({ description: "A tool message: the id of the call whose result it holds." }),
+  }, { error: "an object with role and content" }).superRefine((m, ctx) => {
+    const issue = (path: string, code: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message, params: { code }, input: m[path as keyof typeof m] });
+    if (m.tool_calls?.length && m.role !== "assistant") issue("tool_calls", "invalid_messages", "only assistant messages have tool calls");
+    if (m.role === "tool" && !present(m.tool_call_id)) issue("tool_call_id", "missing_required_field", "is required in a tool message");
+    if (!present(m.content) && !(m.role === "assistant" && m.tool_calls?.length)) issue("content", "missing_required_field", "is required (it may be null only in an assistant message with tool_calls)");
+  }),
 );
+
+/** A function's parameters: the JSON Schema subset a grammar holds its arguments to, an object at the root. */
+const FunctionParameters = z.record(z.string(), z.unknown(), { error: "a JSON Schema object" }).superRefine((schema, ctx) => {
+  const problem = checkJsonSchema(schema);
+  if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: { code: "invalid_tools" }, input: schema });
+  else if (schema.type !== "object") ctx.addIssue({ code: "custom", path: ["type"], message: 'must be "object": the arguments are a JSON object', params: { code: "invalid_tools" }, input: schema.type });
+}).meta({ description: "JSON Schema of the arguments (type object at the root), the subset response_format's json_schema takes; the arguments are generated under a grammar from it, so they always parse and match it." });
+
+const Tool = refuseFirst(
+  (t) => t.type === "function" ? undefined : { path: ["type"], code: "unsupported_parameter", message: `tools of type ${describeValue(t.type)} are not supported; only "function"` },
+  z.looseObject({
+    type: z.literal("function"),
+    function: z.looseObject({
+      name: functionName(),
+      description: z.string({ error: "a string" }).nullish(),
+      parameters: FunctionParameters.nullish(),
+      strict: z.boolean({ error: "a boolean" }).nullish().meta({ description: "The arguments are always held to the schema, strict or not." }),
+    }, { error: "an object with a name" }),
+  }, { error: "a tool object" }),
+);
+
+const TOOL_CHOICES = 'one of "none", "auto", "required", or {"type": "function", "function": {"name": …}}';
+const ToolChoice = z.union([
+  z.enum(["none", "auto", "required"], { error: TOOL_CHOICES }),
+  z.looseObject({ type: z.literal("function"), function: z.looseObject({ name: functionName() }) }),
+], { error: TOOL_CHOICES });
 
 /** `response_format.json_schema.schema`: the JSON Schema subset a grammar can hold the output to (core/json-schema.ts). */
 const OutputSchema = z.record(z.string(), z.unknown(), { error: "a JSON Schema object" }).superRefine((schema, ctx) => {
@@ -132,8 +185,10 @@ const Fields = {
   logprobs: nullable(z.boolean({ error: "a boolean" }), "The log probability of each generated token (choices[].logprobs.content), streamed too: of the distribution the token was sampled from, after the sampler's filters (top_k, top_p, min_p); at temperature 0, the model's whole distribution."),
   top_logprobs: integerFrom(0, MAX_TOP_LOGPROBS, "With logprobs: this many of the most likely tokens at each place."),
   response_format: nullable(ResponseFormat, 'Output held to JSON by a grammar: {"type": "json_object"}, or {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}; "text" is the default.'),
-  tools: refused("Tools (an empty list is accepted)."),
-  tool_choice: refused('"none" and "auto" are accepted.'),
+  tools: nullable(z.array(Tool, { error: "an array of tools" }).max(MAX_TOOLS, { error: `at most ${MAX_TOOLS} tools` }),
+    "Functions the model may call, documented in the prompt in its chat template's syntax. A call's name and arguments are generated under grammars: a known name, arguments valid for its parameters. Not with n > 1, logprobs or response_format."),
+  tool_choice: nullable(ToolChoice, '"auto" (default with tools): the model decides; "none": it answers in text and is not shown the tools; "required": it calls one at least; a named function: it calls that one (shown only it).'),
+  parallel_tool_calls: nullable(z.boolean({ error: "a boolean" }), "Whether one reply may hold several calls (default true)."),
   functions: refused("Deprecated function calling (an empty list is accepted)."),
   function_call: refused('"none" and "auto" are accepted.'),
   store: nullable(z.boolean({ error: "a boolean" }), "Completions are not stored: true is refused."),
@@ -144,11 +199,10 @@ const Fields = {
   web_search_options: refused("Web search."),
   reasoning_effort: refused("Reasoning effort."),
   metadata: z.unknown().optional().meta({ description: "Accepted and ignored (listed in x-kiln-ignored-fields)." }),
-  parallel_tool_calls: z.unknown().optional().meta({ description: "Accepted and ignored without tools (listed in x-kiln-ignored-fields)." }),
 };
 
 /** Members documented but with no effect here: reported back as ignored, like unknown ones. */
-export const IGNORED_KNOWN: ReadonlySet<string> = new Set(["user", "metadata", "parallel_tool_calls"]);
+export const IGNORED_KNOWN: ReadonlySet<string> = new Set(["user", "metadata"]);
 
 /** The OpenAI features this service does not implement, refused when a request asks for them. */
 function refuseUnsupported(b: z.infer<typeof Shape>, ctx: z.RefinementCtx): void {
@@ -160,8 +214,7 @@ function refuseUnsupported(b: z.infer<typeof Shape>, ctx: z.RefinementCtx): void
   if (present(b.top_logprobs) && b.logprobs !== true) {
     ctx.addIssue({ code: "custom", path: ["top_logprobs"], message: "needs logprobs: true", params: { code: "invalid_top_logprobs" }, input: b.top_logprobs });
   }
-  if (setList(b.tools)) refuse("tools", "tools are not supported yet");
-  if (choice(b.tool_choice)) refuse("tool_choice", "tools are not supported yet");
+  checkTools(b, ctx, refuse);
   if (setList(b.functions)) refuse("functions", "function calling is not supported yet");
   if (choice(b.function_call)) refuse("function_call", "function calling is not supported yet");
   if (b.store === true) refuse("store", "completions are not stored by this service");
@@ -171,6 +224,29 @@ function refuseUnsupported(b: z.infer<typeof Shape>, ctx: z.RefinementCtx): void
   if (present(b.max_tokens) && present(b.max_completion_tokens) && b.max_tokens !== b.max_completion_tokens) {
     ctx.addIssue({ code: "custom", path: ["max_completion_tokens"], message: `${b.max_completion_tokens} differs from max_tokens ${b.max_tokens}; send one`, params: { code: "invalid_max_tokens" }, input: b.max_completion_tokens });
   }
+}
+
+/**
+ * Tools against the rest of the request: unique names, a choice that names one of them (or needs
+ * them), and the features a turn with tools does not have (n > 1, logprobs, response_format).
+ */
+function checkTools(b: z.infer<typeof Shape>, ctx: z.RefinementCtx, refuse: (field: string, message: string) => void): void {
+  const tools = b.tools ?? [];
+  const names = new Set<string>();
+  for (const [i, tool] of tools.entries()) {
+    if (names.has(tool.function.name)) ctx.addIssue({ code: "custom", path: ["tools", i, "function", "name"], message: `${JSON.stringify(tool.function.name)} is the name of an earlier tool`, params: { code: "invalid_tools" }, input: tool.function.name });
+    names.add(tool.function.name);
+  }
+  const choice = b.tool_choice;
+  if (typeof choice === "object" && choice !== null && !names.has(choice.function.name)) {
+    ctx.addIssue({ code: "custom", path: ["tool_choice", "function", "name"], message: `${JSON.stringify(choice.function.name)} is not one of the tools`, params: { code: "invalid_tool_choice" }, input: choice.function.name });
+  } else if (choice === "required" && tools.length === 0) {
+    ctx.addIssue({ code: "custom", path: ["tool_choice"], message: '"required" needs tools', params: { code: "invalid_tool_choice" }, input: choice });
+  }
+  if (tools.length === 0 || choice === "none") return;
+  if (b.n && b.n > 1) refuse("n", "with tools, one choice only");
+  if (b.logprobs === true) refuse("logprobs", "not supported together with tools");
+  if (b.response_format && b.response_format.type !== "text") refuse("response_format", "not supported together with tools (a call's arguments are held to its parameters)");
 }
 
 const Shape = z.looseObject(Fields);

@@ -84,12 +84,13 @@ describe("validateChatCompletion", () => {
     [{ model: MODEL, messages: [[]] }, "invalid_type", "messages[0]: expected an object with role and content, got array"],
     [{ model: MODEL, messages: [{ role: "user", content: "a" }, { content: "b" }] }, "missing_required_field", "messages[1].role: is required"],
     [{ model: MODEL, messages: [{ role: null, content: "b" }] }, "missing_required_field", "messages[0].role: is required"],
-    [{ model: MODEL, messages: [{ role: 1, content: "b" }] }, "invalid_type", "messages[0].role: expected one of system, user, assistant, developer, got number"],
-    [{ model: MODEL, messages: [{ role: "robot", content: "b" }] }, "invalid_role", 'messages[0].role: expected one of system, user, assistant, developer, got "robot"'],
-    [{ model: MODEL, messages: [{ role: "tool", content: "b" }] }, "unsupported_parameter", 'messages[0].role: "tool" messages need tools, which this service does not support yet'],
+    [{ model: MODEL, messages: [{ role: 1, content: "b" }] }, "invalid_type", "messages[0].role: expected one of system, user, assistant, developer, tool, got number"],
+    [{ model: MODEL, messages: [{ role: "robot", content: "b" }] }, "invalid_role", 'messages[0].role: expected one of system, user, assistant, developer, tool, got "robot"'],
+    [{ model: MODEL, messages: [{ role: "tool", content: "b" }] }, "missing_required_field", "messages[0].tool_call_id: is required in a tool message"],
+    [{ model: MODEL, messages: [{ role: "function", name: "f", content: "b" }] }, "unsupported_parameter", 'messages[0].role: "function" messages (deprecated function calling) are not supported; use tools and "tool" messages'],
     [{ model: MODEL, messages: [{ role: "user", content: "b", name: "ann lee" }] }, "invalid_name", 'messages[0].name: expected a name of 1 to 64 letters, digits, _ or -, got "ann lee"'],
     [{ model: MODEL, messages: [{ role: "user", content: "b", name: 5 }] }, "invalid_type", "messages[0].name: expected a name of 1 to 64 letters, digits, _ or -, got number"],
-    [{ model: MODEL, messages: [{ role: "assistant", content: null, tool_calls: [] }] }, "unsupported_parameter", "messages[0].tool_calls: tool calls are not supported yet"],
+    [{ model: MODEL, messages: [{ role: "assistant", content: null, tool_calls: [] }] }, "missing_required_field", "messages[0].content: is required (it may be null only in an assistant message with tool_calls)"],
     [{ model: MODEL, messages: [{ role: "user", content: [{ type: "text", text: "a" }, { type: "image_url", image_url: { url: "http://x" } }] }] }, "unsupported_content", 'messages[0].content[1]: content parts of type "image_url" are not supported; only "text"'],
     [{ model: MODEL, messages: [{ role: "user", content: [{ type: "text", text: 5 }] }] }, "invalid_type", "messages[0].content[0].text: expected a string, got number"],
     [{ ...base, n: 17 }, "invalid_n", "n: expected an integer from 1 to 16, got 17"],
@@ -107,8 +108,7 @@ describe("validateChatCompletion", () => {
     [{ ...base, response_format: { type: "json_schema", json_schema: { name: "a", schema: { type: "array", minItems: 100000 } } } }, "invalid_response_format", "response_format.json_schema.schema.minItems: expected an integer from 0 to 256"],
     [{ ...base, response_format: { type: "json_schema", json_schema: { name: "a", schema: { $ref: "#/$defs/nope" } } } }, "invalid_response_format", "response_format.json_schema.schema.$ref: expected #/$defs/<name> of a definition in this schema's $defs"],
     [{ ...base, response_format: { type: "json_schema", json_schema: { name: "a", schema: { anyOf: [{ type: "wat" }] } } } }, "invalid_response_format", "response_format.json_schema.schema.anyOf[0].type: expected one or more of string, number, integer, boolean, null, object, array"],
-    [{ ...base, tools: [{ type: "function", function: { name: "f" } }] }, "unsupported_parameter", "tools: tools are not supported yet"],
-    [{ ...base, tool_choice: "required" }, "unsupported_parameter", "tool_choice: tools are not supported yet"],
+    [{ ...base, tool_choice: "required" }, "invalid_tool_choice", 'tool_choice: "required" needs tools'],
     [{ ...base, store: true }, "unsupported_parameter", "store: completions are not stored by this service"],
     [{ ...base, audio: { voice: "x" } }, "unsupported_parameter", "audio: not supported by this service"],
     [{ ...base, modalities: ["text", "audio"] }, "unsupported_parameter", "modalities: only text output is supported"],
@@ -131,8 +131,8 @@ describe("validateChatCompletion", () => {
     [{ ...base, logit_bias: { "-1": 5 } }, "invalid_logit_bias", 'logit_bias: expected keys that are a token id, got "-1"'],
     [{ ...base, logit_bias: { "12": 101 } }, "invalid_logit_bias", "logit_bias.12: expected a number from -100 to 100, got 101"],
     [{ ...base, logit_bias: [1] }, "invalid_type", "logit_bias: expected an object of token ids to numbers, got array"],
-    [{ model: MODEL, messages: [{ role: "user" }] }, "missing_required_field", "messages[0].content: is required"],
-    [{ model: MODEL, messages: [{ role: "user", content: null }] }, "missing_required_field", "messages[0].content: is required"],
+    [{ model: MODEL, messages: [{ role: "user" }] }, "missing_required_field", "messages[0].content: is required (it may be null only in an assistant message with tool_calls)"],
+    [{ model: MODEL, messages: [{ role: "user", content: null }] }, "missing_required_field", "messages[0].content: is required (it may be null only in an assistant message with tool_calls)"],
     [{ model: MODEL, messages: [{ role: "user", content: 3 }] }, "invalid_type", "messages[0].content: expected a string or an array of content parts, got number"],
     [{ ...base, max_tokens: 0 }, "invalid_max_tokens", "max_tokens: expected an integer of at least 1, got 0"],
     [{ ...base, max_tokens: 1.5 }, "invalid_max_tokens", "max_tokens: expected an integer of at least 1, got 1.5"],
@@ -167,5 +167,64 @@ describe("validateChatCompletion", () => {
     expect(() => validateChatCompletion({ ...base, max_tokens: 0 })).toThrow(expect.objectContaining({ code: "invalid_max_tokens", field: "max_tokens" }));
     expect(() => validateChatCompletion({ ...base, stop: [""] })).toThrow(expect.objectContaining({ field: "stop[0]" }));
     expect(() => validateChatCompletion({ ...base, messages: [{ role: "user", content: [{ type: "input_audio" }] }] })).toThrow(expect.objectContaining({ field: "messages[0].content[0]" }));
+  });
+});
+
+describe("validateChatCompletion: tools", () => {
+  const weather = { type: "function", function: { name: "get_weather", description: "The weather in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } };
+  const call = { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } };
+  const history = [{ role: "user", content: "weather?" }, { role: "assistant", content: null, tool_calls: [call] }, { role: "tool", tool_call_id: "call_1", content: "sunny" }];
+
+  it("takes tools, the choice and parallel_tool_calls; tool_choice none sends no tools", () => {
+    expect(validateChatCompletion({ ...base, tools: [weather] })).toMatchObject({ tools: [{ name: "get_weather", description: "The weather in a city", parameters: weather.function.parameters }] });
+    expect(validateChatCompletion({ ...base, tools: [weather] })).not.toHaveProperty("toolChoice");
+    expect(validateChatCompletion({ ...base, tools: [weather], tool_choice: "required", parallel_tool_calls: false })).toMatchObject({ toolChoice: "required", parallelToolCalls: false });
+    expect(validateChatCompletion({ ...base, tools: [weather], tool_choice: { type: "function", function: { name: "get_weather" } } }).toolChoice).toEqual({ name: "get_weather" });
+    const none = validateChatCompletion({ ...base, tools: [weather], tool_choice: "none", n: 2, logprobs: true, stream: true });
+    expect(none).not.toHaveProperty("tools");
+    expect(none).toMatchObject({ n: 2, logprobs: 0 });
+    expect(validateChatCompletion({ ...base, tools: [{ type: "function", function: { name: "ping" } }] }).tools).toEqual([{ name: "ping" }]);
+  });
+
+  it("carries an assistant's calls and the tool messages answering them (a tool message's name is not put in its text)", () => {
+    const messages = validateChatCompletion({ ...base, messages: [...history.slice(0, 2), { ...history[2], name: "weather_bot" }] }).messages;
+    expect(messages).toEqual([
+      { role: "user", content: "weather?" },
+      { role: "assistant", content: "", toolCalls: [{ id: "call_1", name: "get_weather", arguments: '{"city":"Paris"}' }] },
+      { role: "tool", content: "sunny", toolCallId: "call_1" },
+    ]);
+  });
+
+  it("takes hostile tool names as plain names: __proto__, constructor", () => {
+    const tools = ["__proto__", "constructor", "toString"].map((name) => ({ type: "function", function: { name } }));
+    expect(validateChatCompletion({ ...base, tools, tool_choice: { type: "function", function: { name: "constructor" } } })).toMatchObject({ tools: [{ name: "__proto__" }, { name: "constructor" }, { name: "toString" }], toolChoice: { name: "constructor" } });
+    expect(() => validateChatCompletion({ ...base, tools, tool_choice: { type: "function", function: { name: "hasOwnProperty" } } })).toThrow(expect.objectContaining({ code: "invalid_tool_choice" }));
+  });
+
+  const deep = "[".repeat(65) + "]".repeat(65);
+  it.each([
+    [{ ...base, tools: [weather, weather] }, "invalid_tools", 'tools[1].function.name: "get_weather" is the name of an earlier tool'],
+    [{ ...base, tools: [{ type: "function", function: { name: "a b" } }] }, "invalid_name", 'tools[0].function.name: expected a name of 1 to 64 letters, digits, _ or -, got "a b"'],
+    [{ ...base, tools: [{ type: "web_search" }] }, "unsupported_parameter", 'tools[0].type: tools of type "web_search" are not supported; only "function"'],
+    [{ ...base, tools: [{ type: "function", function: { name: "f", parameters: { type: "string" } } }] }, "invalid_tools", 'tools[0].function.parameters.type: must be "object": the arguments are a JSON object'],
+    [{ ...base, tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { x: { type: "string", pattern: "a" } } } } }] }, "invalid_tools", "tools[0].function.parameters.properties.x.pattern: this keyword is not supported by structured output (the grammar could not hold the output to it)"],
+    [{ ...base, tools: Array.from({ length: 129 }, (_, i) => ({ type: "function", function: { name: `f${i}` } })) }, "invalid_tools", "tools: expected at most 128 tools, got 129 items"],
+    [{ ...base, tools: [weather], tool_choice: { type: "function", function: { name: "other" } } }, "invalid_tool_choice", 'tool_choice.function.name: "other" is not one of the tools'],
+    [{ ...base, tools: [weather], tool_choice: "always" }, "invalid_tool_choice", 'tool_choice: expected one of "none", "auto", "required", or {"type": "function", "function": {"name": …}}, got "always"'],
+    [{ ...base, tools: [weather], n: 2 }, "unsupported_parameter", "n: with tools, one choice only"],
+    [{ ...base, tools: [weather], logprobs: true }, "unsupported_parameter", "logprobs: not supported together with tools"],
+    [{ ...base, tools: [weather], response_format: { type: "json_object" } }, "unsupported_parameter", "response_format: not supported together with tools (a call's arguments are held to its parameters)"],
+    [{ ...base, tools: [weather], parallel_tool_calls: "yes" }, "invalid_type", "parallel_tool_calls: expected a boolean, got string"],
+    [{ ...base, messages: [{ role: "tool", tool_call_id: "call_9", content: "x" }] }, "invalid_messages", 'messages[0].tool_call_id: "call_9" is not a call of the assistant message before it'],
+    [{ ...base, messages: history.slice(0, 2) }, "invalid_messages", 'messages[1].tool_calls: the call "call_1" has no tool message answering it (each call is answered by a tool message right after it)'],
+    [{ ...base, messages: [...history, { role: "user", content: "and?" }, { role: "tool", tool_call_id: "call_1", content: "again" }] }, "invalid_messages", 'messages[4].tool_call_id: "call_1" is not a call of the assistant message before it'],
+    [{ ...base, messages: [...history, history[2]] }, "invalid_messages", 'messages[3].tool_call_id: the call "call_1" is answered twice'],
+    [{ ...base, messages: [history[0], { role: "assistant", content: null, tool_calls: [call, call] }] }, "invalid_messages", 'messages[1].tool_calls: the id "call_1" is used by two calls'],
+    [{ ...base, messages: [{ role: "user", content: "x", tool_calls: [call] }] }, "invalid_messages", "messages[0].tool_calls: only assistant messages have tool calls"],
+    [{ ...base, messages: [history[0], { role: "assistant", content: null, tool_calls: [{ ...call, function: { name: "f", arguments: "{oops" } }] }] }, "invalid_messages", "messages[1].tool_calls[0].function.arguments: is not JSON"],
+    [{ ...base, messages: [history[0], { role: "assistant", content: null, tool_calls: [{ ...call, function: { name: "f", arguments: deep } }] }] }, "invalid_messages", "messages[1].tool_calls[0].function.arguments: nests deeper than 64 levels"],
+    [{ ...base, functions: [{ name: "f" }] }, "unsupported_parameter", "functions: function calling is not supported yet"],
+  ])("refuses %j with %s", (body, code, message) => {
+    expect(() => validateChatCompletion(body)).toThrow(expect.objectContaining({ status: 400, type: "invalid_request_error", code, message }));
   });
 });

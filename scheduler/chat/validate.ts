@@ -3,7 +3,7 @@
  * the fleet's request: developer messages as system, text parts joined, sampling gathered, the
  * default `max_tokens` applied. Every failure is an `InvalidRequestError` naming the field (core/schema.ts).
  */
-import { MAX_LOGPROB_ENTRIES, type Sampling } from "../../core/chat.js";
+import { checkToolOrder, MAX_LOGPROB_ENTRIES, type Sampling } from "../../core/chat.js";
 import { InvalidRequestError } from "../../core/errors.js";
 import { parseBody } from "../../core/schema.js";
 import type { ChatMessage, CompletionRequest } from "../fleet/index.js";
@@ -26,11 +26,18 @@ export interface ChatValidationOptions {
 export function validateChatCompletion(body: unknown, options: ChatValidationOptions = {}): ChatCompletionBody {
   const b = parseBody(ChatCompletionRequest, body);
   const messages = b.messages.map((m): ChatMessage => {
-    const text = typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join("");
+    const text = typeof m.content === "string" ? m.content : (m.content ?? []).map((part) => part.text).join("");
     // a participant's name has no place in chat templates: it leads the text, as a transcript writes it
-    // (not on the assistant's own turns: a prefill would be continued after the name)
-    return { role: m.role === "developer" ? "system" : m.role, content: m.name && m.role !== "assistant" ? `${m.name}: ${text}` : text };
+    // (not on the assistant's own turns, nor on a function's result: a prefill would be continued after the name)
+    const named = m.name && m.role !== "assistant" && m.role !== "tool";
+    return {
+      role: m.role === "developer" ? "system" : m.role, content: named ? `${m.name}: ${text}` : text,
+      ...(m.tool_calls?.length ? { toolCalls: m.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) } : {}),
+      ...(m.role === "tool" ? { toolCallId: m.tool_call_id! } : {}),
+    };
   });
+  const order = checkToolOrder(messages);
+  if (order) throw new InvalidRequestError("invalid_messages", `messages[${order.index}].${order.field}: ${order.message}`, `messages[${order.index}].${order.field}`);
   const ignored = Object.keys(body as object).filter((k) => !KNOWN_FIELDS.has(k) || IGNORED_KNOWN.has(k));
   const out: ChatCompletionBody = { model: b.model, messages, stream: b.stream ?? false, includeUsage: b.stream_options?.include_usage ?? false, ignored };
 
@@ -43,6 +50,13 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
   if (b.logprobs === true) out.logprobs = b.top_logprobs ?? 0;
   if (b.n && b.n > 1) out.n = b.n;
   checkLogprobBudget(out);
+  const tools = b.tools ?? [];
+  if (tools.length > 0 && b.tool_choice !== "none") {
+    out.tools = tools.map((t) => ({ name: t.function.name, ...(t.function.description ? { description: t.function.description } : {}), ...(t.function.parameters ? { parameters: t.function.parameters } : {}) }));
+    const choice = b.tool_choice;
+    if (choice === "required" || typeof choice === "object" && choice !== null) out.toolChoice = choice === "required" ? "required" : { name: choice.function.name };
+    if (b.parallel_tool_calls === false) out.parallelToolCalls = false;
+  }
   const format = b.response_format;
   if (format?.type === "json_object" || (format?.type === "json_schema" && !format.json_schema?.schema)) out.responseFormat = { type: "json_object" };
   else if (format?.type === "json_schema") out.responseFormat = { type: "json_schema", schema: format.json_schema!.schema! };

@@ -71,8 +71,8 @@ describe("Fleet routing", () => {
     f.attach(register("a", 2), a);
     const first = drain(f.submit(request)), second = drain(f.submit(request));
     const [x, y] = a.requests();
-    f.receive("a", a, { body: "chunk", chunk: { request_id: x!, text: "Once", logprobs: [], index: 0 } });
-    f.receive("a", a, { body: "chunks", chunks: { chunks: [{ request_id: y!, text: "Hello", logprobs: [], index: 0 }, { request_id: x!, text: " upon", logprobs: [], index: 0 }, { request_id: "gone", text: "lost", logprobs: [], index: 0 }] } });
+    f.receive("a", a, { body: "chunk", chunk: { request_id: x!, text: "Once", logprobs: [], index: 0, tool_calls: [] } });
+    f.receive("a", a, { body: "chunks", chunks: { chunks: [{ request_id: y!, text: "Hello", logprobs: [], index: 0, tool_calls: [] }, { request_id: x!, text: " upon", logprobs: [], index: 0, tool_calls: [] }, { request_id: "gone", text: "lost", logprobs: [], index: 0, tool_calls: [] }] } });
     for (const id of [x!, y!]) f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 }, finish_reasons: [] } });
     const done = { type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, finishReasons: ["length"], cachedTokens: 0, fingerprint: "fp_test" };
     expect(await first).toEqual([{ type: "text", text: "Once", index: 0 }, { type: "text", text: " upon", index: 0 }, done]);
@@ -88,6 +88,9 @@ describe("Fleet routing", () => {
     const json = { ...request, responseFormat: { type: "json_object" as const } };
     expect(() => f.submit(seeded)).toThrow(expect.objectContaining({ status: 503, code: "model_unavailable", message: expect.stringMatching(/supports sampling \(older agents\)/) }));
     expect(() => f.submit(json)).toThrow(expect.objectContaining({ status: 503, message: expect.stringMatching(/supports response_format/) }));
+    const withTools = { ...request, tools: [{ name: "f" }] };
+    const answering = { ...request, messages: [{ role: "assistant" as const, content: "", toolCalls: [{ id: "c", name: "f", arguments: "{}" }] }, { role: "tool" as const, content: "1", toolCallId: "c" }] };
+    for (const r of [withTools, answering]) expect(() => f.submit(r)).toThrow(expect.objectContaining({ status: 503, message: expect.stringMatching(/supports tools/) }));
     f.submit(request); // plain chat still goes to the old agent
     expect(old.requests()).toHaveLength(1);
     f.attach(register("current", 1, ["sampling", "response_format"]), current);
@@ -161,7 +164,7 @@ describe("Fleet routing", () => {
     f.attach(register("b", 1), b);
     f.detach("a", a, "killed");
     expect(b.requests()).toEqual([id]);
-    f.receive("b", b, { body: "chunk", chunk: { request_id: id!, text: "hello", logprobs: [], index: 0 } });
+    f.receive("b", b, { body: "chunk", chunk: { request_id: id!, text: "hello", logprobs: [], index: 0, tool_calls: [] } });
     f.receive("b", b, { body: "done", done: { request_id: id!, finish_reason: "stop", usage: { prompt_tokens: 3, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] } });
     expect(await events).toEqual([{ type: "text", text: "hello", index: 0 }, { type: "done", finishReason: "stop", promptTokens: 3, completionTokens: 1, finishReasons: ["stop"], cachedTokens: 0, fingerprint: "fp_test" }]);
     f.close();
@@ -175,7 +178,7 @@ describe("Fleet routing", () => {
     const events = drain(f.submit(request));
     const owner = a.requests().length ? a : b;
     const id = owner.requests()[0]!;
-    f.receive(owner === a ? "a" : "b", owner, { body: "chunk", chunk: { request_id: id, text: "partial", logprobs: [], index: 0 } });
+    f.receive(owner === a ? "a" : "b", owner, { body: "chunk", chunk: { request_id: id, text: "partial", logprobs: [], index: 0, tool_calls: [] } });
     f.detach(owner === a ? "a" : "b", owner, "killed");
     await expect(events).rejects.toMatchObject({ status: 502, code: "agent_lost" });
     expect((owner === a ? b : a).requests()).toHaveLength(0);
@@ -206,7 +209,7 @@ describe("Fleet routing", () => {
     // a's slot is free again and as loaded as b's, yet the retry goes to b.
     expect([a.requests().length, b.requests().length]).toEqual([1, 1]);
     const id = b.requests()[0]!;
-    f.receive("b", b, { body: "chunk", chunk: { request_id: id, text: "ok", logprobs: [], index: 0 } });
+    f.receive("b", b, { body: "chunk", chunk: { request_id: id, text: "ok", logprobs: [], index: 0, tool_calls: [] } });
     f.receive("b", b, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] } });
     expect((await events).map((e) => e.type)).toEqual(["text", "done"]);
     f.close();

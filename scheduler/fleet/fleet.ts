@@ -18,6 +18,7 @@ import { requiredCapabilities } from "../../core/chat.js";
 import { InvalidRequestError, ServiceUnavailableError, UpstreamError, type KilnError } from "../../core/errors.js";
 import type { AgentMessage__Output, CompletionChunk__Output, Register__Output } from "../../proto/index.js";
 import { responseFormatToProto, samplingToProto } from "../../proto/sampling.js";
+import { messagesToProto, toolsToProto } from "../../proto/tools.js";
 import { Channel } from "./channel.js";
 import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState } from "./types.js";
 
@@ -307,7 +308,8 @@ export class Fleet {
         request_id: job.id,
         trace_id: job.traceId,
         model: r.model,
-        messages: r.messages,
+        messages: messagesToProto(r.messages),
+        ...toolsToProto(r),
         ...(r.maxTokens !== undefined ? { max_tokens: r.maxTokens } : {}),
         ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
         ...samplingToProto(r.sampling),
@@ -422,9 +424,13 @@ export class Fleet {
   /** A piece of a completion's text, passed on to its client. */
   private text(agent: Agent, chunk: CompletionChunk__Output): void {
     const job = agent.jobs.get(chunk.request_id);
-    if (!job || job.cancelled || !chunk.text) return;
+    if (!job || job.cancelled || (!chunk.text && chunk.tool_calls.length === 0)) return;
     job.started = true;
-    job.channel.push(job.request.logprobs === undefined ? { type: "text", text: chunk.text, index: chunk.index } : { type: "text", text: chunk.text, logprobs: chunk.logprobs, index: chunk.index });
+    job.channel.push({
+      type: "text", text: chunk.text, index: chunk.index,
+      ...(job.request.logprobs !== undefined ? { logprobs: chunk.logprobs } : {}),
+      ...(chunk.tool_calls.length > 0 ? { toolCalls: chunk.tool_calls.map((d) => ({ index: d.index, ...(d.name ? { name: d.name } : {}), arguments: d.arguments })) } : {}),
+    });
   }
 
   /** Ends a job with its last event (`last` is given the pool it ran on), its slots freed first. */
@@ -469,7 +475,7 @@ export class Fleet {
 }
 
 /** Agent error codes that are the request's fault (before any text): a 400, whose message names the field. */
-const CLIENT_FAULTS: ReadonlySet<string> = new Set(["context_length_exceeded", "invalid_logit_bias", "invalid_response_format", "invalid_dimensions", "invalid_n", "invalid_input"]);
+const CLIENT_FAULTS: ReadonlySet<string> = new Set(["context_length_exceeded", "invalid_logit_bias", "invalid_response_format", "invalid_dimensions", "invalid_n", "invalid_input", "invalid_tools"]);
 
 /** Maps an agent's error code to what the client sees. */
 function toClientError(code: string, message: string, started: boolean): KilnError {

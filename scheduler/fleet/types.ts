@@ -1,10 +1,7 @@
-import type { ChatRole, ResponseFormat, Sampling } from "../../core/chat.js";
+import type { ChatMessage, ResponseFormat, Sampling, ToolCallDelta, ToolChoice, ToolFunction } from "../../core/chat.js";
 import type { Hardware__Output, SchedulerMessage } from "../../proto/index.js";
 
-export interface ChatMessage {
-  role: ChatRole;
-  content: string;
-}
+export type { ChatMessage };
 
 /** A validated completion to run somewhere in the fleet: a conversation, or a raw prompt. */
 export interface CompletionRequest {
@@ -22,6 +19,12 @@ export interface CompletionRequest {
   responseFormat?: ResponseFormat;
   /** Log probabilities of the generated tokens, with this many alternatives each (`top_logprobs`); absent: none. */
   logprobs?: number;
+  /** Functions the model may call (absent with `tool_choice` "none": the model is not shown them). */
+  tools?: ToolFunction[];
+  /** With `tools`: whether and which function the model calls. Default "auto". */
+  toolChoice?: ToolChoice;
+  /** With `tools`: whether one reply may hold several calls. Default true. */
+  parallelToolCalls?: boolean;
   /** Choices to generate (`n`; default 1): the request holds this many slots of one pool. */
   n?: number;
   /**
@@ -44,7 +47,10 @@ export interface TokenLogprob {
 }
 
 export type CompletionEvent =
-  | { type: "text"; text: string; /** With `logprobs`: those of the tokens this text completes. */ logprobs?: TokenLogprob[]; /** The choice (0 unless `n` > 1). */ index: number }
+  | {
+    type: "text"; text: string; /** With `logprobs`: those of the tokens this text completes. */ logprobs?: TokenLogprob[]; /** The choice (0 unless `n` > 1). */ index: number;
+    /** Pieces of function calls generated after the text (a call's first piece names its function). */ toolCalls?: ToolCallDelta[];
+  }
   | { type: "embeddings"; /** One per input, in order. */ vectors: number[][]; promptTokens: number }
   | {
     type: "done"; finishReason: string; promptTokens: number; completionTokens: number;

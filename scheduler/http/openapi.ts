@@ -32,6 +32,21 @@ const Logprobs = z.strictObject({
 const fingerprint = z.string().nullable().meta({ description: "The serving model file's digest and llama.cpp build (null from an agent that reports none)." });
 
 /** A chat completion as answered (non-streamed). */
+const ToolCallBody = z.strictObject({
+  id: z.string().meta({ description: "The call's id; its result is sent back in a tool message with this tool_call_id." }),
+  type: z.literal("function"),
+  function: z.strictObject({ name: z.string(), arguments: z.string().meta({ description: "JSON text valid for the function's parameters." }) }),
+});
+
+const ToolCallDeltaBody = z.strictObject({
+  index: z.int().meta({ description: "The call's place in the reply." }),
+  id: z.string().optional().meta({ description: "On the call's first delta, with type and name." }),
+  type: z.literal("function").optional(),
+  function: z.strictObject({ name: z.string().optional(), arguments: z.string().meta({ description: "A fragment: the call's fragments joined are its arguments." }) }),
+});
+
+const FINISH_REASONS = ["stop", "length", "tool_calls"] as const;
+
 export const ChatCompletionResponse = z.strictObject({
   id: z.string(),
   object: z.literal("chat.completion"),
@@ -40,9 +55,14 @@ export const ChatCompletionResponse = z.strictObject({
   system_fingerprint: fingerprint,
   choices: z.array(z.strictObject({
     index: z.int(),
-    message: z.strictObject({ role: z.literal("assistant"), content: z.string(), refusal: z.null() }),
+    message: z.strictObject({
+      role: z.literal("assistant"),
+      content: z.string().nullable().meta({ description: "null when the reply is function calls alone." }),
+      refusal: z.null(),
+      tool_calls: z.array(ToolCallBody).optional(),
+    }),
     logprobs: Logprobs,
-    finish_reason: z.enum(["stop", "length"]),
+    finish_reason: z.enum(FINISH_REASONS),
   })),
   usage: Usage,
 }).meta({ id: "ChatCompletion" });
@@ -56,9 +76,9 @@ export const ChatCompletionChunk = z.strictObject({
   system_fingerprint: fingerprint.meta({ description: "On the finishing chunk and the usage chunk; null on the others." }),
   choices: z.array(z.strictObject({
     index: z.int(),
-    delta: z.strictObject({ role: z.literal("assistant").optional(), content: z.string().optional() }),
+    delta: z.strictObject({ role: z.literal("assistant").optional(), content: z.string().optional(), tool_calls: z.array(ToolCallDeltaBody).optional() }),
     logprobs: Logprobs,
-    finish_reason: z.enum(["stop", "length"]).nullable(),
+    finish_reason: z.enum(FINISH_REASONS).nullable(),
   })),
   usage: Usage.nullable().optional().meta({ description: "With stream_options.include_usage: null on every chunk but the last, which has no choices and the usage." }),
 }).meta({ id: "ChatCompletionChunk" });
@@ -92,7 +112,7 @@ export const ModelList = z.object({
   data: z.array(ModelObject),
   models: z.array(z.object({
     id: z.string(), name: z.string(), status: z.enum(["available", "unavailable"]), gpu_type: z.string(), memory_gb: z.number(),
-    capabilities: z.array(z.string()).meta({ description: "What the agents serving it can do: chat, sampling (top_p, seed, stop, penalties, logit_bias…), response_format; empty while none serves it." }),
+    capabilities: z.array(z.string()).meta({ description: "What the agents serving it can do: chat, sampling (top_p, seed, stop, penalties, logit_bias…), response_format, logprobs, n, completions, embeddings, tools; empty while none serves it." }),
   })).meta({ description: "The same models with their availability in the fleet, the strongest hardware serving each, and its capabilities." }),
 }).meta({ id: "ModelList" });
 

@@ -15,7 +15,8 @@ import { Hono, type Context } from "hono";
 import { KilnError, UpstreamError } from "../../../core/errors.js";
 import type { SchedulerMetrics } from "../../metrics.js";
 import type { Logger } from "../../../core/log.js";
-import type { Done } from "../../chat/index.js";
+import { toolCallId, type Done, type StreamedToolCall } from "../../chat/index.js";
+import type { ToolCall, ToolCallDelta } from "../../../core/chat.js";
 import type { CompletionEvent, CompletionRequest, Fleet, TokenLogprob } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
 import { readJsonBody } from "../../../core/http/index.js";
@@ -59,8 +60,8 @@ export interface GenerationBody extends CompletionRequest {
 /** One answer's identity: its id, creation time and model. */
 export interface Answer { id: string; created: number; model: string }
 
-/** Each choice's text, by index, and the log probabilities of its tokens when asked for. */
-export interface Choice { text: string; logprobs: TokenLogprob[] | undefined }
+/** Each choice's text, by index, the log probabilities of its tokens when asked for, and the functions it called. */
+export interface Choice { text: string; logprobs: TokenLogprob[] | undefined; toolCalls: ToolCall[] }
 
 /** What an API gives the generation route: its validation and the shapes of its answers. */
 export interface GenerationApi<B extends GenerationBody> {
@@ -72,6 +73,8 @@ export interface GenerationApi<B extends GenerationBody> {
   opening(body: B, a: Answer): unknown[];
   /** A chunk of choice `index`'s text; `offset` is where it starts among that choice's text. */
   textChunk(body: B, a: Answer, index: number, text: string, logprobs: TokenLogprob[] | undefined, offset: number): unknown;
+  /** A chunk of choice `index`'s function-call pieces (an API without tools never gets them). */
+  toolCallChunk?(body: B, a: Answer, index: number, pieces: StreamedToolCall[]): unknown;
   /** The chunks that end a stream (before `[DONE]`). */
   closing(body: B, a: Answer, done: Done): unknown[];
 }
@@ -115,8 +118,23 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
   );
 }
 
+/**
+ * The pieces of function calls of one event, the first of each call given its id (and kept in `calls`,
+ * the choice's calls so far, by their place). A piece of a call never opened is dropped.
+ */
+function namedToolCalls(deltas: ToolCallDelta[] | undefined, calls: ToolCall[]): StreamedToolCall[] {
+  const pieces: StreamedToolCall[] = [];
+  for (const d of deltas ?? []) {
+    if (d.name !== undefined && !calls[d.index]) {
+      const call = (calls[d.index] = { id: toolCallId(), name: d.name, arguments: "" });
+      pieces.push({ index: d.index, id: call.id, name: call.name, arguments: d.arguments });
+    } else if (calls[d.index]) pieces.push({ index: d.index, arguments: d.arguments });
+  }
+  return pieces;
+}
+
 async function collect<B extends GenerationBody>(api: GenerationApi<B>, body: B, answer: Answer, events: AsyncIterator<CompletionEvent>, first: IteratorResult<CompletionEvent>) {
-  const choices: Choice[] = Array.from({ length: body.n ?? 1 }, () => ({ text: "", logprobs: body.logprobs !== undefined ? [] : undefined }));
+  const choices: Choice[] = Array.from({ length: body.n ?? 1 }, () => ({ text: "", logprobs: body.logprobs !== undefined ? [] : undefined, toolCalls: [] }));
   for (let r = first; !r.done; r = await events.next()) {
     const e = r.value;
     if (e.type === "text") {
@@ -124,6 +142,7 @@ async function collect<B extends GenerationBody>(api: GenerationApi<B>, body: B,
       if (!choice) continue; // an index the request never asked for
       choice.text += e.text;
       if (choice.logprobs && e.logprobs) for (const l of e.logprobs) choice.logprobs.push(l);
+      for (const piece of namedToolCalls(e.toolCalls, choice.toolCalls)) choice.toolCalls[piece.index]!.arguments += piece.arguments;
     } else if (e.type === "done") return api.answer(body, answer, choices, e);
   }
   throw new UpstreamError("agent_error", "the agent ended the completion without finishing it");
@@ -136,12 +155,15 @@ function streamAnswer<B extends GenerationBody>(
   const encoder = new TextEncoder();
   const sse = (data: unknown): string => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
   const offsets = new Array<number>(body.n ?? 1).fill(0);
+  const calls = Array.from({ length: body.n ?? 1 }, (): ToolCall[] => []);
   /** One event's SSE text; each event is one write (the opening chunks ride with the first), so a client gets it in one read. */
   const eventText = (e: CompletionEvent): string => {
     if (e.type === "done") return api.closing(body, answer, e).map(sse).join("") + sse("[DONE]");
     if (e.type !== "text" || offsets[e.index] === undefined) return ""; // a completion has no other events, nor choices it did not ask for
-    const chunk = sse(api.textChunk(body, answer, e.index, e.text, body.logprobs !== undefined ? e.logprobs ?? [] : undefined, offsets[e.index]!));
+    let chunk = e.text ? sse(api.textChunk(body, answer, e.index, e.text, body.logprobs !== undefined ? e.logprobs ?? [] : undefined, offsets[e.index]!)) : "";
     offsets[e.index]! += e.text.length;
+    const pieces = namedToolCalls(e.toolCalls, calls[e.index]!);
+    if (pieces.length > 0 && api.toolCallChunk) chunk += sse(api.toolCallChunk(body, answer, e.index, pieces));
     return chunk;
   };
   let finished = false;

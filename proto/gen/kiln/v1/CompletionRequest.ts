@@ -2,6 +2,7 @@
 
 import type { ChatMessage as _kiln_v1_ChatMessage, ChatMessage__Output as _kiln_v1_ChatMessage__Output } from '../../kiln/v1/ChatMessage.js';
 import type { ResponseFormat as _kiln_v1_ResponseFormat, ResponseFormat__Output as _kiln_v1_ResponseFormat__Output } from '../../kiln/v1/ResponseFormat.js';
+import type { Tool as _kiln_v1_Tool, Tool__Output as _kiln_v1_Tool__Output } from '../../kiln/v1/Tool.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface CompletionRequest {
@@ -26,6 +27,10 @@ export interface CompletionRequest {
   'prompt'?: (string);
   'cache_scope'?: (string);
   'n'?: (number);
+  'tools'?: (_kiln_v1_Tool)[];
+  'tool_choice'?: (string);
+  'tool_choice_function'?: (string);
+  'parallel_tool_calls'?: (boolean);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
@@ -36,6 +41,7 @@ export interface CompletionRequest {
   '_frequency_penalty'?: "frequency_penalty";
   '_repeat_penalty'?: "repeat_penalty";
   '_prompt'?: "prompt";
+  '_parallel_tool_calls'?: "parallel_tool_calls";
 }
 
 export interface CompletionRequest__Output {
@@ -60,6 +66,10 @@ export interface CompletionRequest__Output {
   'prompt'?: (string);
   'cache_scope': (string);
   'n': (number);
+  'tools': (_kiln_v1_Tool__Output)[];
+  'tool_choice': (string);
+  'tool_choice_function': (string);
+  'parallel_tool_calls'?: (boolean);
   '_max_tokens'?: "max_tokens";
   '_temperature'?: "temperature";
   '_top_p'?: "top_p";
@@ -70,4 +80,5 @@ export interface CompletionRequest__Output {
   '_frequency_penalty'?: "frequency_penalty";
   '_repeat_penalty'?: "repeat_penalty";
   '_prompt'?: "prompt";
+  '_parallel_tool_calls'?: "parallel_tool_calls";
 }
