@@ -368,6 +368,11 @@ describe("function calling", () => {
     expect(validArguments(JSON.parse(call.function.arguments))).toBe(true);
     const whole = await client.chat.completions.create(body);
     expect(whole.choices[0]!.message.tool_calls![0]).toMatchObject({ function: call.function }); // the same seed: the same call
+
+    // the round trip, streamed: the result goes back, the answer streams as text
+    const answer = await streamed({ model: MODEL, max_tokens: 8, seed: 5, tools: [weather], messages: [...question, final.choices[0]!.message, { role: "tool", tool_call_id: call.id, content: "sunny, 21 C" }] });
+    expect(answer.finish).toBe("length");
+    expect(answer.text.length).toBeGreaterThan(0);
   });
 });
 
