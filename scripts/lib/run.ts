@@ -1,13 +1,16 @@
 /** Running other programs from the build and benchmark scripts. */
 import { spawnSync } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
+import { closeSync, mkdirSync, openSync } from "node:fs";
+import { dirname } from "node:path";
 import { createServer, type AddressInfo } from "node:net";
 
 /**
  * Runs a command; throws naming the command when it fails. Its output goes to the terminal, or is
- * appended to `log` (a compiler's warnings have no place in `npm install`'s output).
+ * appended to `log` (a compiler's warnings have no place in `npm install`'s output), whose folder is
+ * made when missing (a build from `KILN_LLAMA_SOURCE` never clones into `.cache`, which made it before).
  */
 export function run(cmd: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; log?: string } = {}): void {
+  if (options.log) mkdirSync(dirname(options.log), { recursive: true });
   const fd = options.log ? openSync(options.log, "a") : undefined;
   try {
     const res = spawnSync(cmd, args, { stdio: fd === undefined ? "inherit" : ["ignore", fd, fd], cwd: options.cwd, env: options.env ?? process.env });
