@@ -195,20 +195,60 @@ export function checkJsonSchema(schema: unknown): SchemaProblem | undefined {
   }
 }
 
+/** How many times node-llama-cpp writes an array's item type out when it documents a schema (its `maxTypeRepetition`). */
+const DOCUMENTED_REPEATS = 10;
+/** Largest documentation of one function's parameters for the model, in bytes (as documentedBytes estimates it). */
+export const MAX_DOCUMENTED_BYTES = 64 * 1024;
+
+/**
+ * An upper estimate of the bytes a schema of the subset takes when node-llama-cpp documents it for the
+ * model (a function's parameters, written as TypeScript-like types in the prompt). An array with
+ * `minItems` writes its item's type out up to DOCUMENTED_REPEATS times, so nested arrays multiply: a
+ * 428-byte schema of seven such levels documents as 39 MB. Walked without recursion.
+ */
+export function documentedBytes(schema: unknown): number {
+  let total = 0;
+  const stack: [unknown, number][] = [[schema, 1]];
+  while (stack.length > 0 && total <= Number.MAX_SAFE_INTEGER) {
+    const [node, times] = stack.pop()!;
+    if (!isObject(node)) continue;
+    let own = 16;
+    for (const [key, value] of Object.entries(node)) {
+      if ((key === "properties" || key === "$defs") && isObject(value)) {
+        for (const [name, sub] of Object.entries(value)) { own += name.length + 4; stack.push([sub, times]); }
+      } else if (key === "items" || key === "additionalProperties") {
+        const repeats = key === "items" && typeof node.minItems === "number" ? Math.min(Math.max(node.minItems, 0), DOCUMENTED_REPEATS) + 1 : 1;
+        stack.push([value, times * repeats]);
+      } else if ((key === "prefixItems" || key === "oneOf" || key === "anyOf") && Array.isArray(value)) {
+        for (const sub of value) stack.push([sub, times]);
+      } else own += key.length + (JSON.stringify(value)?.length ?? 0);
+    }
+    total += own * times;
+  }
+  return total;
+}
+
+/** Why a function's parameters are refused when their documentation would be larger than MAX_DOCUMENTED_BYTES. */
+export function documentationTooLarge(schema: unknown): string {
+  return `documented for the model, these parameters would take about ${documentedBytes(schema)} bytes of prompt (an array with minItems writes its item's type out up to ${DOCUMENTED_REPEATS} times, nested arrays multiply); at most ${MAX_DOCUMENTED_BYTES}`;
+}
+
 /**
  * A schema of the subset (checked by checkJsonSchema) as node-llama-cpp's grammar builder reads it:
  * `anyOf` as `oneOf` (a grammar alternates either way), a list of types as alternatives of one type
- * each (node-llama-cpp would drop the other keywords), annotations dropped.
+ * each (node-llama-cpp would drop the other keywords), annotations dropped; with `descriptions`,
+ * `description` kept (a function's parameters: node-llama-cpp shows them to the model).
  */
-export function toGrammarSchema(schema: unknown): unknown {
+export function toGrammarSchema(schema: unknown, options: { descriptions?: boolean } = {}): unknown {
   if (!isObject(schema)) return schema;
-  const byName = (v: unknown) => Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([name, sub]) => [name, toGrammarSchema(sub)]));
+  const sub = (v: unknown) => toGrammarSchema(v, options);
+  const byName = (v: unknown) => Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([name, s]) => [name, sub(s)]));
   const entries: [string, unknown][] = [];
   for (const [key, value] of Object.entries(schema)) {
-    if (ANNOTATIONS.has(key)) continue;
+    if (ANNOTATIONS.has(key) && !(options.descriptions && key === "description" && typeof value === "string")) continue;
     if (key === "properties" || key === "$defs") entries.push([key, byName(value)]);
-    else if (key === "items" || key === "additionalProperties") entries.push([key, toGrammarSchema(value)]);
-    else if (key === "oneOf" || key === "anyOf" || key === "prefixItems") entries.push([key === "anyOf" ? "oneOf" : key, (value as unknown[]).map(toGrammarSchema)]);
+    else if (key === "items" || key === "additionalProperties") entries.push([key, sub(value)]);
+    else if (key === "oneOf" || key === "anyOf" || key === "prefixItems") entries.push([key === "anyOf" ? "oneOf" : key, (value as unknown[]).map(sub)]);
     else entries.push([key, value]);
   }
   const out = Object.fromEntries(entries) as Record<string, unknown>;

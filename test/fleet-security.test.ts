@@ -359,3 +359,42 @@ describe("configuration refusals", () => {
     }
   });
 });
+
+// --- a hostile agent's function calls ------------------------------------------------------
+
+describe("function calls from an agent", () => {
+  /** An agent with the tools capability that answers every completion with `pieces` of calls (and a done). */
+  function callingAgent(scheduler: SchedulerHandle, pieces: { index: number; name?: string; arguments: string }[]): void {
+    const Fleet = fleetProto().kiln.v1.Fleet;
+    const client = new Fleet(formatHostPort(scheduler.grpc), grpc.credentials.createInsecure());
+    const metadata = new grpc.Metadata();
+    metadata.set(NODE_TOKEN_METADATA, `Bearer ${NODE_TOKEN}`);
+    const call = client.Connect(metadata);
+    call.on("error", () => undefined);
+    call.on("data", (m: SchedulerMessage__Output) => {
+      if (!m.completion) return;
+      const id = m.completion.request_id;
+      call.write({ chunk: { request_id: id, text: "", tool_calls: pieces } });
+      call.write({ done: { request_id: id, finish_reason: "tool_calls", usage: { prompt_tokens: 1, completion_tokens: 1 } } });
+    });
+    call.write({ register: { node_id: "hostile", agent_version: "test", pools: [{ model_ids: [MODEL_ID], slots: 1, context_size: 2048, capabilities: ["tools"] }] } });
+    cleanups.push(async () => { call.cancel(); client.close(); });
+  }
+
+  it("opens calls in order only: a piece at index 1e9 (which sized an array and aborted the scheduler) is dropped; calls on a request without tools are dropped", async () => {
+    const scheduler = await inProcessScheduler({ nodeTokens: NODE_TOKEN });
+    cleanups.push(() => scheduler.close());
+    callingAgent(scheduler, [{ index: 0, name: "f", arguments: "{" }, { index: 1_000_000_000, name: "g", arguments: "{}" }, { index: 3, name: "g", arguments: "{}" }, { index: 0, arguments: "}" }, { index: 7, arguments: "x" }]);
+    await waitForAgents(scheduler, 1);
+    const key = (await scheduler.keys.create({ account: "t", tier: "pro" })).token;
+    const tools = [{ type: "function", function: { name: "f" } }, { type: "function", function: { name: "g" } }];
+    for (const stream of [false, true]) {
+      const res = await postChat(httpBase(scheduler), key, { model: MODEL_ID, messages: [{ role: "user", content: "go" }], tools, stream });
+      expect(res.status).toBe(200);
+      if (!stream) expect(res.body.choices[0].message.tool_calls).toEqual([{ id: expect.stringMatching(/^call_/), type: "function", function: { name: "f", arguments: "{}" } }]);
+    }
+    const plain = await postChat(httpBase(scheduler), key, { model: MODEL_ID, messages: [{ role: "user", content: "go" }] });
+    expect(plain.status).toBe(200);
+    expect(plain.body.choices[0].message).toEqual({ role: "assistant", content: "", refusal: null });
+  });
+});

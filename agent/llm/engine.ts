@@ -7,7 +7,7 @@ import { createHash, randomInt } from "node:crypto";
 import { resolve } from "node:path";
 import { getLlama, LlamaLogLevel, type ChatHistoryItem, type ChatModelFunctions, type Llama, type LlamaContextSequence, type LlamaGpuType, type LlamaGrammar, type Token } from "node-llama-cpp";
 import { checkToolOrder, type ChatMessage, type ChatRole, type ResponseFormat, type Sampling, type ToolCallDelta, type ToolChoice, type ToolFunction } from "../../core/chat.js";
-import { checkJsonSchema, toGrammarSchema } from "../../core/json-schema.js";
+import { checkJsonSchema, documentationTooLarge, documentedBytes, MAX_DOCUMENTED_BYTES, toGrammarSchema } from "../../core/json-schema.js";
 import type { Logger } from "../../core/log.js";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
 import { ContextLengthExceededError, GenerationAbortedError, InvalidChoicesError, InvalidLogitBiasError, InvalidResponseFormatError, InvalidToolsError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
@@ -177,7 +177,9 @@ export class LlmEngine {
     const pool = this.pool(modelId);
     const tools = toolsOf(input, options);
     const textBytes = Array.isArray(input) ? input.reduce((n, m) => n + Buffer.byteLength(m.content) + (m.toolCalls ?? []).reduce((k, c) => k + Buffer.byteLength(c.arguments), 0), 0) : Buffer.byteLength(input.prompt);
-    pool.refuseUnfittable(textBytes + (tools ? Buffer.byteLength(JSON.stringify(options.tools)) : 0));
+    // the tools' documentation is counted as rendered, not as sent (nested arrays are written out several times)
+    const toolBytes = tools ? options.tools!.reduce((n, t) => n + t.name.length + Buffer.byteLength(t.description ?? "") + documentedBytes(t.parameters), 0) : 0;
+    pool.refuseUnfittable(textBytes + toolBytes);
     const history = Array.isArray(input) ? toHistory(input) : undefined;
     const prompt = history ? pool.render(history, tools?.functions) : pool.renderRaw((input as { prompt: string }).prompt);
     const promptTokens = prompt.tokens.length;
@@ -356,6 +358,7 @@ function toolsOf(input: ChatTurn[] | { prompt: string }, options: GenerateOption
     names.add(tool.name);
     const problem = tool.parameters ? checkJsonSchema(tool.parameters) : undefined;
     if (problem) throw new InvalidToolsError(`tools[${i}].function.parameters${problem.path ? `.${problem.path}` : ""}: ${problem.message}`);
+    if (tool.parameters && documentedBytes(tool.parameters) > MAX_DOCUMENTED_BYTES) throw new InvalidToolsError(`tools[${i}].function.parameters: ${documentationTooLarge(tool.parameters)}`);
   }
   if (typeof choice === "object" && !names.has(choice.name)) throw new InvalidToolsError(`tool_choice: ${JSON.stringify(choice.name.slice(0, 64))} is not one of the tools`);
   return { functions: functionsFor(options.tools, choice), choice };
@@ -369,12 +372,14 @@ function toolsOf(input: ChatTurn[] | { prompt: string }, options: GenerateOption
 export function toHistory(messages: ChatTurn[]): ChatHistoryItem[] {
   const problem = checkToolOrder(messages);
   if (problem) throw new LlmEngineError("invalid_request", `messages[${problem.index}].${problem.field}: ${problem.message}`);
-  const results = new Map<string, string>();
-  for (const m of messages) if (m.role === "tool") results.set(m.toolCallId!, m.content);
   const history: ChatHistoryItem[] = [];
   for (const [i, m] of messages.entries()) {
     if (m.role === "tool") continue;
     if (m.role !== "assistant") { history.push({ type: m.role, text: m.content }); continue; }
+    // its calls are answered by the tool messages right after it (checkToolOrder), each parsed once:
+    // ids may repeat from turn to turn (call_0 every time), so a result belongs to the message before it
+    const results = new Map<string, string>();
+    for (let j = i + 1; messages[j]?.role === "tool"; j++) results.set(messages[j]!.toolCallId!, messages[j]!.content);
     const calls = (m.toolCalls ?? []).map((call, j) => ({
       type: "functionCall" as const, name: call.name, params: parseJson(call.arguments, `messages[${i}].tool_calls[${j}].function.arguments`), result: jsonOrText(results.get(call.id)!),
     }));

@@ -14,7 +14,9 @@
 import { LlamaChat, LlamaText, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type ChatWrapperGenerateContextStateOptions, type LlamaContextSequence, type Token } from "node-llama-cpp";
 import type { Sampling, ToolCallDelta, ToolChoice, ToolFunction } from "../../core/chat.js";
 import { toGrammarSchema } from "../../core/json-schema.js";
+import { InvalidToolsError } from "./errors.js";
 import { PENALTY_LAST_N, tokenBiasOf, type TurnResult } from "./turn.js";
+
 
 export interface ToolTurnOptions {
   tools: readonly ToolFunction[];
@@ -49,21 +51,27 @@ export function functionsFor(tools: readonly ToolFunction[], choice: ToolChoice)
     if (typeof choice === "object" && tool.name !== choice.name) continue;
     functions[tool.name] = {
       ...(tool.description ? { description: tool.description } : {}),
-      ...(tool.parameters ? { params: toGrammarSchema(tool.parameters) as NonNullable<ChatModelFunctions[string]["params"]> } : {}),
+      ...(tool.parameters ? { params: toGrammarSchema(tool.parameters, { descriptions: true }) as NonNullable<ChatModelFunctions[string]["params"]> } : {}),
     };
   }
   return functions;
 }
 
-/** `wrapper`, rendering states that make the model's turn open with a function call. */
+/**
+ * `wrapper`, rendering states that make the model's turn open with a function call: what the template
+ * puts before a call of its own (Harmony's `<|channel|>commentary`) is injected, then LlamaChat writes
+ * the call's prefix and samples the name. A template whose turns open in a call the model may leave
+ * (Functionary's) cannot force one: refused rather than left to the model.
+ */
 function forcingCall(wrapper: ChatWrapper): ChatWrapper {
   return new Proxy(wrapper, {
     get(target, key) {
       if (key === "generateContextState") {
         return (options: ChatWrapperGenerateContextStateOptions) => {
           const state = target.generateContextState(options);
-          if (state.functionCall) return state; // a template whose turns open in a call already (Functionary)
-          return { ...state, prefixTriggers: undefined, noPrefixTrigger: { type: "functionCall", inject: LlamaText([]) } };
+          if (state.functionCall) throw new InvalidToolsError(`tool_choice: this model's chat template (${target.wrapperName}) lets the model answer without a call, so a call cannot be forced; use "auto"`);
+          const own = state.prefixTriggers?.find((t) => t.type === "functionCall");
+          return { ...state, prefixTriggers: undefined, noPrefixTrigger: { type: "functionCall", inject: own?.inject ?? LlamaText([]) } };
         };
       }
       const value: unknown = Reflect.get(target, key, target);
@@ -104,6 +112,20 @@ export async function generateToolTurn(sequence: LlamaContextSequence, wrapper: 
     options.onToolCall?.({ index, ...(first ? { name } : {}), arguments: body });
   };
 
+  let text = "";
+  let completed = 0; // calls whose generation ended, in order
+  let contextFull = false;
+  // stops LlamaChat when the client's signal fires, or when the context is full
+  const stop = new AbortController();
+  const relay = (): void => stop.abort();
+  if (options.signal?.aborted) stop.abort();
+  options.signal?.addEventListener("abort", relay, { once: true });
+  const callDone = (name: string): void => {
+    const index = completed++;
+    // a function without parameters streams no arguments: it is called with an empty object
+    if (!calls[index]) piece(index, name, "");
+    if (calls[index]!.arguments === "") piece(index, name, "{}");
+  };
   const before = sequence.tokenMeter.getState();
   const chat = new LlamaChat({ contextSequence: sequence, chatWrapper: forced ? forcingCall(wrapper) : wrapper, autoDisposeSequence: false });
   try {
@@ -125,24 +147,28 @@ export async function generateToolTurn(sequence: LlamaContextSequence, wrapper: 
       } : false,
       ...(bias ? { tokenBias: bias } : {}),
       ...(sampling.stop?.length ? { customStopTriggers: sampling.stop } : {}),
-      ...(options.signal ? { signal: options.signal, stopOnAbortSignal: true } : {}),
-      onTextChunk: (text) => { if (text) options.onText?.(text); },
+      signal: stop.signal,
+      stopOnAbortSignal: true,
+      // a full context ends the turn (finish_reason "length"), as on the plain path; LlamaChat would
+      // otherwise erase the conversation's start and go on (the calls' syntax is not in max_tokens)
+      contextShift: { strategy: ({ chatHistory }) => { contextFull = true; stop.abort(); return { chatHistory: [...chatHistory], metadata: null }; } },
+      onTextChunk: (chunk) => { if (chunk) { text += chunk; options.onText?.(chunk); } },
       onFunctionCallParamsChunk: (chunk) => piece(chunk.callIndex, chunk.functionName, chunk.paramsChunk),
+      onFunctionCall: (call) => callDone(call.functionName),
+    }).catch((err: unknown) => {
+      if (contextFull) return undefined;
+      throw err;
     });
-    // a function without parameters streams no arguments: it is called with an empty object
-    for (const [index, call] of (result.functionCalls ?? []).entries()) {
-      if (!calls[index]) piece(index, call.functionName, "");
-      if (calls[index]!.arguments === "") piece(index, call.functionName, "{}");
-    }
-    const why = result.metadata.stopReason;
-    const stopReason: ToolTurnResult["stopReason"] = why === "functionCalls" ? "tool_calls" : why === "maxTokens" ? "length" : why === "abort" ? "abort" : "eog";
     const used = sequence.tokenMeter.getState();
-    return {
-      text: result.response, stopReason, cachedTokens,
-      completionTokens: used.usedOutputTokens - before.usedOutputTokens,
-      toolCalls: calls.map((c) => ({ name: c.name, arguments: c.arguments })),
-    };
+    const completionTokens = used.usedOutputTokens - before.usedOutputTokens;
+    const toolCalls = calls.map((c) => ({ name: c.name, arguments: c.arguments }));
+    if (!result) return { text, stopReason: "length", cachedTokens, completionTokens, toolCalls };
+    for (const call of (result.functionCalls ?? []).slice(completed)) callDone(call.functionName);
+    const why = result.metadata.stopReason;
+    const stopReason: ToolTurnResult["stopReason"] = contextFull || why === "maxTokens" ? "length" : why === "functionCalls" ? "tool_calls" : why === "abort" ? "abort" : "eog";
+    return { text: result.response, stopReason, cachedTokens, completionTokens, toolCalls: calls.map((c) => ({ name: c.name, arguments: c.arguments })) };
   } finally {
+    options.signal?.removeEventListener("abort", relay);
     chat.dispose({ disposeSequence: false });
   }
 }

@@ -4,6 +4,9 @@ import type { ToolCallDelta, ToolFunction } from "../../core/chat.js";
 import { createLogger } from "../../core/log.js";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
 import { toHistory } from "./engine.js";
+import { FunctionaryChatWrapper, HarmonyChatWrapper } from "node-llama-cpp";
+import { functionsFor, generateToolTurn } from "./tool-turn.js";
+import { renderPrompt } from "./turn.js";
 import { GenerationAbortedError, LlmEngine } from "./index.js";
 
 let engine: LlmEngine;
@@ -21,10 +24,10 @@ const time: ToolFunction = { name: "get_time", description: "The time now" };
 const ask = [{ role: "user" as const, content: "What is the weather in Paris?" }];
 
 /** Generates with `tools`, gathering the streamed pieces of each call by index. */
-async function callWith(options: Parameters<LlmEngine["generate"]>[2]) {
+async function callWith(options: Parameters<LlmEngine["generate"]>[2], messages: Parameters<LlmEngine["generate"]>[1] = ask) {
   const streamed: ToolCallDelta[] = [];
   let text = "";
-  const result = await engine.generate("famB-v3.1", ask, { maxTokens: 120, temperature: 0.8, ...options, onToolCall: (d) => streamed.push(d), onText: (t) => { text += t; } });
+  const result = await engine.generate("famB-v3.1", messages, { maxTokens: 120, temperature: 0.8, ...options, onToolCall: (d) => streamed.push(d), onText: (t) => { text += t; } });
   const joined = new Map<number, { name: string; arguments: string }>();
   for (const d of streamed) {
     if (d.name !== undefined) { expect(joined.has(d.index)).toBe(false); joined.set(d.index, { name: d.name, arguments: "" }); }
@@ -97,6 +100,69 @@ describe("function calling", () => {
     expect(call).toBeGreaterThan(prompt.indexOf("What is the weather in Paris?"));
     expect(result).toBeGreaterThan(call);
     expect(prompt.indexOf("And tomorrow?")).toBeGreaterThan(result);
+  });
+
+  it("shows the model each call's own result when call ids repeat from turn to turn (call_0 every time)", () => {
+    const pool = engine.modelPools[0]!;
+    const history = toHistory([
+      ...ask,
+      { role: "assistant", content: "", toolCalls: [{ id: "call_0", name: "get_weather", arguments: '{"city":"Paris"}' }] },
+      { role: "tool", content: "RESULT-ONE", toolCallId: "call_0" },
+      { role: "user", content: "And Rome?" },
+      { role: "assistant", content: "", toolCalls: [{ id: "call_0", name: "get_weather", arguments: '{"city":"Rome"}' }] },
+      { role: "tool", content: "RESULT-TWO", toolCallId: "call_0" },
+    ]);
+    const prompt = pool.model.detokenize(pool.render(history).tokens, true);
+    const order = ['"Paris"', "RESULT-ONE", "And Rome?", '"Rome"', "RESULT-TWO"].map((t) => prompt.indexOf(t));
+    expect(order.every((at) => at >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(prompt.split("RESULT-TWO")).toHaveLength(2); // once: the last result is not shown for the first call
+  });
+
+  it("documents each function with its parameters' descriptions for the model", () => {
+    const pool = engine.modelPools[0]!;
+    const described: ToolFunction = { name: "book", description: "Books a table", parameters: { type: "object", properties: { guests: { type: "integer", description: "HOW-MANY-PEOPLE" } } } };
+    const prompt = pool.model.detokenize(pool.render(toHistory(ask), functionsFor([described], "auto")).tokens, true);
+    expect(prompt).toContain("Books a table");
+    expect(prompt).toContain("HOW-MANY-PEOPLE");
+  });
+
+  it("refuses parameters whose documentation would blow up (nested arrays with minItems write their item out again and again), before rendering anything", async () => {
+    let nested: Record<string, unknown> = { type: "string" };
+    for (let i = 0; i < 7; i++) nested = { type: "array", items: nested, minItems: 9, maxItems: 9 };
+    const tool: ToolFunction = { name: "boom", parameters: { type: "object", properties: { x: nested } } };
+    expect(JSON.stringify(tool.parameters).length).toBeLessThan(500);
+    await expect(engine.generate("famB-v3.1", ask, { tools: [tool] })).rejects.toMatchObject({ code: "invalid_tools", message: expect.stringMatching(/^tools\[0\]\.function\.parameters: documented for the model, these parameters would take about \d+ bytes/) });
+    expect(engine.modelPools[0]!.busy).toBe(0);
+  });
+
+  it("ends the turn at the context's end with finish_reason length (no context shift erasing the conversation)", async () => {
+    const pool = engine.modelPools[0]!;
+    const rendered = pool.render(toHistory(ask), functionsFor([weather], "required")).tokens.length;
+    const filler = "x".repeat(pool.contextSize - rendered - 12); // about 12 tokens left: less than the call takes
+    const { result } = await callWith({ tools: [weather], toolChoice: "required", sampling: { seed: 1 } }, [{ role: "user", content: `${filler} What is the weather in Paris?` }]);
+    expect(result.finishReason).toBe("length");
+    expect(result.promptTokens + result.completionTokens).toBeLessThanOrEqual(pool.contextSize);
+  });
+
+  it("forcing a call: Harmony's channel goes before the call as its template writes one; Functionary's template cannot force one and is refused", async () => {
+    const pool = engine.modelPools[0]!;
+    const slot = await pool.acquire();
+    try {
+      const history = toHistory(ask);
+      const functions = functionsFor([weather], "required");
+      const harmony = new HarmonyChatWrapper();
+      const options = { tools: [weather], toolChoice: "required" as const, parallelToolCalls: false, maxTokens: 80, temperature: 0 };
+      const turn = await generateToolTurn(slot.sequence, harmony, history, functions, renderPrompt(pool.model, harmony, history, functions).tokens, options);
+      expect(turn.toolCalls[0]?.name).toBe("get_weather");
+      const written = pool.model.detokenize(slot.sequence.contextTokens, true);
+      expect(written.slice(written.lastIndexOf("<|start|>assistant"))).toMatch(/^<\|start\|>assistant<\|channel\|>commentary to=functions\.get_weather/);
+      const functionary = new FunctionaryChatWrapper();
+      await expect(generateToolTurn(slot.sequence, functionary, history, functions, renderPrompt(pool.model, functionary, history, functions).tokens, options))
+        .rejects.toMatchObject({ code: "invalid_tools", message: expect.stringMatching(/^tool_choice: this model's chat template \(Functionary\) lets the model answer without a call/) });
+    } finally {
+      pool.release(slot);
+    }
   });
 
   it("refuses what cannot go with tools, and tool messages that answer no call", async () => {

@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { refusal } from "../../core/schema.js";
 import { MAX_CHOICES, MAX_TOP_LOGPROBS } from "../../core/chat.js";
-import { checkJsonSchema, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
+import { checkJsonSchema, documentationTooLarge, documentedBytes, MAX_DOCUMENTED_BYTES, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
 import { describeValue, MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
 import { isCatalogModel } from "../../models/catalog.js";
 
@@ -94,6 +94,7 @@ const FunctionParameters = z.record(z.string(), z.unknown(), { error: "a JSON Sc
   const problem = checkJsonSchema(schema);
   if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: { code: "invalid_tools" }, input: schema });
   else if (schema.type !== "object") ctx.addIssue({ code: "custom", path: ["type"], message: 'must be "object": the arguments are a JSON object', params: { code: "invalid_tools" }, input: schema.type });
+  else if (documentedBytes(schema) > MAX_DOCUMENTED_BYTES) ctx.addIssue({ code: "custom", path: [], message: documentationTooLarge(schema), params: { code: "invalid_tools" }, input: schema });
 }).meta({ description: "JSON Schema of the arguments (type object at the root), the subset response_format's json_schema takes; the arguments are generated under a grammar from it, so they always parse and match it." });
 
 const Tool = refuseFirst(
@@ -178,7 +179,7 @@ export const GENERATION_FIELDS = {
 const Fields = {
   ...GENERATION_FIELDS,
   messages: z.array(Message, { error: "an array of messages" }).min(1, { error: "at least one message" })
-    .meta({ description: "The conversation. Roles system, user, assistant and developer (read as system); content a string or text parts." }),
+    .meta({ description: "The conversation. Roles system, user, assistant, developer (read as system) and tool (a function's result); content a string or text parts." }),
   max_tokens: integerFrom(1, undefined, "Most tokens to generate; default the scheduler's --default-max-tokens, and never more than the context has left."),
   max_completion_tokens: integerFrom(1, undefined, "OpenAI's newer name of max_tokens; when both are sent they must agree."),
   n: integerFrom(1, MAX_CHOICES, "Choices to generate, each on a slot of its own after one evaluation of the prompt (shared through the KV cache), each with its own seed (the request's seed plus its index, when given). At most the slots of an agent serving the model."),

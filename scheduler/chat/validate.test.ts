@@ -202,6 +202,8 @@ describe("validateChatCompletion: tools", () => {
   });
 
   const deep = "[".repeat(65) + "]".repeat(65);
+  let nested: Record<string, unknown> = { type: "string" };
+  for (let i = 0; i < 7; i++) nested = { type: "array", items: nested, minItems: 9, maxItems: 9 };
   it.each([
     [{ ...base, tools: [weather, weather] }, "invalid_tools", 'tools[1].function.name: "get_weather" is the name of an earlier tool'],
     [{ ...base, tools: [{ type: "function", function: { name: "a b" } }] }, "invalid_name", 'tools[0].function.name: expected a name of 1 to 64 letters, digits, _ or -, got "a b"'],
@@ -209,6 +211,7 @@ describe("validateChatCompletion: tools", () => {
     [{ ...base, tools: [{ type: "function", function: { name: "f", parameters: { type: "string" } } }] }, "invalid_tools", 'tools[0].function.parameters.type: must be "object": the arguments are a JSON object'],
     [{ ...base, tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { x: { type: "string", pattern: "a" } } } } }] }, "invalid_tools", "tools[0].function.parameters.properties.x.pattern: this keyword is not supported by structured output (the grammar could not hold the output to it)"],
     [{ ...base, tools: Array.from({ length: 129 }, (_, i) => ({ type: "function", function: { name: `f${i}` } })) }, "invalid_tools", "tools: expected at most 128 tools, got 129 items"],
+    [{ ...base, tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { x: nested } } } }] }, "invalid_tools", expect.stringMatching(/^tools\[0\]\.function\.parameters: documented for the model, these parameters would take about \d{8,} bytes of prompt \(an array with minItems writes its item's type out up to 10 times, nested arrays multiply\); at most 65536$/)],
     [{ ...base, tools: [weather], tool_choice: { type: "function", function: { name: "other" } } }, "invalid_tool_choice", 'tool_choice.function.name: "other" is not one of the tools'],
     [{ ...base, tools: [weather], tool_choice: "always" }, "invalid_tool_choice", 'tool_choice: expected one of "none", "auto", "required", or {"type": "function", "function": {"name": …}}, got "always"'],
     [{ ...base, tools: [weather], n: 2 }, "unsupported_parameter", "n: with tools, one choice only"],

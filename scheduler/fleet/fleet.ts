@@ -429,7 +429,7 @@ export class Fleet {
     job.channel.push({
       type: "text", text: chunk.text, index: chunk.index,
       ...(job.request.logprobs !== undefined ? { logprobs: chunk.logprobs } : {}),
-      ...(chunk.tool_calls.length > 0 ? { toolCalls: chunk.tool_calls.map((d) => ({ index: d.index, ...(d.name ? { name: d.name } : {}), arguments: d.arguments })) } : {}),
+      ...(chunk.tool_calls.length > 0 && job.request.tools?.length ? { toolCalls: chunk.tool_calls.map((d) => ({ index: d.index, ...(d.name ? { name: d.name } : {}), arguments: d.arguments })) } : {}),
     });
   }
 

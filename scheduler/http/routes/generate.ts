@@ -120,12 +120,13 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
 
 /**
  * The pieces of function calls of one event, the first of each call given its id (and kept in `calls`,
- * the choice's calls so far, by their place). A piece of a call never opened is dropped.
+ * the choice's calls so far, by their place). Calls open in order: a piece of a call never opened, or
+ * opening one past the next place (an agent's index is not trusted to size an array), is dropped.
  */
 function namedToolCalls(deltas: ToolCallDelta[] | undefined, calls: ToolCall[]): StreamedToolCall[] {
   const pieces: StreamedToolCall[] = [];
   for (const d of deltas ?? []) {
-    if (d.name !== undefined && !calls[d.index]) {
+    if (d.name !== undefined && d.index === calls.length) {
       const call = (calls[d.index] = { id: toolCallId(), name: d.name, arguments: "" });
       pieces.push({ index: d.index, id: call.id, name: call.name, arguments: d.arguments });
     } else if (calls[d.index]) pieces.push({ index: d.index, arguments: d.arguments });
