@@ -95,6 +95,13 @@ export class RateLimitError extends KilnError {
   }
 }
 
+/** 429: a client holds its share of something counted per client already (e.g. a job's open event streams). */
+export class TooManyRequestsError extends KilnError {
+  constructor(code: string, message: string) {
+    super(429, "rate_limit_error", code, message);
+  }
+}
+
 /** 429: the account already has its tier's cap of chat completions in flight (queued or generating). */
 export class InFlightLimitError extends KilnError {
   constructor(message: string) {

@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ffmpegPath } from "../agent/asr/ffmpeg.js";
-import { tempDir } from "./helpers/fleet.js";
+import { tempDir, until } from "./helpers/fleet.js";
 import { fetchJob, getJson, handleOf, makeMedia, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
 
 let t: Transcription;
@@ -251,3 +251,75 @@ describe("metrics", () => {
   });
 });
 
+
+describe("partial results", () => {
+  /** The server-sent events of a job's stream, parsed, until it ends. */
+  async function readEvents(id: string): Promise<{ event: string; data: any }[]> {
+    const res = await fetchJob(`${t.base}/api/jobs/${id}/events`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const text = await res.text();
+    return text.split("\n\n").filter((block) => block.includes("data:")).map((block) => ({
+      event: /^event: (.*)$/m.exec(block)![1]!,
+      data: JSON.parse(/^data: (.*)$/m.exec(block)![1]!),
+    }));
+  }
+
+  it("/api/jobs/{id}/events delivers every segment in order before done; the status' segments only grow and end as the result's", async () => {
+    const file = makeMedia(media, "long.wav", { seconds: 90 });
+    const res = await upload(t.base, [file], { model: "base" });
+    const id = res.body.job_id as string;
+    const streamed = readEvents(id);
+    // at most 16 streams per job: the 17th is a 429; closed streams give their places back
+    const extra = new AbortController();
+    const more = await Promise.all(Array.from({ length: 15 }, () => fetchJob(`${t.base}/api/jobs/${id}/events`, { signal: extra.signal })));
+    expect(more.map((r) => r.status)).toEqual(new Array(15).fill(200));
+    const refused = await fetchJob(`${t.base}/api/jobs/${id}/events`);
+    expect(refused.status).toBe(429);
+    expect((await refused.json()).error).toMatchObject({ code: "too_many_watchers" });
+    extra.abort();
+    await until(async () => {
+      const again = await fetchJob(`${t.base}/api/jobs/${id}/events`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
+      const ok = again?.status === 200;
+      await again?.body?.cancel().catch(() => undefined);
+      return ok;
+    }, 10_000, "a place freed by the closed streams");
+    const seen: number[] = [];
+    let view: any;
+    await until(async () => {
+      view = (await getJson(`${t.base}/api/status/${id}`)).body;
+      seen.push(view.segments.length);
+      return view.status !== "processing";
+    }, 120_000, `job ${id}`);
+    expect(view.status).toBe("completed");
+    for (let k = 1; k < seen.length; k++) expect(seen[k]!).toBeGreaterThanOrEqual(seen[k - 1]!);
+    expect(view.segments).toEqual(view.result.segments);
+    expect(view.result.segments.length).toBeGreaterThan(1);
+
+    const events = await streamed;
+    expect(events.at(-1)).toEqual({ event: "done", data: { status: "completed" } });
+    const segments = events.filter((e) => e.event === "segment").map((e) => e.data);
+    expect(segments.map((s) => s.id)).toEqual(view.result.segments.map((_: unknown, i: number) => i));
+    expect(segments.map((s) => [s.start, s.end, s.text])).toEqual(view.result.segments.map((s: any) => [s.start, s.end, s.text]));
+    const progress = events.filter((e) => e.event === "progress").map((e) => e.data.progress as number);
+    expect(progress.length).toBeGreaterThan(1);
+    for (let k = 1; k < progress.length; k++) expect(progress[k]!).toBeGreaterThanOrEqual(progress[k - 1]!);
+
+    // a stream opened after the end replays the state: every segment, then done
+    const late = await readEvents(id);
+    expect(late.filter((e) => e.event === "segment")).toHaveLength(segments.length);
+    expect(late.at(-1)!.event).toBe("done");
+  }, 150_000);
+
+  it("an events stream needs the job's own handle", async () => {
+    const res = await upload(t.base, [makeMedia(media, "short.wav")], { model: "base" });
+    const id = res.body.job_id as string;
+    const other = (await upload(t.base, [makeMedia(media, "other.wav")], { model: "base" })).body.job_id as string;
+    expect((await (await fetch(`${t.base}/api/jobs/${id}/events`)).json()).error).toMatchObject({ code: "missing_job_handle" });
+    const wrong = await fetch(`${t.base}/api/jobs/${id}/events`, { headers: { authorization: `Bearer ${handleOf(other)}` } });
+    expect(wrong.status).toBe(401);
+    expect((await wrong.json()).error).toMatchObject({ code: "invalid_job_handle" });
+    await waitForJob(t.base, id);
+    await waitForJob(t.base, other);
+  });
+});

@@ -75,7 +75,13 @@ export class Transcriber {
 
   constructor(private readonly options: TranscriberOptions) {}
 
-  async run(request: TranscribeRequest, onProgress: (p: Progress) => void, signal?: AbortSignal): Promise<Transcript> {
+  /**
+   * Transcribes `request.input`. `onProgress` hears the progress as it moves; `onSegments` hears
+   * whisper's segments as they become final in time order (a chunk's once every chunk before it is
+   * decoded: chunks decode in parallel), numbered as the transcript numbers them, before speaker
+   * labels and translation are added.
+   */
+  async run(request: TranscribeRequest, onProgress: (p: Progress) => void, signal?: AbortSignal, onSegments?: (segments: Segment[]) => void): Promise<Transcript> {
     const { whisper, logger } = this.options;
     const started = Date.now();
     let floor = 0;
@@ -107,7 +113,7 @@ export class Transcriber {
       report(DECODE_SHARE + VAD_SHARE, speech * rtf);
       logger.debug({ input: request.displayName, duration, spans: spans.length, chunks: chunks.length, speech }, "voice activity");
 
-      const segments = await this.decodeChunks(request, pcmPath, chunks, speech, rtf, report, signal);
+      const segments = await this.decodeChunks(request, pcmPath, chunks, speech, rtf, report, signal, onSegments);
       const language = request.language ?? majority(segments.languages) ?? "unknown";
       let list = segments.list;
       let turns: SpeakerTurn[] | undefined;
@@ -165,7 +171,7 @@ export class Transcriber {
 
   private async decodeChunks(
     request: TranscribeRequest, pcmPath: string, chunks: Chunk[], speech: number, initialRtf: number,
-    report: (progress: number, eta: number) => void, signal?: AbortSignal,
+    report: (progress: number, eta: number) => void, signal?: AbortSignal, onSegments?: (segments: Segment[]) => void,
   ): Promise<{ list: Segment[]; languages: Map<string, number> }> {
     const { whisper } = this.options;
     // This run's own whisper engine process: a native crash there fails this job alone.
@@ -178,6 +184,15 @@ export class Transcriber {
     const languages = new Map<string, number>();
     const partial = new Map<number, number>(); // chunk index → seconds decoded so far
     let done = 0;
+    // the segments given to onSegments so far: those of chunks 0 … nextChunk − 1
+    let nextChunk = 0;
+    let released = 0;
+    const releaseInOrder = () => {
+      while (perChunk[nextChunk] !== undefined) {
+        const finished = perChunk[nextChunk++]!.map((s) => ({ id: released++, ...s }));
+        if (finished.length > 0) onSegments?.(finished);
+      }
+    };
     const whisperStart = Date.now();
     const update = () => {
       const decoded = done + [...partial.values()].reduce((a, b) => a + b, 0);
@@ -204,6 +219,7 @@ export class Transcriber {
           const lang = decoded.find((s) => s.lang)?.lang;
           if (lang) languages.set(lang, (languages.get(lang) ?? 0) + seconds);
           perChunk[chunk.index] = segmentsFromChunk(chunk, decoded);
+          releaseInOrder();
           update();
         } finally {
           release();

@@ -5,6 +5,7 @@
  * `GET /api/models` — behind the agent token and each job's handle (`./access.ts`).
  */
 import type { HttpBindings } from "@hono/node-server";
+import { streamSSE } from "hono/streaming";
 import { Hono, type MiddlewareHandler } from "hono";
 import { notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
 import ipaddr from "ipaddr.js";
@@ -14,7 +15,7 @@ import type { HttpMetrics } from "../../core/metrics.js";
 import { WHISPER_LANGUAGES, type WhisperModelName } from "../../models/whisper.js";
 import { CONTENT_TYPES, FORMATS, render, type OutputFormat } from "../asr/formats.js";
 import type { WhisperPool } from "../asr/whisper.js";
-import { MAX_PAGE, type JobService } from "../jobs/index.js";
+import { MAX_PAGE, type JobEvent, type JobService } from "../jobs/index.js";
 import { access, requireJob, requireOperator, type AccessVariables } from "./access.js";
 import { uiRoutes } from "../ui/index.js";
 import { parseJobFields } from "./fields.js";
@@ -172,6 +173,37 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     const id = c.req.param("id");
     requireJob(c, deps.jobs, id);
     return c.json(await deps.jobs.status(id));
+  });
+
+  // Server-sent events of one job: its progress, each segment as it is finished, then its end.
+  app.get("/api/jobs/:id/events", async (c) => {
+    const id = c.req.param("id");
+    requireJob(c, deps.jobs, id);
+    const queue: JobEvent[] = [];
+    let wake: (() => void) | undefined;
+    // subscribed before the stream starts, so that a 404 or 429 is an HTTP error, not an event
+    const unsubscribe = await deps.jobs.watch(id, (event) => {
+      queue.push(event);
+      wake?.();
+    });
+    return streamSSE(c, async (stream) => {
+      let open = true;
+      stream.onAbort(() => { open = false; unsubscribe(); wake?.(); });
+      try {
+        while (open) {
+          const event = queue.shift();
+          if (!event) {
+            await new Promise<void>((resolve) => { wake = resolve; });
+            wake = undefined;
+            continue;
+          }
+          await stream.writeSSE({ event: event.type, data: JSON.stringify(event.type === "segment" ? event.segment : { ...event, type: undefined }) });
+          if (event.type === "done") break;
+        }
+      } finally {
+        unsubscribe();
+      }
+    });
   });
 
   app.get("/api/result/:id", async (c) => {

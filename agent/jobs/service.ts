@@ -13,14 +13,14 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { ConflictError, NotFoundError, ServiceUnavailableError } from "../../core/errors.js";
+import { ConflictError, NotFoundError, ServiceUnavailableError, TooManyRequestsError } from "../../core/errors.js";
 import { withContext } from "../../core/context.js";
 import { matchesDigest, sha256Hex } from "../../core/digest.js";
 import type { Logger } from "../../core/log.js";
 import type { WhisperModelName } from "../../models/whisper.js";
 import { AudioError, EngineError, JobAbortedError } from "../asr/errors.js";
 import type { Transcriber } from "../asr/pipeline.js";
-import type { Transcript } from "../asr/transcript.js";
+import type { Segment, Transcript } from "../asr/transcript.js";
 import { StagingBudget } from "./budget.js";
 import { JobStore, type JobOptions, type JobRow, type JobStatus } from "./store.js";
 
@@ -55,6 +55,11 @@ export interface JobView {
   status: JobStatus;
   progress: number;
   estimated_time_remaining: number;
+  /**
+   * The segments finished so far, in time order (whisper's, before speaker labels and translation);
+   * a completed job's are its result's. They only grow while the job runs.
+   */
+  segments: Segment[];
   result: Transcript | null;
   error?: string;
   file_name: string;
@@ -67,10 +72,10 @@ export interface JobView {
 /** What `POST /api/process` answers for each job: its view and, this once, its handle. */
 export type SubmittedJob = JobView & { handle: string };
 
-/** `GET /api/jobs`: a page of jobs, newest first (without results). */
+/** `GET /api/jobs`: a page of jobs, newest first (without results or segments). */
 export interface JobList {
   object: "list";
-  data: Omit<JobView, "result">[];
+  data: Omit<JobView, "result" | "segments">[];
   has_more: boolean;
   /** The cursor for the next page (`?after=`). */
   last_id: string | null;
@@ -101,12 +106,24 @@ interface Live {
   progress: number;
   eta: number;
   persistedAt: number;
+  /** Segments finished so far, in order (the run's; a resumed job starts them again). */
+  segments: Segment[];
 }
+
+/** What `watch` tells of a job as it runs (`GET /api/jobs/{id}/events`). */
+export type JobEvent =
+  | { type: "progress"; progress: number; estimated_time_remaining: number }
+  | { type: "segment"; segment: Segment }
+  | { type: "done"; status: JobStatus; error?: string };
+
+/** Listeners one job may have at once (each an open event stream). */
+export const MAX_WATCHERS_PER_JOB = 16;
 
 export class JobService {
   private readonly store: JobStore;
   private readonly queue: string[] = [];
   private readonly live = new Map<string, Live>();
+  private readonly watchers = new Map<string, Set<(event: JobEvent) => void>>();
   private readonly running = new Map<string, Running>();
   /** Uploads streaming now (their folders have no row yet: the sweeper leaves them alone). */
   private readonly staging = new Map<string, StagedUpload>();
@@ -221,7 +238,7 @@ export class JobService {
         this.budget.hold(kept.size);
         this.held.set(job.id, kept.size);
         this.store.retry(job.id);
-        this.live.set(job.id, { progress: job.progress, eta: job.eta, persistedAt: 0 });
+        this.live.set(job.id, { progress: job.progress, eta: job.eta, persistedAt: 0, segments: [] });
         this.enqueue(job.id);
         this.options.logger.info({ job: job.id, attempt: job.attempts + 1 }, "resuming interrupted transcription job");
       }
@@ -240,6 +257,7 @@ export class JobService {
       status: row.status,
       progress: row.status === "completed" ? 1 : Math.max(row.progress, live?.progress ?? 0),
       estimated_time_remaining: row.status === "processing" ? (live?.eta ?? row.eta) : 0,
+      segments: live ? [...live.segments] : [],
       result: null,
       ...(row.error ? { error: row.error } : {}),
       file_name: row.fileName,
@@ -254,7 +272,7 @@ export class JobService {
     if (after !== undefined && !cursor) throw new NotFoundError("job_not_found", `after: no job "${after}"`);
     const page = this.store.list(limit, cursor);
     const data = page.jobs.map((row) => {
-      const { result: _result, ...view } = this.viewOf(row);
+      const { result: _result, segments: _segments, ...view } = this.viewOf(row);
       return view;
     });
     return { object: "list", data, has_more: page.hasMore, last_id: data.at(-1)?.job_id ?? null };
@@ -345,8 +363,56 @@ export class JobService {
   async status(id: string): Promise<JobView> {
     const view = this.view(id);
     if (!view) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`);
-    if (view.status === "completed") view.result = await this.result(id);
+    if (view.status === "completed") {
+      view.result = await this.result(id);
+      view.segments = view.result.segments;
+    }
     return view;
+  }
+
+  /**
+   * Calls `listener` with the job's events from now on (progress, each finished segment, the end), after
+   * its state now: its progress, the segments finished so far, and its end when it has ended. Returns
+   * the unsubscribe. 404 for an unknown job; 429 beyond MAX_WATCHERS_PER_JOB at once.
+   */
+  async watch(id: string, listener: (event: JobEvent) => void): Promise<() => void> {
+    const view = await this.status(id);
+    const set = this.watchers.get(id) ?? new Set();
+    if (set.size >= MAX_WATCHERS_PER_JOB) throw new TooManyRequestsError("too_many_watchers", `job_id: job "${id}" has ${MAX_WATCHERS_PER_JOB} event streams open; close one`);
+    listener({ type: "progress", progress: view.progress, estimated_time_remaining: view.estimated_time_remaining });
+    // the state and the subscription in one turn: no event falls between them
+    const now = this.view(id)!;
+    const segments = now.status === "completed" ? view.segments : now.segments;
+    for (const segment of segments) listener({ type: "segment", segment });
+    if (now.status !== "processing") {
+      listener({ type: "done", status: now.status, ...(now.error ? { error: now.error } : {}) });
+      return () => undefined;
+    }
+    set.add(listener);
+    this.watchers.set(id, set);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.watchers.get(id) === set) this.watchers.delete(id);
+    };
+  }
+
+  /** Tells the job's watchers of `event`; a listener that throws is dropped, the others still hear it. */
+  private emit(id: string, event: JobEvent): void {
+    for (const listener of this.watchers.get(id) ?? []) {
+      try {
+        listener(event);
+      } catch {
+        this.watchers.get(id)?.delete(listener);
+      }
+    }
+  }
+
+  /** Tells the job's watchers how it ended (as the store now has it), and forgets them. */
+  private ended(id: string): void {
+    const row = this.store.get(id);
+    if (!row || row.status === "processing") return;
+    this.emit(id, { type: "done", status: row.status, ...(row.error ? { error: row.error } : {}) });
+    this.watchers.delete(id);
   }
 
   /** The completed job's transcript; 404 for an unknown id, 409 while it is not completed. */
@@ -399,7 +465,7 @@ export class JobService {
     if (!row) return;
     const { logger } = this.options;
     const started = Date.now();
-    const live = this.live.get(id) ?? { progress: 0, eta: 0, persistedAt: 0 };
+    const live = this.live.get(id) ?? { progress: 0, eta: 0, persistedAt: 0, segments: [] };
     this.live.set(id, live);
     try {
       const transcript = await this.options.transcriber.run({
@@ -419,11 +485,17 @@ export class JobService {
       }, ({ progress, etaSeconds }) => {
         live.progress = Math.max(live.progress, progress);
         live.eta = etaSeconds;
+        this.emit(id, { type: "progress", progress: live.progress, estimated_time_remaining: live.eta });
         if (Date.now() - live.persistedAt >= PERSIST_EVERY_MS) {
           live.persistedAt = Date.now();
           this.guarded(id, "progress", () => this.store.progress(id, live.progress, live.eta));
         }
-      }, AbortSignal.any([this.abort.signal, cancelled]));
+      }, AbortSignal.any([this.abort.signal, cancelled]), (segments) => {
+        for (const segment of segments) {
+          live.segments.push(segment);
+          this.emit(id, { type: "segment", segment });
+        }
+      });
       const resultPath = join(this.options.dataDir, "results", `${id}.json`);
       await mkdir(dirname(resultPath), { recursive: true });
       await writeFile(`${resultPath}.partial`, JSON.stringify(transcript));
@@ -438,6 +510,7 @@ export class JobService {
       });
     } finally {
       this.live.delete(id);
+      this.ended(id);
     }
   }
 

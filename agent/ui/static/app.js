@@ -190,7 +190,9 @@ function trackJob(id, name, format) {
   const status = el("span", { class: "status" }, "Processing · 0 %");
   const open = el("button", { type: "button", hidden: "" }, "Open result");
   const cancel = el("button", { type: "button", "aria-label": `Cancel ${name}` }, "Cancel");
-  const row = el("li", { class: "job", "data-job": id }, el("header", {}, el("span", { class: "name" }, name), status), bar, open, cancel);
+  // the words finished so far, as they arrive (status' segments, in order)
+  const partial = el("p", { class: "partial", "aria-live": "polite", hidden: "" });
+  const row = el("li", { class: "job", "data-job": id }, el("header", {}, el("span", { class: "name" }, name), status), bar, partial, open, cancel);
   open.addEventListener("click", () => showResult(id, name, format));
   cancel.addEventListener("click", async () => {
     cancel.disabled = true;
@@ -204,9 +206,14 @@ function trackJob(id, name, format) {
     bar.value = pct;
     if (job.status === "processing") {
       status.textContent = `Processing · ${pct} %${job.estimated_time_remaining ? ` · ${eta(job.estimated_time_remaining)}` : ""}`;
+      if (job.segments?.length) {
+        partial.textContent = job.segments.map((s) => s.text).join(" ");
+        partial.hidden = false;
+      }
       return void setTimeout(poll, POLL_MS);
     }
     cancel.hidden = true;
+    partial.hidden = true;
     if (job.status === "completed") {
       status.textContent = "Completed · 100 %";
       open.hidden = false;
