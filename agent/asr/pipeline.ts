@@ -17,6 +17,7 @@ import { PcmFile } from "./pcm.js";
 import type { Segment, SpeakerTurn, Transcript } from "./transcript.js";
 import { detectSpeech, type VadOptions } from "./vad/index.js";
 import type { WhisperPool, WhisperSegment } from "./whisper.js";
+import type { DecodingOptions } from "./engine/whisper-protocol.js";
 import { segmentsFromChunk } from "./words.js";
 
 export interface TranscribeRequest {
@@ -37,6 +38,10 @@ export interface TranscribeRequest {
   diarization?: { minSpeakers?: number; maxSpeakers?: number };
   /** Translate the transcript into this language (not English) with the translator. */
   translateTo?: string;
+  /** How whisper decodes (prompt, temperatures, thresholds); absent fields: the engine's defaults. */
+  decoding?: DecodingOptions;
+  /** Voice activity detection beyond the agent's settings: the speech threshold and the silence that ends a span. */
+  vad?: Pick<VadOptions, "threshold" | "minSilenceSeconds">;
 }
 
 /** Translates one piece of text; the agent backs this with its chat model. */
@@ -107,7 +112,7 @@ export class Transcriber {
 
       const speakers = request.diarization ? this.diarize(pcmPath, request.diarization, signal) : undefined;
       speakers?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
-      const spans = await detectSpeech(pcmPath, this.options.vad, (f) => report(DECODE_SHARE + VAD_SHARE * f, duration * rtf), signal);
+      const spans = await detectSpeech(pcmPath, { ...this.options.vad, ...request.vad }, (f) => report(DECODE_SHARE + VAD_SHARE * f, duration * rtf), signal);
       const chunks = planChunks(spans, samples);
       const speech = chunkSeconds(chunks);
       report(DECODE_SHARE + VAD_SHARE, speech * rtf);
@@ -213,6 +218,7 @@ export class Transcriber {
           const decoded: WhisperSegment[] = await session.decode(request.model, audio, {
             translate: request.translate,
             ...(request.language ? { language: request.language } : {}),
+            ...(request.decoding ? { decoding: request.decoding } : {}),
           }, (seg) => { partial.set(chunk.index, Math.min(seconds, seg.to / 1000)); update(); }, signal ? { signal } : {});
           partial.delete(chunk.index);
           done += seconds;

@@ -35,6 +35,49 @@ function speakers(fields: Record<string, string>, name: string): number | undefi
   return n;
 }
 
+/** Longest `prompt` (with `hotwords`), in characters: whisper keeps at most 224 tokens of it. */
+export const MAX_PROMPT_CHARS = 1000;
+
+function decimal(fields: Record<string, string>, name: string, min: number, max: number): number | undefined {
+  const raw = fields[name];
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const n = Number(raw.trim());
+  if (!/^-?(\d+\.?\d*|\.\d+)$/.test(raw.trim()) || !(n >= min && n <= max)) {
+    throw new InvalidRequestError(`invalid_${name}`, `${name}: expected a number from ${min} to ${max}, got "${raw.slice(0, 40)}"`);
+  }
+  return n;
+}
+
+/**
+ * Whisper's initial prompt: `prompt` (OpenAI's field) after `hotwords` (faster-whisper's: words and
+ * names to expect, put in front of the prompt), at most MAX_PROMPT_CHARS together.
+ */
+function prompt(fields: Record<string, string>): string | undefined {
+  const hotwords = fields.hotwords?.trim();
+  const text = [hotwords, fields.prompt?.trim()].filter(Boolean).join(" ");
+  if (!text) return undefined;
+  if (text.length > MAX_PROMPT_CHARS) throw new InvalidRequestError("invalid_prompt", `${hotwords ? "hotwords, " : ""}prompt: at most ${MAX_PROMPT_CHARS} characters together (whisper keeps 224 tokens of it), got ${text.length}`);
+  if (/[\u0000-\u0008\u000b-\u001f]/.test(text)) throw new InvalidRequestError("invalid_prompt", "prompt: control characters are not allowed");
+  return text;
+}
+
+/** How whisper decodes and where it hears speech, from the fields that choose it; undefined when none does. */
+function decodingOf(fields: Record<string, string>): Pick<JobOptions, "decoding" | "vad"> {
+  const decoding: NonNullable<JobOptions["decoding"]> = {};
+  const text = prompt(fields);
+  if (text) decoding.prompt = text;
+  const set = <K extends keyof typeof decoding>(key: K, value: (typeof decoding)[K] | undefined) => { if (value !== undefined) decoding[key] = value; };
+  set("temperature", decimal(fields, "temperature", 0, 1));
+  set("temperatureIncrement", decimal(fields, "temperature_increment", 0, 1));
+  set("compressionRatioThreshold", decimal(fields, "compression_ratio_threshold", 1, 10));
+  set("logprobThreshold", decimal(fields, "logprob_threshold", -10, 0));
+  set("noSpeechThreshold", decimal(fields, "no_speech_threshold", 0, 1));
+  const threshold = decimal(fields, "vad_threshold", 0.05, 0.95);
+  const minSilenceMs = decimal(fields, "min_silence_ms", 0, 10_000);
+  const vad = { ...(threshold !== undefined ? { threshold } : {}), ...(minSilenceMs !== undefined ? { minSilenceSeconds: minSilenceMs / 1000 } : {}) };
+  return { ...(Object.keys(decoding).length > 0 ? { decoding } : {}), ...(Object.keys(vad).length > 0 ? { vad } : {}) };
+}
+
 /** The job options the fields describe (the model's installation is checked by the caller). */
 export function parseJobFields(fields: Record<string, string>): JobOptions {
   const model = fields.model?.trim() || DEFAULT_WHISPER_MODEL;
@@ -67,5 +110,6 @@ export function parseJobFields(fields: Record<string, string>): JobOptions {
     ...(target ? { targetLanguage: target } : {}),
     ...(minSpeakers !== undefined ? { minSpeakers } : {}),
     ...(maxSpeakers !== undefined ? { maxSpeakers } : {}),
+    ...decodingOf(fields),
   };
 }

@@ -482,6 +482,8 @@ export class JobService {
           ...(row.options.maxSpeakers !== undefined ? { maxSpeakers: row.options.maxSpeakers } : {}),
         } } : {}),
         ...(row.options.translate && row.options.targetLanguage && row.options.targetLanguage !== "en" ? { translateTo: row.options.targetLanguage } : {}),
+        ...(row.options.decoding ? { decoding: row.options.decoding } : {}),
+        ...(row.options.vad ? { vad: row.options.vad } : {}),
       }, ({ progress, etaSeconds }) => {
         live.progress = Math.max(live.progress, progress);
         live.eta = etaSeconds;

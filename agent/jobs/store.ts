@@ -4,6 +4,7 @@
  * handle (the secret its submitter reads it with) is kept only as its SHA-256.
  */
 import { openDatabase, type Db } from "../../core/sqlite.js";
+import type { DecodingOptions } from "../asr/engine/whisper-protocol.js";
 
 export type JobStatus = "processing" | "completed" | "error" | "cancelled";
 
@@ -18,6 +19,10 @@ export interface JobOptions {
   speakerDiarization: boolean;
   minSpeakers?: number;
   maxSpeakers?: number;
+  /** How whisper decodes (prompt, temperatures, thresholds). */
+  decoding?: DecodingOptions;
+  /** Voice activity: the speech threshold (0–1) and the silence that ends a span (seconds). */
+  vad?: { threshold?: number; minSilenceSeconds?: number };
 }
 
 export interface JobRow {

@@ -7,7 +7,7 @@
 import { EngineError } from "../errors.js";
 import { loadWhisperAddon, type NativeModel, type WhisperAddon } from "./native.js";
 import { ModelCache } from "./whisper-models.js";
-import type { FromEngine, ToEngine, WhisperEngineConfig, WhisperSegment } from "./whisper-protocol.js";
+import { nativeDecoding, type FromEngine, type ToEngine, type WhisperEngineConfig, type WhisperSegment } from "./whisper-protocol.js";
 
 const post = (m: FromEngine) => {
   if (process.connected) process.send!(m);
@@ -22,7 +22,7 @@ let unavailable: Error | undefined;
 async function transcribe(model: NativeModel, request: Extract<ToEngine, { kind: "decode" }>, settings: WhisperEngineConfig, native: WhisperAddon): Promise<WhisperSegment[]> {
   const { id, pcm, params } = request;
   post({ kind: "started", id });
-  // Greedy, with whisper's temperature fallback unless turned off.
+  // Greedy, with whisper's temperature fallback unless turned off; then what the request chose.
   return native.transcribe(model, pcm, {
     threads: settings.threads,
     translate: params.translate,
@@ -31,6 +31,7 @@ async function transcribe(model: NativeModel, request: Extract<ToEngine, { kind:
     suppressNonSpeech: true,
     noContext: true,
     ...(settings.temperatureFallback ? {} : { temperatureInc: 0 }),
+    ...nativeDecoding(params.decoding),
   }, (segment) => post({ kind: "segment", id, segment })).catch((err: unknown) => {
     throw new EngineError(`whisper failed on this audio: ${err instanceof Error ? err.message : String(err)}`);
   });

@@ -26,6 +26,36 @@ export interface DecodeParams {
   language?: string;
   /** Whisper's translate task (into English). */
   translate: boolean;
+  /** Decoding choices a request may make; absent: the engine's (whisper.cpp's) defaults. */
+  decoding?: DecodingOptions;
+}
+
+/** How whisper decodes, as a request may choose it (README, "Transcription"). */
+export interface DecodingOptions {
+  /** Text whisper takes as what came before the audio (its initial prompt): names, terms, a style. */
+  prompt?: string;
+  /** The first decoding temperature, 0–1. whisper.cpp's default 0 (greedy). */
+  temperature?: number;
+  /** The step of the temperature fallback, 0–1; 0 turns the fallback off. Default 0.2. */
+  temperatureIncrement?: number;
+  /** A decode whose text is more repetitive than this (whisper.cpp's entropy threshold, its compression-ratio test) is tried again hotter. Default 2.4. */
+  compressionRatioThreshold?: number;
+  /** A decode whose mean log probability is below this is tried again hotter. Default −1. */
+  logprobThreshold?: number;
+  /** A window whose no-speech probability is above this (and whose log probability is low) is silence. Default 0.6. */
+  noSpeechThreshold?: number;
+}
+
+/** The addon's decoding parameters for `decoding` (absent fields: its defaults). */
+export function nativeDecoding(decoding: DecodingOptions = {}): Record<string, number | string> {
+  const out: Record<string, number | string> = {};
+  if (decoding.prompt) out.prompt = decoding.prompt;
+  if (decoding.temperature !== undefined) out.temperature = decoding.temperature;
+  if (decoding.temperatureIncrement !== undefined) out.temperatureInc = decoding.temperatureIncrement;
+  if (decoding.compressionRatioThreshold !== undefined) out.entropyThreshold = decoding.compressionRatioThreshold;
+  if (decoding.logprobThreshold !== undefined) out.logprobThreshold = decoding.logprobThreshold;
+  if (decoding.noSpeechThreshold !== undefined) out.noSpeechThreshold = decoding.noSpeechThreshold;
+  return out;
 }
 
 /** How an engine process loads and runs models (see WhisperPoolOptions). */
