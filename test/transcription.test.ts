@@ -346,3 +346,18 @@ describe("decoding options", () => {
     expect((await run({ vad_threshold: "0.05", min_silence_ms: "200" })).segments.length).toBeGreaterThan(0);
   }, 120_000);
 });
+
+describe("language detection", () => {
+  it("reports the detected language's probability, and none when the request names the language", async () => {
+    const file = makeMedia(media, "which-language.wav", { seconds: 8 });
+    const detect = await upload(t.base, [file], { model: "base" });
+    const named = await upload(t.base, [file], { model: "base", language: "de" });
+    const detected = (await waitForJob(t.base, detect.body.job_id)).view.result;
+    expect(detected.language).toMatch(/^[a-z]{2,3}$/);
+    expect(detected.language_probability).toBeGreaterThan(0);
+    expect(detected.language_probability).toBeLessThanOrEqual(1);
+    const given = (await waitForJob(t.base, named.body.job_id)).view.result;
+    expect(given.language).toBe("de");
+    expect(given).not.toHaveProperty("language_probability");
+  });
+});

@@ -119,7 +119,9 @@ export class Transcriber {
       logger.debug({ input: request.displayName, duration, spans: spans.length, chunks: chunks.length, speech }, "voice activity");
 
       const segments = await this.decodeChunks(request, pcmPath, chunks, speech, rtf, report, signal, onSegments);
-      const language = request.language ?? majority(segments.languages) ?? "unknown";
+      const detected = request.language ? undefined : majority(segments.languages);
+      const language = request.language ?? detected ?? "unknown";
+      const probability = detected !== undefined ? segments.probabilities.get(detected) : undefined;
       let list = segments.list;
       let turns: SpeakerTurn[] | undefined;
       if (speakers) {
@@ -128,6 +130,7 @@ export class Transcriber {
       const transcript: Transcript = {
         text: list.map((s) => s.text).join(" "),
         language,
+        ...(probability && probability.seconds > 0 ? { language_probability: Math.round((probability.sum / probability.seconds) * 1000) / 1000 } : {}),
         duration: Math.round(duration * 1000) / 1000,
         task: request.translate ? "translate" : "transcribe",
         model: request.model,
@@ -177,7 +180,7 @@ export class Transcriber {
   private async decodeChunks(
     request: TranscribeRequest, pcmPath: string, chunks: Chunk[], speech: number, initialRtf: number,
     report: (progress: number, eta: number) => void, signal?: AbortSignal, onSegments?: (segments: Segment[]) => void,
-  ): Promise<{ list: Segment[]; languages: Map<string, number> }> {
+  ): Promise<{ list: Segment[]; languages: Map<string, number>; probabilities: Map<string, { sum: number; seconds: number }> }> {
     const { whisper } = this.options;
     // This run's own whisper engine process: a native crash there fails this job alone.
     const session = whisper.session(request.label ?? basename(request.workDir));
@@ -187,6 +190,8 @@ export class Transcriber {
     });
     const perChunk: Omit<Segment, "id">[][] = new Array<Omit<Segment, "id">[]>(chunks.length);
     const languages = new Map<string, number>();
+    // per detected language: its probabilities weighted by the seconds of the chunks that detected it
+    const probabilities = new Map<string, { sum: number; seconds: number }>();
     const partial = new Map<number, number>(); // chunk index → seconds decoded so far
     let done = 0;
     // the segments given to onSegments so far: those of chunks 0 … nextChunk − 1
@@ -222,8 +227,13 @@ export class Transcriber {
           }, (seg) => { partial.set(chunk.index, Math.min(seconds, seg.to / 1000)); update(); }, signal ? { signal } : {});
           partial.delete(chunk.index);
           done += seconds;
-          const lang = decoded.find((s) => s.lang)?.lang;
+          const first = decoded.find((s) => s.lang);
+          const lang = first?.lang;
           if (lang) languages.set(lang, (languages.get(lang) ?? 0) + seconds);
+          if (lang && first.langProb !== undefined) {
+            const p = probabilities.get(lang) ?? { sum: 0, seconds: 0 };
+            probabilities.set(lang, { sum: p.sum + first.langProb * seconds, seconds: p.seconds + seconds });
+          }
           perChunk[chunk.index] = segmentsFromChunk(chunk, decoded);
           releaseInOrder();
           update();
@@ -241,7 +251,7 @@ export class Transcriber {
       this.rtf.set(request.model, previous === undefined ? measured : 0.7 * previous + 0.3 * measured);
     }
     const list = perChunk.flat().sort((a, b) => a.start - b.start).map((s, id) => ({ id, ...s }));
-    return { list, languages };
+    return { list, languages, probabilities };
   }
 }
 

@@ -34,6 +34,11 @@ export interface Transcript {
   text: string;
   /** The language spoken (requested, or detected by whisper). */
   language: string;
+  /**
+   * When detected: whisper's probability for it (0–1), the mean over the chunks that detected it,
+   * weighted by their speech. Absent when the request named the language.
+   */
+  language_probability?: number;
   /** The audio's duration in seconds. */
   duration: number;
   /** "transcribe" or "translate" (whisper's task; translate means into English). */

@@ -33,6 +33,7 @@ struct Segment {
     int64_t t0, t1;  // centiseconds
     std::string text;
     std::string lang;
+    float langProb = -1;  // the detected language's probability; -1 when the language was given
     std::vector<Token> tokens;
 };
 
@@ -237,6 +238,21 @@ class TranscribeWorker : public Napi::AsyncProgressQueueWorker<Segment> {
         if (!state) return SetError("whisper.cpp could not allocate a decoding state (out of memory?)");
         whisper_full_params f = params.full;
         f.language = params.language.c_str();
+        // The language detected here, once, with its probability (whisper_full would detect it the same
+        // way, on the first 30 s, and keep only the winner); whisper_full is then told it.
+        if (params.language == "auto" && whisper_is_multilingual(model->context)) {
+            if (whisper_pcm_to_mel_with_state(ctx, state, pcm.data(), static_cast<int>(pcm.size()), f.n_threads) != 0)
+                return SetError("whisper.cpp could not compute the audio's spectrogram");
+            std::vector<float> probs(whisper_lang_max_id() + 1, 0.0f);
+            int lang = whisper_lang_auto_detect_with_state(ctx, state, 0, f.n_threads, probs.data());
+            const char* code = lang >= 0 ? whisper_lang_str(lang) : nullptr;
+            if (code) {
+                detected = code;
+                langProb = probs[lang];
+                f.language = detected.c_str();
+                f.detect_language = false;
+            }
+        }
         f.initial_prompt = params.prompt.empty() ? nullptr : params.prompt.c_str();
         this->progress = &progress;
         f.new_segment_callback = [](whisper_context* c, whisper_state* s, int n_new, void* self) {
@@ -276,6 +292,7 @@ class TranscribeWorker : public Napi::AsyncProgressQueueWorker<Segment> {
         seg.text = whisper_full_get_segment_text_from_state(state, i);
         const char* lang = whisper_lang_str(whisper_full_lang_id_from_state(state));
         seg.lang = lang ? lang : "";
+        seg.langProb = langProb;
         int n = whisper_full_n_tokens_from_state(state, i);
         seg.tokens.reserve(n);
         for (int j = 0; j < n; j++) {
@@ -293,6 +310,7 @@ class TranscribeWorker : public Napi::AsyncProgressQueueWorker<Segment> {
         o.Set("to", Napi::Number::New(env, static_cast<double>(seg.t1) * 10));
         o.Set("text", seg.text);
         o.Set("lang", seg.lang);
+        if (seg.langProb >= 0) o.Set("langProb", Napi::Number::New(env, seg.langProb));
         Napi::Array tokens = Napi::Array::New(env, seg.tokens.size());
         for (size_t j = 0; j < seg.tokens.size(); j++) {
             const Token& t = seg.tokens[j];
@@ -318,6 +336,8 @@ class TranscribeWorker : public Napi::AsyncProgressQueueWorker<Segment> {
     Napi::FunctionReference segmentCallback;
     const ExecutionProgress* progress = nullptr;
     std::vector<Segment> segments;
+    std::string detected;   // the language detected before decoding ("" when given)
+    float langProb = -1;    // its probability
 };
 
 Napi::Value Transcribe(const Napi::CallbackInfo& info) {

@@ -17,6 +17,8 @@ export interface WhisperSegment {
   to: number;
   text: string;
   lang: string;
+  /** When whisper detected the language: its probability (0–1); absent when the request named it. */
+  langProb?: number;
   confidence: number;
   tokens: WhisperToken[];
 }
