@@ -69,6 +69,26 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
     await page.close();
   }, 90_000);
 
+  it("shows the words finished so far under a long job's bar while it runs, and the transcript once it is done", async () => {
+    const page = await open();
+    await expect.poll(() => page.locator("#model option").count()).toBe(5);
+    await page.setInputFiles("#audio", makeMedia(media, "long.wav", { seconds: 600 }));
+    await page.click("#submit");
+    const row = page.locator(".job").first();
+    const partial = row.locator(".partial");
+    // words shown while the job still runs: one look at the page, so that its end cannot slip in between
+    await page.waitForFunction(() => {
+      const job = document.querySelector(".job");
+      const words = job?.querySelector<HTMLElement>(".partial");
+      return Boolean(words && !words.hidden && words.textContent!.trim() && job!.querySelector(".status")!.textContent!.startsWith("Processing"));
+    }, undefined, { timeout: 60_000 });
+    await row.locator(".status", { hasText: "Completed · 100 %" }).waitFor({ timeout: 120_000 });
+    expect(await partial.isHidden()).toBe(true);
+    await page.locator("#result").waitFor({ state: "visible" });
+    expect(await page.locator("#transcript .seg").count()).toBeGreaterThan(0);
+    await page.close();
+  }, 150_000);
+
   it("shows each speaker in its own colour and marks low-confidence words", async () => {
     const page = await open();
     await expect.poll(() => page.locator("#model option").count()).toBe(5);
