@@ -6,7 +6,7 @@
  *
  * `LlamaChat.generateResponse` does the same and much that chat completions do not use here
  * (function calls, segments, context shift, a default repeat penalty that OpenAI's API does not
- * have), at a measured 0.3–0.5 ms per token on these machines (README, "Performance").
+ * have), at a measured 0.3–0.5 ms per token on these machines (docs/performance.md).
  */
 import { LlamaGrammarEvaluationState, LlamaText, SpecialToken, SpecialTokensText, TokenBias, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { Sampling } from "../../core/chat.js";
