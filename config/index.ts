@@ -6,7 +6,6 @@
  * then hands the raw strings to `parseSchedulerConfig` / `parseAgentConfig`, which return typed,
  * validated configs or throw a `ConfigError` naming the flag and its variable.
  */
-import { BlockList, isIP } from "node:net";
 import { cpus, hostname, totalmem } from "node:os";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
@@ -17,25 +16,17 @@ import { loadStdioCatalog } from "./stdio-catalog.js";
 export type { StdioCatalog, StdioServerSpec } from "./stdio-catalog.js";
 import { defaultThreads } from "../agent/llm/cpu-backend.js";
 import { TIERS, isTier, type Tier } from "../scheduler/auth/tiers.js";
+import { formatHostPort, isLoopback, parseHostPort, type HostPort } from "../core/net.js";
 
-/** A listen or dial address. */
-export interface HostPort {
-  host: string;
-  port: number;
-}
-
-export function formatHostPort({ host, port }: HostPort): string {
-  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
-}
+export { formatHostPort, isLoopback, type HostPort };
 
 const hostPort = z.string().transform((s, ctx): HostPort => {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(s.trim()) ?? /^()()(\d{1,5})$/.exec(s.trim());
-  const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) {
+  const address = parseHostPort(s);
+  if (!address) {
     ctx.addIssue({ code: "custom", message: `expected HOST:PORT (e.g. 127.0.0.1:8080), got "${s}"` });
     return z.NEVER;
   }
-  return { host: m[1] || m[2] || "127.0.0.1", port }; // a bare port (no host at all) is loopback, never "" (every interface)
+  return address;
 });
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
@@ -109,18 +100,6 @@ const bool = z
     ctx.addIssue({ code: "custom", message: `expected true, false, 1 or 0, got "${v}"` });
     return z.NEVER;
   });
-
-/** 127.0.0.0/8 and ::1: the addresses a plaintext gRPC link may use without `--grpc-insecure`. */
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
-LOOPBACK.addAddress("::1", "ipv6");
-
-/** Whether `host` is a loopback address (127.0.0.0/8, ::1) or the name `localhost`. */
-export function isLoopback(host: string): boolean {
-  if (host.toLowerCase() === "localhost") return true;
-  const family = isIP(host);
-  return family !== 0 && LOOPBACK.check(host, family === 4 ? "ipv4" : "ipv6");
-}
 
 /** One `--node-tokens` entry: a token and the node ids it may register. */
 export interface NodeTokenEntry {

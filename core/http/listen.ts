@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve, type HttpBindings } from "@hono/node-server";
-import type { HostPort } from "../../config/index.js";
+import type { HostPort } from "../net.js";
 
 export interface HttpListener {
   /** The bound address (the real port when 0 was asked). */
