@@ -136,9 +136,13 @@ const nodeTokens = list
     const parsed = parseNodeTokenEntry(entry);
     // Messages name the entry by position: a token never goes into an error or a log.
     if (parsed.token.length < 16) ctx.addIssue({ code: "custom", message: "each token must be at least 16 characters" });
+    if (/\s/.test(parsed.token)) ctx.addIssue({ code: "custom", message: `entry ${i + 1}: a token cannot hold whitespace (it travels as "Bearer <token>")` });
     if (parsed.nodeIds?.length === 0) ctx.addIssue({ code: "custom", message: `entry ${i + 1}: IDS=TOKEN needs at least one node id before "="` });
     return parsed;
   }));
+
+/** A secret sent as `Authorization: Bearer <token>`: at least 16 characters, no whitespace. */
+const bearerSecret = z.string().min(16, "must be at least 16 characters").regex(/^\S+$/, 'cannot hold whitespace (it travels as "Bearer <token>")');
 
 /** `ID=PATH` pairs of `--serve`. */
 const serveSpec = z.string().transform((s, ctx) => {
@@ -267,7 +271,7 @@ export const AGENT_OPTIONS = {
   tlsKey: { flags: "--tls-key <file>", env: "KILN_TLS_KEY", description: "PEM private key of --tls-cert (default: none)", schema: z.string().min(1).optional() },
   /** Dial a non-loopback `--scheduler` in plaintext anyway. Default: off. */
   grpcInsecure: { flags: "--grpc-insecure", env: "KILN_GRPC_INSECURE", description: "dial a non-loopback --scheduler in plaintext anyway; warned at every start (default: off)", schema: bool },
-  nodeToken: { flags: "--node-token <token>", env: "KILN_NODE_TOKEN", secret: true, description: "token presented to the scheduler (required with --scheduler)", schema: z.string().min(16, "must be at least 16 characters").optional() },
+  nodeToken: { flags: "--node-token <token>", env: "KILN_NODE_TOKEN", secret: true, description: "token presented to the scheduler (required with --scheduler)", schema: bearerSecret.optional() },
   nodeId: { flags: "--node-id <id>", env: "KILN_NODE_ID", default: hostname(), description: "this node's name in the fleet", schema: z.string().min(1).max(128) },
   serve: { flags: "--serve <id=gguf>", env: "KILN_SERVE", repeatable: true, description: "serve a catalog model id from a GGUF file (repeatable; comma-separated in the env)", schema: z.array(serveSpec) },
   sequences: { flags: "--sequences <n>", env: "KILN_SEQUENCES", default: "4", description: "parallel sequences (slots) per loaded model", schema: int(1, 256) },
@@ -279,7 +283,7 @@ export const AGENT_OPTIONS = {
   host: { flags: "--host <host>", env: "KILN_HOST", default: "0.0.0.0", description: "address of the transcription API and web UI", schema: z.string().min(1) },
   port: { flags: "--port <port>", env: "KILN_PORT", default: "7860", description: "port of the transcription API and web UI (0 picks one)", schema: int(0, 65535) },
   /** Every `/api/*` call needs `Authorization: Bearer <token>` (a job's own calls also take its handle). Required off loopback. Default: none. */
-  agentToken: { flags: "--agent-token <token>", env: "KILN_AGENT_TOKEN", secret: true, description: "every /api/* call needs Authorization: Bearer <token> (a job's status, result and cancel also take the job's handle); required when --host is not loopback, unless --agent-insecure (default: none)", schema: z.string().min(16, "must be at least 16 characters").optional() },
+  agentToken: { flags: "--agent-token <token>", env: "KILN_AGENT_TOKEN", secret: true, description: "every /api/* call needs Authorization: Bearer <token> (a job's status, result and cancel also take the job's handle); required when --host is not loopback, unless --agent-insecure (default: none)", schema: bearerSecret.optional() },
   /** Serve a non-loopback `--host` without `--agent-token` anyway. Default: off. */
   agentInsecure: { flags: "--agent-insecure", env: "KILN_AGENT_INSECURE", description: "serve the transcription API on a non-loopback --host without --agent-token anyway; warned at every start (default: off)", schema: bool },
   dataDir: { flags: "--data-dir <dir>", env: "KILN_DATA_DIR", default: ".kiln/agent", description: "job database, uploads and results", schema: z.string().min(1) },

@@ -93,6 +93,8 @@ describe("node tokens", () => {
     refusal(() => parseSchedulerConfig({ nodeTokens: `|=${TOKEN}` }), "--node-tokens / KILN_NODE_TOKENS", 'entry 1: IDS=TOKEN needs at least one node id before "="');
     refusal(() => parseSchedulerConfig({}), "--node-tokens / KILN_NODE_TOKENS", "is required");
     refusal(() => parseSchedulerConfig({ nodeTokens: " , " }), "--node-tokens / KILN_NODE_TOKENS", "at least one token is required");
+    // a token travels as "Bearer <token>", which every side parses as one run of non-space characters
+    refusal(() => parseSchedulerConfig({ nodeTokens: `${TOKEN},gpu-2=two words here xx` }), "--node-tokens / KILN_NODE_TOKENS", 'entry 2: a token cannot hold whitespace (it travels as "Bearer <token>")');
     expect(parseSchedulerConfig({ nodeTokens: "0123456789abcdef" }).nodeTokens).toEqual([{ token: "0123456789abcdef" }]); // exactly 16
     // Every problem is told, joined by "; ".
     refusal(() => parseSchedulerConfig({ nodeTokens: `short-token,|=${TOKEN}` }), "--node-tokens / KILN_NODE_TOKENS", 'each token must be at least 16 characters; entry 2: IDS=TOKEN needs at least one node id before "="');
@@ -171,6 +173,7 @@ describe("the agent's rules", () => {
     expect(agent({ host: "::", agentInsecure: true })).toMatchObject({ host: "::", agentInsecure: true });
     expect(agent({ host: "localhost" }).agentToken).toBeUndefined();
     refusal(() => agent({ agentToken: "short" }), "--agent-token / KILN_AGENT_TOKEN", "must be at least 16 characters");
+    refusal(() => agent({ agentToken: "a long token with spaces" }), "--agent-token / KILN_AGENT_TOKEN", 'cannot hold whitespace (it travels as "Bearer <token>")');
     refusal(() => agent({ agentToken: TOKEN, agentInsecure: "1" }), "--agent-insecure / KILN_AGENT_INSECURE", "contradicts --agent-token (give one or the other)");
     for (const off of [false, "false", "0", " false "]) expect(agent({ agentInsecure: off }).agentInsecure, String(off)).toBe(false);
   });

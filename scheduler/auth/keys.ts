@@ -13,6 +13,7 @@
  */
 import { randomBytes, webcrypto } from "node:crypto";
 import { sha256Hex } from "../../core/digest.js";
+import { parseBearer } from "../../core/http/bearer.js";
 import type { Statement } from "better-sqlite3";
 import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
 import { AuthenticationError, InvalidRequestError } from "../../core/errors.js";
@@ -110,9 +111,8 @@ export class KeyService {
   /** Checks an `Authorization` header value; throws `AuthenticationError` saying what is wrong. */
   async authenticate(header: string | undefined): Promise<KeyIdentity> {
     if (!header) throw new AuthenticationError("missing_api_key", "Authorization: missing; send `Authorization: Bearer <API_KEY>`");
-    const m = /^Bearer ([^\s]+)$/.exec(header);
-    if (!m) throw new AuthenticationError("invalid_auth_scheme", "Authorization: expected exactly `Bearer <API_KEY>` (scheme Bearer, one space, no extra spaces)");
-    const token = m[1]!;
+    const token = parseBearer(header);
+    if (!token) throw new AuthenticationError("invalid_auth_scheme", "Authorization: expected exactly `Bearer <API_KEY>` (scheme Bearer, one space, no extra spaces)");
     const known = this.verified.get(token);
     if (known) {
       if (known.exp !== undefined && known.exp * 1000 <= Date.now()) throw new AuthenticationError("expired_api_key", "Authorization: this API key has expired");

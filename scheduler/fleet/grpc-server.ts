@@ -3,8 +3,8 @@
  * waits for Register, checks that the token may register that node id, then relays messages
  * between the stream and the `Fleet`.
  */
-import { timingSafeEqual } from "node:crypto";
-import { sha256 as digest } from "../../core/digest.js";
+import { matchesDigest, sha256Hex } from "../../core/digest.js";
+import { parseBearer } from "../../core/http/bearer.js";
 import * as grpc from "@grpc/grpc-js";
 import { FLEET_MESSAGE_BYTES } from "../../core/chat.js";
 import { nodeIdMatcher, type NodeTokenEntry } from "../../config/index.js";
@@ -22,22 +22,22 @@ export interface FleetServerOptions {
 
 
 interface AcceptedToken {
-  digest: Buffer;
+  /** The token's SHA-256, hex. */
+  digest: string;
   covers: (nodeId: string) => boolean;
 }
 
 /** The entries whose token is the presented one, compared in constant time against every entry. */
 function tokenMatches(presented: string, accepted: AcceptedToken[]): AcceptedToken[] {
-  const d = digest(presented);
   const matches: AcceptedToken[] = [];
-  for (const a of accepted) if (timingSafeEqual(a.digest, d)) matches.push(a);
+  for (const a of accepted) if (matchesDigest(presented, a.digest)) matches.push(a);
   return matches;
 }
 
 type ConnectCall = grpc.ServerDuplexStream<AgentMessage__Output, SchedulerMessage>;
 
 export function createFleetServer({ fleet, nodeTokens, logger }: FleetServerOptions): grpc.Server {
-  const accepted = nodeTokens.map((t): AcceptedToken => ({ digest: digest(t.token), covers: nodeIdMatcher(t.nodeIds) }));
+  const accepted = nodeTokens.map((t): AcceptedToken => ({ digest: sha256Hex(t.token), covers: nodeIdMatcher(t.nodeIds) }));
   const server = new grpc.Server({
     "grpc.keepalive_time_ms": 10_000,
     "grpc.keepalive_timeout_ms": 5_000,
@@ -49,7 +49,7 @@ export function createFleetServer({ fleet, nodeTokens, logger }: FleetServerOpti
   server.addService(fleetProto().kiln.v1.Fleet.service, {
     Connect: (call: ConnectCall) => {
       const header = String(call.metadata.get(NODE_TOKEN_METADATA)[0] ?? "");
-      const token = header.startsWith("Bearer ") ? header.slice(7) : "";
+      const token = parseBearer(header) ?? "";
       const matches = token ? tokenMatches(token, accepted) : [];
       if (matches.length === 0) {
         logger.warn({ peer: call.getPeer() }, "agent refused: unknown node token");
@@ -64,7 +64,7 @@ export function createFleetServer({ fleet, nodeTokens, logger }: FleetServerOpti
       };
       const link: AgentLink = {
         // Which token this stream presented (its digest, never the token): only the same one may replace it.
-        credential: digest(token).toString("hex"),
+        credential: sha256Hex(token),
         send: (message) => { if (!call.writableEnded && !call.destroyed) call.write(message); },
         close: (reason) => { if (!call.destroyed) call.emit("error", { code: grpc.status.ABORTED, details: reason }); },
       };
