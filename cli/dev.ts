@@ -10,7 +10,7 @@ import { DEV_MODEL_ID } from "../models/catalog.js";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { WHISPER_MODELS } from "../models/whisper.js";
-import { ensureTestModel, ensureTestSpeechModels } from "../scripts/make-test-models.js";
+import { ensureTestModel, ensureTestSpeechModels } from "../fabricate/index.js";
 import { startAgent } from "../agent/index.js";
 import { startScheduler } from "../scheduler/index.js";
 import { onShutdown } from "./shutdown.js";

@@ -33,9 +33,9 @@ import { createLogger } from "../core/log.js";
 import { buildTools, provideCudaBackend } from "./build-llama.js";
 import { buildWhisper, buildWhisperCli } from "./build-whisper.js";
 import { argValue, median } from "./lib/cli.js";
-import { writeTinyWhisper, type TinyWhisperOptions } from "./lib/tiny-whisper.js";
+import { writeTinyWhisper, type TinyWhisperOptions } from "../fabricate/tiny-whisper.js";
 import { scratchWhisperDir } from "./eval-asr.js";
-import { defaultModelDir, ensureTestSpeechModels } from "./make-test-models.js";
+import { defaultModelDir, ensureTestSpeechModels } from "../fabricate/index.js";
 
 /** whisper-cli's own timings on `wav`: total minus load, in seconds. */
 function runCli(bin: string, model: string, wav: string, threads: number): number {

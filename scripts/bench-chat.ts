@@ -56,8 +56,8 @@ import { defaultThreads, installedAddon, installedCpuBackend } from "../agent/ll
 import { argValue, median, quantile } from "./lib/cli.js";
 import { freePort } from "./lib/run.js";
 import { buildTools, provideCudaBackend, vocabGguf } from "./build-llama.js";
-import { defaultModelDir, REALISTIC_LLAMA, writeWithVocabulary } from "./make-test-models.js";
-import { ensureTestModel } from "./make-test-models.js";
+import { defaultModelDir, REALISTIC_LLAMA, writeWithVocabulary } from "../fabricate/index.js";
+import { ensureTestModel } from "../fabricate/index.js";
 import { startRelayFloor } from "./lib/relay-floor.js";
 
 const MODEL_ID = "famB-v3.1";

@@ -16,7 +16,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { argValue } from "./lib/cli.js";
-import { ensureTestSpeechModels } from "./make-test-models.js";
+import { ensureTestSpeechModels } from "../fabricate/index.js";
 
 const MB = 1024 ** 2;
 const size = parseSize(argValue(process.argv, "--size") ?? "1gb");

@@ -11,7 +11,7 @@ import { parseAgentConfig, parseSchedulerConfig, formatHostPort } from "../../co
 import { createLogger } from "../../core/log.js";
 import { startAgent, type AgentHandle } from "../../agent/index.js";
 import { startScheduler, type SchedulerHandle } from "../../scheduler/index.js";
-import { defaultModelDir, TEST_MODELS } from "../../scripts/make-test-models.js";
+import { defaultModelDir, TEST_MODELS } from "../../fabricate/index.js";
 import { NODE_TOKEN, PROCESS_LOG_DIR } from "./secrets.js";
 
 export { NODE_TOKEN } from "./secrets.js";

@@ -6,7 +6,7 @@
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ensureTestModel, ensureTestSpeechModels } from "../../scripts/make-test-models.js";
+import { ensureTestModel, ensureTestSpeechModels } from "../../fabricate/index.js";
 import { leakedLines, PROCESS_LOG_DIR } from "./secrets.js";
 
 export default async function setup(): Promise<() => void> {

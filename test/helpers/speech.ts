@@ -9,7 +9,7 @@ import { parseAgentConfig } from "../../config/index.js";
 import { createLogger } from "../../core/log.js";
 import { startAgent, type AgentHandle } from "../../agent/index.js";
 import { ffmpegPath } from "../../agent/asr/ffmpeg.js";
-import { defaultModelDir, TEST_SPEECH } from "../../scripts/make-test-models.js";
+import { defaultModelDir, TEST_SPEECH } from "../../fabricate/index.js";
 import { spawnKiln, tempDir, until, type KilnProcess } from "./fleet.js";
 
 export const TEST_WHISPER_DIR = join(defaultModelDir(), TEST_SPEECH.whisperDir);

@@ -3,7 +3,7 @@
  * operators with float initializers). Used to fabricate test models that sherpa-onnx loads
  * through the real onnxruntime.
  */
-import { onnxModelType } from "../../core/onnx.js";
+import { onnxModelType } from "../core/onnx.js";
 
 
 /** ONNX element types used here. */

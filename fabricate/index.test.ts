@@ -4,8 +4,8 @@ import { join, resolve } from "node:path";
 import { getLlama } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../test/helpers/fleet.js";
-import { writeTinyLlama } from "./lib/tiny-llama.js";
-import { writeWithVocabulary } from "./make-test-models.js";
+import { writeTinyLlama } from "./tiny-llama.js";
+import { writeWithVocabulary } from "./index.js";
 
 describe("tiny GGUF fabrication", () => {
   it("is byte-identical for the same options and differs with the seed", async () => {
