@@ -66,7 +66,7 @@ describe("with --agent-token", () => {
     const id = "6f1c7a36-5d9e-4c55-9d7b-2f8a3a8b1e10";
     const routes: [string, string][] = [
       ["POST", "/api/process"], ["GET", `/api/status/${id}`], ["GET", `/api/result/${id}`], ["GET", "/api/jobs"],
-      ["POST", `/api/jobs/${id}/cancel`], ["DELETE", `/api/jobs/${id}`], ["GET", "/api/models"], ["GET", "/api/node"],
+      ["POST", `/api/jobs/${id}/cancel`], ["DELETE", `/api/jobs/${id}`], ["GET", `/api/jobs/${id}/events`], ["GET", "/api/models"], ["GET", "/api/node"],
     ];
     for (const [method, path] of routes) {
       const res = await fetch(`${t.base}${path}`, { method });
@@ -121,8 +121,13 @@ describe("with --agent-token", () => {
     const inputOf = (id: string) => join(t.agent.jobs.uploadsDir, id, "input");
     expect(existsSync(inputOf(queued.body.job_id))).toBe(true);
 
+    // the queued job's event stream, opened with its handle on this token-protected instance, hears the cancel
+    const events = await fetch(`${t.base}/api/jobs/${queued.body.job_id}/events`, { headers: { authorization: `Bearer ${queued.body.handle}` } });
+    expect(events.status).toBe(200);
     const q = await fetch(`${t.base}/api/jobs/${queued.body.job_id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${queued.body.handle}` } });
     expect(q.status).toBe(200);
+    const told = await events.text(); // the stream ends with done
+    expect(told).toMatch(/event: done\ndata: \{"status":"cancelled"\}\n\n$/);
     expect(await q.json()).toMatchObject({ status: "cancelled" });
     expect(existsSync(inputOf(queued.body.job_id))).toBe(false);
 

@@ -253,20 +253,30 @@ describe("metrics", () => {
 
 
 describe("partial results", () => {
-  /** The server-sent events of a job's stream, parsed, until it ends. */
-  async function readEvents(id: string): Promise<{ event: string; data: any }[]> {
-    const res = await fetchJob(`${t.base}/api/jobs/${id}/events`);
+  /** The server-sent events of a job's stream, parsed as they arrive (each with when it came), until it ends. */
+  async function readEvents(id: string, headers: Record<string, string> = {}): Promise<{ event: string; data: any; id?: string; at: number }[]> {
+    const res = await fetchJob(`${t.base}/api/jobs/${id}/events`, { headers });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    const text = await res.text();
-    return text.split("\n\n").filter((block) => block.includes("data:")).map((block) => ({
-      event: /^event: (.*)$/m.exec(block)![1]!,
-      data: JSON.parse(/^data: (.*)$/m.exec(block)![1]!),
-    }));
+    const events: { event: string; data: any; id?: string; at: number }[] = [];
+    const decoder = new TextDecoder();
+    let text = "";
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      text += decoder.decode(chunk, { stream: true });
+      let end: number;
+      while ((end = text.indexOf("\n\n")) >= 0) {
+        const block = text.slice(0, end);
+        text = text.slice(end + 2);
+        if (!block.includes("data:")) continue;
+        const id = /^id: (.*)$/m.exec(block)?.[1];
+        events.push({ event: /^event: (.*)$/m.exec(block)![1]!, data: JSON.parse(/^data: (.*)$/m.exec(block)![1]!), ...(id !== undefined ? { id } : {}), at: performance.now() });
+      }
+    }
+    return events;
   }
 
-  it("/api/jobs/{id}/events delivers every segment in order before done; the status' segments only grow and end as the result's", async () => {
-    const file = makeMedia(media, "long.wav", { seconds: 90 });
+  it("/api/jobs/{id}/events delivers every segment in order before done, while the job runs; the status' segments only grow", async () => {
+    const file = makeMedia(media, "long.wav", { seconds: 300 });
     const res = await upload(t.base, [file], { model: "base" });
     const id = res.body.job_id as string;
     const streamed = readEvents(id);
@@ -286,30 +296,40 @@ describe("partial results", () => {
     }, 10_000, "a place freed by the closed streams");
     const seen: number[] = [];
     let view: any;
+    let completedAt = 0;
     await until(async () => {
       view = (await getJson(`${t.base}/api/status/${id}`)).body;
-      seen.push(view.segments.length);
+      if (view.status === "processing") seen.push(view.segments.length);
+      else completedAt = performance.now();
       return view.status !== "processing";
     }, 120_000, `job ${id}`);
     expect(view.status).toBe("completed");
     for (let k = 1; k < seen.length; k++) expect(seen[k]!).toBeGreaterThanOrEqual(seen[k - 1]!);
-    expect(view.segments).toEqual(view.result.segments);
+    expect(seen.some((n) => n > 0 && n < view.result.segments.length)).toBe(true); // words seen before the end
+    expect(view.segments).toEqual([]); // once completed, they are the result's
     expect(view.result.segments.length).toBeGreaterThan(1);
 
     const events = await streamed;
-    expect(events.at(-1)).toEqual({ event: "done", data: { status: "completed" } });
-    const segments = events.filter((e) => e.event === "segment").map((e) => e.data);
+    expect(events.at(-1)).toMatchObject({ event: "done", data: { status: "completed" } });
+    const segmentEvents = events.filter((e) => e.event === "segment");
+    expect(segmentEvents[0]!.at).toBeLessThan(completedAt); // streamed as they were finished, not at the end
+    const segments = segmentEvents.map((e) => e.data);
+    expect(segmentEvents.map((e) => e.id)).toEqual(segments.map((s) => String(s.id)));
     expect(segments.map((s) => s.id)).toEqual(view.result.segments.map((_: unknown, i: number) => i));
     expect(segments.map((s) => [s.start, s.end, s.text])).toEqual(view.result.segments.map((s: any) => [s.start, s.end, s.text]));
     const progress = events.filter((e) => e.event === "progress").map((e) => e.data.progress as number);
     expect(progress.length).toBeGreaterThan(1);
     for (let k = 1; k < progress.length; k++) expect(progress[k]!).toBeGreaterThanOrEqual(progress[k - 1]!);
 
+    // a reconnecting client (Last-Event-ID) gets only the segments after the last one it saw
+    const resumed = await readEvents(id, { "last-event-id": String(segments.length - 2) });
+    expect(resumed.filter((e) => e.event === "segment").map((e) => e.data.id)).toEqual([segments.length - 1]);
+
     // a stream opened after the end replays the state: every segment, then done
     const late = await readEvents(id);
     expect(late.filter((e) => e.event === "segment")).toHaveLength(segments.length);
     expect(late.at(-1)!.event).toBe("done");
-  }, 150_000);
+  }, 180_000);
 
   it("an events stream needs the job's own handle", async () => {
     const res = await upload(t.base, [makeMedia(media, "short.wav")], { model: "base" });

@@ -83,8 +83,8 @@ export class Transcriber {
   /**
    * Transcribes `request.input`. `onProgress` hears the progress as it moves; `onSegments` hears
    * whisper's segments as they become final in time order (a chunk's once every chunk before it is
-   * decoded: chunks decode in parallel), numbered as the transcript numbers them, before speaker
-   * labels and translation are added.
+   * decoded: chunks decode in parallel), numbered in that order. They are whisper's: speaker labels
+   * (which may split a segment) and translation come after, so with those the result's differ.
    */
   async run(request: TranscribeRequest, onProgress: (p: Progress) => void, signal?: AbortSignal, onSegments?: (segments: Segment[]) => void): Promise<Transcript> {
     const { whisper, logger } = this.options;

@@ -63,7 +63,10 @@ export interface NodeInfo {
 export type AgentEnv = { Bindings: HttpBindings; Variables: RequestIdEnv["Variables"] & AccessVariables };
 
 /** Routes about one job, which its handle opens. */
-const JOB_ROUTE = /^\/api\/(?:(?:status|result)\/[^/]+|jobs\/[^/]+(?:\/cancel)?)$/;
+/** How often an events stream with nothing to say writes a comment, keeping its connection from the idle timeout. */
+const EVENTS_PING_MS = 15_000;
+
+const JOB_ROUTE = /^\/api\/(?:(?:status|result)\/[^/]+|jobs\/[^/]+(?:\/cancel|\/events)?)$/;
 
 export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
   const app = new Hono<AgentEnv>();
@@ -179,13 +182,18 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
   app.get("/api/jobs/:id/events", async (c) => {
     const id = c.req.param("id");
     requireJob(c, deps.jobs, id);
+    // a reconnecting EventSource sends the last segment id it saw: the replay starts after it
+    const last = Number(c.req.header("last-event-id") ?? "-1");
+    const after = Number.isInteger(last) && last >= -1 ? last : -1;
     const queue: JobEvent[] = [];
     let wake: (() => void) | undefined;
     // subscribed before the stream starts, so that a 404 or 429 is an HTTP error, not an event
     const unsubscribe = await deps.jobs.watch(id, (event) => {
-      queue.push(event);
+      // only the latest progress waits: a slow reader never holds a backlog of them
+      if (event.type === "progress" && queue.at(-1)?.type === "progress") queue[queue.length - 1] = event;
+      else queue.push(event);
       wake?.();
-    });
+    }, after);
     return streamSSE(c, async (stream) => {
       let open = true;
       stream.onAbort(() => { open = false; unsubscribe(); wake?.(); });
@@ -193,11 +201,20 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
         while (open) {
           const event = queue.shift();
           if (!event) {
-            await new Promise<void>((resolve) => { wake = resolve; });
+            // a comment now and then: idle connections are closed after --http-idle (a queued job, a long chunk)
+            const ping = await new Promise<boolean>((resolve) => {
+              const timer = setTimeout(() => resolve(true), EVENTS_PING_MS);
+              wake = () => { clearTimeout(timer); resolve(false); };
+            });
             wake = undefined;
+            if (ping && open) await stream.write(": ping\n\n");
             continue;
           }
-          await stream.writeSSE({ event: event.type, data: JSON.stringify(event.type === "segment" ? event.segment : { ...event, type: undefined }) });
+          await stream.writeSSE({
+            event: event.type,
+            data: JSON.stringify(event.type === "segment" ? event.segment : { ...event, type: undefined }),
+            ...(event.type === "segment" ? { id: String(event.segment.id) } : {}),
+          });
           if (event.type === "done") break;
         }
       } finally {

@@ -35,6 +35,9 @@ function speakers(fields: Record<string, string>, name: string): number | undefi
   return n;
 }
 
+/** Smallest step of the temperature fallback besides 0 (off): at most six temperatures from 0 to 1. */
+export const MIN_TEMPERATURE_STEP = 0.2;
+
 /** Longest `prompt` (with `hotwords`), in characters: whisper keeps at most 224 tokens of it. */
 export const MAX_PROMPT_CHARS = 1000;
 
@@ -49,14 +52,15 @@ function decimal(fields: Record<string, string>, name: string, min: number, max:
 }
 
 /**
- * Whisper's initial prompt: `prompt` (OpenAI's field) after `hotwords` (faster-whisper's: words and
- * names to expect, put in front of the prompt), at most MAX_PROMPT_CHARS together.
+ * Whisper's initial prompt: `prompt` (OpenAI's field), then `hotwords` (faster-whisper's: words and
+ * names to expect), at most MAX_PROMPT_CHARS together. Hotwords go last because whisper keeps the
+ * end of a prompt longer than its 224 tokens.
  */
 function prompt(fields: Record<string, string>): string | undefined {
   const hotwords = fields.hotwords?.trim();
-  const text = [hotwords, fields.prompt?.trim()].filter(Boolean).join(" ");
+  const text = [fields.prompt?.trim(), hotwords].filter(Boolean).join(" ");
   if (!text) return undefined;
-  if (text.length > MAX_PROMPT_CHARS) throw new InvalidRequestError("invalid_prompt", `${hotwords ? "hotwords, " : ""}prompt: at most ${MAX_PROMPT_CHARS} characters together (whisper keeps 224 tokens of it), got ${text.length}`);
+  if (text.length > MAX_PROMPT_CHARS) throw new InvalidRequestError("invalid_prompt", `prompt${hotwords ? ", hotwords" : ""}: at most ${MAX_PROMPT_CHARS} characters together, got ${text.length} (whisper keeps the last 224 tokens)`);
   if (/[\u0000-\u0008\u000b-\u001f]/.test(text)) throw new InvalidRequestError("invalid_prompt", "prompt: control characters are not allowed");
   return text;
 }
@@ -68,9 +72,16 @@ function decodingOf(fields: Record<string, string>): Pick<JobOptions, "decoding"
   if (text) decoding.prompt = text;
   const set = <K extends keyof typeof decoding>(key: K, value: (typeof decoding)[K] | undefined) => { if (value !== undefined) decoding[key] = value; };
   set("temperature", decimal(fields, "temperature", 0, 1));
-  set("temperatureIncrement", decimal(fields, "temperature_increment", 0, 1));
-  set("compressionRatioThreshold", decimal(fields, "compression_ratio_threshold", 1, 10));
-  set("logprobThreshold", decimal(fields, "logprob_threshold", -10, 0));
+  // whisper.cpp lists its fallback temperatures as t, t + step, … up to 1 in single precision: a tiny
+  // step never gets there (the list grows until memory runs out), and a small one multiplies the
+  // decodes (five per temperature above 0). 0 or 0.2 and up: at most six temperatures.
+  const step = decimal(fields, "temperature_increment", 0, 1);
+  if (step !== undefined && step !== 0 && step < MIN_TEMPERATURE_STEP) {
+    throw new InvalidRequestError("invalid_temperature_increment", `temperature_increment: expected 0 (no fallback) or a number from ${MIN_TEMPERATURE_STEP} to 1, got "${fields.temperature_increment}"`);
+  }
+  set("temperatureIncrement", step);
+  set("entropyThreshold", decimal(fields, "entropy_threshold", 0, 4));
+  set("logprobThreshold", decimal(fields, "logprob_threshold", -10, -0.1));
   set("noSpeechThreshold", decimal(fields, "no_speech_threshold", 0, 1));
   const threshold = decimal(fields, "vad_threshold", 0.05, 0.95);
   const minSilenceMs = decimal(fields, "min_silence_ms", 0, 10_000);

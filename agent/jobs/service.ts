@@ -56,8 +56,8 @@ export interface JobView {
   progress: number;
   estimated_time_remaining: number;
   /**
-   * The segments finished so far, in time order (whisper's, before speaker labels and translation);
-   * a completed job's are its result's. They only grow while the job runs.
+   * While the job runs: the segments finished so far, in time order (whisper's, before speaker labels
+   * and translation); they only grow. Empty once it has ended: a completed job's are `result.segments`.
    */
   segments: Segment[];
   result: Transcript | null;
@@ -290,6 +290,7 @@ export class JobService {
     if (queued >= 0) {
       this.queue.splice(queued, 1);
       this.store.cancel(id);
+      this.ended(id);
       await this.removeInput(id, row.inputPath);
     } else {
       const running = this.running.get(id);
@@ -365,7 +366,7 @@ export class JobService {
     if (!view) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`);
     if (view.status === "completed") {
       view.result = await this.result(id);
-      view.segments = view.result.segments;
+      view.segments = []; // they are the result's, sent once
     }
     return view;
   }
@@ -375,19 +376,18 @@ export class JobService {
    * its state now: its progress, the segments finished so far, and its end when it has ended. Returns
    * the unsubscribe. 404 for an unknown job; 429 beyond MAX_WATCHERS_PER_JOB at once.
    */
-  async watch(id: string, listener: (event: JobEvent) => void): Promise<() => void> {
+  async watch(id: string, listener: (event: JobEvent) => void, after = -1): Promise<() => void> {
     const view = await this.status(id);
     const set = this.watchers.get(id) ?? new Set();
     if (set.size >= MAX_WATCHERS_PER_JOB) throw new TooManyRequestsError("too_many_watchers", `job_id: job "${id}" has ${MAX_WATCHERS_PER_JOB} event streams open; close one`);
-    listener({ type: "progress", progress: view.progress, estimated_time_remaining: view.estimated_time_remaining });
     // the state and the subscription in one turn: no event falls between them
-    const now = this.view(id)!;
-    const segments = now.status === "completed" ? view.segments : now.segments;
-    for (const segment of segments) listener({ type: "segment", segment });
-    if (now.status !== "processing") {
-      listener({ type: "done", status: now.status, ...(now.error ? { error: now.error } : {}) });
-      return () => undefined;
-    }
+    const now = this.view(id);
+    if (!now) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`); // removed meanwhile
+    listener({ type: "progress", progress: now.progress, estimated_time_remaining: now.estimated_time_remaining });
+    const segments = now.status === "completed" ? view.result?.segments ?? [] : now.segments;
+    for (const segment of segments) if (segment.id > after) listener({ type: "segment", segment });
+    if (now.status !== "processing") listener({ type: "done", status: now.status, ...(now.error ? { error: now.error } : {}) });
+    // registered until the caller unsubscribes, ended or not: the cap counts every open stream
     set.add(listener);
     this.watchers.set(id, set);
     return () => {
@@ -407,12 +407,11 @@ export class JobService {
     }
   }
 
-  /** Tells the job's watchers how it ended (as the store now has it), and forgets them. */
+  /** Tells the job's watchers how it ended (as the store now has it); they stay counted until they unsubscribe. */
   private ended(id: string): void {
     const row = this.store.get(id);
     if (!row || row.status === "processing") return;
     this.emit(id, { type: "done", status: row.status, ...(row.error ? { error: row.error } : {}) });
-    this.watchers.delete(id);
   }
 
   /** The completed job's transcript; 404 for an unknown id, 409 while it is not completed. */

@@ -8,6 +8,7 @@
 //
 // Decodes share a model on parallel states. Segments are copied out of the state on the decoding
 // thread, so JavaScript never reads a state whisper is still writing.
+#include <cmath>
 #include <napi.h>
 
 #include <atomic>
@@ -209,6 +210,12 @@ void ReadParams(Napi::Env env, Napi::Object o, Params& p) {
     string("language", p.language);
     string("prompt", p.prompt);
     if (f.n_threads < 1) throw Napi::RangeError::New(env, "transcribe: params.threads must be at least 1");
+    // whisper.cpp lists the fallback temperatures by adding the step in single precision up to 1: a
+    // step that small never gets there, and the list grows until memory runs out
+    if (!std::isfinite(f.temperature) || f.temperature < 0 || f.temperature > 1)
+        throw Napi::RangeError::New(env, "transcribe: params.temperature must be from 0 to 1");
+    if (!std::isfinite(f.temperature_inc) || (f.temperature_inc != 0 && f.temperature_inc < 0.05f) || f.temperature_inc > 1)
+        throw Napi::RangeError::New(env, "transcribe: params.temperatureInc must be 0 or from 0.05 to 1");
     // whisper.cpp would take an unknown code as language -1, and whisper_lang_str(-1) is null.
     if (p.language != "auto" && whisper_lang_id(p.language.c_str()) < 0)
         throw Napi::RangeError::New(env, "transcribe: params.language: \"" + p.language + "\" is not a language whisper knows");

@@ -56,6 +56,11 @@ describe("the whisper addon", () => {
     const model = await addon.loadModel(MODEL, { gpu: false });
     await expect(async () => addon.transcribe(model, bursts(1), { threads: "2" as unknown as number })).rejects.toThrow("params.threads must be a number");
     await expect(async () => addon.transcribe(model, bursts(1), { threads: 0 })).rejects.toThrow("params.threads must be at least 1");
+    // whisper.cpp adds the step in single precision until 1: a tiny one never got there, and its list of temperatures grew without end
+    for (const temperatureInc of [1e-8, 0.01, -0.2, Number.NaN, 2]) {
+      await expect(async () => addon.transcribe(model, bursts(1), { temperatureInc })).rejects.toThrow("params.temperatureInc must be 0 or from 0.05 to 1");
+    }
+    await expect(async () => addon.transcribe(model, bursts(1), { temperature: Number.POSITIVE_INFINITY })).rejects.toThrow("params.temperature must be from 0 to 1");
     await expect(async () => addon.transcribe(model, bursts(1), { translate: 1 as unknown as boolean })).rejects.toThrow("params.translate must be a boolean");
     await expect(async () => addon.transcribe(model, new Float64Array(16) as unknown as Float32Array, {})).rejects.toThrow("pcm must be a Float32Array");
     const running = addon.transcribe(model, bursts(2), { threads: 1, temperatureInc: 0 });

@@ -7,7 +7,7 @@
 import { EngineError } from "../errors.js";
 import { loadWhisperAddon, type NativeModel, type WhisperAddon } from "./native.js";
 import { ModelCache } from "./whisper-models.js";
-import { nativeDecoding, type FromEngine, type ToEngine, type WhisperEngineConfig, type WhisperSegment } from "./whisper-protocol.js";
+import { engineParams, type FromEngine, type ToEngine, type WhisperEngineConfig, type WhisperSegment } from "./whisper-protocol.js";
 
 const post = (m: FromEngine) => {
   if (process.connected) process.send!(m);
@@ -23,16 +23,7 @@ async function transcribe(model: NativeModel, request: Extract<ToEngine, { kind:
   const { id, pcm, params } = request;
   post({ kind: "started", id });
   // Greedy, with whisper's temperature fallback unless turned off; then what the request chose.
-  return native.transcribe(model, pcm, {
-    threads: settings.threads,
-    translate: params.translate,
-    language: params.language ?? "auto",
-    tokenTimestamps: true,
-    suppressNonSpeech: true,
-    noContext: true,
-    ...(settings.temperatureFallback ? {} : { temperatureInc: 0 }),
-    ...nativeDecoding(params.decoding),
-  }, (segment) => post({ kind: "segment", id, segment })).catch((err: unknown) => {
+  return native.transcribe(model, pcm, engineParams(settings, params), (segment) => post({ kind: "segment", id, segment })).catch((err: unknown) => {
     throw new EngineError(`whisper failed on this audio: ${err instanceof Error ? err.message : String(err)}`);
   });
 }

@@ -38,14 +38,35 @@ export interface DecodingOptions {
   prompt?: string;
   /** The first decoding temperature, 0–1. whisper.cpp's default 0 (greedy). */
   temperature?: number;
-  /** The step of the temperature fallback, 0–1; 0 turns the fallback off. Default 0.2. */
+  /** The step of the temperature fallback: 0 (off) or 0.2–1. Default 0.2. */
   temperatureIncrement?: number;
-  /** A decode whose text is more repetitive than this (whisper.cpp's entropy threshold, its compression-ratio test) is tried again hotter. Default 2.4. */
-  compressionRatioThreshold?: number;
-  /** A decode whose mean log probability is below this is tried again hotter. Default −1. */
+  /**
+   * A decode whose last tokens' entropy is below this (repetitive text) is tried again hotter:
+   * whisper.cpp's stand-in for OpenAI's compression-ratio test, in the other direction (higher is
+   * stricter). 0–4, default 2.4.
+   */
+  entropyThreshold?: number;
+  /** A decode whose mean log probability is below this is tried again hotter. −10 to −0.1, default −1. */
   logprobThreshold?: number;
   /** A window whose no-speech probability is above this (and whose log probability is low) is silence. Default 0.6. */
   noSpeechThreshold?: number;
+}
+
+/**
+ * The addon's parameters for one decode: Kiln's fixed ones, what the request chose, and last what the
+ * pool turned off (`temperatureFallback: false`, which the benchmarks set, wins over a request's step).
+ */
+export function engineParams(settings: Pick<WhisperEngineConfig, "threads" | "temperatureFallback">, params: DecodeParams): Record<string, number | string | boolean> {
+  return {
+    threads: settings.threads,
+    translate: params.translate,
+    language: params.language ?? "auto",
+    tokenTimestamps: true,
+    suppressNonSpeech: true,
+    noContext: true,
+    ...nativeDecoding(params.decoding),
+    ...(settings.temperatureFallback ? {} : { temperatureInc: 0 }),
+  };
 }
 
 /** The addon's decoding parameters for `decoding` (absent fields: its defaults). */
@@ -54,7 +75,7 @@ export function nativeDecoding(decoding: DecodingOptions = {}): Record<string, n
   if (decoding.prompt) out.prompt = decoding.prompt;
   if (decoding.temperature !== undefined) out.temperature = decoding.temperature;
   if (decoding.temperatureIncrement !== undefined) out.temperatureInc = decoding.temperatureIncrement;
-  if (decoding.compressionRatioThreshold !== undefined) out.entropyThreshold = decoding.compressionRatioThreshold;
+  if (decoding.entropyThreshold !== undefined) out.entropyThreshold = decoding.entropyThreshold;
   if (decoding.logprobThreshold !== undefined) out.logprobThreshold = decoding.logprobThreshold;
   if (decoding.noSpeechThreshold !== undefined) out.noSpeechThreshold = decoding.noSpeechThreshold;
   return out;
