@@ -297,15 +297,25 @@ describe("partial results", () => {
     const seen: number[] = [];
     let view: any;
     let completedAt = 0;
+    let tail: number[] | undefined;
     await until(async () => {
       view = (await getJson(`${t.base}/api/status/${id}`)).body;
-      if (view.status === "processing") seen.push(view.segments.length);
-      else completedAt = performance.now();
+      if (view.status === "processing") {
+        seen.push(view.segments.length);
+        if (view.segments.length >= 2 && !tail) {
+          // the segments after one it has: the rest, from the next id on
+          const after = view.segments.length - 2;
+          tail = (await getJson(`${t.base}/api/status/${id}?segments_after=${after}`)).body.segments.map((s: { id: number }) => s.id);
+          expect(tail![0]).toBe(after + 1);
+          for (let k = 1; k < tail!.length; k++) expect(tail![k]).toBe(tail![k - 1]! + 1);
+        }
+      } else completedAt = performance.now();
       return view.status !== "processing";
     }, 120_000, `job ${id}`);
     expect(view.status).toBe("completed");
     for (let k = 1; k < seen.length; k++) expect(seen[k]!).toBeGreaterThanOrEqual(seen[k - 1]!);
     expect(seen.some((n) => n > 0 && n < view.result.segments.length)).toBe(true); // words seen before the end
+    expect(tail).toBeDefined();
     expect(view.segments).toEqual([]); // once completed, they are the result's
     expect(view.result.segments.length).toBeGreaterThan(1);
 
@@ -320,6 +330,11 @@ describe("partial results", () => {
     const progress = events.filter((e) => e.event === "progress").map((e) => e.data.progress as number);
     expect(progress.length).toBeGreaterThan(1);
     for (let k = 1; k < progress.length; k++) expect(progress[k]!).toBeGreaterThanOrEqual(progress[k - 1]!);
+
+    // a polling client asks for the segments after the last it has (while it runs; checked here on a running job's copy below)
+    const bad = await getJson(`${t.base}/api/status/${id}?segments_after=x`);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: "invalid_segments_after" });
 
     // a reconnecting client (Last-Event-ID) gets only the segments after the last one it saw
     const resumed = await readEvents(id, { "last-event-id": String(segments.length - 2) });

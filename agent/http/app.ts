@@ -175,7 +175,14 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
   app.get("/api/status/:id", async (c) => {
     const id = c.req.param("id");
     requireJob(c, deps.jobs, id);
-    return c.json(await deps.jobs.status(id));
+    const view = await deps.jobs.status(id);
+    // `segments_after=N`: only the segments after id N, for a client that polls (the list grows with the job)
+    const raw = c.req.query("segments_after");
+    if (raw !== undefined) {
+      if (!/^(-1|\d{1,9})$/.test(raw)) throw new InvalidRequestError("invalid_segments_after", `segments_after: expected a segment id (a whole number, or -1), got "${raw.slice(0, 40)}"`);
+      view.segments = view.segments.filter((s) => s.id > Number(raw));
+    }
+    return c.json(view);
   });
 
   // Server-sent events of one job: its progress, each segment as it is finished, then its end.

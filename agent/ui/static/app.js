@@ -199,15 +199,17 @@ function trackJob(id, name, format) {
     await api(`/api/jobs/${id}/cancel`, { method: "POST" }, id);
   });
   $("jobs").prepend(row);
+  let words = []; // the finished segments' texts, gathered poll by poll (each poll asks only for the new ones)
   const poll = async () => {
-    const res = await api(`/api/status/${id}`, {}, id);
+    const res = await api(`/api/status/${id}?segments_after=${words.length - 1}`, {}, id);
     const job = await res.json();
     const pct = Math.round((job.progress ?? 0) * 100);
     bar.value = pct;
     if (job.status === "processing") {
       status.textContent = `Processing · ${pct} %${job.estimated_time_remaining ? ` · ${eta(job.estimated_time_remaining)}` : ""}`;
       if (job.segments?.length) {
-        partial.textContent = job.segments.map((s) => s.text).join(" ");
+        for (const segment of job.segments) words[segment.id] = segment.text;
+        partial.textContent = words.join(" ");
         partial.hidden = false;
       }
       return void setTimeout(poll, POLL_MS);
