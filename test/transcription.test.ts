@@ -276,7 +276,7 @@ describe("partial results", () => {
   }
 
   it("/api/jobs/{id}/events delivers every segment in order before done, while the job runs; the status' segments only grow", async () => {
-    const file = makeMedia(media, "long.wav", { seconds: 300 });
+    const file = makeMedia(media, "long.wav", { seconds: 200 });
     const res = await upload(t.base, [file], { model: "base" });
     const id = res.body.job_id as string;
     const streamed = readEvents(id);
