@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { defaultThreads } from "../agent/llm/cpu-backend.js";
+import { defaultThreads } from "../core/cpu.js";
 import { ConfigError } from "../core/errors.js";
 import { parseAgentConfig, parseSchedulerConfig } from "./index.js";
 

@@ -14,7 +14,7 @@ import { LOG_LEVELS } from "../core/log.js";
 import { loadStdioCatalog } from "./stdio-catalog.js";
 
 export type { StdioCatalog, StdioServerSpec } from "./stdio-catalog.js";
-import { defaultThreads } from "../agent/llm/cpu-backend.js";
+import { defaultThreads } from "../core/cpu.js";
 import { TIERS, isTier, type Tier } from "../scheduler/auth/tiers.js";
 import { formatHostPort, isLoopback, parseHostPort, type HostPort } from "../core/net.js";
 

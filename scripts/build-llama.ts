@@ -33,10 +33,8 @@ import { createRequire } from "node:module";
 import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import {
-  ADDON_STAMP, CPU_BACKEND_FILE, CPU_BACKEND_STAMP, installedAddon, installedCpuBackend, x86Features, type AddonStamp, type CpuBackendStamp,
-} from "../agent/llm/cpu-backend.js";
-import { ADDON_FILE, prebuiltBinsDir, prebuiltCpuBinsDir, PREBUILT_KINDS, STOCK_ADDON_FILE } from "../agent/prebuilt.js";
+import { CPU_BACKEND_FILE, CPU_BACKEND_STAMP, installedCpuBackend, x86Features, type CpuBackendStamp } from "../core/cpu.js";
+import { ADDON_FILE, ADDON_STAMP, installedAddon, prebuiltBinsDir, prebuiltCpuBinsDir, PREBUILT_KINDS, STOCK_ADDON_FILE, type AddonStamp } from "../core/prebuilt.js";
 import { run } from "./lib/run.js";
 import { sha256File, sha256Tree } from "./lib/hash.js";
 

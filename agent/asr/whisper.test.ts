@@ -10,7 +10,7 @@ import { TEST_WHISPER_DIR } from "../../test/helpers/speech.js";
 import { EngineError, JobAbortedError } from "./errors.js";
 import { WhisperPool } from "./whisper.js";
 import { WhisperEngine } from "./engine/whisper-engine.js";
-import type { PrebuiltKind } from "../prebuilt.js";
+import type { PrebuiltKind } from "../../core/prebuilt.js";
 
 const tone = (seconds: number) => Float32Array.from({ length: seconds * 16_000 }, (_, i) => 0.4 * Math.sin((2 * Math.PI * 440 * i) / 16_000));
 const logger = createLogger("test", "silent");

@@ -7,8 +7,7 @@ import { getLlama } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
 import { loadedBinaries } from "./binaries.js";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
-import { PREBUILT_KINDS, prebuiltBinsDir } from "../prebuilt.js";
-import { installedAddon } from "./cpu-backend.js";
+import { installedAddon, PREBUILT_KINDS, prebuiltBinsDir } from "../../core/prebuilt.js";
 
 describe("loadedBinaries", () => {
   it("reads the addon, its prebuilt folder and the ggml backends from a memory map", () => {

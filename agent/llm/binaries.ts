@@ -6,8 +6,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { ADDON_FILE, STOCK_ADDON_FILE } from "../prebuilt.js";
-import { ADDON_STAMP } from "./cpu-backend.js";
+import { ADDON_FILE, ADDON_STAMP, STOCK_ADDON_FILE } from "../../core/prebuilt.js";
 
 export interface LoadedBinaries {
   /** The loaded node-llama-cpp addon file, if any. */

@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
 import { watchBinding } from "../../test/helpers/binding.js";
-import { CPU_BACKEND_FILE, installedAddon, installedCpuBackend, physicalCores, x86Features } from "./cpu-backend.js";
+import { CPU_BACKEND_FILE, installedCpuBackend, physicalCores, x86Features } from "../../core/cpu.js";
+import { installedAddon } from "../../core/prebuilt.js";
 
 describe("CPU backend", () => {
   it("names the ggml SIMD options a CPU's flags allow (AVX-512 needs all five base flags)", () => {

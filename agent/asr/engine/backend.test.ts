@@ -1,7 +1,7 @@
 /** Choosing the prebuilt folder whisper runs on (engine/backend.ts): the rule, and real probes of this machine's folders. */
 import { describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../../core/log.js";
-import { installedWhisperAddon, type PrebuiltKind } from "../../prebuilt.js";
+import { installedWhisperAddon, type PrebuiltKind } from "../../../core/prebuilt.js";
 import { backendCandidates, chooseWhisperBackend, probeBackend } from "./backend.js";
 import type { BackendDevice } from "./native.js";
 

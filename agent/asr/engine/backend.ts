@@ -4,7 +4,7 @@
  * the first GPU kind the compute setting allows whose backends find a GPU wins, else the CPU folder.
  */
 import type { Logger } from "../../../core/log.js";
-import { installedWhisperAddon, type PrebuiltKind } from "../../prebuilt.js";
+import { installedWhisperAddon, type PrebuiltKind } from "../../../core/prebuilt.js";
 import { describeExit, forkEngine } from "./fork.js";
 import type { BackendDevice } from "./native.js";
 

@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { TEST_WHISPER_DIR } from "../../../test/helpers/speech.js";
-import { installedWhisperAddon, PREBUILT_KINDS, prebuiltBinsDir } from "../../prebuilt.js";
+import { installedWhisperAddon, PREBUILT_KINDS, prebuiltBinsDir } from "../../../core/prebuilt.js";
 import { sha256Tree } from "../../../scripts/lib/hash.js";
 import { loadWhisperAddon } from "./native.js";
 

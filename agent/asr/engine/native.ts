@@ -5,7 +5,7 @@
  * (engine/whisper-child.ts) or the backend probe (engine/probe-child.ts) does, never the agent.
  */
 import { createRequire } from "node:module";
-import { installedWhisperAddon, type PrebuiltKind } from "../../prebuilt.js";
+import { installedWhisperAddon, type PrebuiltKind } from "../../../core/prebuilt.js";
 import { EngineError } from "../errors.js";
 import type { WhisperSegment } from "./whisper-protocol.js";
 

@@ -2,7 +2,7 @@
  * Probes one prebuilt folder's whisper addon (engine/backend.ts): loads it, registers the folder's
  * ggml backends, and answers with the devices they found. Forked with KILN_WHISPER_KIND set.
  */
-import type { PrebuiltKind } from "../../prebuilt.js";
+import type { PrebuiltKind } from "../../../core/prebuilt.js";
 import { loadWhisperAddon } from "./native.js";
 
 try {

@@ -1,6 +1,6 @@
 /** Messages between the agent (WhisperEngine) and a whisper engine process (whisper-child.ts). */
 import type { WhisperModelName } from "../../../models/whisper.js";
-import type { PrebuiltKind } from "../../prebuilt.js";
+import type { PrebuiltKind } from "../../../core/prebuilt.js";
 
 /** One token of whisper's detailed output; times in milliseconds on the decoded audio. */
 export interface WhisperToken {

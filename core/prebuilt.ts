@@ -64,3 +64,26 @@ export function installedWhisperAddon(kind: PrebuiltKind): { dir: string; file: 
     return undefined;
   }
 }
+
+/** The stamp `build-llama` writes next to the addon it builds. */
+export const ADDON_STAMP = "kiln-addon.json";
+export interface AddonStamp {
+  /** llama.cpp release whose headers it was compiled against. */
+  release: string;
+  /** sha256 of node-llama-cpp's addon sources (as patched by patches/npm) it was built from. */
+  sources: string;
+}
+
+/**
+ * The stamp of Kiln's build of node-llama-cpp's addon (its decode worker also samples the token,
+ * see `patches/npm`), or undefined when node-llama-cpp's prebuilt addon loads.
+ */
+export function installedAddon(kind: PrebuiltKind = "cpu"): AddonStamp | undefined {
+  const dir = prebuiltBinsDir(kind);
+  if (!dir || !existsSync(join(dir, STOCK_ADDON_FILE))) return undefined;
+  try {
+    return JSON.parse(readFileSync(join(dir, ADDON_STAMP), "utf8")) as AddonStamp;
+  } catch {
+    return undefined;
+  }
+}

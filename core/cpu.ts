@@ -9,13 +9,13 @@
  * every SIMD feature it was built with (a disk image built on another machine falls back to the
  * stock variants instead of dying on an illegal instruction).
  *
- * `build-llama` also rebuilds node-llama-cpp's addon from its sources as `patches/npm` patches them
- * (the decode worker samples the next tokens too); `installedAddon()` says whether that build is installed.
+ * This module is also the CPU probing (/proc/cpuinfo: SIMD features, physical cores) and the thread
+ * policy that follows from it, for the config, the agent and the build scripts alike.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
-import { prebuiltBinsDir, prebuiltCpuBinsDir, STOCK_ADDON_FILE, type PrebuiltKind } from "../prebuilt.js";
+import { prebuiltCpuBinsDir } from "./prebuilt.js";
 
 /** The stamp `build-llama` writes next to the backend it installs. */
 export const CPU_BACKEND_STAMP = "kiln-cpu-backend.json";
@@ -29,29 +29,6 @@ export interface CpuBackendStamp {
   patch: string;
   /** The ggml CMake feature options it was built with. */
   features: string[];
-}
-
-/** The stamp `build-llama` writes next to the addon it builds. */
-export const ADDON_STAMP = "kiln-addon.json";
-export interface AddonStamp {
-  /** llama.cpp release whose headers it was compiled against. */
-  release: string;
-  /** sha256 of node-llama-cpp's addon sources (as patched by patches/npm) it was built from. */
-  sources: string;
-}
-
-/**
- * The stamp of Kiln's build of node-llama-cpp's addon (its decode worker also samples the token,
- * see `patches/npm`), or undefined when node-llama-cpp's prebuilt addon loads.
- */
-export function installedAddon(kind: PrebuiltKind = "cpu"): AddonStamp | undefined {
-  const dir = prebuiltBinsDir(kind);
-  if (!dir || !existsSync(join(dir, STOCK_ADDON_FILE))) return undefined;
-  try {
-    return JSON.parse(readFileSync(join(dir, ADDON_STAMP), "utf8")) as AddonStamp;
-  } catch {
-    return undefined;
-  }
 }
 
 let cachedCpuinfo: string | undefined;
