@@ -17,6 +17,7 @@ export type { StdioCatalog, StdioServerSpec } from "./stdio-catalog.js";
 import { defaultThreads } from "../core/cpu.js";
 import { TIERS, isTier, type Tier } from "../scheduler/auth/tiers.js";
 import { formatHostPort, isLoopback, parseHostPort, type HostPort } from "../core/net.js";
+import { GPU_KINDS, type GpuKind } from "../core/prebuilt.js";
 
 export { formatHostPort, isLoopback, type HostPort };
 
@@ -181,8 +182,7 @@ const tierCaps = z.string().transform((s, ctx): Record<Tier, number> => {
   return caps;
 });
 
-const GPU_KINDS = ["auto", "cuda", "vulkan", "metal", "cpu"] as const;
-export type GpuKind = (typeof GPU_KINDS)[number];
+export type { GpuKind };
 
 /** One declared option. `schema` receives the raw string (or list of strings when `repeatable`). */
 export interface OptionSpec {

@@ -16,6 +16,10 @@ export const STOCK_ADDON_FILE = "llama-addon.stock.node";
 
 /** The prebuilt binary folders node-llama-cpp may load on Linux: its CPU build and, where installed, CUDA and Vulkan. */
 export const PREBUILT_KINDS = ["cpu", "cuda", "vulkan"] as const;
+
+/** What `--gpu` may ask for: a backend, or `auto` (the first that finds a real device, else the CPU). */
+export const GPU_KINDS = ["auto", "cuda", "vulkan", "metal", "cpu"] as const;
+export type GpuKind = (typeof GPU_KINDS)[number];
 export type PrebuiltKind = (typeof PREBUILT_KINDS)[number];
 
 /** The folder of node-llama-cpp's prebuilt binaries of `kind` for this platform, if installed. */

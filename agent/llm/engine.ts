@@ -9,6 +9,7 @@ import { getLlama, LlamaLogLevel, type ChatHistoryItem, type ChatModelFunctions,
 import { checkToolOrder, type ChatMessage, type ChatRole, type ResponseFormat, type Sampling, type ToolCallDelta, type ToolChoice, type ToolFunction } from "../../core/chat.js";
 import { checkJsonSchema, documentationTooLarge, documentedBytes, MAX_DOCUMENTED_BYTES, toGrammarSchema } from "../../core/json-schema.js";
 import type { Logger } from "../../core/log.js";
+import type { GpuKind } from "../../core/prebuilt.js";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
 import { ContextLengthExceededError, GenerationAbortedError, InvalidChoicesError, InvalidLogitBiasError, InvalidResponseFormatError, InvalidToolsError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
 import { loadedBinaries } from "./binaries.js";
@@ -29,7 +30,7 @@ export interface LlmEngineOptions {
   /** Tokens per batch; node-llama-cpp's default when unset. */
   batchSize?: number;
   /** Backend: `"auto"` tries CUDA/Vulkan/Metal prebuilt binaries, then falls back to CPU. Never builds from source. */
-  gpu: "auto" | "cuda" | "vulkan" | "metal" | "cpu";
+  gpu: GpuKind;
   logger: Logger;
 }
 

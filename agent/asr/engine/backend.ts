@@ -4,12 +4,12 @@
  * the first GPU kind the compute setting allows whose backends find a GPU wins, else the CPU folder.
  */
 import type { Logger } from "../../../core/log.js";
-import { installedWhisperAddon, type PrebuiltKind } from "../../../core/prebuilt.js";
+import { installedWhisperAddon, type GpuKind, type PrebuiltKind } from "../../../core/prebuilt.js";
 import { describeExit, forkEngine } from "./fork.js";
 import type { BackendDevice } from "./native.js";
 
 /** The agent's `--gpu` setting as whisper reads it (`metal` has no Linux build: CPU). */
-export type WhisperCompute = "auto" | "cuda" | "vulkan" | "metal" | "cpu";
+export type WhisperCompute = GpuKind;
 
 export interface WhisperBackend {
   /** The prebuilt folder whose addon the engine processes load. */
