@@ -276,7 +276,7 @@ describe("partial results", () => {
   }
 
   it("/api/jobs/{id}/events delivers every segment in order before done, while the job runs; the status' segments only grow", async () => {
-    const file = makeMedia(media, "long.wav", { seconds: 200 });
+    const file = makeMedia(media, "long.wav", { seconds: 120 });
     const res = await upload(t.base, [file], { model: "base" });
     const id = res.body.job_id as string;
     const streamed = readEvents(id);
@@ -361,7 +361,7 @@ describe("partial results", () => {
 
 describe("decoding options", () => {
   it("the prompt reaches whisper (the same audio decodes otherwise with it), and the voice-activity threshold decides what is speech", async () => {
-    let file = makeMedia(media, "options.wav", { seconds: 20 });
+    let file = makeMedia(media, "options.wav", { seconds: 8 });
     const run = async (fields: Record<string, string>) => {
       const res = await upload(t.base, [file], { model: "base", temperature_increment: "0", ...fields });
       expect(res.status).toBe(202);

@@ -72,7 +72,7 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
   it("shows the words finished so far under a long job's bar while it runs, and the transcript once it is done", async () => {
     const page = await open();
     await expect.poll(() => page.locator("#model option").count()).toBe(5);
-    await page.setInputFiles("#audio", makeMedia(media, "long.wav", { seconds: 300 }));
+    await page.setInputFiles("#audio", makeMedia(media, "long.wav", { seconds: 200 }));
     await page.click("#submit");
     const row = page.locator(".job").first();
     const partial = row.locator(".partial");
