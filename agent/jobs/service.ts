@@ -257,7 +257,7 @@ export class JobService {
       status: row.status,
       progress: row.status === "completed" ? 1 : Math.max(row.progress, live?.progress ?? 0),
       estimated_time_remaining: row.status === "processing" ? (live?.eta ?? row.eta) : 0,
-      segments: live ? [...live.segments] : [],
+      segments: live?.segments ?? [], // the live list itself, not a copy per poll: callers only read it or replace it
       result: null,
       ...(row.error ? { error: row.error } : {}),
       file_name: row.fileName,

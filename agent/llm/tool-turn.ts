@@ -161,12 +161,13 @@ export async function generateToolTurn(sequence: LlamaContextSequence, wrapper: 
     });
     const used = sequence.tokenMeter.getState();
     const completionTokens = used.usedOutputTokens - before.usedOutputTokens;
+    // calls LlamaChat returned without telling onFunctionCall end here, in order
+    for (const call of (result?.functionCalls ?? []).slice(completed)) callDone(call.functionName);
     const toolCalls = calls.map((c) => ({ name: c.name, arguments: c.arguments }));
     if (!result) return { text, stopReason: "length", cachedTokens, completionTokens, toolCalls };
-    for (const call of (result.functionCalls ?? []).slice(completed)) callDone(call.functionName);
     const why = result.metadata.stopReason;
     const stopReason: ToolTurnResult["stopReason"] = contextFull || why === "maxTokens" ? "length" : why === "functionCalls" ? "tool_calls" : why === "abort" ? "abort" : "eog";
-    return { text: result.response, stopReason, cachedTokens, completionTokens, toolCalls: calls.map((c) => ({ name: c.name, arguments: c.arguments })) };
+    return { text: result.response, stopReason, cachedTokens, completionTokens, toolCalls };
   } finally {
     options.signal?.removeEventListener("abort", relay);
     chat.dispose({ disposeSequence: false });
