@@ -10,13 +10,13 @@ import { isCatalogModel } from "../models/catalog.js";
 import { formatHostPort, type AgentConfig, type HostPort } from "../config/index.js";
 import { agentChannelCredentials } from "../config/tls.js";
 import { ConfigError } from "../core/errors.js";
-import { listenHttp } from "../core/http/index.js";
+import { listenHttp, uploadTimeoutMs } from "../core/http/index.js";
 import { createLogger, type Logger } from "../core/log.js";
 import { checkDiarizationModels, checkVadModel, Transcriber, WhisperPool, type Translator } from "./asr/index.js";
 import { probeHardware } from "./hardware/index.js";
 import { createAgentApp, type NodeInfo } from "./http/index.js";
 import { freeBytes, JobService } from "./jobs/index.js";
-import { FleetLink } from "./link/index.js";
+import { FleetLink, FleetTranscriptions } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
 import { createAgentMetrics } from "./metrics.js";
 import { WHISPER_LANGUAGES } from "../models/whisper.js";
@@ -26,9 +26,6 @@ export const MAX_AUDIO_SECONDS = 4 * 3600;
 export const MAX_FILES = 10;
 /** How often finished jobs past their TTL, and orphaned files, are swept (also once at start). */
 const SWEEP_EVERY_MS = 3600_000;
-/** The slowest upload the request timeout allows for: 1 MB/s, plus a margin for the rest of the request. */
-const SLOWEST_UPLOAD_BYTES_PER_S = 1024 ** 2;
-const REQUEST_MARGIN_S = 300;
 /** A connection that sends nothing for this long (an upload that stalled) is closed. */
 const IDLE_TIMEOUT_MS = 120_000;
 
@@ -132,7 +129,7 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     ...(config.agentToken ? { token: config.agentToken } : {}),
   });
   if (config.agentInsecure) logger.warn({ host: config.host }, "--agent-insecure: the transcription API is served without a token; anyone who reaches this address can submit jobs (reading one still needs its handle)");
-  const requestTimeoutMs = (Math.ceil(config.maxUpload / SLOWEST_UPLOAD_BYTES_PER_S) + REQUEST_MARGIN_S) * 1000;
+  const requestTimeoutMs = uploadTimeoutMs(config.maxUpload);
   const http = await listenHttp(app.fetch, { host: config.host, port: config.port }, { requestTimeoutMs, idleTimeoutMs: IDLE_TIMEOUT_MS }).catch(async (err: unknown) => {
     clearInterval(sweeper);
     await jobs.close();
@@ -145,7 +142,9 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   if (config.scheduler && config.nodeToken) {
     if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
     logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU");
-    link = new FleetLink({ scheduler: config.scheduler, ...(credentials ? { credentials } : {}), nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir, streamIntervalMs: config.streamInterval, logger });
+    const transcriptions = new FleetTranscriptions({ jobs, whisper, capabilities, maxFileBytes: config.maxUpload, logger });
+    await transcriptions.refresh();
+    link = new FleetLink({ scheduler: config.scheduler, ...(credentials ? { credentials } : {}), nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir, streamIntervalMs: config.streamInterval, transcriptions, logger });
     link.start();
   } else {
     logger.info("no --scheduler given: a transcription-only instance");

@@ -232,6 +232,12 @@ export const SCHEDULER_OPTIONS = {
   queueSize: { flags: "--queue-size <n>", env: "KILN_QUEUE_SIZE", default: "256", description: "requests that may wait for a free slot", schema: int(0) },
   queueTimeout: { flags: "--queue-timeout <seconds>", env: "KILN_QUEUE_TIMEOUT", default: "30", description: "how long a request may wait for a slot before a 503", schema: int(1, 3600) },
   maxBody: { flags: "--max-body <size>", env: "KILN_MAX_BODY", default: "4mb", description: "largest accepted JSON body (413 above)", schema: bytes.pipe(z.number().int().min(1024, "must be at least 1kb")) },
+  /** Largest `file` of `POST /v1/audio/*`. Default 1gb (the spec's limit). */
+  maxAudioUpload: { flags: "--max-audio-upload <size>", env: "KILN_MAX_AUDIO_UPLOAD", default: "1gb", description: "largest file of POST /v1/audio/transcriptions and /translations (413 above, while it streams)", schema: bytes.pipe(z.number().int().min(1024, "must be at least 1kb")) },
+  /** Folder holding `/v1/audio` uploads while they run (each removed when its request ends). Default `.kiln/spool`. */
+  spoolDir: { flags: "--spool-dir <dir>", env: "KILN_SPOOL_DIR", default: ".kiln/spool", description: "folder holding /v1/audio uploads while their requests run", schema: z.string().min(1) },
+  /** `/v1/audio` uploads this scheduler holds at once. Default 16. */
+  audioUploads: { flags: "--audio-uploads <n>", env: "KILN_AUDIO_UPLOADS", default: "16", description: "/v1/audio uploads this scheduler holds at once, all accounts together (503 uploads_busy beyond)", schema: int(1, 10_000) },
   /** `max_tokens` of a chat completion that gives none (0: what the context has left). Default 1024. */
   defaultMaxTokens: { flags: "--default-max-tokens <n>", env: "KILN_DEFAULT_MAX_TOKENS", default: "1024", description: "max_tokens of a chat completion that gives none (0: up to the end of the context)", schema: int(0) },
   standardRpm: { flags: "--standard-rpm <n>", env: "KILN_STANDARD_RPM", default: "100", description: "requests per minute of the standard tier (the spec gives none; free's by default)", schema: int(1) },

@@ -16,6 +16,9 @@ export type { Hardware, Hardware__Output } from "./gen/kiln/v1/Hardware.js";
 export type { CompletionRequest__Output } from "./gen/kiln/v1/CompletionRequest.js";
 export type { CompletionChunk__Output } from "./gen/kiln/v1/CompletionChunk.js";
 export type { EmbeddingRequest__Output } from "./gen/kiln/v1/EmbeddingRequest.js";
+export type { TranscriptionRequest__Output } from "./gen/kiln/v1/TranscriptionRequest.js";
+export type { Transcription, Transcription__Output } from "./gen/kiln/v1/Transcription.js";
+export type { CompletionError__Output } from "./gen/kiln/v1/CompletionError.js";
 export type { FleetClient } from "./gen/kiln/v1/Fleet.js";
 
 /** Where the .proto files live: beside this module in the source tree; from `dist/proto`, back in `proto/`. */

@@ -2,9 +2,11 @@
  * `kiln scheduler`: the control plane. Opens the database, then serves the public HTTP API and the
  * gRPC endpoint agents dial. Ports may be 0: the bound addresses are in the returned handle.
  */
+import { resolve } from "node:path";
 import { formatHostPort, type HostPort, type SchedulerConfig } from "../config/index.js";
 import { schedulerServerCredentials } from "../config/tls.js";
-import { listenHttp, type HttpListener } from "../core/http/index.js";
+import { Spool } from "./audio/spool.js";
+import { listenHttp, uploadTimeoutMs, type HttpListener } from "../core/http/index.js";
 import { createLogger, type Logger } from "../core/log.js";
 import { KeyService } from "./auth/index.js";
 import { bindFleetServer, createFleetServer, Fleet } from "./fleet/index.js";
@@ -41,6 +43,8 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   try {
     const grpcPort = await bindFleetServer(grpcServer, formatHostPort(config.grpc), grpcCredentials);
     const metrics = createSchedulerMetrics(fleet);
+    const swept = await Spool.sweep(resolve(config.spoolDir));
+    if (swept > 0) logger.info({ spoolDir: config.spoolDir, files: swept }, "removed uploads a previous run left");
     const mcp = new McpService({
       store: new McpStore(db), secrets: new AccountSecrets(db, loadSecretsKey(config.secretsKey, config.db)), egress: new EgressPolicy({ allow: config.mcpAllowCidr, resolveTimeoutMs: Math.max(500, config.mcpTimeout * 1000 - 500) }),
       stdioServers: config.mcpStdioServers, ...(config.mcpFsBase ? { fsBase: config.mcpFsBase } : {}), timeoutMs: config.mcpTimeout * 1000, concurrency: config.mcpConcurrency, totalConcurrency: config.mcpTotalConcurrency, logger,
@@ -49,9 +53,10 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       const checks = { store: db.open };
       return { ready: Object.values(checks).every(Boolean), checks };
     };
-    const app = createHttpApp({ keys, limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, logger, maxBodyBytes: config.maxBody, defaultMaxTokens: config.defaultMaxTokens, standardRpm: config.standardRpm, metrics, ready, corsOrigins: config.corsOrigin,
+    const app = createHttpApp({ keys, limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, logger, maxBodyBytes: config.maxBody,
+      audio: { spoolDir: resolve(config.spoolDir), maxFileBytes: config.maxAudioUpload, maxUploads: config.audioUploads }, defaultMaxTokens: config.defaultMaxTokens, standardRpm: config.standardRpm, metrics, ready, corsOrigins: config.corsOrigin,
       mcp, ...(config.adminToken ? { adminToken: config.adminToken } : {}) });
-    http = await listenHttp(app.fetch, config.http);
+    http = await listenHttp(app.fetch, config.http, { requestTimeoutMs: uploadTimeoutMs(config.maxAudioUpload) });
     const listener = http;
     const handle: SchedulerHandle = {
       http: listener.address,

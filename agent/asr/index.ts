@@ -3,6 +3,6 @@ export { Transcriber, type TranscriberOptions, type TranscribeRequest, type Prog
 export { checkDiarizationModels, diarize, type DiarizationModels } from "./diarize/index.js";
 export { WhisperPool, WhisperSession, type WhisperPoolOptions, type WhisperModelStatus, type WhisperEngineInfo, type DecodeOptions } from "./whisper.js";
 export { checkVadModel, detectSpeech, type VadOptions, type SpeechSpan } from "./vad/index.js";
-export { render, buildCues, FORMATS, type OutputFormat, type Cue } from "./formats.js";
+
 export { AudioError, EngineError, JobAbortedError } from "./errors.js";
-export type { Transcript, Segment, Word, SpeakerTurn } from "./transcript.js";
+

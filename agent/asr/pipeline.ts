@@ -14,7 +14,7 @@ import { AudioError, EngineError, JobAbortedError } from "./errors.js";
 import { attributeSpeakers } from "./speakers.js";
 import { decodeToPcm, probeAudio, SAMPLE_RATE } from "./ffmpeg.js";
 import { PcmFile } from "./pcm.js";
-import type { Segment, SpeakerTurn, Transcript } from "./transcript.js";
+import type { Segment, SpeakerTurn, Transcript } from "../../speech/transcript.js";
 import { detectSpeech, type VadOptions } from "./vad/index.js";
 import type { WhisperPool, WhisperSegment } from "./whisper.js";
 import type { DecodingOptions } from "./engine/whisper-protocol.js";

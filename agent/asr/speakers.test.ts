@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { attributeSpeakers } from "./speakers.js";
-import type { Segment } from "./transcript.js";
+import type { Segment } from "../../speech/transcript.js";
 
 const w = (word: string, start: number, end: number) => ({ word, start, end, confidence: 0.9 });
 

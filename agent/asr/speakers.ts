@@ -5,7 +5,7 @@
  * the turns with their text.
  */
 import type { DiarizationSegment } from "./sherpa.js";
-import type { Segment, SpeakerTurn, Word } from "./transcript.js";
+import type { Segment, SpeakerTurn, Word } from "../../speech/transcript.js";
 
 export const speakerLabel = (n: number) => `SPEAKER_${String(n).padStart(2, "0")}`;
 

@@ -7,7 +7,7 @@
  */
 import { chunkTimeToOriginal, type Chunk } from "./chunks.js";
 import { SAMPLE_RATE } from "./ffmpeg.js";
-import type { Segment, Word } from "./transcript.js";
+import type { Segment, Word } from "../../speech/transcript.js";
 import type { WhisperSegment, WhisperToken } from "./whisper.js";
 
 const SPECIAL = /^(\[_[A-Z0-9_]*\]|<\|[^|]*\|>)$/;

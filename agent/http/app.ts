@@ -7,19 +7,19 @@
 import type { HttpBindings } from "@hono/node-server";
 import { streamSSE } from "hono/streaming";
 import { Hono, type MiddlewareHandler } from "hono";
-import { notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
+import { drain, notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
 import ipaddr from "ipaddr.js";
 import { InFlightLimitError, InvalidRequestError, KilnError, PayloadTooLargeError, PermissionError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import type { HttpMetrics } from "../../core/metrics.js";
-import { WHISPER_LANGUAGES, type WhisperModelName } from "../../models/whisper.js";
-import { CONTENT_TYPES, FORMATS, render, type OutputFormat } from "../asr/formats.js";
+import { WHISPER_LANGUAGES } from "../../models/whisper.js";
+import { CONTENT_TYPES, FORMATS, render, type OutputFormat } from "../../speech/formats.js";
 import type { WhisperPool } from "../asr/whisper.js";
-import { MAX_PAGE, type JobEvent, type JobService } from "../jobs/index.js";
+import { checkRunnable, MAX_PAGE, type JobEvent, type JobService, type NodeCapabilities } from "../jobs/index.js";
 import { access, requireJob, requireOperator, type AccessVariables } from "./access.js";
 import { uiRoutes } from "../ui/index.js";
-import { parseJobFields } from "./fields.js";
-import { drain, parseUpload, type UploadLimits } from "./upload.js";
+import { parseJobFields } from "../../speech/fields.js";
+import { parseUpload, type UploadLimits } from "./upload.js";
 
 export interface AgentHttpDeps {
   jobs: JobService;
@@ -33,7 +33,7 @@ export interface AgentHttpDeps {
    */
   loopbackHostsOnly?: boolean;
   /** What this node can do beyond transcription; requests needing more are refused at submission. */
-  capabilities: { diarization: boolean; translation: boolean };
+  capabilities: NodeCapabilities;
   /** When set, every `/api/*` call needs `Authorization: Bearer <token>` (or, for a job's own routes, its handle). */
   token?: string;
   /** The node panel's facts (hardware, jobs, scheduler link). */
@@ -129,16 +129,7 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     }
     try {
       const options = parseJobFields(upload.fields);
-      if (!(await deps.whisper.isInstalled(options.model as WhisperModelName))) {
-        const installed = (await deps.whisper.status()).filter((m) => m.installed).map((m) => m.name);
-        throw new InvalidRequestError("model_not_installed", `model: "${options.model}" is not installed on this instance (installed: ${installed.join(", ") || "none"})`);
-      }
-      if (options.speakerDiarization && !deps.capabilities.diarization) {
-        throw new InvalidRequestError("diarization_unavailable", "speaker_diarization: this instance has no speaker-diarization models (--segmentation-model, --embedding-model)");
-      }
-      if (options.translate && options.targetLanguage && options.targetLanguage !== "en" && !deps.capabilities.translation) {
-        throw new InvalidRequestError("translation_unavailable", `target_language: translation into "${options.targetLanguage}" needs a chat model on this instance (--serve); without one it translates into en only`);
-      }
+      await checkRunnable(options, deps.whisper, deps.capabilities);
       const jobs = deps.jobs.submit(upload.files, options);
       const body = jobs.length === 1
         ? { job_id: jobs[0]!.job_id, status: jobs[0]!.status, handle: jobs[0]!.handle }

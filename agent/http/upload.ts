@@ -10,6 +10,7 @@ import type { IncomingMessage } from "node:http";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import busboy from "busboy";
+import { drain } from "../../core/http/index.js";
 import { InsufficientStorageError, InvalidRequestError, KilnError, PayloadTooLargeError, ServiceUnavailableError } from "../../core/errors.js";
 import type { StagedUpload } from "../jobs/index.js";
 
@@ -26,10 +27,6 @@ export interface ParsedUpload {
 }
 
 const FIELD_BYTES = 64 * 1024;
-/** Longest a refusal waits for the rest of the body before it is answered (see `drain`). */
-const DRAIN_WAIT_MS = 2000;
-/** Most bytes of a refused request's body read and dropped (see `drain`). */
-const DRAIN_BYTES = 64 * 1024 ** 2;
 const MAX_FIELDS = 64;
 
 /** Where uploads go, and what they may take. */
@@ -134,28 +131,6 @@ export async function parseUpload(req: IncomingMessage, limits: UploadLimits, st
   const staged = files.filter((f): f is StagedUpload => f !== undefined);
   if (staged.length === 0) throw new InvalidRequestError("missing_audio", "audio: required (a file part named \"audio\")");
   return { files: staged, fields };
-}
-
-/**
- * Reads and drops the rest of a refused request's body (clients such as fetch read the answer
- * only once they have sent everything), up to `DRAIN_BYTES`; past that the connection is cut.
- * Resolves when the body has ended, the connection is gone, or after `DRAIN_WAIT_MS` (reading
- * goes on behind): a refusal answered then reaches a client that has usually stopped writing.
- */
-export function drain(req: IncomingMessage): Promise<void> {
-  return new Promise((resolve) => {
-    if (req.readableEnded || req.destroyed) return resolve();
-    let dropped = 0;
-    const timer = setTimeout(resolve, DRAIN_WAIT_MS);
-    const done = () => { clearTimeout(timer); resolve(); };
-    req.on("data", (chunk: Buffer) => {
-      dropped += chunk.length;
-      if (dropped > DRAIN_BYTES) req.socket.destroy();
-    });
-    req.once("end", done);
-    req.once("close", done);
-    req.resume();
-  });
 }
 
 /** A part's write failure as the client's error: a KilnError as is; a full disk 507; anything else 503. */

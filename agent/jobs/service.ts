@@ -20,7 +20,7 @@ import type { Logger } from "../../core/log.js";
 import type { WhisperModelName } from "../../models/whisper.js";
 import { AudioError, EngineError, JobAbortedError } from "../asr/errors.js";
 import type { Transcriber } from "../asr/pipeline.js";
-import type { Segment, Transcript } from "../asr/transcript.js";
+import type { Segment, Transcript } from "../../speech/transcript.js";
 import { StagingBudget } from "./budget.js";
 import { JobStore, type JobOptions, type JobRow, type JobStatus } from "./store.js";
 
@@ -114,7 +114,7 @@ interface Live {
 export type JobEvent =
   | { type: "progress"; progress: number; estimated_time_remaining: number }
   | { type: "segment"; segment: Segment }
-  | { type: "done"; status: JobStatus; error?: string };
+  | { type: "done"; status: JobStatus; error?: string; /** "invalid_audio" when the file was at fault (undecodable, too long). */ code?: string };
 
 /** Listeners one job may have at once (each an open event stream). */
 export const MAX_WATCHERS_PER_JOB = 16;
@@ -130,6 +130,8 @@ export class JobService {
   /** Bytes each accepted job's upload holds in the budget, until the file is removed. */
   private readonly held = new Map<string, number>();
   private readonly abort = new AbortController();
+  /** Jobs that just failed because of their file, until their end is told (`ended`). */
+  private readonly audioFaults = new Set<string>();
   private closed = false;
   readonly budget: StagingBudget;
 
@@ -140,6 +142,11 @@ export class JobService {
 
   get uploadsDir(): string {
     return join(this.options.dataDir, "uploads");
+  }
+
+  /** Jobs that transcribe at once. */
+  get concurrency(): number {
+    return this.options.concurrency;
   }
 
   /** Jobs transcribing now and jobs waiting for a turn. */
@@ -410,8 +417,9 @@ export class JobService {
   /** Tells the job's watchers how it ended (as the store now has it); they stay counted until they unsubscribe. */
   private ended(id: string): void {
     const row = this.store.get(id);
+    const fault = this.audioFaults.delete(id);
     if (!row || row.status === "processing") return;
-    this.emit(id, { type: "done", status: row.status, ...(row.error ? { error: row.error } : {}) });
+    this.emit(id, { type: "done", status: row.status, ...(row.error ? { error: row.error } : {}), ...(fault ? { code: "invalid_audio" } : {}) });
   }
 
   /** The completed job's transcript; 404 for an unknown id, 409 while it is not completed. */
@@ -531,7 +539,8 @@ export class JobService {
     }
     // An unexpected error's text may name paths on this machine: it goes to the log, not to the client.
     const message = err instanceof AudioError || err instanceof EngineError ? err.message : "transcription failed (an internal error, logged under this job id)";
-    if (!(err instanceof AudioError)) logger.error({ job: id, err }, "transcription job failed");
+    if (err instanceof AudioError) this.audioFaults.add(id);
+    else logger.error({ job: id, err }, "transcription job failed");
     this.options.onFinished?.("error");
     await this.removeInput(id, row.inputPath);
     this.store.fail(id, message);

@@ -4,26 +4,14 @@
  * handle (the secret its submitter reads it with) is kept only as its SHA-256.
  */
 import { openDatabase, type Db } from "../../core/sqlite.js";
-import type { DecodingOptions } from "../asr/engine/whisper-protocol.js";
+import type { JobOptions } from "../../speech/options.js";
+
+export type { JobOptions };
 
 export type JobStatus = "processing" | "completed" | "error" | "cancelled";
 
 
 
-/** What the user asked for, as validated at upload. */
-export interface JobOptions {
-  model: string;
-  language?: string;
-  translate: boolean;
-  targetLanguage?: string;
-  speakerDiarization: boolean;
-  minSpeakers?: number;
-  maxSpeakers?: number;
-  /** How whisper decodes (prompt, temperatures, thresholds). */
-  decoding?: DecodingOptions;
-  /** Voice activity: the speech threshold (0–1) and the silence that ends a span (seconds). */
-  vad?: { threshold?: number; minSilenceSeconds?: number };
-}
 
 export interface JobRow {
   id: string;

@@ -16,6 +16,7 @@ import { toolFieldsFromProto, toolsFromProto } from "../../proto/tools.js";
 import { diskOf } from "../hardware/index.js";
 import { InvalidResponseFormatError, InvalidToolsError, LlmEngineError, type ChatTurn, type GenerateOptions, type LlmEngine, type TokenLogprob } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
+import type { FleetTranscriptions } from "./transcriptions.js";
 import { ChunkBatcher, type Piece, type WireLogprob } from "./coalesce.js";
 import { KILN_VERSION } from "../../core/version.js";
 
@@ -32,6 +33,8 @@ export interface FleetLinkOptions {
   logger: Logger;
   /** Reconnect backoff; default 250 ms doubling to 30 s. */
   backoff?: Backoff;
+  /** Transcriptions from the fleet; absent: the node tells the scheduler it takes none. */
+  transcriptions?: FleetTranscriptions;
   /** Longest a generated piece of text waits to share a wire message with the next ones, its own and other completions' (ms); 0 sends each. Default 50. */
   streamIntervalMs?: number;
 }
@@ -90,12 +93,14 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       else for (const piece of pieces) stream.write({ chunk: piece });
     }, this.options.streamIntervalMs ?? 50);
     const { engine, hardware, nodeId } = this.options;
+    const transcription = this.options.transcriptions?.description;
     stream.write({
       register: {
         node_id: nodeId,
         agent_version: KILN_VERSION,
         hardware,
         pools: engine.modelPools.map((p) => ({ model_ids: p.modelIds, slots: p.slots, context_size: p.contextSize, fingerprint: p.fingerprint, capabilities: [...AGENT_CAPABILITIES] })),
+        ...(transcription?.models?.length ? { transcription } : {}),
       },
     });
     stream.on("data", (message: SchedulerMessage__Output) => this.onMessage(stream, message));
@@ -160,7 +165,20 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         return;
       case "cancel":
         this.running.get(message.cancel!.request_id)?.abort();
+        this.options.transcriptions?.cancel(message.cancel!.request_id);
         return;
+      case "transcription": {
+        const send = (m: AgentMessage): void => { if (this.stream === stream && !stream.destroyed) stream.write(m); };
+        const transcriptions = this.options.transcriptions;
+        if (transcriptions) void transcriptions.start(message.transcription!, send, this.draining);
+        else send({ error: { request_id: message.transcription!.request_id, code: "transcription_unavailable", message: "this node takes no transcriptions", retryable: true } });
+        return;
+      }
+      case "audio": {
+        const audio = message.audio!;
+        this.options.transcriptions?.chunk(audio.request_id, audio.data, audio.last, audio.fields);
+        return;
+      }
       case "drain":
         void this.drain(message.drain!.deadline_ms);
         return;
@@ -259,6 +277,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         device_memory_used_bytes: this.measured.device.used,
         device_memory_total_bytes: this.measured.device.total,
         disk_free_bytes: this.measured.diskFree,
+        transcription_jobs: this.options.transcriptions?.load ?? 0,
       },
     });
   }
@@ -270,6 +289,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     clearInterval(this.heartbeat);
     // Work from a lost stream cannot be delivered; the scheduler re-routes or fails it.
     for (const ac of this.running.values()) ac.abort();
+    this.options.transcriptions?.dropAll();
     if (this.state === "stopped") return;
     this.setState("disconnected");
     const delay = this.backoff.next();
@@ -316,3 +336,4 @@ function toWireLogprob(l: TokenLogprob): WireLogprob {
   const raw = (bytes?: number[]) => (bytes ? { raw: Uint8Array.from(bytes) } : {});
   return { token: l.token, logprob: l.logprob, ...raw(l.bytes), top_logprobs: l.top.map((t) => ({ token: t.token, logprob: t.logprob, ...raw(t.bytes) })), text_offset: l.offset };
 }
+export { FleetTranscriptions, type FleetTranscriptionsOptions } from "./transcriptions.js";

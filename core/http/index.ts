@@ -1,7 +1,8 @@
 /** HTTP pieces both Kiln servers share (scheduler API on /v1, agent API on :7860). */
 export { errorResponse, notFound, onError } from "./errors.js";
 export { requestId, type RequestIdEnv } from "./request-id.js";
-export { listenHttp, type HttpListener } from "./listen.js";
+export { listenHttp, uploadTimeoutMs, type HttpListener } from "./listen.js";
 export { bearerToken, parseBearer } from "./bearer.js";
 export { staticFiles } from "./static.js";
 export { readJsonBody } from "./body.js";
+export { drain } from "./drain.js";

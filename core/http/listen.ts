@@ -24,6 +24,15 @@ export interface ListenOptions {
   idleTimeoutMs?: number;
 }
 
+/** The slowest upload the request timeout allows for: 1 MB/s, plus a margin for the rest of the request. */
+const SLOWEST_UPLOAD_BYTES_PER_S = 1024 ** 2;
+const REQUEST_MARGIN_S = 300;
+
+/** A request timeout (ms) that lets an upload of `maxBytes` arrive at a slow client's 1 MB/s. */
+export function uploadTimeoutMs(maxBytes: number): number {
+  return (Math.ceil(maxBytes / SLOWEST_UPLOAD_BYTES_PER_S) + REQUEST_MARGIN_S) * 1000;
+}
+
 /** Serves a Hono `fetch` on host:port (port 0 picks a free one). */
 export async function listenHttp(fetch: (req: Request, env: HttpBindings) => Response | Promise<Response>, at: HostPort, options: ListenOptions = {}): Promise<HttpListener> {
   let server: Server | undefined; // serve() makes an HTTP/1 server unless told otherwise

@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { AgentMessage as _kiln_v1_AgentMessage, AgentMessage__Output as _kiln_v1_AgentMessage__Output } from './kiln/v1/AgentMessage.js';
+import type { AudioChunk as _kiln_v1_AudioChunk, AudioChunk__Output as _kiln_v1_AudioChunk__Output } from './kiln/v1/AudioChunk.js';
 import type { CancelCompletion as _kiln_v1_CancelCompletion, CancelCompletion__Output as _kiln_v1_CancelCompletion__Output } from './kiln/v1/CancelCompletion.js';
 import type { ChatMessage as _kiln_v1_ChatMessage, ChatMessage__Output as _kiln_v1_ChatMessage__Output } from './kiln/v1/ChatMessage.js';
 import type { CompletionChunk as _kiln_v1_CompletionChunk, CompletionChunk__Output as _kiln_v1_CompletionChunk__Output } from './kiln/v1/CompletionChunk.js';
@@ -27,6 +28,11 @@ import type { Tool as _kiln_v1_Tool, Tool__Output as _kiln_v1_Tool__Output } fro
 import type { ToolCall as _kiln_v1_ToolCall, ToolCall__Output as _kiln_v1_ToolCall__Output } from './kiln/v1/ToolCall.js';
 import type { ToolCallDelta as _kiln_v1_ToolCallDelta, ToolCallDelta__Output as _kiln_v1_ToolCallDelta__Output } from './kiln/v1/ToolCallDelta.js';
 import type { TopLogprob as _kiln_v1_TopLogprob, TopLogprob__Output as _kiln_v1_TopLogprob__Output } from './kiln/v1/TopLogprob.js';
+import type { Transcription as _kiln_v1_Transcription, Transcription__Output as _kiln_v1_Transcription__Output } from './kiln/v1/Transcription.js';
+import type { TranscriptionAck as _kiln_v1_TranscriptionAck, TranscriptionAck__Output as _kiln_v1_TranscriptionAck__Output } from './kiln/v1/TranscriptionAck.js';
+import type { TranscriptionDone as _kiln_v1_TranscriptionDone, TranscriptionDone__Output as _kiln_v1_TranscriptionDone__Output } from './kiln/v1/TranscriptionDone.js';
+import type { TranscriptionRequest as _kiln_v1_TranscriptionRequest, TranscriptionRequest__Output as _kiln_v1_TranscriptionRequest__Output } from './kiln/v1/TranscriptionRequest.js';
+import type { TranscriptionSegments as _kiln_v1_TranscriptionSegments, TranscriptionSegments__Output as _kiln_v1_TranscriptionSegments__Output } from './kiln/v1/TranscriptionSegments.js';
 import type { Usage as _kiln_v1_Usage, Usage__Output as _kiln_v1_Usage__Output } from './kiln/v1/Usage.js';
 import type { Vector as _kiln_v1_Vector, Vector__Output as _kiln_v1_Vector__Output } from './kiln/v1/Vector.js';
 
@@ -38,6 +44,7 @@ export interface ProtoGrpcType {
   kiln: {
     v1: {
       AgentMessage: MessageTypeDefinition<_kiln_v1_AgentMessage, _kiln_v1_AgentMessage__Output>
+      AudioChunk: MessageTypeDefinition<_kiln_v1_AudioChunk, _kiln_v1_AudioChunk__Output>
       CancelCompletion: MessageTypeDefinition<_kiln_v1_CancelCompletion, _kiln_v1_CancelCompletion__Output>
       ChatMessage: MessageTypeDefinition<_kiln_v1_ChatMessage, _kiln_v1_ChatMessage__Output>
       CompletionChunk: MessageTypeDefinition<_kiln_v1_CompletionChunk, _kiln_v1_CompletionChunk__Output>
@@ -63,6 +70,11 @@ export interface ProtoGrpcType {
       ToolCall: MessageTypeDefinition<_kiln_v1_ToolCall, _kiln_v1_ToolCall__Output>
       ToolCallDelta: MessageTypeDefinition<_kiln_v1_ToolCallDelta, _kiln_v1_ToolCallDelta__Output>
       TopLogprob: MessageTypeDefinition<_kiln_v1_TopLogprob, _kiln_v1_TopLogprob__Output>
+      Transcription: MessageTypeDefinition<_kiln_v1_Transcription, _kiln_v1_Transcription__Output>
+      TranscriptionAck: MessageTypeDefinition<_kiln_v1_TranscriptionAck, _kiln_v1_TranscriptionAck__Output>
+      TranscriptionDone: MessageTypeDefinition<_kiln_v1_TranscriptionDone, _kiln_v1_TranscriptionDone__Output>
+      TranscriptionRequest: MessageTypeDefinition<_kiln_v1_TranscriptionRequest, _kiln_v1_TranscriptionRequest__Output>
+      TranscriptionSegments: MessageTypeDefinition<_kiln_v1_TranscriptionSegments, _kiln_v1_TranscriptionSegments__Output>
       Usage: MessageTypeDefinition<_kiln_v1_Usage, _kiln_v1_Usage__Output>
       Vector: MessageTypeDefinition<_kiln_v1_Vector, _kiln_v1_Vector__Output>
     }

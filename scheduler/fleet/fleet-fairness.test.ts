@@ -18,7 +18,7 @@ class RecordingLink implements AgentLink {
 }
 
 const register = (nodeId: string, slots: number, model = "famB-v3.1"): Register__Output => ({
-  node_id: nodeId, agent_version: "test", hardware: null,
+  node_id: nodeId, agent_version: "test", hardware: null, transcription: null,
   pools: [{ model_ids: [model], slots, context_size: 2048, fingerprint: "fp_test", capabilities: [] }],
 });
 

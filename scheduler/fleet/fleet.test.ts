@@ -17,7 +17,7 @@ class RecordingLink implements AgentLink {
 }
 
 const register = (nodeId: string, slots: number, capabilities: string[] = []): Register__Output => ({
-  node_id: nodeId, agent_version: "test", hardware: null,
+  node_id: nodeId, agent_version: "test", hardware: null, transcription: null,
   pools: [{ model_ids: ["famB-v3.1"], slots, context_size: 2048, fingerprint: "fp_test", capabilities }],
 });
 
@@ -52,7 +52,7 @@ describe("Fleet routing", () => {
     const f = fleet();
     const a = new RecordingLink();
     f.attach(register("a", 2), a);
-    const heartbeat = (local: number[]) => f.receive("a", a, { body: "heartbeat", heartbeat: { busy_slots: local, local_busy_slots: local, memory_used_bytes: 0, memory_free_bytes: 0, device_memory_used_bytes: 0, device_memory_total_bytes: 0, disk_free_bytes: 0 } });
+    const heartbeat = (local: number[]) => f.receive("a", a, { body: "heartbeat", heartbeat: { busy_slots: local, local_busy_slots: local, memory_used_bytes: 0, memory_free_bytes: 0, device_memory_used_bytes: 0, device_memory_total_bytes: 0, disk_free_bytes: 0, transcription_jobs: 0 } });
     heartbeat([1]); // a translation holds one of the two slots
     f.submit(request);
     f.submit(request);

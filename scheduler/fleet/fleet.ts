@@ -19,6 +19,7 @@ import { InvalidRequestError, ServiceUnavailableError, UpstreamError, type KilnE
 import type { AgentMessage__Output, CompletionChunk__Output, Register__Output } from "../../proto/index.js";
 import { responseFormatToProto, samplingToProto } from "../../proto/sampling.js";
 import { messagesToProto, toolsToProto } from "../../proto/tools.js";
+import { AudioRouter, transcriptionInfo, type AudioEvent, type AudioNode, type AudioRequest, type TranscriptionInfo } from "./audio.js";
 import { Channel } from "./channel.js";
 import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState } from "./types.js";
 
@@ -31,6 +32,8 @@ export interface FleetOptions {
   heartbeatMs: number;
   /** Dispatch attempts per request (the first plus retries on other agents). Default 3. */
   maxAttempts?: number;
+  /** Upload bytes sent to an agent beyond what it acknowledged storing. Default 4 MiB. */
+  audioWindowBytes?: number;
   logger: Logger;
 }
 
@@ -68,9 +71,12 @@ function runs(pool: PoolState, model: string, needs: readonly string[]): boolean
 /** Accounts whose latest dispatch is remembered for the round-robin; the least recent is forgotten beyond it. */
 const SERVED_ACCOUNTS = 10_000;
 
-class Agent {
+class Agent implements AudioNode {
   readonly jobs = new Map<string, Job>();
   draining = false;
+  /** Transcription jobs on the node (its latest heartbeat). */
+  transcriptionJobs = 0;
+  readonly transcription: TranscriptionInfo | undefined;
   lastSeen = Date.now();
   readonly connectedAt = Date.now();
   constructor(
@@ -78,7 +84,9 @@ class Agent {
     readonly link: AgentLink,
     readonly register: Register__Output,
     readonly pools: (PoolState & { peak: number })[],
-  ) {}
+  ) {
+    this.transcription = transcriptionInfo(register.transcription);
+  }
 }
 
 export class Fleet {
@@ -93,10 +101,13 @@ export class Fleet {
   private readonly maxAttempts: number;
   private readonly sweeper: NodeJS.Timeout;
   private readonly log: Logger;
+  /** Transcriptions (`/v1/audio/…`) over the same agents. */
+  private readonly audio: AudioRouter;
 
   constructor(private readonly options: FleetOptions) {
     this.maxAttempts = options.maxAttempts ?? 3;
     this.log = options.logger;
+    this.audio = new AudioRouter({ nodes: () => this.agents.values(), logger: options.logger, maxAttempts: this.maxAttempts, ...(options.audioWindowBytes ? { windowBytes: options.audioWindowBytes } : {}) });
     this.sweeper = setInterval(() => this.dropSilentAgents(), options.heartbeatMs).unref();
   }
 
@@ -147,6 +158,24 @@ export class Fleet {
     // behind a waiting request for n choices of its model, it waits too (pump(): the freed slots are kept for that one)
     if (this.wideWaiting(job.request.model) || !this.dispatch(job)) this.enqueue(job);
     return job.channel;
+  }
+
+  /**
+   * Runs a transcription somewhere in the fleet (see `./audio.ts`): its upload streams to the
+   * agent from `request.spool` as it fills. Errors are thrown from the iterable as KilnErrors.
+   */
+  transcribe(request: AudioRequest, signal?: AbortSignal, traceId = ""): AsyncIterable<AudioEvent> {
+    return this.audio.submit(request, signal, traceId);
+  }
+
+  /** Whether some connected agent transcribes with `model` (and every capability in `needs`). */
+  transcribes(model: string, needs: readonly string[] = []): boolean {
+    return this.audio.serves(model, needs);
+  }
+
+  /** The models the connected agents transcribe with (`whisper-1` among them when any does). */
+  transcriptionModels(): string[] {
+    return this.audio.models();
   }
 
   snapshot(): AgentSnapshot[] {
@@ -213,8 +242,18 @@ export class Fleet {
         this.settle(agent, result.request_id, () => ({ type: "embeddings", vectors: result.vectors.map((v) => v.values), promptTokens: result.prompt_tokens }));
         return;
       }
+      case "transcription_ack":
+        this.audio.acked(agent, message.transcription_ack!.request_id, Number(message.transcription_ack!.stored_bytes));
+        return;
+      case "transcription_segments":
+        this.audio.segments(agent, message.transcription_segments!.request_id, message.transcription_segments!.segments_json);
+        return;
+      case "transcription_done":
+        this.audio.done(agent, message.transcription_done!.request_id, message.transcription_done!.transcript_json);
+        return;
       case "error": {
         const err = message.error!;
+        if (this.audio.owns(err.request_id)) return this.audio.error(agent, err);
         const job = this.finish(agent, err.request_id);
         if (!job || job.cancelled) return;
         if (err.retryable && !job.started) {
@@ -233,6 +272,7 @@ export class Fleet {
         // Slots the agent took for its own work count as busy; when some come back, waiting work may go.
         const local = message.heartbeat?.local_busy_slots ?? [];
         let freed = false;
+        agent.transcriptionJobs = message.heartbeat?.transcription_jobs ?? 0;
         agent.pools.forEach((pool, i) => {
           const now = local[i] ?? 0;
           if (now < pool.local) freed = true;
@@ -260,6 +300,7 @@ export class Fleet {
       else this.retry(job, `${nodeId} went away`);
     }
     agent.jobs.clear();
+    this.audio.lost(agent, reason);
   }
 
   close(): void {

@@ -1,9 +1,10 @@
-/** The scheduler's public HTTP API (Hono): `/v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/models`, `/v1/mcp`; `/healthz`, `/readyz`, `/metrics`, `/v1/openapi.json`; the dashboard. */
+/** The scheduler's public HTTP API (Hono): `/v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/audio/*`, `/v1/models`, `/v1/mcp`; `/healthz`, `/readyz`, `/metrics`, `/v1/openapi.json`; the dashboard. */
 import { Hono } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv, HttpDeps } from "./env.js";
 import { authenticate, rateLimit } from "./middleware/auth.js";
 import { notFound, onError, requestId } from "../../core/http/index.js";
+import { audioRoutes } from "./routes/audio.js";
 import { chatRoutes } from "./routes/chat.js";
 import { completionsRoutes } from "./routes/completions.js";
 import { embeddingsRoutes } from "./routes/embeddings.js";
@@ -36,6 +37,7 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   app.route("/v1/chat/completions", chatRoutes(generation, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));
   app.route("/v1/completions", completionsRoutes(generation));
   app.route("/v1/embeddings", embeddingsRoutes(generation));
+  app.route("/v1/audio", audioRoutes({ fleet: deps.fleet, ...deps.audio, cap: generation.cap, logger: deps.logger }));
   app.route("/v1/models", modelRoutes(deps.fleet));
   app.route("/v1/mcp", mcpRoutes(deps.mcp, deps.maxBodyBytes));
   return app;

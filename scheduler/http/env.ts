@@ -1,3 +1,4 @@
+import type { HttpBindings } from "@hono/node-server";
 import type { RequestIdEnv } from "../../core/http/index.js";
 import type { Logger } from "../../core/log.js";
 import type { KeyIdentity, KeyService, Tier } from "../auth/index.js";
@@ -17,6 +18,8 @@ export interface HttpDeps {
   maxInflight: Readonly<Record<Tier, number>>;
   fleet: Fleet;
   logger: Logger;
+  /** `/v1/audio`: where uploads are held, the largest file, the uploads held at once. */
+  audio: { spoolDir: string; maxFileBytes: number; maxUploads: number };
   /** Largest accepted JSON body, in bytes. */
   maxBodyBytes: number;
   /** `max_tokens` of a chat completion that gives none; undefined or 0: up to the end of the context. */
@@ -36,6 +39,7 @@ export interface HttpDeps {
 
 /** Hono's typed context variables. */
 export interface AppEnv extends RequestIdEnv {
+  Bindings: HttpBindings;
   Variables: {
     requestId: string;
     identity: KeyIdentity;

@@ -1,6 +1,9 @@
 /** Messages between the agent (WhisperEngine) and a whisper engine process (whisper-child.ts). */
 import type { WhisperModelName } from "../../../models/whisper.js";
 import type { PrebuiltKind } from "../../../core/prebuilt.js";
+import type { DecodingOptions } from "../../../speech/options.js";
+
+export type { DecodingOptions };
 
 /** One token of whisper's detailed output; times in milliseconds on the decoded audio. */
 export interface WhisperToken {
@@ -33,24 +36,6 @@ export interface DecodeParams {
 }
 
 /** How whisper decodes, as a request may choose it (README, "Transcription"). */
-export interface DecodingOptions {
-  /** Text whisper takes as what came before the audio (its initial prompt): names, terms, a style. */
-  prompt?: string;
-  /** The first decoding temperature, 0–1. whisper.cpp's default 0 (greedy). */
-  temperature?: number;
-  /** The step of the temperature fallback: 0 (off) or 0.2–1. Default 0.2. */
-  temperatureIncrement?: number;
-  /**
-   * A decode whose last tokens' entropy is below this (repetitive text) is tried again hotter:
-   * whisper.cpp's stand-in for OpenAI's compression-ratio test, in the other direction (higher is
-   * stricter). 0–4, default 2.4.
-   */
-  entropyThreshold?: number;
-  /** A decode whose mean log probability is below this is tried again hotter. −10 to −0.1, default −1. */
-  logprobThreshold?: number;
-  /** A window whose no-speech probability is above this (and whose log probability is low) is silence. Default 0.6. */
-  noSpeechThreshold?: number;
-}
 
 /**
  * The addon's parameters for one decode: Kiln's fixed ones, what the request chose, and last what the

@@ -8,6 +8,9 @@ import type { CompletionError as _kiln_v1_CompletionError, CompletionError__Outp
 import type { Draining as _kiln_v1_Draining, Draining__Output as _kiln_v1_Draining__Output } from '../../kiln/v1/Draining.js';
 import type { CompletionChunks as _kiln_v1_CompletionChunks, CompletionChunks__Output as _kiln_v1_CompletionChunks__Output } from '../../kiln/v1/CompletionChunks.js';
 import type { Embeddings as _kiln_v1_Embeddings, Embeddings__Output as _kiln_v1_Embeddings__Output } from '../../kiln/v1/Embeddings.js';
+import type { TranscriptionAck as _kiln_v1_TranscriptionAck, TranscriptionAck__Output as _kiln_v1_TranscriptionAck__Output } from '../../kiln/v1/TranscriptionAck.js';
+import type { TranscriptionSegments as _kiln_v1_TranscriptionSegments, TranscriptionSegments__Output as _kiln_v1_TranscriptionSegments__Output } from '../../kiln/v1/TranscriptionSegments.js';
+import type { TranscriptionDone as _kiln_v1_TranscriptionDone, TranscriptionDone__Output as _kiln_v1_TranscriptionDone__Output } from '../../kiln/v1/TranscriptionDone.js';
 
 export interface AgentMessage {
   'register'?: (_kiln_v1_Register | null);
@@ -18,7 +21,10 @@ export interface AgentMessage {
   'draining'?: (_kiln_v1_Draining | null);
   'chunks'?: (_kiln_v1_CompletionChunks | null);
   'embeddings'?: (_kiln_v1_Embeddings | null);
-  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks"|"embeddings";
+  'transcription_ack'?: (_kiln_v1_TranscriptionAck | null);
+  'transcription_segments'?: (_kiln_v1_TranscriptionSegments | null);
+  'transcription_done'?: (_kiln_v1_TranscriptionDone | null);
+  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks"|"embeddings"|"transcription_ack"|"transcription_segments"|"transcription_done";
 }
 
 export interface AgentMessage__Output {
@@ -30,5 +36,8 @@ export interface AgentMessage__Output {
   'draining'?: (_kiln_v1_Draining__Output | null);
   'chunks'?: (_kiln_v1_CompletionChunks__Output | null);
   'embeddings'?: (_kiln_v1_Embeddings__Output | null);
-  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks"|"embeddings";
+  'transcription_ack'?: (_kiln_v1_TranscriptionAck__Output | null);
+  'transcription_segments'?: (_kiln_v1_TranscriptionSegments__Output | null);
+  'transcription_done'?: (_kiln_v1_TranscriptionDone__Output | null);
+  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks"|"embeddings"|"transcription_ack"|"transcription_segments"|"transcription_done";
 }

@@ -10,6 +10,7 @@ export interface Heartbeat {
   'device_memory_total_bytes'?: (number | string | Long);
   'disk_free_bytes'?: (number | string | Long);
   'local_busy_slots'?: (number)[];
+  'transcription_jobs'?: (number);
 }
 
 export interface Heartbeat__Output {
@@ -20,4 +21,5 @@ export interface Heartbeat__Output {
   'device_memory_total_bytes': (number);
   'disk_free_bytes': (number);
   'local_busy_slots': (number)[];
+  'transcription_jobs': (number);
 }

@@ -2,12 +2,14 @@
 
 import type { Hardware as _kiln_v1_Hardware, Hardware__Output as _kiln_v1_Hardware__Output } from '../../kiln/v1/Hardware.js';
 import type { ModelPool as _kiln_v1_ModelPool, ModelPool__Output as _kiln_v1_ModelPool__Output } from '../../kiln/v1/ModelPool.js';
+import type { Transcription as _kiln_v1_Transcription, Transcription__Output as _kiln_v1_Transcription__Output } from '../../kiln/v1/Transcription.js';
 
 export interface Register {
   'node_id'?: (string);
   'agent_version'?: (string);
   'hardware'?: (_kiln_v1_Hardware | null);
   'pools'?: (_kiln_v1_ModelPool)[];
+  'transcription'?: (_kiln_v1_Transcription | null);
 }
 
 export interface Register__Output {
@@ -15,4 +17,5 @@ export interface Register__Output {
   'agent_version': (string);
   'hardware': (_kiln_v1_Hardware__Output | null);
   'pools': (_kiln_v1_ModelPool__Output)[];
+  'transcription': (_kiln_v1_Transcription__Output | null);
 }

@@ -5,6 +5,8 @@ import type { CompletionRequest as _kiln_v1_CompletionRequest, CompletionRequest
 import type { CancelCompletion as _kiln_v1_CancelCompletion, CancelCompletion__Output as _kiln_v1_CancelCompletion__Output } from '../../kiln/v1/CancelCompletion.js';
 import type { Drain as _kiln_v1_Drain, Drain__Output as _kiln_v1_Drain__Output } from '../../kiln/v1/Drain.js';
 import type { EmbeddingRequest as _kiln_v1_EmbeddingRequest, EmbeddingRequest__Output as _kiln_v1_EmbeddingRequest__Output } from '../../kiln/v1/EmbeddingRequest.js';
+import type { TranscriptionRequest as _kiln_v1_TranscriptionRequest, TranscriptionRequest__Output as _kiln_v1_TranscriptionRequest__Output } from '../../kiln/v1/TranscriptionRequest.js';
+import type { AudioChunk as _kiln_v1_AudioChunk, AudioChunk__Output as _kiln_v1_AudioChunk__Output } from '../../kiln/v1/AudioChunk.js';
 
 export interface SchedulerMessage {
   'registered'?: (_kiln_v1_Registered | null);
@@ -12,7 +14,9 @@ export interface SchedulerMessage {
   'cancel'?: (_kiln_v1_CancelCompletion | null);
   'drain'?: (_kiln_v1_Drain | null);
   'embedding'?: (_kiln_v1_EmbeddingRequest | null);
-  'body'?: "registered"|"completion"|"cancel"|"drain"|"embedding";
+  'transcription'?: (_kiln_v1_TranscriptionRequest | null);
+  'audio'?: (_kiln_v1_AudioChunk | null);
+  'body'?: "registered"|"completion"|"cancel"|"drain"|"embedding"|"transcription"|"audio";
 }
 
 export interface SchedulerMessage__Output {
@@ -21,5 +25,7 @@ export interface SchedulerMessage__Output {
   'cancel'?: (_kiln_v1_CancelCompletion__Output | null);
   'drain'?: (_kiln_v1_Drain__Output | null);
   'embedding'?: (_kiln_v1_EmbeddingRequest__Output | null);
-  'body'?: "registered"|"completion"|"cancel"|"drain"|"embedding";
+  'transcription'?: (_kiln_v1_TranscriptionRequest__Output | null);
+  'audio'?: (_kiln_v1_AudioChunk__Output | null);
+  'body'?: "registered"|"completion"|"cancel"|"drain"|"embedding"|"transcription"|"audio";
 }

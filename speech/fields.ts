@@ -2,9 +2,9 @@
  * Validation of the `POST /api/process` form fields (README, "Transcription"): each bad value is a 400 naming
  * its field. Unknown fields are ignored; booleans are `true`/`false` (also 1/0, yes/no).
  */
-import { InvalidRequestError } from "../../core/errors.js";
-import { DEFAULT_WHISPER_MODEL, isWhisperModelName, normalizeLanguage, WHISPER_MODELS } from "../../models/whisper.js";
-import type { JobOptions } from "../jobs/index.js";
+import { InvalidRequestError } from "../core/errors.js";
+import { DEFAULT_WHISPER_MODEL, isWhisperModelName, normalizeLanguage, WHISPER_MODELS } from "../models/whisper.js";
+import type { JobOptions } from "./options.js";
 
 /** Most speakers a diarization request may ask for. */
 export const MAX_SPEAKERS = 20;

@@ -1,7 +1,7 @@
 /** The upload form's fields: what each decoding choice becomes, and each refusal naming its field. */
 import { describe, expect, it } from "vitest";
-import { engineParams, nativeDecoding } from "../asr/engine/whisper-protocol.js";
-import { MAX_PROMPT_CHARS, parseJobFields } from "./fields.js";
+import { engineParams, nativeDecoding } from "./whisper-protocol.js";
+import { MAX_PROMPT_CHARS, parseJobFields } from "../../../speech/fields.js";
 
 describe("parseJobFields: decoding options", () => {
   it("takes the prompt (after the hotwords), temperatures, thresholds and the voice-activity settings", () => {

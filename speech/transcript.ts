@@ -3,6 +3,7 @@
  * audio's timeline, confidences in 0–1. With diarization, segments and words carry `speaker`
  * and `transcript_with_speakers` lists the speaker turns.
  */
+import { z } from "zod";
 export interface Word {
   word: string;
   start: number;
@@ -50,3 +51,29 @@ export interface Transcript {
   translated_to?: string;
   original_text?: string;
 }
+
+// --- the same shapes as schemas: what a scheduler accepts from an agent ---------------------------
+
+const time = z.number().finite().min(0);
+const text = z.string().max(1_000_000);
+
+const wordSchema = z.object({ word: text, start: time, end: time, confidence: z.number().finite(), speaker: z.string().max(64).optional() });
+
+export const segmentSchema = z.object({
+  id: z.number().int().min(0), start: time, end: time, text, words: z.array(wordSchema).max(100_000),
+  speaker: z.string().max(64).optional(), original_text: text.optional(),
+});
+
+/** A transcript as an agent sends it over the fleet link (checked before it is rendered for a client). */
+export const transcriptSchema = z.object({
+  text: z.string().max(64 * 1024 ** 2),
+  language: z.string().max(16),
+  language_probability: z.number().finite().min(0).max(1).optional(),
+  duration: time,
+  task: z.enum(["transcribe", "translate"]),
+  model: z.string().max(64),
+  segments: z.array(segmentSchema).max(1_000_000),
+  transcript_with_speakers: z.array(z.object({ speaker: z.string().max(64), start: time, end: time, text, original_text: text.optional() })).optional(),
+  translated_to: z.string().max(16).optional(),
+  original_text: z.string().max(64 * 1024 ** 2).optional(),
+});

@@ -1,0 +1,28 @@
+/**
+ * Whether this node can run a transcription as asked: the model installed, and the models that
+ * diarization and translation into languages other than English need. Both ways in (the HTTP API
+ * and the fleet link) check with this before a job is queued; each refusal is a 400 naming its field.
+ */
+import { InvalidRequestError } from "../../core/errors.js";
+import type { WhisperModelName } from "../../models/whisper.js";
+import type { JobOptions } from "../../speech/options.js";
+import type { WhisperPool } from "../asr/whisper.js";
+
+/** What this node can do beyond transcription. */
+export interface NodeCapabilities {
+  diarization: boolean;
+  translation: boolean;
+}
+
+export async function checkRunnable(options: JobOptions, whisper: WhisperPool, capabilities: NodeCapabilities): Promise<void> {
+  if (!(await whisper.isInstalled(options.model as WhisperModelName))) {
+    const installed = (await whisper.status()).filter((m) => m.installed).map((m) => m.name);
+    throw new InvalidRequestError("model_not_installed", `model: "${options.model}" is not installed on this instance (installed: ${installed.join(", ") || "none"})`);
+  }
+  if (options.speakerDiarization && !capabilities.diarization) {
+    throw new InvalidRequestError("diarization_unavailable", "speaker_diarization: this instance has no speaker-diarization models (--segmentation-model, --embedding-model)");
+  }
+  if (options.translate && options.targetLanguage && options.targetLanguage !== "en" && !capabilities.translation) {
+    throw new InvalidRequestError("translation_unavailable", `target_language: translation into "${options.targetLanguage}" needs a chat model on this instance (--serve); without one it translates into en only`);
+  }
+}

@@ -1,0 +1,232 @@
+/**
+ * `POST /v1/audio/transcriptions` and `POST /v1/audio/translations`: OpenAI's multipart form, run
+ * by the fleet's transcribing agents (`../../fleet/audio.ts`).
+ *
+ * The `file` part goes to a spool on the scheduler's disk as it arrives (never whole into memory),
+ * its size limit enforced while it streams (413, the spool and the agent's partial copy removed).
+ * When `model` came before the file, the request is routed at once and the upload streams on to
+ * the agent as it arrives; otherwise it is routed when the form ends. The answer is rendered in
+ * `response_format`, or streamed as `transcript.text.delta` / `.done` events.
+ */
+import type { IncomingMessage } from "node:http";
+import busboy from "busboy";
+import { Hono, type Context } from "hono";
+import { streamSSE } from "hono/streaming";
+import { InvalidRequestError, KilnError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError } from "../../../core/errors.js";
+import { drain } from "../../../core/http/index.js";
+import type { Logger } from "../../../core/log.js";
+import { jsonBody, streamEvents, subtitleBody, textBody, verboseBody } from "../../../speech/openai.js";
+import type { Transcript } from "../../../speech/transcript.js";
+import { parseAudioForm, type AudioForm, type AudioTask, type RawFields } from "../../audio/fields.js";
+import { Spool } from "../../audio/spool.js";
+import type { AudioEvent, AudioRequest, Fleet } from "../../fleet/index.js";
+import type { AppEnv } from "../env.js";
+import { IGNORED_FIELDS_HEADER, ignoredFieldsHeader, type GenerationDeps } from "./generate.js";
+
+export interface AudioDeps {
+  fleet: Fleet;
+  /** Where uploads are held while they run. */
+  spoolDir: string;
+  /** Largest `file`, in bytes (the spec's 1 GB). */
+  maxFileBytes: number;
+  /** Uploads this scheduler holds at once, all accounts together (503 beyond). */
+  maxUploads: number;
+  cap: GenerationDeps["cap"];
+  logger: Logger;
+}
+
+const FIELD_BYTES = 64 * 1024;
+const MAX_FIELDS = 64;
+/** Room for the form's framing and fields beside the file, in a declared Content-Length. */
+const FORM_OVERHEAD = 1024 ** 2;
+
+export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
+  let uploads = 0;
+  const route = (task: AudioTask) => async (c: Context<AppEnv>): Promise<Response> => {
+    const req = c.env.incoming;
+    const { account, tier } = c.get("identity");
+    let release: (() => void) | undefined;
+    try {
+      release = deps.cap.inflight.acquire(account, deps.cap.maxInflight[tier]);
+      if (uploads >= deps.maxUploads) throw new ServiceUnavailableError("uploads_busy", `file: this scheduler holds ${deps.maxUploads} uploads already; retry shortly`);
+      const declared = Number(c.req.header("content-length") ?? NaN);
+      if (declared > deps.maxFileBytes + FORM_OVERHEAD) throw new PayloadTooLargeError("file_too_large", `file: the request's ${declared} bytes are more than the ${formatBytes(deps.maxFileBytes)} limit`);
+    } catch (err) {
+      release?.();
+      await drain(req);
+      throw err;
+    }
+    uploads++;
+    const abort = new AbortController();
+    c.req.raw.signal.addEventListener("abort", () => abort.abort(), { once: true });
+    let spool: Spool | undefined;
+    /** Whether the SSE stream took over the cleanup (it runs when the stream ends). */
+    let streaming = false;
+    try {
+      spool = await Spool.create(deps.spoolDir);
+      const { form, events } = await receive(task, req, spool, deps, abort, c.get("requestId"));
+      if (form.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(form.ignored));
+      if (form.stream) {
+        streaming = true;
+        return stream(c, events, abort, finish);
+      }
+      const transcript = await lastOf(events);
+      return respond(c, form, transcript);
+    } catch (err) {
+      if (err instanceof KilnError && !req.readableEnded) {
+        c.header("Connection", "close"); // refused mid-upload: the rest is not read
+        await drain(req);
+      }
+      throw err;
+    } finally {
+      if (!streaming) await finish();
+    }
+
+    async function finish(): Promise<void> {
+      abort.abort();
+      await spool?.remove();
+      uploads--;
+      release?.();
+    }
+  };
+  return new Hono<AppEnv>()
+    .post("/transcriptions", route("transcriptions"))
+    .post("/translations", route("translations"));
+
+  /** The SSE answer: a delta per finished segment, then the whole text; the request's cleanup runs when it ends. */
+  function stream(c: Context<AppEnv>, events: AsyncIterable<AudioEvent>, abort: AbortController, done: () => Promise<void>): Response {
+    return streamSSE(c, async (sse) => {
+      sse.onAbort(() => abort.abort());
+      let first = true;
+      try {
+        for await (const event of events) {
+          if (event.type === "segments") {
+            for (const s of event.segments) {
+              const text = s.text.trim();
+              if (!text) continue;
+              await sse.writeSSE({ data: JSON.stringify(streamEvents.delta(first ? text : ` ${text}`)) });
+              first = false;
+            }
+          } else {
+            await sse.writeSSE({ data: JSON.stringify(streamEvents.done(event.transcript)) });
+          }
+        }
+      } catch (err) {
+        const e = err instanceof KilnError ? err : new UpstreamError("agent_error", "the transcription failed");
+        await sse.writeSSE({ event: "error", data: JSON.stringify(e.toBody()) });
+      } finally {
+        await done();
+      }
+    });
+  }
+}
+
+/**
+ * Reads the form: fields, and the one `file` part into `spool`. Routes the request as soon as the
+ * model is known at the file's start, else when the form ends; resolves once the form is read,
+ * with the transcription's events under way.
+ */
+function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: AudioDeps, abort: AbortController, traceId: string): Promise<{ form: AudioForm; events: AsyncIterable<AudioEvent> }> {
+  const contentType = req.headers["content-type"] ?? "";
+  if (!/^multipart\/form-data/i.test(contentType)) {
+    return Promise.reject(new InvalidRequestError("invalid_content_type", `Content-Type: expected multipart/form-data with a file, got "${contentType.slice(0, 100) || "none"}"`));
+  }
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: req.headers, limits: { fileSize: deps.maxFileBytes, files: 1, fieldSize: FIELD_BYTES, fields: MAX_FIELDS } });
+  } catch (err) {
+    return Promise.reject(new InvalidRequestError("invalid_multipart", `Content-Type: ${err instanceof Error ? err.message : "malformed multipart header"}`));
+  }
+  const raw: RawFields = {};
+  let request: AudioRequest | undefined;
+  let events: AsyncIterable<AudioEvent> | undefined;
+  let fileSeen = false;
+  let writing = Promise.resolve();
+
+  return new Promise((resolve, reject) => {
+    let failed = false;
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      const e = err instanceof KilnError ? err : new ServiceUnavailableError("upload_failed", `file: the upload could not be stored (${(err as NodeJS.ErrnoException).code ?? "write failed"}); try again later`);
+      req.unpipe(parser);
+      spool.fail(e);
+      abort.abort(); // the agent's copy, if the request was routed, is cancelled
+      reject(e);
+    };
+    const route = (form: AudioForm, name: string) => {
+      request = { model: form.model, fields: form.fields, needs: form.needs, fileName: name, spool };
+      events = deps.fleet.transcribe(request, abort.signal, traceId);
+    };
+    parser.on("field", (name, value, info) => {
+      if (info.valueTruncated) return fail(new InvalidRequestError("field_too_large", `${name.slice(0, 64)}: longer than ${FIELD_BYTES} bytes`));
+      (raw[name] ??= []).push(value);
+    });
+    parser.on("file", (name, file, info) => {
+      file.on("error", () => undefined); // the parser's own error fails the upload
+      if (name !== "file" || fileSeen || failed) {
+        file.resume();
+        if (name === "file" && !failed) fail(new InvalidRequestError("too_many_files", "file: one file per request"));
+        return;
+      }
+      fileSeen = true;
+      const fileName = info.filename || "audio";
+      try {
+        const early = parseAudioForm(task, raw, true); // fields before the file: a bad one is refused before the upload
+        if (early.model) route(early, fileName);
+      } catch (err) {
+        file.resume();
+        return fail(err);
+      }
+      file.on("limit", () => fail(new PayloadTooLargeError("file_too_large", `file: "${fileName.slice(0, 200)}" is larger than the ${formatBytes(deps.maxFileBytes)} limit`)));
+      file.on("data", (chunk: Buffer) => {
+        file.pause(); // one chunk at a time onto the disk: the client waits, not our memory
+        writing = writing.then(() => (failed ? undefined : spool.append(chunk))).then(() => void file.resume(), (err: unknown) => { fail(err); file.resume(); });
+      });
+    });
+    parser.on("filesLimit", () => fail(new InvalidRequestError("too_many_files", "file: one file per request")));
+    parser.on("fieldsLimit", () => fail(new InvalidRequestError("too_many_fields", `at most ${MAX_FIELDS} form fields per request`)));
+    parser.on("error", (err: Error) => fail(new InvalidRequestError("invalid_multipart", `body: malformed multipart data (${err.message})`)));
+    req.on("aborted", () => fail(new InvalidRequestError("upload_aborted", "file: the upload was interrupted")));
+    parser.on("close", () => {
+      void writing.then(() => {
+        if (failed) return;
+        if (!fileSeen) return fail(new InvalidRequestError("missing_required_field", "file: required (a file part named \"file\")"));
+        try {
+          const form = parseAudioForm(task, raw);
+          if (request) {
+            if (request.model !== form.model) throw new InvalidRequestError("duplicate_field", "model: given again after the file with another value");
+            request.fields = form.fields; // the fields after the file complete them before the last chunk goes
+            request.needs = form.needs;
+          }
+          spool.end();
+          if (!request) route(form, "audio");
+          resolve({ form, events: events! });
+        } catch (err) {
+          fail(err);
+        }
+      });
+    });
+    req.pipe(parser);
+  });
+}
+
+/** The transcript a transcription's events end with. */
+async function lastOf(events: AsyncIterable<AudioEvent>): Promise<Transcript> {
+  for await (const event of events) if (event.type === "done") return event.transcript;
+  throw new UpstreamError("agent_error", "the node ended the transcription without its result");
+}
+
+function respond(c: Context<AppEnv>, form: AudioForm, t: Transcript): Response {
+  switch (form.responseFormat) {
+    case "json": return c.json(jsonBody(t));
+    case "verbose_json": return c.json(verboseBody(t, form.words));
+    case "text": return c.text(textBody(t));
+    case "srt": return c.body(subtitleBody(t, "srt"), 200, { "Content-Type": "application/x-subrip; charset=utf-8" });
+    case "vtt": return c.body(subtitleBody(t, "vtt"), 200, { "Content-Type": "text/vtt; charset=utf-8" });
+  }
+}
+
+function formatBytes(n: number): string {
+  return n % 1024 ** 3 === 0 ? `${n / 1024 ** 3} GB` : n % 1024 ** 2 === 0 ? `${n / 1024 ** 2} MB` : `${n} bytes`;
+}

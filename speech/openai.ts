@@ -1,0 +1,84 @@
+/**
+ * A transcript in the shapes of OpenAI's audio API (`/v1/audio/transcriptions` and `/translations`):
+ * `json`, `text`, `verbose_json` (segments, and words when asked), `srt` and `vtt` (Kiln's subtitle
+ * cues, `./formats.ts`), and the streamed `transcript.text.*` events.
+ */
+import { deflateSync } from "node:zlib";
+import { WHISPER_LANGUAGES } from "../models/whisper.js";
+import { render } from "./formats.js";
+import type { Segment, Transcript } from "./transcript.js";
+
+/** OpenAI's `usage` of an audio request billed by duration: whole seconds, rounded up. */
+export function audioUsage(t: Transcript): { type: "duration"; seconds: number } {
+  return { type: "duration", seconds: Math.ceil(t.duration) };
+}
+
+/** `response_format=json`. */
+export function jsonBody(t: Transcript): { text: string; usage: { type: "duration"; seconds: number } } {
+  return { text: t.text, usage: audioUsage(t) };
+}
+
+/** `response_format=text`: the text and a line end. */
+export function textBody(t: Transcript): string {
+  return `${t.text}\n`;
+}
+
+/** `srt` or `vtt`: the subtitle cues of the transcript's timed words. */
+export function subtitleBody(t: Transcript, format: "srt" | "vtt"): string {
+  return render(t, format);
+}
+
+export interface VerboseSegment {
+  id: number;
+  /** Where the segment starts in whisper's 10 ms frames (OpenAI's `seek`). */
+  seek: number;
+  start: number;
+  end: number;
+  text: string;
+  /** The mean natural log of the segment's word confidences. */
+  avg_logprob: number;
+  /** The text's length over its zlib-compressed length (whisper's repetition measure). */
+  compression_ratio: number;
+  /** With diarization. */
+  speaker?: string;
+}
+
+/**
+ * `response_format=verbose_json`: task, language (its English name, as OpenAI gives it), duration,
+ * text and segments; `words` too when `timestamp_granularities[]` asked for them. Kiln's extras:
+ * `language_code`, `language_probability` when detected, and speakers with diarization.
+ */
+export function verboseBody(t: Transcript, words: boolean): Record<string, unknown> {
+  return {
+    task: t.task,
+    language: (WHISPER_LANGUAGES[t.language] ?? t.language).toLowerCase(),
+    language_code: t.language,
+    ...(t.language_probability !== undefined ? { language_probability: t.language_probability } : {}),
+    duration: t.duration,
+    text: t.text,
+    segments: t.segments.map(verboseSegment),
+    ...(words ? { words: t.segments.flatMap((s) => s.words.map((w) => ({ word: w.word.trim(), start: w.start, end: w.end, ...(w.speaker ? { speaker: w.speaker } : {}) }))) } : {}),
+    usage: audioUsage(t),
+  };
+}
+
+function verboseSegment(s: Segment): VerboseSegment {
+  const confidences = s.words.map((w) => Math.max(w.confidence, 1e-6));
+  const text = Buffer.from(s.text, "utf8");
+  return {
+    id: s.id,
+    seek: Math.round(s.start * 100),
+    start: s.start,
+    end: s.end,
+    text: s.text,
+    avg_logprob: confidences.length ? confidences.reduce((a, c) => a + Math.log(c), 0) / confidences.length : 0,
+    compression_ratio: text.length ? text.length / deflateSync(text).length : 0,
+    ...(s.speaker ? { speaker: s.speaker } : {}),
+  };
+}
+
+/** The streamed events (`stream=true`): a delta per finished segment, then the whole text. */
+export const streamEvents = {
+  delta: (delta: string) => ({ type: "transcript.text.delta" as const, delta }),
+  done: (t: Transcript) => ({ type: "transcript.text.done" as const, text: t.text, usage: audioUsage(t) }),
+};
