@@ -238,6 +238,8 @@ export const SCHEDULER_OPTIONS = {
   spoolDir: { flags: "--spool-dir <dir>", env: "KILN_SPOOL_DIR", default: ".kiln/spool", description: "folder holding /v1/audio uploads while their requests run", schema: z.string().min(1) },
   /** `/v1/audio` uploads this scheduler holds at once. Default 16. */
   audioUploads: { flags: "--audio-uploads <n>", env: "KILN_AUDIO_UPLOADS", default: "16", description: "/v1/audio uploads this scheduler holds at once, all accounts together (503 uploads_busy beyond)", schema: int(1, 10_000) },
+  /** `/v1/audio` requests one account may have in flight at once. Default 4. */
+  audioUploadsPerAccount: { flags: "--audio-uploads-per-account <n>", env: "KILN_AUDIO_UPLOADS_PER_ACCOUNT", default: "4", description: "/v1/audio requests one account may have in flight at once (429 beyond)", schema: int(1, 10_000) },
   /** `max_tokens` of a chat completion that gives none (0: what the context has left). Default 1024. */
   defaultMaxTokens: { flags: "--default-max-tokens <n>", env: "KILN_DEFAULT_MAX_TOKENS", default: "1024", description: "max_tokens of a chat completion that gives none (0: up to the end of the context)", schema: int(0) },
   standardRpm: { flags: "--standard-rpm <n>", env: "KILN_STANDARD_RPM", default: "100", description: "requests per minute of the standard tier (the spec gives none; free's by default)", schema: int(1) },

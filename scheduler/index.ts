@@ -54,7 +54,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       return { ready: Object.values(checks).every(Boolean), checks };
     };
     const app = createHttpApp({ keys, limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, logger, maxBodyBytes: config.maxBody,
-      audio: { spoolDir: resolve(config.spoolDir), maxFileBytes: config.maxAudioUpload, maxUploads: config.audioUploads }, defaultMaxTokens: config.defaultMaxTokens, standardRpm: config.standardRpm, metrics, ready, corsOrigins: config.corsOrigin,
+      audio: { spoolDir: resolve(config.spoolDir), maxFileBytes: config.maxAudioUpload, maxUploads: config.audioUploads, maxUploadsPerAccount: config.audioUploadsPerAccount }, defaultMaxTokens: config.defaultMaxTokens, standardRpm: config.standardRpm, metrics, ready, corsOrigins: config.corsOrigin,
       mcp, ...(config.adminToken ? { adminToken: config.adminToken } : {}) });
     http = await listenHttp(app.fetch, config.http, { requestTimeoutMs: uploadTimeoutMs(config.maxAudioUpload) });
     const listener = http;

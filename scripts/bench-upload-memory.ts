@@ -10,37 +10,20 @@
  * job afterwards fails (over the 4-hour limit) in a moment, which is not what is measured.
  */
 import { spawn } from "node:child_process";
-import { readFileSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { mkdtempSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { MB, parseSize, rss, wavHeader } from "./lib/media.js";
 import { argValue } from "./lib/cli.js";
 import { ensureTestSpeechModels } from "../fabricate/index.js";
 
-const MB = 1024 ** 2;
 const size = parseSize(argValue(process.argv, "--size") ?? "1gb");
 const rateMbps = Number(argValue(process.argv, "--rate-mbps") ?? "0");
 
-function parseSize(s: string): number {
-  const m = /^(\d+)(mb|gb)$/i.exec(s);
-  if (!m) throw new Error(`--size: expected like 512mb or 1gb, got "${s}"`);
-  return Number(m[1]) * (m[2]!.toLowerCase() === "gb" ? 1024 ** 3 : MB);
-}
 
-function rss(pid: number): number {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-  return Number(kb) * 1024;
-}
 
-function wavHeader(dataBytes: number): Buffer {
-  const h = Buffer.alloc(44);
-  h.write("RIFF", 0); h.writeUInt32LE(Math.min(0xffffffff, dataBytes + 36), 4); h.write("WAVE", 8);
-  h.write("fmt ", 12); h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(1, 22);
-  h.writeUInt32LE(16_000, 24); h.writeUInt32LE(32_000, 28); h.writeUInt16LE(2, 32); h.writeUInt16LE(16, 34);
-  h.write("data", 36); h.writeUInt32LE(Math.min(0xffffffff, dataBytes), 40);
-  return h;
-}
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), "kiln-bench-upload-"));

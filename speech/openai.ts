@@ -77,8 +77,11 @@ function verboseSegment(s: Segment): VerboseSegment {
   };
 }
 
-/** The streamed events (`stream=true`): a delta per finished segment, then the whole text. */
+/**
+ * The streamed events (`stream=true`): a delta per finished segment, then the whole text. (OpenAI's
+ * `usage` on the done event counts tokens, which whisper does not bill by: it is left out.)
+ */
 export const streamEvents = {
   delta: (delta: string) => ({ type: "transcript.text.delta" as const, delta }),
-  done: (t: Transcript) => ({ type: "transcript.text.done" as const, text: t.text, usage: audioUsage(t) }),
+  done: (t: Transcript) => ({ type: "transcript.text.done" as const, text: t.text }),
 };

@@ -16,6 +16,8 @@ export interface JobOptions {
   decoding?: DecodingOptions;
   /** Voice activity: the speech threshold (0–1) and the silence that ends a span (seconds). */
   vad?: { threshold?: number; minSilenceSeconds?: number };
+  /** Sent by the scheduler over the fleet link: no one waits for it after a restart, so it is not resumed. */
+  fleet?: boolean;
 }
 
 export interface DecodingOptions {

@@ -29,7 +29,7 @@ function fullApp() {
   const app = createHttpApp({
     keys: new KeyService(db), limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: { free: 1, standard: 1, pro: 1, enterprise: 1 }, fleet, logger,
     maxBodyBytes: 1 << 20, standardRpm: 60, metrics: createSchedulerMetrics(fleet), mcp, adminToken: "a".repeat(32), ready: () => ({ ready: true, checks: {} }),
-    audio: { spoolDir: tempDir(), maxFileBytes: 1 << 20, maxUploads: 1 },
+    audio: { spoolDir: tempDir(), maxFileBytes: 1 << 20, maxUploads: 1, maxUploadsPerAccount: 1 },
   });
   return { app, close: () => { fleet.close(); db.close(); } };
 }

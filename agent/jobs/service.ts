@@ -236,7 +236,11 @@ export class JobService {
   async recover(): Promise<void> {
     for (const job of this.store.processing()) {
       const kept = await stat(job.inputPath).then((s) => (s.isFile() ? s : undefined), () => undefined);
-      if (!kept) {
+      if (job.options.fleet) {
+        // its scheduler request ended with the link: the result would reach no one
+        this.store.fail(job.id, "the agent restarted while this fleet job was processing; the scheduler's request has ended");
+        if (kept) await rm(dirname(job.inputPath), { recursive: true, force: true });
+      } else if (!kept) {
         this.store.fail(job.id, "the agent restarted while this job was processing and its upload is gone; submit the file again");
       } else if (job.attempts >= MAX_ATTEMPTS) {
         this.store.fail(job.id, `the agent stopped ${job.attempts} times while this job was processing; giving up`);

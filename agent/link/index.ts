@@ -124,7 +124,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     this.draining = true;
     this.stream?.write({ draining: { deadline_ms: deadlineMs } });
     const until = Date.now() + deadlineMs;
-    while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    const busy = () => this.running.size + (this.options.transcriptions?.active ?? 0);
+    while (busy() > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
     // Let the last messages (a final `done`) reach the scheduler before the stream goes away.
     const stream = this.stream;
     if (stream && !stream.destroyed) {

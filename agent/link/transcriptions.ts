@@ -78,6 +78,11 @@ export class FleetTranscriptions {
     };
   }
 
+  /** Requests under way (uploading or transcribing): a draining node waits for them. */
+  get active(): number {
+    return this.transfers.size;
+  }
+
   /** Jobs running or waiting, from every source: the heartbeat's `transcription_jobs`. */
   get load(): number {
     const { running, queued } = this.options.jobs.counts();
@@ -94,8 +99,9 @@ export class FleetTranscriptions {
       if (draining) throw new ServiceUnavailableError("draining", "the node is draining");
       const options = parseJobFields({ ...req.fields });
       await checkRunnable(options, this.options.whisper, this.options.capabilities);
-      t.options = options;
-      this.options.jobs.ensureRoom(1);
+      t.options = { ...options, fleet: true };
+      // the uploads still arriving will want a place in the queue too
+      this.options.jobs.ensureRoom(1 + [...this.transfers.values()].filter((o) => o !== t && !o.ended && o.jobId === undefined && o.options).length);
       t.ticket = await this.options.jobs.admit();
       if (t.ended) return;
       t.staged = await this.options.jobs.stage(sanitizeName(req.file_name), t.ticket);
@@ -127,7 +133,7 @@ export class FleetTranscriptions {
       if (last) {
         // the fields that came after the file complete the request's: checked again, all together
         if (Object.keys(fields).length > 0) {
-          t.options = parseJobFields({ ...fields });
+          t.options = { ...parseJobFields({ ...fields }), fleet: true };
           await checkRunnable(t.options, this.options.whisper, this.options.capabilities);
         }
         await this.submit(t);
@@ -210,8 +216,8 @@ export class FleetTranscriptions {
   }
 }
 
-/** Refusals another node may not give. */
-const RETRYABLE: ReadonlySet<string> = new Set(["queue_full", "draining", "model_not_installed", "diarization_unavailable", "translation_unavailable"]);
+/** Refusals another node may not give (a larger --max-upload, a free queue, the model). */
+const RETRYABLE: ReadonlySet<string> = new Set(["queue_full", "draining", "model_not_installed", "diarization_unavailable", "translation_unavailable", "file_too_large"]);
 
 /** A file name as the job's display name: its last path part, printable, at most 200 characters. */
 function sanitizeName(name: string): string {

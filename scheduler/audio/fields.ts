@@ -20,7 +20,7 @@ const PASSED = ["hotwords", "temperature_increment", "entropy_threshold", "logpr
 /** OpenAI's fields each endpoint reads itself. */
 const OWN: Record<AudioTask, readonly string[]> = {
   transcriptions: ["model", "language", "prompt", "response_format", "temperature", "timestamp_granularities[]", "timestamp_granularities", "stream", "diarize", "chunking_strategy"],
-  translations: ["model", "prompt", "response_format", "temperature", "diarize"],
+  translations: ["model", "prompt", "response_format", "temperature", "timestamp_granularities[]", "timestamp_granularities", "diarize"],
 };
 /** OpenAI fields of newer models that Kiln's whisper cannot honour. */
 const REFUSED: Record<string, string> = {
@@ -61,7 +61,7 @@ export function parseAudioForm(task: AudioTask, raw: RawFields, partial = false)
     return values[0];
   };
   for (const name of Object.keys(raw)) {
-    if (REFUSED[name]) throw new InvalidRequestError("unsupported_parameter", `${name}: ${REFUSED[name]}`, name);
+    if (Object.hasOwn(REFUSED, name)) throw new InvalidRequestError("unsupported_parameter", `${name}: ${REFUSED[name]}`, name);
   }
   const model = one("model")?.trim();
   if (!model && !partial) throw new InvalidRequestError("missing_required_field", "model: required (whisper-1, or a whisper model of GET /v1/models)");

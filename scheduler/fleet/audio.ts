@@ -37,7 +37,7 @@ export interface TranscriptionInfo {
 
 export function transcriptionInfo(t: Transcription__Output | null | undefined): TranscriptionInfo | undefined {
   if (!t || t.models.length === 0 || t.slots < 1) return undefined;
-  return { models: new Set(t.models), defaultModel: t.default_model, slots: t.slots, capabilities: new Set(t.capabilities), maxFileBytes: Number(t.max_file_bytes) };
+  return { models: new Set(t.models), defaultModel: t.default_model, slots: Math.min(t.slots, MAX_SLOTS), capabilities: new Set(t.capabilities), maxFileBytes: Number(t.max_file_bytes) };
 }
 
 /** One connected agent, as the router sees it (the fleet's registry entry). */
@@ -62,6 +62,8 @@ export interface AudioRequest {
   needs: string[];
   fileName: string;
   spool: Spool;
+  /** Whether the client reads the segments as they come (`stream`); without it they are not passed on. */
+  streamed: boolean;
 }
 
 export type AudioEvent =
@@ -76,7 +78,16 @@ export interface AudioRouterOptions {
   maxAttempts?: number;
   /** Upload bytes sent to an agent beyond what it has acknowledged storing. Default 4 MiB. */
   windowBytes?: number;
+  /** An agent that acknowledges none of the bytes in flight for this long has lost the upload: it moves on. Default 60 s. */
+  ackStallMs?: number;
 }
+
+/** The most slots the router believes an agent has (what it says beyond is its own business). */
+const MAX_SLOTS = 64;
+/** Longest segments message taken from an agent (characters of JSON). */
+const MAX_SEGMENTS_JSON = 1024 ** 2;
+/** Longest transcript taken from an agent (characters of JSON). */
+const MAX_TRANSCRIPT_JSON = 96 * 1024 ** 2;
 
 interface AudioJob {
   request: AudioRequest;
@@ -88,6 +99,8 @@ interface AudioJob {
   started: boolean;
   cancelled: boolean;
   attempt?: Attempt;
+  /** The last agent's refusal, told to the client when no other agent can take the request. */
+  lastError?: { code: string; message: string };
 }
 
 /** One try of a job on one agent. */
@@ -110,10 +123,12 @@ export class AudioRouter {
   private readonly inflight = new Map<string, number>();
   private readonly maxAttempts: number;
   private readonly windowBytes: number;
+  private readonly ackStallMs: number;
 
   constructor(private readonly options: AudioRouterOptions) {
     this.maxAttempts = options.maxAttempts ?? 3;
     this.windowBytes = options.windowBytes ?? 4 * 1024 ** 2;
+    this.ackStallMs = options.ackStallMs ?? 60_000;
   }
 
   /** The models some connected agent transcribes with (`whisper-1` when any does). */
@@ -142,6 +157,7 @@ export class AudioRouter {
       const why = this.serves(request.model) ? ` with ${request.needs.join(" and ")}` : "";
       throw new ServiceUnavailableError("model_unavailable", `model: no connected agent transcribes with "${request.model}"${why} right now`);
     }
+    if (signal?.aborted) throw new UpstreamError("client_gone", "the client went away before the request was routed");
     const job: AudioJob = { request, traceId, attempts: 0, failedOn: new Set(), started: false, cancelled: false, channel: undefined! };
     job.channel = new Channel<AudioEvent>(() => this.cancel(job));
     signal?.addEventListener("abort", () => this.cancel(job), { once: true });
@@ -165,18 +181,20 @@ export class AudioRouter {
 
   segments(node: AudioNode, requestId: string, json: string): void {
     const job = this.jobOf(node, requestId);
-    if (!job) return;
-    const segments = parseFromAgent(z.array(segmentSchema).max(10_000), json);
+    if (!job || !job.request.streamed) return; // only a streamed request passes them on
+    const segments = json.length <= MAX_SEGMENTS_JSON ? parseFromAgent(z.array(segmentSchema).max(10_000), json) : undefined;
     if (!segments) return this.failed(node, requestId, "agent_error", "the node sent segments that are not a transcript's", false);
-    job.started = true;
+    if (!segments.some((s) => s.text.trim())) return;
+    job.started = true; // the client is about to see them: the request can no longer move
     job.channel.push({ type: "segments", segments: segments as Segment[] });
   }
 
   done(node: AudioNode, requestId: string, json: string): void {
     const job = this.jobOf(node, requestId);
     if (!job) return;
-    const transcript = parseFromAgent(transcriptSchema, json);
+    const transcript = json.length <= MAX_TRANSCRIPT_JSON ? parseFromAgent(transcriptSchema, json) : undefined;
     if (!transcript) return this.failed(node, requestId, "agent_error", "the node sent a result that is not a transcript", false);
+    this.attempts.delete(requestId);
     this.release(job);
     job.started = true;
     job.channel.push({ type: "done", transcript: transcript as Transcript });
@@ -229,7 +247,8 @@ export class AudioRouter {
       if (load < bestLoad) { best = node; bestLoad = load; }
     }
     if (!best) {
-      job.channel.fail(job.attempts === 0
+      const last = job.lastError;
+      job.channel.fail(last && (last.code === "file_too_large" || CLIENT_FAULTS.has(last.code)) ? toClientError(last.code, last.message, false) : job.attempts === 0
         ? new ServiceUnavailableError("model_unavailable", `model: no connected agent transcribes with "${request.model}" right now`)
         : new UpstreamError("agents_failed", `the transcription failed on ${job.attempts} node(s) and no other can take it; last: ${why}`));
       return;
@@ -249,17 +268,24 @@ export class AudioRouter {
     const modelOf = () => (job.request.model === DEFAULT_AUDIO_MODEL ? node.transcription!.defaultModel : job.request.model);
     node.link.send({ transcription: { request_id: id, trace_id: job.traceId, fields: { ...job.request.fields, model: modelOf() }, file_name: job.request.fileName } });
     const signal = attempt.stop.signal;
+    const onAbort = () => attempt.wake?.();
+    signal.addEventListener("abort", onAbort, { once: true });
     try {
       for await (const data of job.request.spool.read(signal)) {
         while (attempt.sent - attempt.acked >= this.windowBytes && !signal.aborted) {
+          const acked = attempt.acked;
           await new Promise<void>((resolve) => {
-            attempt.wake = resolve;
-            signal.addEventListener("abort", () => resolve(), { once: true });
+            const timer = setTimeout(resolve, this.ackStallMs);
+            attempt.wake = () => { clearTimeout(timer); resolve(); };
           });
           attempt.wake = undefined;
+          if (!signal.aborted && attempt.acked === acked && attempt.sent - attempt.acked >= this.windowBytes) {
+            return this.failed(node, id, "upload_stalled", `the node stored none of the upload for ${Math.round(this.ackStallMs / 1000)} s`, true);
+          }
         }
         if (signal.aborted) return;
-        node.link.send({ audio: { request_id: id, data } });
+        // the stream's own buffer full: wait for it to drain (the agent reads slower than the window allows)
+        if (!node.link.send({ audio: { request_id: id, data } })) await node.link.drained?.(signal);
         attempt.sent += data.length;
       }
       node.link.send({ audio: { request_id: id, data: Buffer.alloc(0), last: true, fields: { ...job.request.fields, model: modelOf() } } });
@@ -273,6 +299,8 @@ export class AudioRouter {
         this.options.logger.error({ requestId: job.traceId, node: node.nodeId, err }, "forwarding a transcription's upload failed");
         job.channel.fail(new UpstreamError("upload_failed", "the upload could not be forwarded to the node"));
       }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
     }
   }
 
@@ -293,8 +321,10 @@ export class AudioRouter {
     this.release(job);
     this.attempts.delete(requestId);
     if (job.cancelled) return;
-    if (code === "agent_error") node.link.send({ cancel: { request_id: requestId } }); // its answer was refused here
+    // an answer refused here, or an upload given up on: the agent's copy is no longer wanted
+    if (code === "agent_error" || code === "upload_stalled") node.link.send({ cancel: { request_id: requestId } });
     if (retryable && !job.started) {
+      job.lastError = { code, message };
       job.failedOn.add(node.nodeId);
       this.dispatch(job, `${node.nodeId}: ${message}`);
       return;

@@ -65,7 +65,14 @@ export function createFleetServer({ fleet, nodeTokens, logger }: FleetServerOpti
       const link: AgentLink = {
         // Which token this stream presented (its digest, never the token): only the same one may replace it.
         credential: sha256Hex(token),
-        send: (message) => { if (!call.writableEnded && !call.destroyed) call.write(message); },
+        send: (message) => (!call.writableEnded && !call.destroyed ? call.write(message) : true),
+        drained: (signal) => new Promise<void>((resolve) => {
+          if (!call.writableNeedDrain || call.destroyed) return resolve();
+          const done = () => { call.off("drain", done); call.off("close", done); signal?.removeEventListener("abort", done); resolve(); };
+          call.once("drain", done);
+          call.once("close", done);
+          signal?.addEventListener("abort", done, { once: true });
+        }),
         close: (reason) => { if (!call.destroyed) call.emit("error", { code: grpc.status.ABORTED, details: reason }); },
       };
       call.on("data", (message: AgentMessage__Output) => {

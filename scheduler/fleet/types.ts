@@ -69,7 +69,10 @@ export interface AgentLink {
    * token). Only a link with the same one may replace it under the same node id.
    */
   readonly credential?: string;
-  send(message: SchedulerMessage): void;
+  /** Queues `message` on the stream; false when the stream's buffer is full (see `drained`). */
+  send(message: SchedulerMessage): boolean | void;
+  /** Resolves once the stream's buffer has room again (or `signal` aborts, or the stream ends). */
+  drained?(signal?: AbortSignal): Promise<void>;
   /** Ends the stream from the scheduler's side (agent replaced or silent too long). */
   close(reason: string): void;
 }

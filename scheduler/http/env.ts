@@ -19,7 +19,7 @@ export interface HttpDeps {
   fleet: Fleet;
   logger: Logger;
   /** `/v1/audio`: where uploads are held, the largest file, the uploads held at once. */
-  audio: { spoolDir: string; maxFileBytes: number; maxUploads: number };
+  audio: { spoolDir: string; maxFileBytes: number; maxUploads: number; maxUploadsPerAccount: number };
   /** Largest accepted JSON body, in bytes. */
   maxBodyBytes: number;
   /** `max_tokens` of a chat completion that gives none; undefined or 0: up to the end of the context. */

@@ -8,11 +8,12 @@
  * the agent as it arrives; otherwise it is routed when the form ends. The answer is rendered in
  * `response_format`, or streamed as `transcript.text.delta` / `.done` events.
  */
+import { mkdir, statfs } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import busboy from "busboy";
 import { Hono, type Context } from "hono";
 import { streamSSE } from "hono/streaming";
-import { InvalidRequestError, KilnError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError } from "../../../core/errors.js";
+import { InFlightLimitError, InsufficientStorageError, InvalidRequestError, KilnError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError } from "../../../core/errors.js";
 import { drain } from "../../../core/http/index.js";
 import type { Logger } from "../../../core/log.js";
 import { jsonBody, streamEvents, subtitleBody, textBody, verboseBody } from "../../../speech/openai.js";
@@ -31,26 +32,37 @@ export interface AudioDeps {
   maxFileBytes: number;
   /** Uploads this scheduler holds at once, all accounts together (503 beyond). */
   maxUploads: number;
+  /** Uploads one account may have in flight at once (429 beyond). */
+  maxUploadsPerAccount: number;
   cap: GenerationDeps["cap"];
   logger: Logger;
 }
 
 const FIELD_BYTES = 64 * 1024;
 const MAX_FIELDS = 64;
+/** How often a quiet event stream writes a comment. */
+const STREAM_PING_MS = 15_000;
+/** Disk the spool leaves free (the database shares it). */
+const SPOOL_FLOOR_BYTES = 512 * 1024 ** 2;
 /** Room for the form's framing and fields beside the file, in a declared Content-Length. */
 const FORM_OVERHEAD = 1024 ** 2;
 
 export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
   let uploads = 0;
+  const accountUploads = new AccountUploads();
   const route = (task: AudioTask) => async (c: Context<AppEnv>): Promise<Response> => {
     const req = c.env.incoming;
     const { account, tier } = c.get("identity");
     let release: (() => void) | undefined;
     try {
       release = deps.cap.inflight.acquire(account, deps.cap.maxInflight[tier]);
-      if (uploads >= deps.maxUploads) throw new ServiceUnavailableError("uploads_busy", `file: this scheduler holds ${deps.maxUploads} uploads already; retry shortly`);
       const declared = Number(c.req.header("content-length") ?? NaN);
       if (declared > deps.maxFileBytes + FORM_OVERHEAD) throw new PayloadTooLargeError("file_too_large", `file: the request's ${declared} bytes are more than the ${formatBytes(deps.maxFileBytes)} limit`);
+      if (uploads >= deps.maxUploads) throw new ServiceUnavailableError("uploads_busy", `file: this scheduler holds ${deps.maxUploads} uploads already; retry shortly`);
+      // the spool shares its disk with the database: a floor stays free, beside what this upload declares
+      const free = await freeBytes(deps.spoolDir);
+      if (free < (Number.isFinite(declared) ? declared : 0) + SPOOL_FLOOR_BYTES) throw new InsufficientStorageError("file: the scheduler's disk is too full to hold this upload; try again later");
+      accountUploads.acquire(account, deps.maxUploadsPerAccount);
     } catch (err) {
       release?.();
       await drain(req);
@@ -84,9 +96,15 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
 
     async function finish(): Promise<void> {
       abort.abort();
-      await spool?.remove();
-      uploads--;
-      release?.();
+      try {
+        await spool?.remove();
+      } catch (err) {
+        deps.logger.error({ err, path: spool?.path }, "could not remove an audio upload's spool file");
+      } finally {
+        uploads--;
+        accountUploads.release(account);
+        release?.();
+      }
     }
   };
   return new Hono<AppEnv>()
@@ -97,6 +115,8 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
   function stream(c: Context<AppEnv>, events: AsyncIterable<AudioEvent>, abort: AbortController, done: () => Promise<void>): Response {
     return streamSSE(c, async (sse) => {
       sse.onAbort(() => abort.abort());
+      // a comment now and then while the agent works: proxies close connections that stay quiet
+      const ping = setInterval(() => void sse.write(": ping\n\n").catch(() => undefined), STREAM_PING_MS);
       let first = true;
       try {
         for await (const event of events) {
@@ -115,6 +135,7 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
         const e = err instanceof KilnError ? err : new UpstreamError("agent_error", "the transcription failed");
         await sse.writeSSE({ event: "error", data: JSON.stringify(e.toBody()) });
       } finally {
+        clearInterval(ping);
         await done();
       }
     });
@@ -137,10 +158,11 @@ function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: Audi
   } catch (err) {
     return Promise.reject(new InvalidRequestError("invalid_multipart", `Content-Type: ${err instanceof Error ? err.message : "malformed multipart header"}`));
   }
-  const raw: RawFields = {};
+  const raw: RawFields = Object.create(null) as RawFields; // field names are the tenant's: "constructor" is a field here
   let request: AudioRequest | undefined;
   let events: AsyncIterable<AudioEvent> | undefined;
   let fileSeen = false;
+  let fileName = "audio";
   let writing = Promise.resolve();
 
   return new Promise((resolve, reject) => {
@@ -155,7 +177,7 @@ function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: Audi
       reject(e);
     };
     const route = (form: AudioForm, name: string) => {
-      request = { model: form.model, fields: form.fields, needs: form.needs, fileName: name, spool };
+      request = { model: form.model, fields: form.fields, needs: form.needs, fileName: name, spool, streamed: form.stream };
       events = deps.fleet.transcribe(request, abort.signal, traceId);
     };
     parser.on("field", (name, value, info) => {
@@ -170,7 +192,7 @@ function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: Audi
         return;
       }
       fileSeen = true;
-      const fileName = info.filename || "audio";
+      fileName = (info.filename || "audio").slice(0, 255);
       try {
         const early = parseAudioForm(task, raw, true); // fields before the file: a bad one is refused before the upload
         if (early.model) route(early, fileName);
@@ -198,17 +220,58 @@ function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: Audi
             if (request.model !== form.model) throw new InvalidRequestError("duplicate_field", "model: given again after the file with another value");
             request.fields = form.fields; // the fields after the file complete them before the last chunk goes
             request.needs = form.needs;
+            request.streamed = form.stream;
+          }
+          if (!request && abort.signal.aborted) throw new UpstreamError("client_gone", "the client went away");
+          if (!deps.fleet.transcribes(form.model, form.needs)) {
+            throw new ServiceUnavailableError("model_unavailable", `model: no connected agent transcribes with "${form.model}"${form.needs.length ? ` with ${form.needs.join(" and ")}` : ""} right now`);
           }
           spool.end();
-          if (!request) route(form, "audio");
+          if (!request) route(form, fileName);
           resolve({ form, events: events! });
         } catch (err) {
           fail(err);
         }
       });
     });
+    // busboy calls its listeners inside the request's data handler: a throw there would end the process
+    for (const event of ["field", "file", "close"] as const) {
+      const [listener] = parser.listeners(event) as ((...args: unknown[]) => void)[];
+      parser.removeAllListeners(event);
+      parser.on(event, (...args: unknown[]) => {
+        try {
+          listener!(...args);
+        } catch (err) {
+          fail(err);
+        }
+      });
+    }
     req.pipe(parser);
   });
+}
+
+/** Free bytes of the filesystem holding `dir` (created if missing). */
+async function freeBytes(dir: string): Promise<number> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const s = await statfs(dir);
+  return s.bavail * s.bsize;
+}
+
+/** Uploads in flight per account, against a cap (429 beyond it). */
+class AccountUploads {
+  private readonly held = new Map<string, number>();
+
+  acquire(account: string, cap: number): void {
+    const now = this.held.get(account) ?? 0;
+    if (now >= cap) throw new InFlightLimitError(`file: this account has ${now} audio requests in flight (at most ${cap}); wait for one to finish`);
+    this.held.set(account, now + 1);
+  }
+
+  release(account: string): void {
+    const left = (this.held.get(account) ?? 1) - 1;
+    if (left > 0) this.held.set(account, left);
+    else this.held.delete(account);
+  }
 }
 
 /** The transcript a transcription's events end with. */

@@ -1,0 +1,27 @@
+/** Pieces the upload benchmarks share: sizes, a process's resident memory, a WAV header. */
+import { readFileSync } from "node:fs";
+
+export const MB = 1024 ** 2;
+
+/** `512mb` or `1gb` in bytes. */
+export function parseSize(s: string): number {
+  const m = /^(\d+)(mb|gb)$/i.exec(s);
+  if (!m) throw new Error(`--size: expected like 512mb or 1gb, got "${s}"`);
+  return Number(m[1]) * (m[2]!.toLowerCase() === "gb" ? 1024 ** 3 : MB);
+}
+
+/** The resident memory (VmRSS) of process `pid`, in bytes. */
+export function rss(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+  return Number(kb) * 1024;
+}
+
+/** A 16-bit PCM WAV header for `dataBytes` of samples (`rate` Hz, `channels`); default 16 kHz mono. */
+export function wavHeader(dataBytes: number, rate = 16_000, channels = 1): Buffer {
+  const h = Buffer.alloc(44);
+  h.write("RIFF", 0); h.writeUInt32LE(Math.min(0xffffffff, dataBytes + 36), 4); h.write("WAVE", 8);
+  h.write("fmt ", 12); h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(channels, 22);
+  h.writeUInt32LE(rate, 24); h.writeUInt32LE(rate * channels * 2, 28); h.writeUInt16LE(channels * 2, 32); h.writeUInt16LE(16, 34);
+  h.write("data", 36); h.writeUInt32LE(Math.min(0xffffffff, dataBytes), 40);
+  return h;
+}
