@@ -45,6 +45,29 @@ const ToolCallDeltaBody = z.strictObject({
   function: z.strictObject({ name: z.string().optional(), arguments: z.string().meta({ description: "A fragment: the call's fragments joined are its arguments." }) }),
 });
 
+/** The form of `POST /v1/audio/*` (its checks: scheduler/audio/fields.ts). */
+const AudioRequest = (task: "transcriptions" | "translations") => z.object({
+  file: z.string().meta({ description: "The audio or video file (binary), up to --max-audio-upload (1 GB) and 4 hours.", format: "binary" }),
+  model: z.string().meta({ description: "whisper-1 (each node's default whisper model) or a whisper model name of GET /v1/models." }),
+  ...(task === "transcriptions" ? { language: z.string().optional().meta({ description: "A whisper language code or name; detected when absent." }) } : {}),
+  prompt: z.string().optional(),
+  response_format: z.enum(["json", "text", "srt", "verbose_json", "vtt"]).optional(),
+  temperature: z.number().min(0).max(1).optional(),
+  "timestamp_granularities[]": z.array(z.enum(["word", "segment"])).optional().meta({ description: "With verbose_json only." }),
+  ...(task === "transcriptions" ? { stream: z.boolean().optional().meta({ description: "transcript.text.delta events as segments finish; with json or text." }) } : {}),
+  diarize: z.boolean().optional().meta({ description: "Kiln extension: speaker labels." }),
+  min_speakers: z.int().min(1).max(20).optional(), max_speakers: z.int().min(1).max(20).optional(),
+  target_language: z.string().optional().meta({ description: "Kiln extension: translate into any whisper language." }),
+}).meta({ id: task === "transcriptions" ? "TranscriptionRequest" : "TranslationRequest" });
+
+const AudioJson = z.object({
+  text: z.string(),
+  usage: z.object({ type: z.literal("duration"), seconds: z.int() }),
+  task: z.enum(["transcribe", "translate"]).optional(), language: z.string().optional(), duration: z.number().optional(),
+  segments: z.array(z.object({ id: z.int(), seek: z.int(), start: z.number(), end: z.number(), text: z.string(), avg_logprob: z.number(), compression_ratio: z.number(), speaker: z.string().optional() })).optional(),
+  words: z.array(z.object({ word: z.string(), start: z.number(), end: z.number(), speaker: z.string().optional() })).optional(),
+}).meta({ id: "AudioTranscript", description: "response_format json: text and usage; verbose_json: task, language, duration, segments and, when asked, words as well." });
+
 const FINISH_REASONS = ["stop", "length", "tool_calls"] as const;
 
 export const ChatCompletionResponse = z.strictObject({
@@ -181,6 +204,17 @@ function routes(): RouteConfig[] {
       request: { body: { required: true, content: { "application/json": { schema: EmbeddingsRequest } } } },
       responses: { 200: json(EmbeddingList, "One embedding per input, in order."), ...errors(400, 401, 413, 429, 502, 503) },
     }),
+    ...(["transcriptions", "translations"] as const).map((task) => v1({
+      method: "post", path: `/v1/audio/${task}`, summary: task === "transcriptions" ? "Transcribe audio" : "Translate audio into English (or target_language)", tags: ["audio"],
+      request: { body: { required: true, content: { "multipart/form-data": { schema: AudioRequest(task) } } } },
+      responses: {
+        200: {
+          description: "The transcript in response_format: json, verbose_json, text, srt or vtt; with stream: true, server-sent transcript.text.delta events, then transcript.text.done.",
+          content: { "application/json": { schema: AudioJson }, "text/plain": { schema: z.string() }, "application/x-subrip": { schema: z.string() }, "text/vtt": { schema: z.string() }, "text/event-stream": { schema: z.string() } },
+        },
+        ...errors(400, 401, 413, 429, 502, 503, 507),
+      },
+    })),
     v1({ method: "get", path: "/v1/models", summary: "List the models", tags: ["models"], responses: { 200: json(ModelList, "Every model of the catalog."), ...errors(401, 429) } }),
     v1({ method: "get", path: "/v1/models/{id}", summary: "One model", tags: ["models"], request: { params: idParam("id") }, responses: { 200: json(ModelObject, "The model."), ...errors(401, 404, 429) } }),
     v1({ method: "post", path: "/v1/mcp/test", summary: "Test one of the account's MCP configurations", tags: ["mcp"], request: { body: { required: true, content: { "application/json": { schema: McpTestRequest } } } }, responses: { 200: json(McpTestResult, "The server answered; its resources and tools."), ...errors(400, 401, 403, 404, 429, 502) } }),
