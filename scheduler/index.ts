@@ -19,6 +19,7 @@ import { createSchedulerMetrics } from "./metrics.js";
 export const FLEET_SERVICE = "kiln.v1.Fleet";
 import { InflightLimiter, RateLimiter } from "./ratelimit/index.js";
 import { openSchedulerDatabase } from "./store/index.js";
+import { UsageLedger } from "./usage/index.js";
 
 export interface SchedulerHandle {
   http: HostPort;
@@ -34,6 +35,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   const grpcCredentials = schedulerServerCredentials(config, logger);
   const db = openSchedulerDatabase(config.db);
   const keys = new KeyService(db, config.jwtSecret);
+  const usage = new UsageLedger(db, { logger });
   const fleet = new Fleet({ queueSize: config.queueSize, queueTimeoutMs: config.queueTimeout * 1000, heartbeatMs: config.heartbeatMs, logger });
   const grpcServer = createFleetServer({ fleet, nodeTokens: config.nodeTokens, logger });
   // The standard gRPC health service (grpc.health.v1) beside the fleet service.
@@ -53,7 +55,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       const checks = { store: db.open };
       return { ready: Object.values(checks).every(Boolean), checks };
     };
-    const app = createHttpApp({ keys, limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, logger, maxBodyBytes: config.maxBody,
+    const app = createHttpApp({ keys, limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, usage, logger, maxBodyBytes: config.maxBody,
       audio: { spoolDir: resolve(config.spoolDir), maxFileBytes: config.maxAudioUpload, maxUploads: config.audioUploads, maxUploadsPerAccount: config.audioUploadsPerAccount }, defaultMaxTokens: config.defaultMaxTokens, standardRpm: config.standardRpm, metrics, ready, corsOrigins: config.corsOrigin,
       mcp, ...(config.adminToken ? { adminToken: config.adminToken } : {}) });
     http = await listenHttp(app.fetch, config.http, { requestTimeoutMs: uploadTimeoutMs(config.maxAudioUpload) });
@@ -69,6 +71,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
         await listener.close(graceMs); // new connections refused; streams in flight may finish
         fleet.close();
         grpcServer.forceShutdown(); // agent streams never end on their own; agents reconnect
+        usage.close(); // the buffered rows, before the database goes
         db.close();
       },
     };
@@ -78,6 +81,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     fleet.close();
     grpcServer.forceShutdown();
     await http?.close();
+    usage.close();
     db.close();
     throw err;
   }

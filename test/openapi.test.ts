@@ -3,6 +3,7 @@
  * validator, listing every route the HTTP app has, and describing real answers (a chat completion's
  * body parses with the document's own schema).
  */
+import { UsageLedger } from "../scheduler/usage/index.js";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
@@ -25,13 +26,14 @@ function fullApp() {
   const logger = createLogger("test", "silent");
   const db = openSchedulerDatabase(join(tempDir(), "kiln.db"));
   const fleet = new Fleet({ queueSize: 1, queueTimeoutMs: 1000, heartbeatMs: 60_000, logger });
+  const usage = new UsageLedger(db, { logger });
   const mcp = new McpService({ store: new McpStore(db), secrets: new AccountSecrets(db, randomBytes(32)), egress: new EgressPolicy(), timeoutMs: 1000, concurrency: 1, totalConcurrency: 1, logger });
   const app = createHttpApp({
     keys: new KeyService(db), limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: { free: 1, standard: 1, pro: 1, enterprise: 1 }, fleet, logger,
     maxBodyBytes: 1 << 20, standardRpm: 60, metrics: createSchedulerMetrics(fleet), mcp, adminToken: "a".repeat(32), ready: () => ({ ready: true, checks: {} }),
-    audio: { spoolDir: tempDir(), maxFileBytes: 1 << 20, maxUploads: 1, maxUploadsPerAccount: 1 },
+    audio: { spoolDir: tempDir(), maxFileBytes: 1 << 20, maxUploads: 1, maxUploadsPerAccount: 1 }, usage,
   });
-  return { app, close: () => { fleet.close(); db.close(); } };
+  return { app, close: () => { fleet.close(); usage.close(); db.close(); } };
 }
 
 type Document = { openapi: string; paths: Record<string, Record<string, unknown>> };

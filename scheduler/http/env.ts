@@ -3,6 +3,7 @@ import type { RequestIdEnv } from "../../core/http/index.js";
 import type { Logger } from "../../core/log.js";
 import type { KeyIdentity, KeyService, Tier } from "../auth/index.js";
 import type { Fleet } from "../fleet/index.js";
+import type { UsageLedger } from "../usage/index.js";
 import type { McpService } from "../mcp/index.js";
 import type { SchedulerMetrics } from "../metrics.js";
 import type { InflightLimiter, RateLimiter } from "../ratelimit/index.js";
@@ -17,6 +18,8 @@ export interface HttpDeps {
   /** The cap on an account's chat completions in flight, by its tier (`--max-inflight`). */
   maxInflight: Readonly<Record<Tier, number>>;
   fleet: Fleet;
+  /** Where each answered request's usage is written (`GET /v1/usage` reads it). */
+  usage: UsageLedger;
   logger: Logger;
   /** `/v1/audio`: where uploads are held, the largest file, the uploads held at once. */
   audio: { spoolDir: string; maxFileBytes: number; maxUploads: number; maxUploadsPerAccount: number };

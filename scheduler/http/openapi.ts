@@ -68,6 +68,11 @@ const AudioJson = z.object({
   words: z.array(z.object({ word: z.string(), start: z.number(), end: z.number(), speaker: z.string().optional() })).optional(),
 }).meta({ id: "AudioTranscript", description: "response_format json: text and usage; verbose_json: task, language, duration, segments and, when asked, words as well." });
 
+const UsageReport = z.strictObject({
+  object: z.literal("list"), account: z.string(), start_date: z.string(), end_date: z.string(),
+  data: z.array(z.strictObject({ date: z.string(), model: z.string(), requests: z.int(), prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int(), audio_seconds: z.number() })),
+}).meta({ id: "UsageReport" });
+
 const FINISH_REASONS = ["stop", "length", "tool_calls"] as const;
 
 export const ChatCompletionResponse = z.strictObject({
@@ -215,6 +220,11 @@ function routes(): RouteConfig[] {
         ...errors(400, 401, 413, 429, 502, 503, 507),
       },
     })),
+    v1({
+      method: "get", path: "/v1/usage", summary: "The account's usage by day and model", tags: ["usage"],
+      request: { query: z.object({ start_date: z.string().optional().meta({ description: "YYYY-MM-DD (UTC); default 29 days before end_date." }), end_date: z.string().optional().meta({ description: "YYYY-MM-DD (UTC); default today." }) }) },
+      responses: { 200: json(UsageReport, "Requests, tokens and audio seconds per UTC day and model, oldest first."), ...errors(400, 401, 429) },
+    }),
     v1({ method: "get", path: "/v1/models", summary: "List the models", tags: ["models"], responses: { 200: json(ModelList, "Every model of the catalog."), ...errors(401, 429) } }),
     v1({ method: "get", path: "/v1/models/{id}", summary: "One model", tags: ["models"], request: { params: idParam("id") }, responses: { 200: json(ModelObject, "The model."), ...errors(401, 404, 429) } }),
     v1({ method: "post", path: "/v1/mcp/test", summary: "Test one of the account's MCP configurations", tags: ["mcp"], request: { body: { required: true, content: { "application/json": { schema: McpTestRequest } } } }, responses: { 200: json(McpTestResult, "The server answered; its resources and tools."), ...errors(400, 401, 403, 404, 429, 502) } }),

@@ -1,6 +1,6 @@
 /**
  * The scheduler's SQLite database (better-sqlite3): accounts, API keys, settings, MCP
- * configurations and the accounts' encrypted secrets. Schema changes
+ * configurations, the accounts' encrypted secrets and the usage ledger. Schema changes
  * are numbered migrations applied in order at open, tracked by `PRAGMA user_version`.
  */
 import { openDatabase, type Db } from "../../core/sqlite.js";
@@ -46,6 +46,20 @@ const MIGRATIONS: string[] = [
      updated_at INTEGER NOT NULL,
      PRIMARY KEY (account, name)
    );`,
+  `CREATE TABLE usage (
+     id INTEGER PRIMARY KEY,
+     at INTEGER NOT NULL,
+     day TEXT NOT NULL,
+     account TEXT NOT NULL,
+     key_id TEXT NOT NULL,
+     model TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     prompt_tokens INTEGER NOT NULL,
+     completion_tokens INTEGER NOT NULL,
+     audio_seconds REAL NOT NULL,
+     request_id TEXT NOT NULL
+   );
+   CREATE INDEX usage_account_day ON usage(account, day);`,
 ];
 
 /** Opens (creating if needed) the scheduler's database at `path`, schema up to date. */

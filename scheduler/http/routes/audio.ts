@@ -21,11 +21,13 @@ import type { Transcript } from "../../../speech/transcript.js";
 import { parseAudioForm, type AudioForm, type AudioTask, type RawFields } from "../../audio/fields.js";
 import { Spool } from "../../audio/spool.js";
 import type { AudioEvent, AudioRequest, Fleet } from "../../fleet/index.js";
+import type { UsageLedger, UsageOwner } from "../../usage/index.js";
 import type { AppEnv } from "../env.js";
 import { IGNORED_FIELDS_HEADER, ignoredFieldsHeader, type GenerationDeps } from "./generate.js";
 
 export interface AudioDeps {
   fleet: Fleet;
+  usage: UsageLedger;
   /** Where uploads are held while they run. */
   spoolDir: string;
   /** Largest `file`, in bytes (the spec's 1 GB). */
@@ -52,7 +54,7 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
   const accountUploads = new AccountUploads();
   const route = (task: AudioTask) => async (c: Context<AppEnv>): Promise<Response> => {
     const req = c.env.incoming;
-    const { account, tier } = c.get("identity");
+    const { account, tier, keyId } = c.get("identity");
     let release: (() => void) | undefined;
     try {
       release = deps.cap.inflight.acquire(account, deps.cap.maxInflight[tier]);
@@ -76,7 +78,11 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
     let streaming = false;
     try {
       spool = await Spool.create(deps.spoolDir);
-      const { form, events } = await receive(task, req, spool, deps, abort, c.get("requestId"));
+      const received = await receive(task, req, spool, deps, abort, c.get("requestId"));
+      const { form } = received;
+      // the audio seconds of a transcription that completes go to the account's usage
+      const owner = { account, keyId, model: form.model, kind: "transcription" as const, requestId: c.get("requestId") };
+      const events = meterAudio(received.events, deps.usage, owner);
       if (form.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(form.ignored));
       if (form.stream) {
         streaming = true;
@@ -271,6 +277,14 @@ class AccountUploads {
     const left = (this.held.get(account) ?? 1) - 1;
     if (left > 0) this.held.set(account, left);
     else this.held.delete(account);
+  }
+}
+
+/** Passes a transcription's events on, recording its audio seconds once it is done. */
+async function* meterAudio(events: AsyncIterable<AudioEvent>, ledger: UsageLedger, owner: UsageOwner): AsyncGenerator<AudioEvent> {
+  for await (const e of events) {
+    if (e.type === "done") ledger.record({ ...owner, promptTokens: 0, completionTokens: 0, audioSeconds: e.transcript.duration });
+    yield e;
   }
 }
 

@@ -10,6 +10,7 @@ const indexes = (body: { n?: number }): number[] => Array.from({ length: body.n 
 export function chatRoutes(deps: GenerationDeps, validation: ChatValidationOptions = {}): Hono<AppEnv> {
   const stream = (body: ChatCompletionBody, a: { id: string; created: number; model: string }) => ({ ...a, includeUsage: body.includeUsage });
   const api: GenerationApi<ChatCompletionBody> = {
+    usageKind: "chat",
     validate: (body) => validateChatCompletion(body, validation),
     newId: completionId,
     answer: (_body, a, choices, done) => completionBody(a.id, a.created, a.model, choices, done),

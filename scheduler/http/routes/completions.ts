@@ -15,6 +15,7 @@ const noLogprobs = (body: LegacyCompletionBody) => (body.logprobs !== undefined 
 export function completionsRoutes(deps: GenerationDeps): Hono<AppEnv> {
   const before = (body: LegacyCompletionBody) => (body.echo ? body.prompt : "");
   const api: GenerationApi<LegacyCompletionBody> = {
+    usageKind: "completion",
     validate: validateLegacyCompletion,
     newId: legacyCompletionId,
     answer: (body, a, choices, done) => legacyBody(a, choices.map((c, index) => ({

@@ -11,6 +11,7 @@
  * away. Beyond the cap it is a 429 `too_many_requests_in_flight`. While every slot is busy it waits in
  * its account's queue (the fleet serves the accounts' queues in turn).
  */
+import { metered, type UsageKind, type UsageLedger } from "../../usage/index.js";
 import { Hono, type Context } from "hono";
 import { KilnError, UpstreamError } from "../../../core/errors.js";
 import type { SchedulerMetrics } from "../../metrics.js";
@@ -65,6 +66,8 @@ export interface Choice { text: string; logprobs: TokenLogprob[] | undefined; to
 
 /** What an API gives the generation route: its validation and the shapes of its answers. */
 export interface GenerationApi<B extends GenerationBody> {
+  /** What its usage rows are (`chat`, `completion`). */
+  usageKind: UsageKind;
   validate(body: unknown): B;
   newId(): string;
   /** The whole answer: every choice generated. */
@@ -81,6 +84,7 @@ export interface GenerationApi<B extends GenerationBody> {
 
 export interface GenerationDeps {
   fleet: Fleet;
+  usage: UsageLedger;
   maxBodyBytes: number;
   logger: Logger;
   metrics: SchedulerMetrics;
@@ -88,11 +92,11 @@ export interface GenerationDeps {
 }
 
 export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>, deps: GenerationDeps): Hono<AppEnv> {
-  const { fleet, maxBodyBytes, logger, metrics, cap } = deps;
+  const { fleet, usage, maxBodyBytes, logger, metrics, cap } = deps;
   return new Hono<AppEnv>().post(
     "/",
     async (c) => {
-      const { account, tier } = c.get("identity");
+      const { account, tier, keyId } = c.get("identity");
       // one place per choice: a request for n choices holds n slots (throws the 429 beyond the cap)
       const places = [cap.inflight.acquire(account, cap.maxInflight[tier])];
       const release = (): void => { for (const free of places) free(); };
@@ -105,7 +109,8 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
         for (let i = 1; i < (body.n ?? 1); i++) places.push(cap.inflight.acquire(account, cap.maxInflight[tier]));
         if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
         if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
-        const events = metrics.measure(fleet.submit({ ...body, account }, signal, c.get("requestId")), body.model);
+        const owner = { account, keyId, model: body.model, kind: api.usageKind, requestId: c.get("requestId") };
+        const events = metrics.measure(metered(fleet.submit({ ...body, account }, signal, c.get("requestId")), usage, owner), body.model);
         const first = await events.next(); // throws the KilnError of a request that never started
         const answer: Answer = { id: api.newId(), created: Math.floor(Date.now() / 1000), model: body.model };
         if (!body.stream) return c.json(await collect(api, body, answer, events, first) as object);

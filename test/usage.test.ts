@@ -1,0 +1,120 @@
+/**
+ * Usage metering: every answered completion, embedding and transcription leaves a row in the
+ * scheduler's ledger, `GET /v1/usage` adds them up per account by day and model (the tokens the
+ * clients were told), another account sees none of it, and a scheduler killed outright keeps what
+ * it had answered more than a second before.
+ */
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AgentHandle } from "../agent/index.js";
+import type { SchedulerHandle } from "../scheduler/index.js";
+import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, postChat, spawnScheduler, tempDir, waitForAgents } from "./helpers/fleet.js";
+import { makeMedia, TEST_VAD, TEST_WHISPER_DIR } from "./helpers/speech.js";
+
+interface UsageDay { date: string; model: string; requests: number; prompt_tokens: number; completion_tokens: number; total_tokens: number; audio_seconds: number }
+
+async function usage(base: string, key: string, query = ""): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${base}/v1/usage${query}`, { headers: { authorization: `Bearer ${key}` } });
+  return { status: res.status, body: await res.json() };
+}
+
+describe("GET /v1/usage", () => {
+  let scheduler: SchedulerHandle;
+  let agent: AgentHandle;
+  let base: string;
+
+  beforeAll(async () => {
+    scheduler = await inProcessScheduler();
+    agent = await inProcessAgent(scheduler, { whisperDir: TEST_WHISPER_DIR, vadModel: TEST_VAD, asrParallel: "1", asrThreads: "1" });
+    await waitForAgents(scheduler, 1);
+    base = httpBase(scheduler);
+  });
+  afterAll(async () => {
+    await agent?.close();
+    await scheduler?.close();
+  });
+
+  it("adds up to the tokens and audio seconds the clients were told, by day and model, for the key's account only", async () => {
+    const { token: key } = await scheduler.keys.create({ account: "metered", tier: "pro" });
+    const { token: otherKey } = await scheduler.keys.create({ account: "stranger", tier: "pro" });
+    const told = { prompt: 0, completion: 0, requests: 0 };
+    for (const max_tokens of [4, 9]) {
+      const res = await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: `count to ${max_tokens}` }], max_tokens });
+      expect(res.status).toBe(200);
+      told.prompt += res.body.usage.prompt_tokens;
+      told.completion += res.body.usage.completion_tokens;
+      told.requests++;
+    }
+    // a streamed one, its usage in the last chunk
+    const stream = await fetch(`${base}/v1/chat/completions`, {
+      method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "stream" }], max_tokens: 5, stream: true, stream_options: { include_usage: true } }),
+    });
+    const chunks = (await stream.text()).split("\n\n").filter((b) => b.startsWith("data: {")).map((b) => JSON.parse(b.slice(6)));
+    const last = chunks.at(-1)!.usage;
+    told.prompt += last.prompt_tokens;
+    told.completion += last.completion_tokens;
+    told.requests++;
+    // a transcription: its seconds
+    const form = new FormData();
+    form.append("model", "whisper-1");
+    form.append("file", new Blob([new Uint8Array(await import("node:fs").then((fs) => fs.readFileSync(makeMedia(tempDir(), "a.mp3", { seconds: 4 }))))]), "a.mp3");
+    const audio = await fetch(`${base}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+    expect(audio.status).toBe(200);
+    const seconds = ((await audio.json()) as { usage: { seconds: number } }).usage.seconds;
+
+    const { status, body } = await usage(base, key);
+    expect(status).toBe(200);
+    expect(body.account).toBe("metered");
+    const days = body.data as UsageDay[];
+    const chat = days.filter((d) => d.model === MODEL_ID);
+    expect(chat.reduce((n, d) => n + d.prompt_tokens, 0)).toBe(told.prompt);
+    expect(chat.reduce((n, d) => n + d.completion_tokens, 0)).toBe(told.completion);
+    expect(chat.reduce((n, d) => n + d.requests, 0)).toBe(told.requests);
+    for (const d of chat) expect(d.total_tokens).toBe(d.prompt_tokens + d.completion_tokens);
+    const whisper = days.find((d) => d.model === "whisper-1")!;
+    expect(whisper.requests).toBe(1);
+    expect(Math.ceil(whisper.audio_seconds)).toBe(seconds);
+    expect(days.every((d) => d.date === new Date().toISOString().slice(0, 10))).toBe(true);
+
+    expect((await usage(base, otherKey)).body.data).toEqual([]); // another account sees none of it
+  }, 60_000);
+
+  it("refuses dates that are not days, a range backwards or longer than a year, naming the field", async () => {
+    const { token: key } = await scheduler.keys.create({ account: "dates", tier: "free" });
+    for (const [query, field] of [["?start_date=2026-02-30", "start_date"], ["?end_date=yesterday", "end_date"], ["?start_date=2026-05-02&end_date=2026-05-01", "start_date"], ["?start_date=2024-01-01&end_date=2026-01-01", "start_date"]] as const) {
+      const { status, body } = await usage(base, key, query);
+      expect(status, query).toBe(400);
+      expect(body.error.param, query).toBe(field);
+    }
+    expect((await usage(base, key, "?start_date=2026-01-01&end_date=2026-01-31")).body).toEqual({ object: "list", account: "dates", start_date: "2026-01-01", end_date: "2026-01-31", data: [] });
+  });
+});
+
+describe("the ledger across a crash", () => {
+  it("keeps the rows of requests answered more than a second before the scheduler was killed", async () => {
+    const db = join(tempDir(), "kiln.db");
+    const scheduler = await spawnScheduler(db);
+    const agent = await inProcessAgent({ grpc: { host: "127.0.0.1", port: scheduler.grpc } });
+    try {
+      const { execFileSync } = await import("node:child_process");
+      const key = /key:\s+(\S+)/.exec(execFileSync(process.execPath, ["bin/kiln.js", "keys", "create", "--db", db, "--account", "crash", "--tier", "pro"], { encoding: "utf8" }))![1]!;
+      const base = `http://127.0.0.1:${scheduler.http}`;
+      const deadline = Date.now() + 15_000;
+      while ((await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json()) as { models: { id: string; status: string }[] }).models.find((m) => m.id === MODEL_ID)?.status !== "available") {
+        if (Date.now() > deadline) throw new Error("the agent never joined");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      let completion = 0;
+      for (let i = 0; i < 3; i++) completion += (await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: `hi ${i}` }], max_tokens: 3 })).body.usage.completion_tokens;
+      await new Promise((r) => setTimeout(r, 1500));
+      await scheduler.proc.stop("SIGKILL");
+      const rows = new Database(db, { readonly: true }).prepare("SELECT COUNT(*) AS n, SUM(completion_tokens) AS c FROM usage WHERE account = 'crash'").get() as { n: number; c: number };
+      expect(rows).toEqual({ n: 3, c: completion });
+    } finally {
+      await agent.close();
+      await scheduler.proc.stop("SIGKILL");
+    }
+  }, 60_000);
+});
