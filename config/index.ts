@@ -158,9 +158,13 @@ const serveSpec = z.string().transform((s, ctx) => {
 /** `--max-inflight`'s default: chat completions an account may have in flight (queued or generating), by tier. */
 export const DEFAULT_MAX_INFLIGHT: Readonly<Record<Tier, number>> = { free: 4, standard: 16, pro: 64, enterprise: 256 };
 
-/** `TIER=N` pairs, comma-separated, over `DEFAULT_MAX_INFLIGHT`: a partial list changes only the tiers it names. */
-const tierCaps = z.string().transform((s, ctx): Record<Tier, number> => {
-  const caps = { ...DEFAULT_MAX_INFLIGHT };
+/** Tokens per minute and per day by tier (0: no quota): the free tier's only, by default. */
+export const DEFAULT_TOKENS_PER_MINUTE: Readonly<Record<Tier, number>> = { free: 200_000, standard: 0, pro: 0, enterprise: 0 };
+export const DEFAULT_TOKENS_PER_DAY: Readonly<Record<Tier, number>> = { free: 2_000_000, standard: 0, pro: 0, enterprise: 0 };
+
+/** `TIER=N` pairs, comma-separated, over `defaults`: a partial list changes only the tiers it names; N from `min` to `max`. */
+const tierCaps = (defaults: Readonly<Record<Tier, number>>, min = 1, max = 1_000_000) => z.string().transform((s, ctx): Record<Tier, number> => {
+  const caps = { ...defaults };
   const named = new Set<string>();
   for (const item of s.split(",").map((t) => t.trim()).filter(Boolean)) {
     const m = /^([a-z]+)\s*=\s*(\d+)$/i.exec(item);
@@ -170,7 +174,7 @@ const tierCaps = z.string().transform((s, ctx): Record<Tier, number> => {
     if (!m) problem = `expected TIER=N pairs like pro=64 (tiers: ${TIERS.join(", ")}), got "${item}"`;
     else if (!isTier(tier)) problem = `unknown tier "${m[1]}" (tiers: ${TIERS.join(", ")})`;
     else if (named.has(tier)) problem = `tier "${tier}" is named twice`;
-    else if (n < 1 || n > 1_000_000) problem = `${tier}: expected a whole number from 1 to 1000000, got ${m[2]}`;
+    else if (n < min || n > max) problem = `${tier}: expected a whole number from ${min} to ${max}, got ${m[2]}`;
     else {
       named.add(tier);
       caps[tier] = n;
@@ -244,7 +248,11 @@ export const SCHEDULER_OPTIONS = {
   defaultMaxTokens: { flags: "--default-max-tokens <n>", env: "KILN_DEFAULT_MAX_TOKENS", default: "1024", description: "max_tokens of a chat completion that gives none (0: up to the end of the context)", schema: int(0) },
   standardRpm: { flags: "--standard-rpm <n>", env: "KILN_STANDARD_RPM", default: "100", description: "requests per minute of the standard tier (the spec gives none; free's by default)", schema: int(1) },
   /** Per-tier cap on an account's chat completions in flight (queued or generating); more are a 429. Default `free=4,standard=16,pro=64,enterprise=256`. */
-  maxInflight: { flags: "--max-inflight <list>", env: "KILN_MAX_INFLIGHT", default: Object.entries(DEFAULT_MAX_INFLIGHT).map(([t, n]) => `${t}=${n}`).join(","), description: "chat completions an account may have in flight (queued or generating), by tier: TIER=N pairs, comma-separated; a partial list changes only the tiers it names (more are a 429 too_many_requests_in_flight)", schema: tierCaps },
+  maxInflight: { flags: "--max-inflight <list>", env: "KILN_MAX_INFLIGHT", default: Object.entries(DEFAULT_MAX_INFLIGHT).map(([t, n]) => `${t}=${n}`).join(","), description: "chat completions an account may have in flight (queued or generating), by tier: TIER=N pairs, comma-separated; a partial list changes only the tiers it names (more are a 429 too_many_requests_in_flight)", schema: tierCaps(DEFAULT_MAX_INFLIGHT) },
+  /** Tokens (prompt and completion) an account may use per minute, by tier; 0: no quota. Default `free=200000,standard=0,pro=0,enterprise=0`. */
+  tokensPerMinute: { flags: "--tokens-per-minute <list>", env: "KILN_TOKENS_PER_MINUTE", default: Object.entries(DEFAULT_TOKENS_PER_MINUTE).map(([t, n]) => `${t}=${n}`).join(","), description: "tokens (prompt and completion) an account may use in any 60 s, by tier: TIER=N pairs, 0 for no quota (beyond: 429 token_quota_exceeded)", schema: tierCaps(DEFAULT_TOKENS_PER_MINUTE, 0, 1_000_000_000) },
+  /** Tokens an account may use per UTC day, by tier; 0: no quota. Default `free=2000000,standard=0,pro=0,enterprise=0`. */
+  tokensPerDay: { flags: "--tokens-per-day <list>", env: "KILN_TOKENS_PER_DAY", default: Object.entries(DEFAULT_TOKENS_PER_DAY).map(([t, n]) => `${t}=${n}`).join(","), description: "tokens an account may use per UTC day, by tier: TIER=N pairs, 0 for no quota (counted from the usage ledger, so a restart forgets nothing)", schema: tierCaps(DEFAULT_TOKENS_PER_DAY, 0, 1_000_000_000_000) },
   heartbeatMs: { flags: "--heartbeat-ms <ms>", env: "KILN_HEARTBEAT_MS", default: "5000", description: "agent heartbeat interval; an agent silent for 3 intervals is dropped", schema: int(100, 600_000) },
   /** Browser origins allowed to call `/v1` (CORS), or `*`. Default none: no CORS headers, browsers keep to same-origin. */
   corsOrigin: { flags: "--cors-origin <origin>", env: "KILN_CORS_ORIGIN", repeatable: true, description: "a browser origin allowed to call /v1 (CORS), such as https://app.example.com, or * for any (repeatable; comma-separated in the env; default none: no cross-origin access)", schema: z.array(corsOrigin) },

@@ -90,8 +90,8 @@ export class PayloadTooLargeError extends KilnError {
 
 /** 429: the account's requests-per-minute limit is spent; `retryAfterSeconds` goes into `Retry-After`. */
 export class RateLimitError extends KilnError {
-  constructor(message: string, readonly retryAfterSeconds: number) {
-    super(429, "rate_limit_error", "rate_limit_exceeded", message, { "Retry-After": String(retryAfterSeconds) });
+  constructor(message: string, readonly retryAfterSeconds: number, code = "rate_limit_exceeded") {
+    super(429, "rate_limit_error", code, message, { "Retry-After": String(retryAfterSeconds) });
   }
 }
 

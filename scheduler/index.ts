@@ -17,7 +17,7 @@ import { createSchedulerMetrics } from "./metrics.js";
 
 /** The fleet service's full name, as gRPC health checks name it. */
 export const FLEET_SERVICE = "kiln.v1.Fleet";
-import { InflightLimiter, RateLimiter } from "./ratelimit/index.js";
+import { InflightLimiter, RateLimiter, TokenQuota } from "./ratelimit/index.js";
 import { openSchedulerDatabase } from "./store/index.js";
 import { UsageLedger } from "./usage/index.js";
 
@@ -36,6 +36,8 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   const db = openSchedulerDatabase(config.db);
   const keys = new KeyService(db, config.jwtSecret);
   const usage = new UsageLedger(db, { logger });
+  const tokens = new TokenQuota({ perMinute: config.tokensPerMinute, perDay: config.tokensPerDay, usedOn: (account, day) => usage.tokensOn(account, day) });
+  usage.onRecord((row) => tokens.add(row.account, row.promptTokens + row.completionTokens));
   const fleet = new Fleet({ queueSize: config.queueSize, queueTimeoutMs: config.queueTimeout * 1000, heartbeatMs: config.heartbeatMs, logger });
   const grpcServer = createFleetServer({ fleet, nodeTokens: config.nodeTokens, logger });
   // The standard gRPC health service (grpc.health.v1) beside the fleet service.
@@ -55,7 +57,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       const checks = { store: db.open };
       return { ready: Object.values(checks).every(Boolean), checks };
     };
-    const app = createHttpApp({ keys, limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, usage, logger, maxBodyBytes: config.maxBody,
+    const app = createHttpApp({ keys, limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, usage, tokens, logger, maxBodyBytes: config.maxBody,
       audio: { spoolDir: resolve(config.spoolDir), maxFileBytes: config.maxAudioUpload, maxUploads: config.audioUploads, maxUploadsPerAccount: config.audioUploadsPerAccount }, defaultMaxTokens: config.defaultMaxTokens, standardRpm: config.standardRpm, metrics, ready, corsOrigins: config.corsOrigin,
       mcp, ...(config.adminToken ? { adminToken: config.adminToken } : {}) });
     http = await listenHttp(app.fetch, config.http, { requestTimeoutMs: uploadTimeoutMs(config.maxAudioUpload) });

@@ -3,6 +3,8 @@
  * validator, listing every route the HTTP app has, and describing real answers (a chat completion's
  * body parses with the document's own schema).
  */
+import { TokenQuota } from "../scheduler/ratelimit/index.js";
+import { DEFAULT_TOKENS_PER_DAY, DEFAULT_TOKENS_PER_MINUTE } from "../config/index.js";
 import { UsageLedger } from "../scheduler/usage/index.js";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -31,7 +33,7 @@ function fullApp() {
   const app = createHttpApp({
     keys: new KeyService(db), limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: { free: 1, standard: 1, pro: 1, enterprise: 1 }, fleet, logger,
     maxBodyBytes: 1 << 20, standardRpm: 60, metrics: createSchedulerMetrics(fleet), mcp, adminToken: "a".repeat(32), ready: () => ({ ready: true, checks: {} }),
-    audio: { spoolDir: tempDir(), maxFileBytes: 1 << 20, maxUploads: 1, maxUploadsPerAccount: 1 }, usage,
+    audio: { spoolDir: tempDir(), maxFileBytes: 1 << 20, maxUploads: 1, maxUploadsPerAccount: 1 }, usage, tokens: new TokenQuota({ perMinute: DEFAULT_TOKENS_PER_MINUTE, perDay: DEFAULT_TOKENS_PER_DAY, usedOn: () => 0 }),
   });
   return { app, close: () => { fleet.close(); usage.close(); db.close(); } };
 }

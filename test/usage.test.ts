@@ -118,3 +118,56 @@ describe("the ledger across a crash", () => {
     }
   }, 60_000);
 });
+
+describe("token quotas", () => {
+  it("refuse an account's next request once its tokens per minute are spent, with the headers; other tiers and accounts go on", async () => {
+    const scheduler = await inProcessScheduler({ tokensPerMinute: "free=5", tokensPerDay: "free=0" });
+    const agent = await inProcessAgent(scheduler);
+    try {
+      await waitForAgents(scheduler, 1);
+      const base = httpBase(scheduler);
+      const { token: free } = await scheduler.keys.create({ account: "small", tier: "free" });
+      const { token: pro } = await scheduler.keys.create({ account: "big", tier: "pro" });
+      const body = { model: MODEL_ID, messages: [{ role: "user", content: "a prompt of more than five tokens, surely" }], max_tokens: 2 };
+      const first = await postChat(base, free, body);
+      expect(first.status).toBe(200);
+      expect(first.headers.get("x-ratelimit-limit-tokens")).toBe("5");
+      expect(first.headers.get("x-ratelimit-remaining-tokens")).toBe("5");
+      const second = await postChat(base, free, body);
+      expect(second.status).toBe(429);
+      expect(second.body.error.code).toBe("token_quota_exceeded");
+      expect(second.headers.get("x-ratelimit-remaining-tokens")).toBe("0");
+      expect(Number(second.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect((await postChat(base, pro, body)).status).toBe(200); // no quota on pro by default
+      expect((await postChat(base, pro, body)).status).toBe(200);
+    } finally {
+      await agent.close();
+      await scheduler.close();
+    }
+  });
+
+  it("count the day from the ledger: a restarted scheduler still refuses an account that spent its day", async () => {
+    const db = join(tempDir(), "kiln.db");
+    const quotas = { db, tokensPerMinute: "free=0", tokensPerDay: "free=5" };
+    const first = await inProcessScheduler(quotas);
+    const agent = await inProcessAgent(first);
+    const { token } = await first.keys.create({ account: "daily", tier: "free" });
+    const body = { model: MODEL_ID, messages: [{ role: "user", content: "a prompt of more than five tokens, surely" }], max_tokens: 2 };
+    try {
+      await waitForAgents(first, 1);
+      expect((await postChat(httpBase(first), token, body)).status).toBe(200);
+    } finally {
+      await agent.close();
+      await first.close();
+    }
+    const again = await inProcessScheduler(quotas);
+    try {
+      const res = await postChat(httpBase(again), token, body);
+      expect(res.status).toBe(429);
+      expect(res.body.error.code).toBe("token_quota_exceeded");
+      expect(res.headers.get("x-ratelimit-limit-tokens-day")).toBe("5");
+    } finally {
+      await again.close();
+    }
+  });
+});

@@ -195,3 +195,5 @@ export class InflightLimiter {
     return this.inflight.size;
   }
 }
+
+export { TokenQuota, type TokenQuotaOptions } from "./tokens.js";

@@ -51,6 +51,7 @@ export class UsageLedger {
   private readonly timer: NodeJS.Timeout;
   private readonly insert;
   private readonly maxBuffered: number;
+  private readonly listeners: ((row: Required<UsageRow>) => void)[] = [];
 
   constructor(private readonly db: Db, private readonly options: UsageLedgerOptions) {
     this.insert = db.prepare(`INSERT INTO usage (at, day, account, key_id, model, kind, prompt_tokens, completion_tokens, audio_seconds, request_id)
@@ -60,10 +61,24 @@ export class UsageLedger {
     this.timer.unref();
   }
 
-  /** Adds a row to the buffer (written within `flushMs`). */
+  /** Adds a row to the buffer (written within `flushMs`) and tells the listeners (`onRecord`). */
   record(row: UsageRow): void {
-    this.buffer.push({ ...row, at: row.at ?? Date.now() });
+    const full = { ...row, at: row.at ?? Date.now() };
+    this.buffer.push(full);
+    for (const listener of this.listeners) listener(full);
     if (this.buffer.length >= this.maxBuffered) this.flush();
+  }
+
+  /** Calls `listener` with every row recorded from now on (the token quotas count them). */
+  onRecord(listener: (row: Required<UsageRow>) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Tokens (prompt and completion) `account` used on `day` (UTC `YYYY-MM-DD`), buffered rows included. */
+  tokensOn(account: string, day: string): number {
+    this.flush();
+    const row = this.db.prepare("SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS n FROM usage WHERE account = ? AND day = ?").get(account, day) as { n: number };
+    return row.n;
   }
 
   /** Writes the buffered rows now, in one transaction; a failure is logged and the rows kept for the next try. */

@@ -5,12 +5,21 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { requestsPerMinute, type KeyService } from "../../auth/index.js";
-import { rateHeaders, type RateLimiter } from "../../ratelimit/index.js";
+import { rateHeaders, type RateLimiter, type TokenQuota } from "../../ratelimit/index.js";
 import type { AppEnv } from "../env.js";
 
 export function authenticate(keys: KeyService): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     c.set("identity", await keys.authenticate(c.req.header("authorization")));
+    await next();
+  };
+}
+
+/** The account's token quotas (429 `token_quota_exceeded` once one is spent), with `x-ratelimit-*-tokens` headers. */
+export function tokenQuota(quota: TokenQuota): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const id = c.get("identity");
+    for (const [k, v] of Object.entries(quota.check(id.account, id.tier))) c.header(k, v);
     await next();
   };
 }

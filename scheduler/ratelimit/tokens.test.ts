@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { TokenQuota } from "./tokens.js";
+
+const none = { free: 0, standard: 0, pro: 0, enterprise: 0 };
+
+describe("TokenQuota", () => {
+  it("admits while tokens are left in any 60 s, refuses with Retry-After until enough have left the window", () => {
+    let now = Date.parse("2026-11-24T10:00:00Z");
+    const q = new TokenQuota({ perMinute: { ...none, free: 100 }, perDay: none, usedOn: () => 0, now: () => now });
+    expect(q.check("a", "free")).toEqual({ "x-ratelimit-limit-tokens": "100", "x-ratelimit-remaining-tokens": "100", "x-ratelimit-reset-tokens": "0s" });
+    q.add("a", 60);
+    now += 10_000;
+    q.add("a", 50); // the request that crosses the quota was admitted before it: it is served whole
+    expect(() => q.check("a", "free")).toThrow(expect.objectContaining({ status: 429, code: "token_quota_exceeded", headers: expect.objectContaining({ "Retry-After": "50", "x-ratelimit-remaining-tokens": "0" }) }));
+    expect(q.check("a", "pro")).toEqual({}); // no quota on that tier
+    expect(q.check("b", "free")["x-ratelimit-remaining-tokens"]).toBe("100"); // per account
+    now += 50_001; // the first 60 have left the window
+    expect(q.check("a", "free")["x-ratelimit-remaining-tokens"]).toBe("50");
+  });
+
+  it("counts the day from the ledger the first time an account is seen, and starts again the next UTC day", () => {
+    let now = Date.parse("2026-11-24T23:59:00Z");
+    const asked: string[] = [];
+    const q = new TokenQuota({ perMinute: none, perDay: { ...none, standard: 1000 }, usedOn: (account, day) => { asked.push(`${account} ${day}`); return 990; }, now: () => now });
+    expect(q.check("a", "standard")["x-ratelimit-remaining-tokens-day"]).toBe("10");
+    q.add("a", 10);
+    expect(() => q.check("a", "standard")).toThrow(expect.objectContaining({ code: "token_quota_exceeded", headers: expect.objectContaining({ "Retry-After": "60" }) }));
+    now += 120_000;
+    expect(q.check("a", "standard")["x-ratelimit-remaining-tokens-day"]).toBe("10"); // the new day's ledger count
+    expect(asked).toEqual(["a 2026-11-24", "a 2026-11-25"]);
+  });
+});

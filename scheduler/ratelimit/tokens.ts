@@ -1,0 +1,125 @@
+/**
+ * Token quotas per account, by tier: tokens (prompt and completion) in any 60 s, and per UTC day.
+ *
+ * A request is admitted while the account has tokens left in both; what it then uses is counted
+ * when its answer is complete (the usage ledger tells), so the request that crosses a quota is
+ * served whole and the next one is refused (429 `token_quota_exceeded`, with `Retry-After`). The
+ * minute is a sliding window kept in memory; the day is seeded from the ledger the first time an
+ * account is seen that day, so a restarted scheduler forgets none of it. A quota of 0 is none.
+ */
+import { RateLimitError } from "../../core/errors.js";
+import type { Tier } from "../auth/index.js";
+import { WINDOW_MS } from "./index.js";
+
+export interface TokenQuotaOptions {
+  perMinute: Readonly<Record<Tier, number>>;
+  perDay: Readonly<Record<Tier, number>>;
+  /** Tokens `account` has used on `day` (UTC `YYYY-MM-DD`) so far, from the ledger. */
+  usedOn: (account: string, day: string) => number;
+  /** Wall clock, Unix ms (tests inject their own). Default `Date.now`. */
+  now?: () => number;
+}
+
+const DAY_MS = 86_400_000;
+
+export class TokenQuota {
+  /** Each account's counted tokens of the last 60 s, oldest first, with their sum. */
+  private readonly minute = new Map<string, { entries: { at: number; tokens: number }[]; sum: number }>();
+  /** Each account's tokens of its current UTC day. */
+  private readonly day = new Map<string, { day: string; used: number }>();
+  private readonly now: () => number;
+  /** The UTC day `day` counts; a new day starts every count again. */
+  private currentDay = "";
+  private lastSweep = 0;
+
+  constructor(private readonly options: TokenQuotaOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * Admits a request of `account` (its current `tier`) or throws the 429; returns the
+   * `x-ratelimit-*-tokens` headers of the quotas that apply.
+   */
+  check(account: string, tier: Tier): Record<string, string> {
+    const now = this.now();
+    const headers: Record<string, string> = {};
+    const perMinute = this.options.perMinute[tier];
+    if (perMinute > 0) {
+      const window = this.window(account, now);
+      const resetMs = window.entries.length ? window.entries[0]!.at + WINDOW_MS - now : 0;
+      if (window.sum >= perMinute) {
+        // admitted again once enough of the window's tokens have left it
+        let left = window.sum;
+        let at = now;
+        for (const e of window.entries) {
+          left -= e.tokens;
+          at = e.at + WINDOW_MS;
+          if (left < perMinute) break;
+        }
+        throw refusal(`tokens: this account used ${window.sum} of its ${perMinute} tokens per minute`, at - now, { limit: perMinute, remaining: 0, resetMs: at - now }, "");
+      }
+      Object.assign(headers, tokenHeaders({ limit: perMinute, remaining: perMinute - window.sum, resetMs }, ""));
+    }
+    const perDay = this.options.perDay[tier];
+    if (perDay > 0) {
+      const today = this.today(account, now);
+      const resetMs = DAY_MS - (now % DAY_MS);
+      if (today.used >= perDay) throw refusal(`tokens: this account used ${today.used} of its ${perDay} tokens for today (UTC)`, resetMs, { limit: perDay, remaining: 0, resetMs }, "-day");
+      Object.assign(headers, tokenHeaders({ limit: perDay, remaining: perDay - today.used, resetMs }, "-day"));
+    }
+    return headers;
+  }
+
+  /** Counts `tokens` an answered request of `account` used. */
+  add(account: string, tokens: number): void {
+    if (tokens <= 0) return;
+    const now = this.now();
+    const window = this.window(account, now);
+    window.entries.push({ at: now, tokens });
+    window.sum += tokens;
+    this.today(account, now).used += tokens;
+  }
+
+  /** The account's window with the tokens older than 60 s gone (accounts with none hold no memory). */
+  private window(account: string, now: number): { entries: { at: number; tokens: number }[]; sum: number } {
+    let w = this.minute.get(account);
+    if (!w) this.minute.set(account, w = { entries: [], sum: 0 });
+    while (w.entries.length && w.entries[0]!.at <= now - WINDOW_MS) w.sum -= w.entries.shift()!.tokens;
+    if (now - this.lastSweep > WINDOW_MS) {
+      // once a minute: accounts whose tokens have all left the window are forgotten
+      this.lastSweep = now;
+      for (const [a, other] of this.minute) if (a !== account && other.entries.every((e) => e.at <= now - WINDOW_MS)) this.minute.delete(a);
+    }
+    return w;
+  }
+
+  /** The account's count for the current UTC day, seeded from the ledger when the day (or the account) is new here. */
+  private today(account: string, now: number): { day: string; used: number } {
+    const day = new Date(now).toISOString().slice(0, 10);
+    if (day !== this.currentDay) {
+      this.day.clear(); // yesterday's counts go
+      this.currentDay = day;
+    }
+    let d = this.day.get(account);
+    if (!d) this.day.set(account, d = { day, used: this.options.usedOn(account, day) });
+    return d;
+  }
+}
+
+interface TokenDecision { limit: number; remaining: number; resetMs: number }
+
+/** OpenAI's `x-ratelimit-*-tokens` headers (`suffix` "-day" for the daily quota). */
+function tokenHeaders(d: TokenDecision, suffix: string): Record<string, string> {
+  return {
+    [`x-ratelimit-limit-tokens${suffix}`]: String(d.limit),
+    [`x-ratelimit-remaining-tokens${suffix}`]: String(Math.max(0, d.remaining)),
+    [`x-ratelimit-reset-tokens${suffix}`]: `${Math.max(0, Math.ceil(d.resetMs / 1000))}s`,
+  };
+}
+
+function refusal(message: string, waitMs: number, d: TokenDecision, suffix: string): RateLimitError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  const err = new RateLimitError(`${message}; retry in ${seconds} s`, seconds, "token_quota_exceeded");
+  Object.assign(err.headers, tokenHeaders(d, suffix));
+  return err;
+}
