@@ -6,7 +6,7 @@ const none = { free: 0, standard: 0, pro: 0, enterprise: 0 };
 describe("TokenQuota", () => {
   it("admits while tokens are left in any 60 s, refuses with Retry-After until enough have left the window", () => {
     let now = Date.parse("2026-11-24T10:00:00Z");
-    const q = new TokenQuota({ perMinute: { ...none, free: 100 }, perDay: none, usedOn: () => 0, now: () => now });
+    const q = new TokenQuota({ perMinute: { ...none, free: 100 }, perDay: none, usedOn: () => 0, now: () => now, monotonic: () => now });
     expect(q.check("a", "free")).toEqual({ "x-ratelimit-limit-tokens": "100", "x-ratelimit-remaining-tokens": "100", "x-ratelimit-reset-tokens": "0s" });
     q.add("a", 60);
     now += 10_000;
@@ -21,12 +21,25 @@ describe("TokenQuota", () => {
   it("counts the day from the ledger the first time an account is seen, and starts again the next UTC day", () => {
     let now = Date.parse("2026-11-24T23:59:00Z");
     const asked: string[] = [];
-    const q = new TokenQuota({ perMinute: none, perDay: { ...none, standard: 1000 }, usedOn: (account, day) => { asked.push(`${account} ${day}`); return 990; }, now: () => now });
+    const q = new TokenQuota({ perMinute: none, perDay: { ...none, standard: 1000 }, usedOn: (account, day) => { asked.push(`${account} ${day}`); return 990; }, now: () => now, monotonic: () => now });
     expect(q.check("a", "standard")["x-ratelimit-remaining-tokens-day"]).toBe("10");
     q.add("a", 10);
     expect(() => q.check("a", "standard")).toThrow(expect.objectContaining({ code: "token_quota_exceeded", headers: expect.objectContaining({ "Retry-After": "60" }) }));
     now += 120_000;
     expect(q.check("a", "standard")["x-ratelimit-remaining-tokens-day"]).toBe("10"); // the new day's ledger count
     expect(asked).toEqual(["a 2026-11-24", "a 2026-11-25"]);
+    q.add("b", 5); // an account this scheduler has not checked today: the ledger is not read for it
+    expect(asked).toEqual(["a 2026-11-24", "a 2026-11-25"]);
+  });
+
+  it("with both quotas spent, tells the longer wait and both sets of headers", () => {
+    const now = Date.parse("2026-11-24T12:00:00Z");
+    const q = new TokenQuota({ perMinute: { ...none, free: 10 }, perDay: { ...none, free: 10 }, usedOn: () => 0, now: () => now, monotonic: () => now });
+    q.check("a", "free");
+    q.add("a", 20);
+    expect(() => q.check("a", "free")).toThrow(expect.objectContaining({
+      code: "token_quota_exceeded",
+      headers: expect.objectContaining({ "Retry-After": String(12 * 3600), "x-ratelimit-remaining-tokens": "0", "x-ratelimit-remaining-tokens-day": "0" }),
+    }));
   });
 });

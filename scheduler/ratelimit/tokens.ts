@@ -16,8 +16,10 @@ export interface TokenQuotaOptions {
   perDay: Readonly<Record<Tier, number>>;
   /** Tokens `account` has used on `day` (UTC `YYYY-MM-DD`) so far, from the ledger. */
   usedOn: (account: string, day: string) => number;
-  /** Wall clock, Unix ms (tests inject their own). Default `Date.now`. */
+  /** Wall clock, Unix ms: the UTC day (tests inject their own). Default `Date.now`. */
   now?: () => number;
+  /** A monotonic clock in ms: the 60 s window (a wall clock stepped by NTP would bend it). Default `performance.now`. */
+  monotonic?: () => number;
 }
 
 const DAY_MS = 86_400_000;
@@ -28,12 +30,14 @@ export class TokenQuota {
   /** Each account's tokens of its current UTC day. */
   private readonly day = new Map<string, { day: string; used: number }>();
   private readonly now: () => number;
+  private readonly monotonic: () => number;
   /** The UTC day `day` counts; a new day starts every count again. */
   private currentDay = "";
   private lastSweep = 0;
 
   constructor(private readonly options: TokenQuotaOptions) {
     this.now = options.now ?? Date.now;
+    this.monotonic = options.monotonic ?? (() => performance.now());
   }
 
   /**
@@ -41,43 +45,57 @@ export class TokenQuota {
    * `x-ratelimit-*-tokens` headers of the quotas that apply.
    */
   check(account: string, tier: Tier): Record<string, string> {
-    const now = this.now();
     const headers: Record<string, string> = {};
+    const spent: { what: string; waitMs: number }[] = [];
     const perMinute = this.options.perMinute[tier];
     if (perMinute > 0) {
+      const now = this.monotonic();
       const window = this.window(account, now);
-      const resetMs = window.entries.length ? window.entries[0]!.at + WINDOW_MS - now : 0;
+      let resetMs = window.entries.length ? window.entries[0]!.at + WINDOW_MS - now : 0;
       if (window.sum >= perMinute) {
         // admitted again once enough of the window's tokens have left it
         let left = window.sum;
-        let at = now;
         for (const e of window.entries) {
           left -= e.tokens;
-          at = e.at + WINDOW_MS;
+          resetMs = e.at + WINDOW_MS - now;
           if (left < perMinute) break;
         }
-        throw refusal(`tokens: this account used ${window.sum} of its ${perMinute} tokens per minute`, at - now, { limit: perMinute, remaining: 0, resetMs: at - now }, "");
+        spent.push({ what: `${window.sum} of its ${perMinute} tokens per minute`, waitMs: resetMs });
       }
       Object.assign(headers, tokenHeaders({ limit: perMinute, remaining: perMinute - window.sum, resetMs }, ""));
     }
     const perDay = this.options.perDay[tier];
     if (perDay > 0) {
+      const now = this.now();
       const today = this.today(account, now);
       const resetMs = DAY_MS - (now % DAY_MS);
-      if (today.used >= perDay) throw refusal(`tokens: this account used ${today.used} of its ${perDay} tokens for today (UTC)`, resetMs, { limit: perDay, remaining: 0, resetMs }, "-day");
+      if (today.used >= perDay) spent.push({ what: `${today.used} of its ${perDay} tokens for today (UTC)`, waitMs: resetMs });
       Object.assign(headers, tokenHeaders({ limit: perDay, remaining: perDay - today.used, resetMs }, "-day"));
+    }
+    if (spent.length > 0) {
+      // the longest wait: a client told to come back in seconds while its day is spent would only be refused again
+      const waitMs = Math.max(...spent.map((s) => s.waitMs));
+      const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+      const err = new RateLimitError(`tokens: this account used ${spent.map((s) => s.what).join(" and ")}; retry in ${seconds} s`, seconds, "token_quota_exceeded");
+      Object.assign(err.headers, headers);
+      throw err;
     }
     return headers;
   }
 
-  /** Counts `tokens` an answered request of `account` used. */
+  /**
+   * Counts `tokens` an answered request of `account` used. The day's count moves only when this
+   * scheduler has it (its quota's check seeded it from the ledger, which holds this row too once the
+   * day has turned): counting never reads the ledger, and tiers without a quota cost nothing here.
+   */
   add(account: string, tokens: number): void {
     if (tokens <= 0) return;
-    const now = this.now();
+    const now = this.monotonic();
     const window = this.window(account, now);
     window.entries.push({ at: now, tokens });
     window.sum += tokens;
-    this.today(account, now).used += tokens;
+    const today = this.day.get(account);
+    if (today && today.day === this.currentDay && this.currentDay === new Date(this.now()).toISOString().slice(0, 10)) today.used += tokens;
   }
 
   /** The account's window with the tokens older than 60 s gone (accounts with none hold no memory). */
@@ -117,9 +135,3 @@ function tokenHeaders(d: TokenDecision, suffix: string): Record<string, string> 
   };
 }
 
-function refusal(message: string, waitMs: number, d: TokenDecision, suffix: string): RateLimitError {
-  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-  const err = new RateLimitError(`${message}; retry in ${seconds} s`, seconds, "token_quota_exceeded");
-  Object.assign(err.headers, tokenHeaders(d, suffix));
-  return err;
-}

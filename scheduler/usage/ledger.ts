@@ -65,7 +65,13 @@ export class UsageLedger {
   record(row: UsageRow): void {
     const full = { ...row, at: row.at ?? Date.now() };
     this.buffer.push(full);
-    for (const listener of this.listeners) listener(full);
+    for (const listener of this.listeners) {
+      try {
+        listener(full);
+      } catch (err) {
+        this.options.logger.error({ err }, "a usage listener failed"); // the request it came from is answered all the same
+      }
+    }
     if (this.buffer.length >= this.maxBuffered) this.flush();
   }
 
