@@ -18,6 +18,7 @@ import { createSchedulerMetrics } from "./metrics.js";
 /** The fleet service's full name, as gRPC health checks name it. */
 export const FLEET_SERVICE = "kiln.v1.Fleet";
 import { InflightLimiter, RateLimiter, TokenQuota } from "./ratelimit/index.js";
+import { RedisRateLimiter } from "./ratelimit/redis.js";
 import { openSchedulerDatabase } from "./store/index.js";
 import { UsageLedger } from "./usage/index.js";
 
@@ -44,6 +45,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   const health = new HealthImplementation({ "": "SERVING", [FLEET_SERVICE]: "SERVING" });
   health.addToServer(grpcServer);
   let http: HttpListener | undefined;
+  let redis: RedisRateLimiter | undefined;
   try {
     const grpcPort = await bindFleetServer(grpcServer, formatHostPort(config.grpc), grpcCredentials);
     const metrics = createSchedulerMetrics(fleet);
@@ -57,7 +59,13 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       const checks = { store: db.open };
       return { ready: Object.values(checks).every(Boolean), checks };
     };
-    const app = createHttpApp({ keys, limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, usage, tokens, logger, maxBodyBytes: config.maxBody,
+    // with --redis, every scheduler counts the same windows (a Redis that cannot be reached fails the start)
+    if (config.redis) {
+      const shared = new RedisRateLimiter({ url: config.redis, logger });
+      redis = shared;
+      await shared.connect();
+    }
+    const app = createHttpApp({ keys, limiter: redis ?? new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, usage, tokens, logger, maxBodyBytes: config.maxBody,
       audio: { spoolDir: resolve(config.spoolDir), maxFileBytes: config.maxAudioUpload, maxUploads: config.audioUploads, maxUploadsPerAccount: config.audioUploadsPerAccount }, defaultMaxTokens: config.defaultMaxTokens, standardRpm: config.standardRpm, metrics, ready, corsOrigins: config.corsOrigin,
       mcp, ...(config.adminToken ? { adminToken: config.adminToken } : {}) });
     http = await listenHttp(app.fetch, config.http, { requestTimeoutMs: uploadTimeoutMs(config.maxAudioUpload) });
@@ -74,6 +82,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
         fleet.close();
         grpcServer.forceShutdown(); // agent streams never end on their own; agents reconnect
         usage.close(); // the buffered rows, before the database goes
+        await redis?.close();
         db.close();
       },
     };
@@ -83,6 +92,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     fleet.close();
     grpcServer.forceShutdown();
     await http?.close();
+    await redis?.close();
     usage.close();
     db.close();
     throw err;

@@ -6,13 +6,13 @@ import type { Fleet } from "../fleet/index.js";
 import type { UsageLedger } from "../usage/index.js";
 import type { McpService } from "../mcp/index.js";
 import type { SchedulerMetrics } from "../metrics.js";
-import type { InflightLimiter, RateLimiter, TokenQuota } from "../ratelimit/index.js";
+import type { InflightLimiter, RequestLimiter, TokenQuota } from "../ratelimit/index.js";
 
 /** What the HTTP layer is given: the services it calls. */
 export interface HttpDeps {
   keys: KeyService;
   /** Requests per minute, per account (sliding window). */
-  limiter: RateLimiter;
+  limiter: RequestLimiter;
   /** Tokens per minute and per day, per account (chat, completions, embeddings). */
   tokens: TokenQuota;
   /** Chat completions in flight, per account. */

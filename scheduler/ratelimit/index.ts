@@ -9,7 +9,8 @@
  *   Idle accounts are swept.
  * - `InflightLimiter`: a cap on an account's requests in flight (queued or generating).
  *
- * In memory: limits are per scheduler process.
+ * In memory: limits are per scheduler process; with `--redis`, `RedisRateLimiter` (`./redis.ts`) keeps
+ * the same window in Redis, shared by every scheduler.
  */
 import { InFlightLimitError, RateLimitError } from "../../core/errors.js";
 
@@ -81,8 +82,14 @@ class Ring {
   }
 }
 
+/** Counts an account's requests against its per-minute limit: in this process, or shared in Redis (`./redis.ts`). */
+export interface RequestLimiter {
+  /** Counts one request, or throws `RateLimitError` (429 with `Retry-After` and `x-ratelimit-*`); a refused one is not counted. */
+  hit(account: string, limit: number): RateDecision | Promise<RateDecision>;
+}
+
 /** Requests per minute per account, as an exact sliding 60 s window. */
-export class RateLimiter {
+export class RateLimiter implements RequestLimiter {
   private readonly rings = new Map<string, Ring>();
   private lastSweep: number;
 

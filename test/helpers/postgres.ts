@@ -1,5 +1,5 @@
 /**
- * Throwaway database servers for the MCP suite. PostgreSQL: Debian's binaries (`.ci/run` installs the
+ * Throwaway database servers for the MCP and shared-limits suites. PostgreSQL: Debian's binaries (`.ci/run` installs the
  * package), a fresh cluster in a temporary folder with trust auth on 127.0.0.1, an OS-picked port.
  * Run as the `postgres` user when the tests run as root (PostgreSQL refuses root).
  */
@@ -63,15 +63,38 @@ export async function startMariadb(bin: { server: string; install: string }): Pr
   execFileSync(bin.install, [`--datadir=${data}`, "--auth-root-authentication-method=normal", "--skip-test-db", ...user], { stdio: "ignore" });
   const port = await freePort();
   const child = spawn(bin.server, [`--datadir=${data}`, `--socket=${join(dir, "sock")}`, `--port=${port}`, "--bind-address=127.0.0.1", "--skip-grant-tables", "--skip-name-resolve", `--pid-file=${join(dir, "pid")}`, `--log-error=${join(dir, "err.log")}`, ...user], { stdio: "ignore" });
-  const deadline = Date.now() + 30_000;
+  await listening(port, 30_000, "MariaDB").catch((err: unknown) => { child.kill("SIGKILL"); throw err; });
+  return { port, stop: () => child.kill("SIGKILL") };
+}
+
+/** Debian's redis-server, when installed. */
+export function redisBin(): string | undefined {
+  return ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find((p) => existsSync(p));
+}
+
+export interface RedisServer {
+  url: string;
+  stop(): void;
+}
+
+/** A throwaway Redis on 127.0.0.1 (no persistence), on an OS-picked port; resolves once it accepts connections. */
+export async function startRedis(bin: string): Promise<RedisServer> {
+  const port = await freePort();
+  const child = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tempDir()], { stdio: "ignore" });
+  await listening(port, 10_000, "redis-server").catch((err: unknown) => { child.kill("SIGKILL"); throw err; });
+  return { url: `redis://127.0.0.1:${port}`, stop: () => { child.kill("SIGKILL"); } };
+}
+
+/** Resolves once 127.0.0.1:`port` accepts a connection; rejects after `timeoutMs` saying `what` did not start. */
+async function listening(port: number, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     const up = await new Promise<boolean>((resolve) => {
-      const s = connect(port, "127.0.0.1", () => { s.end(); resolve(true); });
-      s.on("error", () => resolve(false));
+      const socket = connect(port, "127.0.0.1", () => { socket.destroy(); resolve(true); });
+      socket.on("error", () => resolve(false));
     });
-    if (up) break;
-    if (Date.now() > deadline) throw new Error("MariaDB did not start");
-    await new Promise((r) => setTimeout(r, 200));
+    if (up) return;
+    if (Date.now() > deadline) throw new Error(`${what} did not start`);
+    await new Promise((r) => setTimeout(r, 50));
   }
-  return { port, stop: () => child.kill("SIGKILL") };
 }

@@ -5,7 +5,8 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { requestsPerMinute, type KeyService } from "../../auth/index.js";
-import { rateHeaders, type RateLimiter, type TokenQuota } from "../../ratelimit/index.js";
+import { KilnError, ServiceUnavailableError } from "../../../core/errors.js";
+import { rateHeaders, type RequestLimiter, type TokenQuota } from "../../ratelimit/index.js";
 import type { AppEnv } from "../env.js";
 
 export function authenticate(keys: KeyService): MiddlewareHandler<AppEnv> {
@@ -24,10 +25,13 @@ export function tokenQuota(quota: TokenQuota): MiddlewareHandler<AppEnv> {
   };
 }
 
-export function rateLimit(limiter: RateLimiter, standardRpm: number): MiddlewareHandler<AppEnv> {
+export function rateLimit(limiter: RequestLimiter, standardRpm: number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const id = c.get("identity");
-    const decision = limiter.hit(id.account, requestsPerMinute(id.tier, id.rpm, standardRpm));
+    const decision = await Promise.resolve(limiter.hit(id.account, requestsPerMinute(id.tier, id.rpm, standardRpm))).catch((err: unknown) => {
+      // a shared counter that cannot be reached refuses rather than lets every request through
+      throw err instanceof KilnError ? err : new ServiceUnavailableError("limits_unavailable", "the rate-limit store (Redis) cannot be reached; try again shortly");
+    });
     for (const [k, v] of Object.entries(rateHeaders(decision))) c.header(k, v);
     await next();
   };
