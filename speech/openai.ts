@@ -46,7 +46,8 @@ export interface VerboseSegment {
 /**
  * `response_format=verbose_json`: task, language (its English name, as OpenAI gives it), duration,
  * text and segments; `words` too when `timestamp_granularities[]` asked for them. Kiln's extras:
- * `language_code`, `language_probability` when detected, and speakers with diarization.
+ * `language_code`, `language_probability` when detected, `translated_to` with a `target_language`,
+ * and speakers with diarization.
  */
 export function verboseBody(t: Transcript, words: boolean): Record<string, unknown> {
   return {
@@ -54,6 +55,7 @@ export function verboseBody(t: Transcript, words: boolean): Record<string, unkno
     language: (WHISPER_LANGUAGES[t.language] ?? t.language).toLowerCase(),
     language_code: t.language,
     ...(t.language_probability !== undefined ? { language_probability: t.language_probability } : {}),
+    ...(t.translated_to ? { translated_to: t.translated_to } : {}),
     duration: t.duration,
     text: t.text,
     segments: t.segments.map(verboseSegment),

@@ -12,7 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentHandle } from "../agent/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessAgent, inProcessScheduler, spawnKiln, tempDir, until, NODE_TOKEN, type KilnProcess } from "./helpers/fleet.js";
-import { makeMedia, TEST_VAD, TEST_WHISPER_DIR } from "./helpers/speech.js";
+import { execFileSync } from "node:child_process";
+import { ffmpegPath } from "../agent/asr/ffmpeg.js";
+import { makeMedia, TEST_EMBEDDING, TEST_SEGMENTATION, TEST_VAD, TEST_WHISPER_DIR, twoVoices } from "./helpers/speech.js";
 
 const DATA = process.env.KILN_TEST_DATA;
 const JFK = DATA ? join(DATA, "audio", "jfk.mp3") : "";
@@ -141,6 +143,15 @@ describe("the openai client against kiln dev", () => {
     expect(srt).toMatch(/^1\n\d{2}:\d{2}:\d{2},\d{3} --> /);
   });
 
+  it("target_language translates through the node's chat model; diarize is refused where no node has diarization models", async () => {
+    const v = (await client.audio.transcriptions.create({ file: createReadStream(SHORT), model: "whisper-1", response_format: "verbose_json", target_language: "de", temperature_increment: 0 } as never)) as unknown as { translated_to?: string; text: string; segments: unknown[] };
+    expect(v.translated_to).toBe("de");
+    expect(v.segments.length).toBeGreaterThan(0);
+    const err = await client.audio.transcriptions.create({ file: createReadStream(SHORT), model: "whisper-1", diarize: true } as never).then(() => undefined, (e: unknown) => e);
+    expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
+    expect((err as InstanceType<typeof OpenAI.APIError>).message).toMatch(/with diarization/);
+  });
+
   it("/v1/models lists whisper-1 and the installed whisper models", async () => {
     const ids = [];
     for await (const m of client.models.list()) ids.push(m.id);
@@ -221,6 +232,29 @@ describe("the fleet path with agents of its own", () => {
     }
     expect(served).toEqual([2, 2]);
   }, 120_000);
+
+  it("diarize goes to the agent with diarization models, and its segments carry speakers", async () => {
+    const diarizing = await inProcessAgent(scheduler, { nodeId: "audio-speakers", serve: [], ...speech, segmentationModel: TEST_SEGMENTATION, embeddingModel: TEST_EMBEDDING });
+    agents.push(diarizing);
+    await until(() => scheduler.fleet.transcribes("whisper-1", ["diarization"]), 15_000, "a diarizing agent");
+    const voices = makeMedia(media, "voices.wav", { seconds: 8, source: twoVoices(8) });
+    const res = await post("transcriptions", { model: "whisper-1", diarize: "true", response_format: "verbose_json" }, voices);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { segments: { speaker?: string }[] };
+    expect(body.segments.length).toBeGreaterThan(0);
+    for (const s of body.segments) expect(s.speaker).toMatch(/^SPEAKER_\d\d$/);
+  }, 60_000);
+
+  it("a file over four hours is a 400 naming it, from the node's probe, before any transcription", async () => {
+    const path = join(tempDir(), "long.wav");
+    // 4 h 2 min of silence, as small as WAV goes (2 kHz, 8-bit: 29 MB)
+    execFileSync(ffmpegPath(), ["-v", "error", "-y", "-f", "lavfi", "-i", "anullsrc=r=2000:cl=mono", "-t", "14520", "-c:a", "pcm_u8", path]);
+    const res = await post("transcriptions", { model: "whisper-1" }, path);
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("invalid_audio");
+    expect(body.error.message).toMatch(/4-hour limit/);
+  }, 60_000);
 
   it("a client that goes away cancels the agent's job", async () => {
     const long = makeMedia(media, "long.mp3", { seconds: 120 });
