@@ -35,7 +35,8 @@ describe("WhisperPool", () => {
     copyFileSync(join(TEST_WHISPER_DIR, "ggml-base.bin"), join(dir, "ggml-small.bin"));
     // One tiny model takes ~10 MiB of file + 64 MiB per parallel state: room for one, not two,
     // in the engine process that the one-off sessions of `pool.decode` share one after another.
-    const pool = new WhisperPool({ dir, compute: "cpu", memoryBudgetMb: 120, parallel: 1, threads: 1, logger });
+    // no temperature fallback: the random-weight model would re-decode every window (this test is about loading)
+    const pool = new WhisperPool({ dir, compute: "cpu", memoryBudgetMb: 120, parallel: 1, threads: 1, temperatureFallback: false, logger });
     try {
       const loaded = async () => (await pool.status()).filter((m) => m.loaded).map((m) => m.name);
       expect((await pool.status()).filter((m) => m.installed).map((m) => m.name)).toEqual(["base", "small"]);
