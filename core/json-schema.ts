@@ -268,3 +268,19 @@ const APPLIES: Readonly<Record<string, readonly string[]>> = {
   array: ["items", "prefixItems", "minItems", "maxItems"],
   string: ["minLength", "maxLength", "format"],
 };
+
+/** A tool function's name, as OpenAI allows it: 1 to 64 letters, digits, `_` or `-`. */
+export const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * A tool's `parameters`, checked once for both sides (the scheduler's validation, the agent's
+ * re-check of the wire): the grammar's schema subset, an object at the root, and documentation
+ * that fits the prompt. The first problem, with its path in the schema ("" at the root).
+ */
+export function checkToolParameters(schema: unknown): SchemaProblem | undefined {
+  const problem = checkJsonSchema(schema);
+  if (problem) return problem;
+  if ((schema as Record<string, unknown>).type !== "object") return { path: "type", message: 'must be "object": the arguments are a JSON object' };
+  if (documentedBytes(schema) > MAX_DOCUMENTED_BYTES) return { path: "", message: documentationTooLarge(schema) };
+  return undefined;
+}

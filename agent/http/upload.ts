@@ -5,6 +5,7 @@
  * past the staging budget (charged chunk by chunk) stop it with the budget's error (507).
  * Text fields are collected (small, bounded); other file parts are drained and ignored.
  */
+import { formatBytes } from "../../core/bytes.js";
 import { createWriteStream, type WriteStream } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import { Transform } from "node:stream";
@@ -141,6 +142,3 @@ function storageFailure(err: unknown): KilnError {
   return new ServiceUnavailableError("upload_failed", `audio: the upload could not be stored (${code ?? "write failed"}); try again later`);
 }
 
-function formatBytes(n: number): string {
-  return n % 1024 ** 3 === 0 ? `${n / 1024 ** 3} GB` : n % 1024 ** 2 === 0 ? `${n / 1024 ** 2} MB` : `${n} bytes`;
-}

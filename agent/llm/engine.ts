@@ -7,7 +7,7 @@ import { createHash, randomInt } from "node:crypto";
 import { resolve } from "node:path";
 import { getLlama, LlamaLogLevel, type ChatHistoryItem, type ChatModelFunctions, type Llama, type LlamaContextSequence, type LlamaGpuType, type LlamaGrammar, type Token } from "node-llama-cpp";
 import { checkToolOrder, type ChatMessage, type ChatRole, type ResponseFormat, type Sampling, type ToolCallDelta, type ToolChoice, type ToolFunction } from "../../core/chat.js";
-import { checkJsonSchema, documentationTooLarge, documentedBytes, MAX_DOCUMENTED_BYTES, toGrammarSchema } from "../../core/json-schema.js";
+import { checkJsonSchema, checkToolParameters, documentedBytes, FUNCTION_NAME, toGrammarSchema } from "../../core/json-schema.js";
 import type { Logger } from "../../core/log.js";
 import type { GpuKind } from "../../core/prebuilt.js";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
@@ -355,11 +355,10 @@ function toolsOf(input: ChatTurn[] | { prompt: string }, options: GenerateOption
   if ((options.n ?? 1) > 1 || options.logprobs !== undefined || options.responseFormat) throw new InvalidToolsError("tools: not with n > 1, logprobs or response_format");
   const names = new Set<string>();
   for (const [i, tool] of options.tools.entries()) {
-    if (!/^[A-Za-z0-9_-]{1,64}$/.test(tool.name) || names.has(tool.name)) throw new InvalidToolsError(`tools[${i}].function.name: ${JSON.stringify(tool.name.slice(0, 64))} is not a unique name of 1 to 64 letters, digits, _ or -`);
+    if (!FUNCTION_NAME.test(tool.name) || names.has(tool.name)) throw new InvalidToolsError(`tools[${i}].function.name: ${JSON.stringify(tool.name.slice(0, 64))} is not a unique name of 1 to 64 letters, digits, _ or -`);
     names.add(tool.name);
-    const problem = tool.parameters ? checkJsonSchema(tool.parameters) : undefined;
+    const problem = tool.parameters ? checkToolParameters(tool.parameters) : undefined;
     if (problem) throw new InvalidToolsError(`tools[${i}].function.parameters${problem.path ? `.${problem.path}` : ""}: ${problem.message}`);
-    if (tool.parameters && documentedBytes(tool.parameters) > MAX_DOCUMENTED_BYTES) throw new InvalidToolsError(`tools[${i}].function.parameters: ${documentationTooLarge(tool.parameters)}`);
   }
   if (typeof choice === "object" && !names.has(choice.name)) throw new InvalidToolsError(`tool_choice: ${JSON.stringify(choice.name.slice(0, 64))} is not one of the tools`);
   return { functions: functionsFor(options.tools, choice), choice };

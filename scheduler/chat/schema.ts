@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { refusal } from "../../core/schema.js";
 import { MAX_CHOICES, MAX_TOP_LOGPROBS } from "../../core/chat.js";
-import { checkJsonSchema, documentationTooLarge, documentedBytes, MAX_DOCUMENTED_BYTES, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
+import { checkJsonSchema, checkToolParameters, FUNCTION_NAME, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
 import { describeValue, MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
 import { isCatalogModel } from "../../models/catalog.js";
 
@@ -26,8 +26,6 @@ export const MAX_SEED = 2 ** 32 - 1;
 export const MESSAGE_ROLES = ["system", "user", "assistant", "developer", "tool"] as const;
 /** Most tools one request may offer (OpenAI's limit). */
 export const MAX_TOOLS = 128;
-/** A function's name, as OpenAI allows it. */
-const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const functionName = () => z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(FUNCTION_NAME);
 
 type Check = (value: Record<string, unknown>) => { path: string[]; code: string; message: string } | undefined;
@@ -76,7 +74,7 @@ const Message = refuseFirst(
   z.looseObject({
     role: z.enum(MESSAGE_ROLES, { error: `one of ${MESSAGE_ROLES.join(", ")}` }),
     content: z.union([z.string(), z.array(TextPart)], { error: "a string or an array of content parts" }).nullish(),
-    name: z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(/^[A-Za-z0-9_-]{1,64}$/).nullish()
+    name: z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(FUNCTION_NAME).nullish()
       .meta({ description: "The participant's name: the message's text is given to the model as \"name: text\" (chat templates have no place of their own for it)." }),
     tool_calls: z.array(ToolCall, { error: "an array of tool calls" }).nullish()
       .meta({ description: "An assistant message's function calls (content may then be null), each answered by a tool message right after it." }),
@@ -91,10 +89,8 @@ const Message = refuseFirst(
 
 /** A function's parameters: the JSON Schema subset a grammar holds its arguments to, an object at the root. */
 const FunctionParameters = z.record(z.string(), z.unknown(), { error: "a JSON Schema object" }).superRefine((schema, ctx) => {
-  const problem = checkJsonSchema(schema);
+  const problem = checkToolParameters(schema);
   if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: { code: "invalid_tools" }, input: schema });
-  else if (schema.type !== "object") ctx.addIssue({ code: "custom", path: ["type"], message: 'must be "object": the arguments are a JSON object', params: { code: "invalid_tools" }, input: schema.type });
-  else if (documentedBytes(schema) > MAX_DOCUMENTED_BYTES) ctx.addIssue({ code: "custom", path: [], message: documentationTooLarge(schema), params: { code: "invalid_tools" }, input: schema });
 }).meta({ description: "JSON Schema of the arguments (type object at the root), the subset response_format's json_schema takes; the arguments are generated under a grammar from it, so they always parse and match it." });
 
 const Tool = refuseFirst(
@@ -125,7 +121,7 @@ const OutputSchema = z.record(z.string(), z.unknown(), { error: "a JSON Schema o
 const ResponseFormat = z.looseObject({
   type: z.enum(["text", "json_object", "json_schema"], { error: "one of text, json_object, json_schema" }),
   json_schema: z.looseObject({
-    name: z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(/^[A-Za-z0-9_-]{1,64}$/),
+    name: functionName(),
     description: z.string({ error: "a string" }).nullish(),
     schema: OutputSchema.nullish(),
     strict: z.boolean({ error: "a boolean" }).nullish().meta({ description: "The output is always held to the schema, strict or not." }),

@@ -8,6 +8,7 @@
  * the agent as it arrives; otherwise it is routed when the form ends. The answer is rendered in
  * `response_format`, or streamed as `transcript.text.delta` / `.done` events.
  */
+import { formatBytes } from "../../../core/bytes.js";
 import { mkdir, statfs } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import busboy from "busboy";
@@ -304,6 +305,3 @@ function respond(c: Context<AppEnv>, form: AudioForm, t: Transcript): Response {
   }
 }
 
-function formatBytes(n: number): string {
-  return n % 1024 ** 3 === 0 ? `${n / 1024 ** 3} GB` : n % 1024 ** 2 === 0 ? `${n / 1024 ** 2} MB` : `${n} bytes`;
-}

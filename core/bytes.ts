@@ -1,0 +1,4 @@
+/** A byte count as people write limits: `1 GB`, `256 MB`, or the bytes when neither divides it. */
+export function formatBytes(n: number): string {
+  return n % 1024 ** 3 === 0 ? `${n / 1024 ** 3} GB` : n % 1024 ** 2 === 0 ? `${n / 1024 ** 2} MB` : `${n} bytes`;
+}
