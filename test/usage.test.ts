@@ -81,6 +81,33 @@ describe("GET /v1/usage", () => {
     expect((await usage(base, otherKey)).body.data).toEqual([]); // another account sees none of it
   }, 60_000);
 
+  it("charges a completion whose client went away mid-stream the tokens generated before the agent stopped", async () => {
+    const { token: key } = await scheduler.keys.create({ account: "walked-away", tier: "pro" });
+    // every token forced to one that is not the end: the reply runs to max_tokens unless it is cut short
+    const forced = await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "x" }], max_tokens: 1, temperature: 0 });
+    expect(forced.status).toBe(200);
+    const ac = new AbortController();
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, signal: ac.signal,
+      body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "go on" }], max_tokens: 2000, stream: true, logit_bias: { "100": 100 } }),
+    });
+    const reader = res.body!.getReader();
+    let seen = "";
+    while (!/"content":"[^"]+"/.test(seen)) seen += new TextDecoder().decode((await reader.read()).value);
+    ac.abort();
+    let rows: UsageDay[] = [];
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      rows = (await usage(base, key)).body.data;
+      if (rows.reduce((n, d) => n + d.requests, 0) === 2) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const total = rows.reduce((n, d) => n + d.completion_tokens, 0) - forced.body.usage.completion_tokens;
+    expect(rows.reduce((n, d) => n + d.requests, 0)).toBe(2);
+    expect(total).toBeGreaterThan(0); // what it generated is charged…
+    expect(total).toBeLessThan(2000); // …and it was cut short
+  }, 30_000);
+
   it("refuses dates that are not days, a range backwards or longer than a year, naming the field", async () => {
     const { token: key } = await scheduler.keys.create({ account: "dates", tier: "free" });
     for (const [query, field] of [["?start_date=2026-02-30", "start_date"], ["?end_date=yesterday", "end_date"], ["?start_date=2026-05-02&end_date=2026-05-01", "start_date"], ["?start_date=2024-01-01&end_date=2026-01-01", "start_date"]] as const) {

@@ -14,7 +14,7 @@ import type { ChatMessage__Output } from "../../proto/gen/kiln/v1/ChatMessage.js
 import { responseFormatFromProto, samplingFromProto } from "../../proto/sampling.js";
 import { toolFieldsFromProto, toolsFromProto } from "../../proto/tools.js";
 import { diskOf } from "../hardware/index.js";
-import { InvalidResponseFormatError, InvalidToolsError, LlmEngineError, type ChatTurn, type GenerateOptions, type LlmEngine, type TokenLogprob } from "../llm/index.js";
+import { GenerationAbortedError, InvalidResponseFormatError, InvalidToolsError, LlmEngineError, type ChatTurn, type GenerateOptions, type LlmEngine, type TokenLogprob } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
 import type { FleetTranscriptions } from "./transcriptions.js";
 import { ChunkBatcher, type Piece, type WireLogprob } from "./coalesce.js";
@@ -211,7 +211,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       const sentOutput = failed();
       const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
       if (e.code !== "cancelled") this.options.logger.warn({ requestId: trace, code: e.code, err: e.message }, `${what} failed`);
-      send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentOutput } });
+      const used = e instanceof GenerationAbortedError ? e.usage : undefined;
+      send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentOutput, ...(used ? { usage: { prompt_tokens: used.promptTokens, completion_tokens: used.completionTokens } } : {}) } });
     } finally {
       this.running.delete(id);
     }

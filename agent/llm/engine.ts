@@ -217,7 +217,7 @@ export class LlmEngine {
           ...(options.onText ? { onText: (text: string) => options.onText!(text, undefined, 0) } : {}),
           ...(options.onToolCall ? { onToolCall: options.onToolCall } : {}),
         });
-        if (turn.stopReason === "abort") throw new GenerationAbortedError();
+        if (turn.stopReason === "abort") throw new GenerationAbortedError({ promptTokens, completionTokens: turn.completionTokens });
         const finishReason: FinishReason = turn.stopReason === "eog" ? "stop" : turn.stopReason;
         return {
           text: turn.text, finishReason, promptTokens, cachedTokens: turn.cachedTokens, completionTokens: turn.completionTokens,
@@ -234,7 +234,7 @@ export class LlmEngine {
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.onText ? { onText: (text: string, logprobs?: TokenLogprob[]) => options.onText!(text, logprobs, index) } : {}),
       })));
-      if (turns.some((t) => t.stopReason === "abort")) throw new GenerationAbortedError();
+      if (turns.some((t) => t.stopReason === "abort")) throw new GenerationAbortedError({ promptTokens, completionTokens: turns.reduce((sum, t) => sum + t.completionTokens, 0) });
       const choices = turns.map((t) => ({ text: t.text, finishReason: t.stopReason === "length" ? "length" as const : "stop" as const, completionTokens: t.completionTokens }));
       return {
         text: choices[0]!.text, finishReason: choices[0]!.finishReason, choices, promptTokens,

@@ -107,7 +107,8 @@ export class ModelNotServedError extends LlmEngineError {
 
 /** Generation stopped because the caller's AbortSignal fired. */
 export class GenerationAbortedError extends LlmEngineError {
-  constructor() {
+  /** @param usage what the request used before it stopped, when it got that far (its account is charged for it). */
+  constructor(readonly usage?: { promptTokens: number; completionTokens: number }) {
     super("cancelled", "generation was cancelled");
   }
 }

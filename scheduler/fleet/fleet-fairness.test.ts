@@ -93,7 +93,7 @@ describe("Fleet fairness across accounts", () => {
     void submit(f, "A", "a2");
     void submit(f, "B", "b1");
     // a1 fails before any text, retryably: it goes before a2, and B (never served) still goes first.
-    f.receive("a", a, { body: "error", error: { request_id: a.idOf("a1"), code: "draining", message: "draining", retryable: true } });
+    f.receive("a", a, { body: "error", error: { request_id: a.idOf("a1"), code: "draining", message: "draining", retryable: true, usage: null } });
     expect(a.dispatched()).toEqual(["a1", "b1"]);
     done(f, "a", a, "b1");
     expect(a.dispatched()).toEqual(["a1", "b1", "a1"]);

@@ -192,7 +192,7 @@ describe("Fleet routing", () => {
     const events = drain(f.submit(request));
     for (let i = 0; i < 2; i++) {
       const id = a.requests().at(-1)!;
-      f.receive("a", a, { body: "error", error: { request_id: id, code: "draining", message: "draining", retryable: true } });
+      f.receive("a", a, { body: "error", error: { request_id: id, code: "draining", message: "draining", retryable: true, usage: null } });
     }
     await expect(events).rejects.toMatchObject({ status: 502, code: "agents_failed" });
     f.close();
@@ -205,7 +205,7 @@ describe("Fleet routing", () => {
     f.attach(register("b", 1), b);
     const events = drain(f.submit(request));
     expect([a.requests().length, b.requests().length]).toEqual([1, 0]); // a tie: the first node
-    f.receive("a", a, { body: "error", error: { request_id: a.requests()[0]!, code: "draining", message: "draining", retryable: true } });
+    f.receive("a", a, { body: "error", error: { request_id: a.requests()[0]!, code: "draining", message: "draining", retryable: true, usage: null } });
     // a's slot is free again and as loaded as b's, yet the retry goes to b.
     expect([a.requests().length, b.requests().length]).toEqual([1, 1]);
     const id = b.requests()[0]!;
@@ -220,7 +220,7 @@ describe("Fleet routing", () => {
     const a = new RecordingLink();
     f.attach(register("a", 1), a);
     const events = drain(f.submit(request));
-    f.receive("a", a, { body: "error", error: { request_id: a.requests()[0]!, code: "draining", message: "draining", retryable: true } });
+    f.receive("a", a, { body: "error", error: { request_id: a.requests()[0]!, code: "draining", message: "draining", retryable: true, usage: null } });
     expect(a.requests()).toHaveLength(2);
     const id = a.requests()[1]!;
     f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 0, cached_tokens: 0 }, finish_reasons: [] } });
@@ -250,8 +250,33 @@ describe("Fleet routing", () => {
     expect(a.sent.at(-1)).toEqual({ cancel: { request_id: id } });
     f.submit(request);
     expect(a.requests()).toHaveLength(1); // still held
-    f.receive("a", a, { body: "error", error: { request_id: id, code: "cancelled", message: "cancelled", retryable: false } });
+    f.receive("a", a, { body: "error", error: { request_id: id, code: "cancelled", message: "cancelled", retryable: false, usage: null } });
     expect(a.requests()).toHaveLength(2); // freed and given to the queued one
+    f.close();
+  });
+
+  it("tells a request's usage once: with its done, or with the agent's answer to its cancel, never for a failure", async () => {
+    const f = fleet({ queueSize: 8 });
+    const a = new RecordingLink();
+    f.attach(register("a", 4), a);
+    const told: string[] = [];
+    const onUsage = (name: string) => (u: { promptTokens: number; completionTokens: number }) => told.push(`${name} ${u.promptTokens}+${u.completionTokens}`);
+    const usage = (p: number, c: number) => ({ prompt_tokens: p, completion_tokens: c, cached_tokens: 0 });
+
+    const done = drain(f.submit({ ...request, onUsage: onUsage("done") }));
+    f.receive("a", a, { body: "done", done: { request_id: a.requests()[0]!, finish_reason: "stop", usage: usage(7, 3), finish_reasons: [] } });
+    await done;
+
+    const ac = new AbortController();
+    f.submit({ ...request, onUsage: onUsage("cancelled") }, ac.signal);
+    ac.abort();
+    f.receive("a", a, { body: "error", error: { request_id: a.requests()[1]!, code: "cancelled", message: "cancelled", retryable: false, usage: usage(7, 42) } });
+
+    const failed = drain(f.submit({ ...request, onUsage: onUsage("failed") })).catch(() => undefined);
+    f.receive("a", a, { body: "error", error: { request_id: a.requests()[2]!, code: "engine_error", message: "boom", retryable: false, usage: usage(7, 5) } });
+    await failed;
+
+    expect(told).toEqual(["done 7+3", "cancelled 7+42"]);
     f.close();
   });
 

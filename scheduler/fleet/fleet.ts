@@ -53,6 +53,19 @@ interface Job {
   assigned?: { agent: Agent; pool: PoolState & { peak: number } };
   queuedTimer?: NodeJS.Timeout;
   cancelled: boolean;
+  /** Whether `request.onUsage` was called (it is, at most once). */
+  usageTold?: boolean;
+}
+
+/** Tells the job's `onUsage` what it used, once; a listener's failure never reaches the fleet. */
+function tellUsage(job: Job, promptTokens: number, completionTokens: number): void {
+  if (job.usageTold || !job.request.onUsage) return;
+  job.usageTold = true;
+  try {
+    job.request.onUsage({ promptTokens, completionTokens });
+  } catch {
+    // the usage ledger logs its own failures
+  }
 }
 
 /** The opaque cache scope of an account (CompletionRequest.cache_scope): agents never learn account names. */
@@ -255,6 +268,8 @@ export class Fleet {
         const err = message.error!;
         if (this.audio.owns(err.request_id)) return this.audio.error(agent, err);
         const job = this.finish(agent, err.request_id);
+        // a completion cancelled by its client is charged what it generated before it stopped
+        if (job?.cancelled && err.usage) tellUsage(job, err.usage.prompt_tokens, err.usage.completion_tokens);
         if (!job || job.cancelled) return;
         if (err.retryable && !job.started) {
           job.failedOn.add(nodeId);
@@ -478,9 +493,14 @@ export class Fleet {
   private settle(agent: Agent, requestId: string, last: (pool: PoolState | undefined) => CompletionEvent): void {
     const pool = agent.jobs.get(requestId)?.assigned?.pool; // before finish() unassigns it
     const job = this.finish(agent, requestId);
-    if (!job || job.cancelled) return;
+    if (!job) return;
+    const event = last(pool);
+    // answered: charged whether or not its client is still there to read it
+    if (event.type === "done") tellUsage(job, event.promptTokens, event.completionTokens);
+    else if (event.type === "embeddings") tellUsage(job, event.promptTokens, 0);
+    if (job.cancelled) return;
     job.started = true;
-    job.channel.push(last(pool));
+    job.channel.push(event);
     job.channel.end();
   }
 

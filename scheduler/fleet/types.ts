@@ -33,6 +33,11 @@ export interface CompletionRequest {
    * Never sent to agents.
    */
   account?: string;
+  /**
+   * Told, once, what the request used: with its `done` (or embeddings), or with the agent's answer to
+   * a cancel (the tokens generated before the client went away). Never for a request that failed. Not sent to agents.
+   */
+  onUsage?: (used: { promptTokens: number; completionTokens: number }) => void;
 }
 
 /** A generated token's log probability and its alternatives, as the agent reports it. */

@@ -1,2 +1,1 @@
-export { dayOf, UsageLedger, type UsageDay, type UsageKind, type UsageLedgerOptions, type UsageRow } from "./ledger.js";
-export { metered, type UsageOwner } from "./meter.js";
+export { dayOf, UsageLedger, type UsageDay, type UsageKind, type UsageLedgerOptions, type UsageOwner, type UsageRow } from "./ledger.js";

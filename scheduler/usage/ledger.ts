@@ -26,6 +26,9 @@ export interface UsageRow {
   at?: number;
 }
 
+/** Who a request's usage belongs to, and what kind it is: a row less what was used. */
+export type UsageOwner = Omit<UsageRow, "promptTokens" | "completionTokens" | "audioSeconds" | "at">;
+
 /** One day and model of an account's usage (`GET /v1/usage`). */
 export interface UsageDay {
   /** UTC, `YYYY-MM-DD`. */

@@ -6,7 +6,6 @@ import { Hono } from "hono";
 import { UpstreamError } from "../../../core/errors.js";
 import { readJsonBody } from "../../../core/http/index.js";
 import { embeddingsBody, validateEmbeddings } from "../../chat/embeddings.js";
-import { metered } from "../../usage/index.js";
 import type { AppEnv } from "../env.js";
 import { IGNORED_FIELDS_HEADER, ignoredFieldsHeader, type GenerationDeps } from "./generate.js";
 
@@ -19,7 +18,8 @@ export function embeddingsRoutes({ fleet, usage, maxBodyBytes, metrics, cap }: G
       if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
       const signal = c.req.raw.signal;
       const owner = { account, keyId, model: body.model, kind: "embedding" as const, requestId: c.get("requestId") };
-      for await (const e of metrics.measure(metered(fleet.submit({ ...body, account }, signal, c.get("requestId")), usage, owner), body.model)) {
+      const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });
+      for await (const e of metrics.measure(fleet.submit({ ...body, account, onUsage }, signal, c.get("requestId")), body.model)) {
         if (e.type === "embeddings") return c.json(embeddingsBody(body.model, e.vectors, e.promptTokens, body.base64));
       }
       throw new UpstreamError("agent_error", "the agent ended the request without its embeddings");

@@ -11,7 +11,7 @@
  * away. Beyond the cap it is a 429 `too_many_requests_in_flight`. While every slot is busy it waits in
  * its account's queue (the fleet serves the accounts' queues in turn).
  */
-import { metered, type UsageKind, type UsageLedger } from "../../usage/index.js";
+import type { UsageKind, UsageLedger } from "../../usage/index.js";
 import { Hono, type Context } from "hono";
 import { KilnError, UpstreamError } from "../../../core/errors.js";
 import type { SchedulerMetrics } from "../../metrics.js";
@@ -110,7 +110,8 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
         if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
         if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
         const owner = { account, keyId, model: body.model, kind: api.usageKind, requestId: c.get("requestId") };
-        const events = metrics.measure(metered(fleet.submit({ ...body, account }, signal, c.get("requestId")), usage, owner), body.model);
+        const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });
+        const events = metrics.measure(fleet.submit({ ...body, account, onUsage }, signal, c.get("requestId")), body.model);
         const first = await events.next(); // throws the KilnError of a request that never started
         const answer: Answer = { id: api.newId(), created: Math.floor(Date.now() / 1000), model: body.model };
         if (!body.stream) return c.json(await collect(api, body, answer, events, first) as object);
