@@ -148,7 +148,7 @@ describe("the ledger across a crash", () => {
 
 describe("token quotas", () => {
   it("refuse an account's next request once its tokens per minute are spent, with the headers; other tiers and accounts go on", async () => {
-    const scheduler = await inProcessScheduler({ tokensPerMinute: "free=5", tokensPerDay: "free=0" });
+    const scheduler = await inProcessScheduler({ tokensPerMinute: "free=40", tokensPerDay: "free=0" });
     const agent = await inProcessAgent(scheduler);
     try {
       await waitForAgents(scheduler, 1);
@@ -158,13 +158,19 @@ describe("token quotas", () => {
       const body = { model: MODEL_ID, messages: [{ role: "user", content: "a prompt of more than five tokens, surely" }], max_tokens: 2 };
       const first = await postChat(base, free, body);
       expect(first.status).toBe(200);
-      expect(first.headers.get("x-ratelimit-limit-tokens")).toBe("5");
-      expect(first.headers.get("x-ratelimit-remaining-tokens")).toBe("5");
-      const second = await postChat(base, free, body);
-      expect(second.status).toBe(429);
-      expect(second.body.error.code).toBe("token_quota_exceeded");
-      expect(second.headers.get("x-ratelimit-remaining-tokens")).toBe("0");
-      expect(Number(second.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(first.headers.get("x-ratelimit-limit-tokens")).toBe("40");
+      expect(first.headers.get("x-ratelimit-remaining-tokens")).toBe("40");
+      // each request uses about half of the 40: within a few the minute is spent
+      let refused: Awaited<ReturnType<typeof postChat>> | undefined;
+      let used = first.body.usage.total_tokens as number;
+      for (let i = 0; i < 5 && !refused; i++) {
+        const res = await postChat(base, free, body);
+        if (res.status === 429) refused = res;
+        else used += res.body.usage.total_tokens;
+      }
+      expect(refused?.body.error.code).toBe("token_quota_exceeded");
+      expect(Number(refused!.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(used).toBeLessThan(40 + first.body.usage.total_tokens); // refused once the quota could not hold the next one
       expect((await postChat(base, pro, body)).status).toBe(200); // no quota on pro by default
       expect((await postChat(base, pro, body)).status).toBe(200);
     } finally {
@@ -175,7 +181,7 @@ describe("token quotas", () => {
 
   it("count the day from the ledger: a restarted scheduler still refuses an account that spent its day", async () => {
     const db = join(tempDir(), "kiln.db");
-    const quotas = { db, tokensPerMinute: "free=0", tokensPerDay: "free=5" };
+    const quotas = { db, tokensPerMinute: "free=0", tokensPerDay: "free=40" };
     const first = await inProcessScheduler(quotas);
     const agent = await inProcessAgent(first);
     const { token } = await first.keys.create({ account: "daily", tier: "free" });
@@ -183,6 +189,9 @@ describe("token quotas", () => {
     try {
       await waitForAgents(first, 1);
       expect((await postChat(httpBase(first), token, body)).status).toBe(200);
+      let status = 200;
+      for (let i = 0; i < 5 && status === 200; i++) status = (await postChat(httpBase(first), token, body)).status;
+      expect(status).toBe(429); // the day is spent
     } finally {
       await agent.close();
       await first.close();
@@ -192,7 +201,7 @@ describe("token quotas", () => {
       const res = await postChat(httpBase(again), token, body);
       expect(res.status).toBe(429);
       expect(res.body.error.code).toBe("token_quota_exceeded");
-      expect(res.headers.get("x-ratelimit-limit-tokens-day")).toBe("5");
+      expect(res.headers.get("x-ratelimit-limit-tokens-day")).toBe("40");
     } finally {
       await again.close();
     }

@@ -35,7 +35,7 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   app.route("/", dashboardRoutes({ keys: deps.keys, mcp: deps.mcp, maxBodyBytes: deps.maxBodyBytes, ...(deps.adminToken ? { adminToken: deps.adminToken } : {}) }));
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
   for (const path of ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"]) app.use(path, tokenQuota(deps.tokens));
-  const generation = { fleet: deps.fleet, usage: deps.usage, maxBodyBytes: deps.maxBodyBytes, logger: deps.logger, metrics: deps.metrics, cap: { inflight: deps.inflight, maxInflight: deps.maxInflight } };
+  const generation = { fleet: deps.fleet, usage: deps.usage, tokens: deps.tokens, maxBodyBytes: deps.maxBodyBytes, logger: deps.logger, metrics: deps.metrics, cap: { inflight: deps.inflight, maxInflight: deps.maxInflight } };
   app.route("/v1/chat/completions", chatRoutes(generation, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));
   app.route("/v1/completions", completionsRoutes(generation));
   app.route("/v1/embeddings", embeddingsRoutes(generation));

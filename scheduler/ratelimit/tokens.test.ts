@@ -32,6 +32,19 @@ describe("TokenQuota", () => {
     expect(asked).toEqual(["a 2026-11-24", "a 2026-11-25"]);
   });
 
+  it("holds what requests in flight may use: several sent at once cannot all pass a nearly spent quota", () => {
+    const now = Date.parse("2026-11-24T12:00:00Z");
+    const q = new TokenQuota({ perMinute: { ...none, free: 100 }, perDay: none, usedOn: () => 0, now: () => now, monotonic: () => now });
+    q.add("a", 50);
+    const first = q.reserve("a", "free", 40);
+    expect(() => q.reserve("a", "free", 40)).toThrow(expect.objectContaining({ code: "token_quota_exceeded", message: expect.stringMatching(/^max_tokens:/) }));
+    expect(q.check("a", "free")["x-ratelimit-remaining-tokens"]).toBe("10");
+    first();
+    first(); // given back once
+    expect(q.check("a", "free")["x-ratelimit-remaining-tokens"]).toBe("50");
+    expect(q.reserve("a", "pro", 1_000_000)).toBeTypeOf("function"); // no quota on that tier
+  });
+
   it("with both quotas spent, tells the longer wait and both sets of headers", () => {
     const now = Date.parse("2026-11-24T12:00:00Z");
     const q = new TokenQuota({ perMinute: { ...none, free: 10 }, perDay: { ...none, free: 10 }, usedOn: () => 0, now: () => now, monotonic: () => now });

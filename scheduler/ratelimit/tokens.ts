@@ -27,6 +27,8 @@ const DAY_MS = 86_400_000;
 export class TokenQuota {
   /** Each account's counted tokens of the last 60 s, oldest first, with their sum. */
   private readonly minute = new Map<string, { entries: { at: number; tokens: number }[]; sum: number }>();
+  /** Tokens held for each account's requests being answered (their max_tokens and prompt estimates). */
+  private readonly reserved = new Map<string, number>();
   /** Each account's tokens of its current UTC day. */
   private readonly day = new Map<string, { day: string; used: number }>();
   private readonly now: () => number;
@@ -51,8 +53,9 @@ export class TokenQuota {
     if (perMinute > 0) {
       const now = this.monotonic();
       const window = this.window(account, now);
+      const used = window.sum + (this.reserved.get(account) ?? 0);
       let resetMs = window.entries.length ? window.entries[0]!.at + WINDOW_MS - now : 0;
-      if (window.sum >= perMinute) {
+      if (used >= perMinute) {
         // admitted again once enough of the window's tokens have left it
         let left = window.sum;
         for (const e of window.entries) {
@@ -60,17 +63,17 @@ export class TokenQuota {
           resetMs = e.at + WINDOW_MS - now;
           if (left < perMinute) break;
         }
-        spent.push({ what: `${window.sum} of its ${perMinute} tokens per minute`, waitMs: resetMs });
+        spent.push({ what: `${used} of its ${perMinute} tokens per minute`, waitMs: Math.max(resetMs, 1000) });
       }
-      Object.assign(headers, tokenHeaders({ limit: perMinute, remaining: perMinute - window.sum, resetMs }, ""));
+      Object.assign(headers, tokenHeaders({ limit: perMinute, remaining: perMinute - used, resetMs }, ""));
     }
     const perDay = this.options.perDay[tier];
     if (perDay > 0) {
       const now = this.now();
-      const today = this.today(account, now);
+      const used = this.today(account, now).used + (this.reserved.get(account) ?? 0);
       const resetMs = DAY_MS - (now % DAY_MS);
-      if (today.used >= perDay) spent.push({ what: `${today.used} of its ${perDay} tokens for today (UTC)`, waitMs: resetMs });
-      Object.assign(headers, tokenHeaders({ limit: perDay, remaining: perDay - today.used, resetMs }, "-day"));
+      if (used >= perDay) spent.push({ what: `${used} of its ${perDay} tokens for today (UTC)`, waitMs: resetMs });
+      Object.assign(headers, tokenHeaders({ limit: perDay, remaining: perDay - used, resetMs }, "-day"));
     }
     if (spent.length > 0) {
       // the longest wait: a client told to come back in seconds while its day is spent would only be refused again
@@ -81,6 +84,36 @@ export class TokenQuota {
       throw err;
     }
     return headers;
+  }
+
+  /**
+   * Holds `tokens` of the account's quotas while a request is answered (its max_tokens and an
+   * estimate of its prompt), so that requests sent at once cannot all pass a nearly spent quota;
+   * throws the 429 when they do not fit. The returned function gives them back (once), when the
+   * request has ended: what it really used is counted by `add`.
+   */
+  reserve(account: string, tier: Tier, tokens: number): () => void {
+    const perMinute = this.options.perMinute[tier];
+    const perDay = this.options.perDay[tier];
+    if (tokens <= 0 || (perMinute === 0 && perDay === 0)) return () => undefined;
+    const held = this.reserved.get(account) ?? 0;
+    const fits = (limit: number, used: number) => limit === 0 || used + held + tokens <= limit;
+    const minuteUsed = perMinute > 0 ? this.window(account, this.monotonic()).sum : 0;
+    const dayUsed = perDay > 0 ? this.today(account, this.now()).used : 0;
+    if (!fits(perMinute, minuteUsed) || !fits(perDay, dayUsed)) {
+      const limit = !fits(perMinute, minuteUsed) ? `${perMinute} tokens per minute` : `${perDay} tokens for today (UTC)`;
+      const waitMs = !fits(perMinute, minuteUsed) ? WINDOW_MS : DAY_MS - (this.now() % DAY_MS);
+      throw new RateLimitError(`max_tokens: this request may use about ${tokens} tokens (its max_tokens and prompt), which the account's ${limit} cannot hold now (${held} held by its requests in flight); lower max_tokens or retry later`, Math.ceil(waitMs / 1000), "token_quota_exceeded");
+    }
+    this.reserved.set(account, held + tokens);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.reserved.get(account) ?? tokens) - tokens;
+      if (left > 0) this.reserved.set(account, left);
+      else this.reserved.delete(account);
+    };
   }
 
   /**

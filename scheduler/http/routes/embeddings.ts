@@ -9,12 +9,15 @@ import { embeddingsBody, validateEmbeddings } from "../../chat/embeddings.js";
 import type { AppEnv } from "../env.js";
 import { IGNORED_FIELDS_HEADER, ignoredFieldsHeader, type GenerationDeps } from "./generate.js";
 
-export function embeddingsRoutes({ fleet, usage, maxBodyBytes, metrics, cap }: GenerationDeps): Hono<AppEnv> {
+export function embeddingsRoutes({ fleet, usage, tokens, maxBodyBytes, metrics, cap }: GenerationDeps): Hono<AppEnv> {
   return new Hono<AppEnv>().post("/", async (c) => {
     const { account, tier, keyId } = c.get("identity");
     const release = cap.inflight.acquire(account, cap.maxInflight[tier]);
+    let unreserve = (): void => undefined;
     try {
       const body = validateEmbeddings(await readJsonBody(c, maxBodyBytes));
+      // the account's token quotas hold the inputs' tokens (four characters a token) until the answer
+      unreserve = tokens.reserve(account, tier, Math.ceil(body.embed.inputs.reduce((n, t) => n + t.length, 0) / 4));
       if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
       const signal = c.req.raw.signal;
       const owner = { account, keyId, model: body.model, kind: "embedding" as const, requestId: c.get("requestId") };
@@ -24,6 +27,7 @@ export function embeddingsRoutes({ fleet, usage, maxBodyBytes, metrics, cap }: G
       }
       throw new UpstreamError("agent_error", "the agent ended the request without its embeddings");
     } finally {
+      unreserve();
       release();
     }
   });

@@ -12,6 +12,7 @@
  * its account's queue (the fleet serves the accounts' queues in turn).
  */
 import type { UsageKind, UsageLedger } from "../../usage/index.js";
+import type { TokenQuota } from "../../ratelimit/index.js";
 import { Hono, type Context } from "hono";
 import { KilnError, UpstreamError } from "../../../core/errors.js";
 import type { SchedulerMetrics } from "../../metrics.js";
@@ -85,6 +86,7 @@ export interface GenerationApi<B extends GenerationBody> {
 export interface GenerationDeps {
   fleet: Fleet;
   usage: UsageLedger;
+  tokens: TokenQuota;
   maxBodyBytes: number;
   logger: Logger;
   metrics: SchedulerMetrics;
@@ -92,7 +94,7 @@ export interface GenerationDeps {
 }
 
 export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>, deps: GenerationDeps): Hono<AppEnv> {
-  const { fleet, usage, maxBodyBytes, logger, metrics, cap } = deps;
+  const { fleet, usage, tokens, maxBodyBytes, logger, metrics, cap } = deps;
   return new Hono<AppEnv>().post(
     "/",
     async (c) => {
@@ -107,6 +109,8 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
       try {
         const body = api.validate(await readJsonBody(c, maxBodyBytes));
         for (let i = 1; i < (body.n ?? 1); i++) places.push(cap.inflight.acquire(account, cap.maxInflight[tier]));
+        // the account's token quotas hold what the request may use until it ends
+        places.push(tokens.reserve(account, tier, tokenEstimate(body)));
         if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
         if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
         const owner = { account, keyId, model: body.model, kind: api.usageKind, requestId: c.get("requestId") };
@@ -122,6 +126,12 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
       }
     },
   );
+}
+
+/** What a request may use at most, roughly: its max_tokens for each choice, and its prompt at four characters a token. */
+export function tokenEstimate(body: Pick<GenerationBody, "messages" | "prompt" | "maxTokens" | "n">): number {
+  const chars = (body.prompt?.length ?? 0) + body.messages.reduce((n, m) => n + (typeof m.content === "string" ? m.content.length : 0), 0);
+  return Math.ceil(chars / 4) + (body.maxTokens ?? 0) * (body.n ?? 1);
 }
 
 /**
