@@ -1,11 +1,10 @@
 /**
  * A transcript in the shapes of OpenAI's audio API (`/v1/audio/transcriptions` and `/translations`):
- * `json`, `text`, `verbose_json` (segments, and words when asked), `srt` and `vtt` (Kiln's subtitle
- * cues, `./formats.ts`), and the streamed `transcript.text.*` events.
+ * `json`, `text`, `verbose_json` (segments, and words when asked; `srt` and `vtt` are Kiln's subtitle
+ * cues, `./formats.ts` `render`), and the streamed `transcript.text.*` events.
  */
 import { deflateSync } from "node:zlib";
 import { WHISPER_LANGUAGES } from "../models/whisper.js";
-import { render } from "./formats.js";
 import type { Segment, Transcript } from "./transcript.js";
 
 /** OpenAI's `usage` of an audio request billed by duration: whole seconds, rounded up. */
@@ -21,11 +20,6 @@ export function jsonBody(t: Transcript): { text: string; usage: { type: "duratio
 /** `response_format=text`: the text and a line end. */
 export function textBody(t: Transcript): string {
   return `${t.text}\n`;
-}
-
-/** `srt` or `vtt`: the subtitle cues of the transcript's timed words. */
-export function subtitleBody(t: Transcript, format: "srt" | "vtt"): string {
-  return render(t, format);
 }
 
 export interface VerboseSegment {

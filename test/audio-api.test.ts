@@ -296,3 +296,39 @@ function readFileSyncCached(path: string): Buffer {
   if (!data) cache.set(path, data = readFileSync(path));
   return data;
 }
+
+describe("the audio uploads one account may hold", () => {
+  it("a second upload while the first still streams is a 429 for that account, not for another", async () => {
+    const spool = tempDir();
+    const scheduler = await inProcessScheduler({ audioUploadsPerAccount: "1", spoolDir: spool });
+    const { token: key } = await scheduler.keys.create({ account: "hoarder", tier: "pro" });
+    const { token: other } = await scheduler.keys.create({ account: "neighbour", tier: "pro" });
+    const boundary = "kiln-test";
+    let push!: ReadableStreamDefaultController<Uint8Array>;
+    const body = new ReadableStream<Uint8Array>({ start(c) { push = c; } });
+    const first = fetch(`${httpBase(scheduler)}/v1/audio/transcriptions`, {
+      method: "POST", body, duplex: "half",
+      headers: { authorization: `Bearer ${key}`, "content-type": `multipart/form-data; boundary=${boundary}` },
+    } as RequestInit).catch(() => undefined);
+    push.enqueue(new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\n`));
+    try {
+      await until(() => readdirSync(spool).length > 0, 5000, "the first upload to be spooled");
+      const again = async (token: string) => {
+        const form = new FormData();
+        form.append("model", "whisper-1");
+        form.append("file", new Blob([new Uint8Array(16)]), "b.wav");
+        return fetch(`${httpBase(scheduler)}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form });
+      };
+      const refused = await again(key);
+      expect(refused.status).toBe(429);
+      const error = ((await refused.json()) as { error: { code: string; message: string } }).error;
+      expect(error.code).toBe("too_many_requests_in_flight");
+      expect(error.message).toMatch(/^file: .*audio requests/);
+      expect((await again(other)).status).not.toBe(429); // another account's upload goes on (to a 503: no agent here)
+    } finally {
+      push.error(new Error("done"));
+      await first;
+      await scheduler.close();
+    }
+  });
+});

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InsufficientStorageError } from "../../core/errors.js";
-import { freeBytes, StagingBudget } from "./budget.js";
+import { freeBytes } from "../../core/disk.js";
+import { StagingBudget } from "./budget.js";
 
 const MB = 1024 ** 2;
 const dir = mkdtempSync(join(tmpdir(), "kiln-budget-"));

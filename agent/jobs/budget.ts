@@ -6,7 +6,7 @@
  * one without a length is charged as it streams. The disk itself is asked (statfs) before an
  * upload starts and every `CHECK_EVERY` bytes, so other writers on the same disk count too.
  */
-import { statfs } from "node:fs/promises";
+import { freeBytes } from "../../core/disk.js";
 import { InsufficientStorageError } from "../../core/errors.js";
 
 /** Free bytes the disk keeps whatever the budget says: uploads stop before the disk is full. */
@@ -23,11 +23,6 @@ export interface StagingBudgetOptions {
   floorBytes?: number;
 }
 
-/** Free bytes on the file system holding `dir` (what an unprivileged writer may use). */
-export async function freeBytes(dir: string): Promise<number> {
-  const s = await statfs(dir);
-  return s.bavail * s.bsize;
-}
 
 export class StagingBudget {
   private used = 0;

@@ -2,7 +2,7 @@
  * The job service's error path when the store itself fails: a real Transcriber (ffmpeg refuses a
  * file that is not audio) and a real SQLite store that refuses writes.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
@@ -11,6 +11,7 @@ import type { Logger } from "../../core/log.js";
 import { TEST_VAD, TEST_WHISPER_DIR } from "../../test/helpers/speech.js";
 import { Transcriber, WhisperPool } from "../asr/index.js";
 import { JobService } from "./service.js";
+import { JobStore } from "./store.js";
 
 describe("JobService", () => {
   it("logs, with the job id, a failure to record a job's outcome; nothing becomes an unhandled rejection", async () => {
@@ -64,6 +65,31 @@ describe("JobService", () => {
       expect(jobs.budget.usedBytes).toBe(1700);
       await expect.poll(() => jobs.view(job!.job_id)?.status, { timeout: 20_000 }).toBe("error");
       expect(jobs.budget.usedBytes).toBe(0);
+    } finally {
+      await jobs.close();
+      await whisper.dispose();
+    }
+  });
+});
+
+describe("JobService.recover", () => {
+  it("ends a fleet job the agent was running when it stopped (no one waits for it) and removes its upload", async () => {
+    const logger = pino({ level: "silent" }) as unknown as Logger;
+    const dataDir = mkdtempSync(join(tmpdir(), "kiln-jobs-"));
+    const input = join(dataDir, "uploads", "fleet-job", "input");
+    mkdirSync(join(dataDir, "uploads", "fleet-job"), { recursive: true });
+    writeFileSync(input, "bytes of a tenant's upload");
+    const store = new JobStore(join(dataDir, "jobs.db"));
+    store.insert({ id: "fleet-job", fileName: "a.mp3", inputPath: input, options: { model: "base", translate: false, speakerDiarization: false, fleet: true }, eta: 0, handleHash: "x" });
+    store.close();
+    const whisper = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 256, parallel: 1, threads: 1, logger });
+    const transcriber = new Transcriber({ whisper, vad: { model: TEST_VAD }, maxAudioSeconds: 3600, logger });
+    const jobs = new JobService({ dataDir, transcriber, concurrency: 1, maxQueued: 4, uploadBudgetBytes: 1024 ** 2, resultTtlSeconds: 3600, maxResults: 10, logger });
+    try {
+      await jobs.recover();
+      expect(jobs.view("fleet-job")).toMatchObject({ status: "error", error: expect.stringMatching(/fleet job/) });
+      expect(existsSync(input)).toBe(false);
+      expect(jobs.counts()).toEqual({ running: 0, queued: 0 });
     } finally {
       await jobs.close();
       await whisper.dispose();

@@ -9,20 +9,23 @@
  * `response_format`, or streamed as `transcript.text.delta` / `.done` events.
  */
 import { formatBytes } from "../../../core/bytes.js";
-import { mkdir, statfs } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
+import { freeBytes } from "../../../core/disk.js";
 import type { IncomingMessage } from "node:http";
 import busboy from "busboy";
 import { Hono, type Context } from "hono";
 import { streamSSE } from "hono/streaming";
-import { InFlightLimitError, InsufficientStorageError, InvalidRequestError, KilnError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError } from "../../../core/errors.js";
+import { InsufficientStorageError, InvalidRequestError, KilnError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError } from "../../../core/errors.js";
 import { drain } from "../../../core/http/index.js";
 import type { Logger } from "../../../core/log.js";
-import { jsonBody, streamEvents, subtitleBody, textBody, verboseBody } from "../../../speech/openai.js";
+import { CONTENT_TYPES, render } from "../../../speech/formats.js";
+import { jsonBody, streamEvents, textBody, verboseBody } from "../../../speech/openai.js";
 import type { Transcript } from "../../../speech/transcript.js";
 import { parseAudioForm, type AudioForm, type AudioTask, type RawFields } from "../../audio/fields.js";
 import { Spool } from "../../audio/spool.js";
 import type { AudioEvent, AudioRequest, Fleet } from "../../fleet/index.js";
 import type { UsageLedger, UsageOwner } from "../../usage/index.js";
+import { InflightLimiter } from "../../ratelimit/index.js";
 import type { AppEnv } from "../env.js";
 import { IGNORED_FIELDS_HEADER, ignoredFieldsHeader, type GenerationDeps } from "./generate.js";
 
@@ -52,20 +55,23 @@ const FORM_OVERHEAD = 1024 ** 2;
 
 export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
   let uploads = 0;
-  const accountUploads = new AccountUploads();
+  const accountUploads = new InflightLimiter();
+  const uploadRefusal = (n: number) => `file: this account has its ${n} audio requests in flight already (--audio-uploads-per-account); wait for one to finish`;
   const route = (task: AudioTask) => async (c: Context<AppEnv>): Promise<Response> => {
     const req = c.env.incoming;
     const { account, tier, keyId } = c.get("identity");
     let release: (() => void) | undefined;
+    let releaseUpload: (() => void) | undefined;
     try {
       release = deps.cap.inflight.acquire(account, deps.cap.maxInflight[tier]);
       const declared = Number(c.req.header("content-length") ?? NaN);
       if (declared > deps.maxFileBytes + FORM_OVERHEAD) throw new PayloadTooLargeError("file_too_large", `file: the request's ${declared} bytes are more than the ${formatBytes(deps.maxFileBytes)} limit`);
       if (uploads >= deps.maxUploads) throw new ServiceUnavailableError("uploads_busy", `file: this scheduler holds ${deps.maxUploads} uploads already; retry shortly`);
       // the spool shares its disk with the database: a floor stays free, beside what this upload declares
+      await mkdir(deps.spoolDir, { recursive: true, mode: 0o700 });
       const free = await freeBytes(deps.spoolDir);
       if (free < (Number.isFinite(declared) ? declared : 0) + SPOOL_FLOOR_BYTES) throw new InsufficientStorageError("file: the scheduler's disk is too full to hold this upload; try again later");
-      accountUploads.acquire(account, deps.maxUploadsPerAccount);
+      releaseUpload = accountUploads.acquire(account, deps.maxUploadsPerAccount, uploadRefusal);
     } catch (err) {
       release?.();
       await drain(req);
@@ -109,7 +115,7 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
         deps.logger.error({ err, path: spool?.path }, "could not remove an audio upload's spool file");
       } finally {
         uploads--;
-        accountUploads.release(account);
+        releaseUpload?.();
         release?.();
       }
     }
@@ -257,30 +263,6 @@ function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: Audi
   });
 }
 
-/** Free bytes of the filesystem holding `dir` (created if missing). */
-async function freeBytes(dir: string): Promise<number> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const s = await statfs(dir);
-  return s.bavail * s.bsize;
-}
-
-/** Uploads in flight per account, against a cap (429 beyond it). */
-class AccountUploads {
-  private readonly held = new Map<string, number>();
-
-  acquire(account: string, cap: number): void {
-    const now = this.held.get(account) ?? 0;
-    if (now >= cap) throw new InFlightLimitError(`file: this account has ${now} audio requests in flight (at most ${cap}); wait for one to finish`);
-    this.held.set(account, now + 1);
-  }
-
-  release(account: string): void {
-    const left = (this.held.get(account) ?? 1) - 1;
-    if (left > 0) this.held.set(account, left);
-    else this.held.delete(account);
-  }
-}
-
 /** Passes a transcription's events on, recording its audio seconds once it is done. */
 async function* meterAudio(events: AsyncIterable<AudioEvent>, ledger: UsageLedger, owner: UsageOwner): AsyncGenerator<AudioEvent> {
   for await (const e of events) {
@@ -300,8 +282,8 @@ function respond(c: Context<AppEnv>, form: AudioForm, t: Transcript): Response {
     case "json": return c.json(jsonBody(t));
     case "verbose_json": return c.json(verboseBody(t, form.words));
     case "text": return c.text(textBody(t));
-    case "srt": return c.body(subtitleBody(t, "srt"), 200, { "Content-Type": "application/x-subrip; charset=utf-8" });
-    case "vtt": return c.body(subtitleBody(t, "vtt"), 200, { "Content-Type": "text/vtt; charset=utf-8" });
+    case "srt":
+    case "vtt": return c.body(render(t, form.responseFormat), 200, { "Content-Type": CONTENT_TYPES[form.responseFormat] });
   }
 }
 
