@@ -11,7 +11,7 @@ import { createLogger } from "../core/log.js";
 import { startAgent } from "../agent/index.js";
 import { startScheduler } from "../scheduler/index.js";
 import { KeyService, TIERS, isTier } from "../scheduler/auth/index.js";
-import { openSchedulerDatabase } from "../scheduler/store/index.js";
+import { openStore } from "../scheduler/store/index.js";
 import { runDev } from "./dev.js";
 import { withConfigFile } from "./config-file.js";
 import { addOptions } from "./options.js";
@@ -70,10 +70,16 @@ withConfigOptions(addOptions(program.command("agent").description("a GPU node: t
   });
 
 const keys = program.command("keys").description("API keys (works on the scheduler's --db)");
-const withKeyService = (cmd: Command): Command => addOptions(cmd, { db: SCHEDULER_OPTIONS.db, jwtSecret: SCHEDULER_OPTIONS.jwtSecret });
-const openKeys = (opts: Raw): KeyService => {
-  const { db, jwtSecret } = parseSchedulerConfig({ ...opts, nodeTokens: "unused-by-keys-commands" });
-  return new KeyService(openSchedulerDatabase(db), jwtSecret);
+const withKeyService = (cmd: Command): Command => addOptions(cmd, { db: SCHEDULER_OPTIONS.db, dbPool: SCHEDULER_OPTIONS.dbPool, jwtSecret: SCHEDULER_OPTIONS.jwtSecret });
+/** Runs `body` with the key service of the scheduler's database, closed afterwards. */
+const withKeys = async <T>(opts: Raw, body: (keys: KeyService) => Promise<T>): Promise<T> => {
+  const { db, dbPool, jwtSecret, logLevel } = parseSchedulerConfig({ ...opts, nodeTokens: "unused-by-keys-commands" });
+  const store = await openStore(db, { poolSize: Math.min(dbPool, 2), logger: createLogger("keys", logLevel) });
+  try {
+    return await body(await KeyService.open(store, jwtSecret));
+  } finally {
+    await store.close();
+  }
 };
 
 withKeyService(keys.command("create").description("issue a key (printed once; only its hash is stored)"))
@@ -91,19 +97,19 @@ withKeyService(keys.command("create").description("issue a key (printed once; on
     };
     const rpm = number("--rpm", opts.rpm);
     const expiresInSeconds = number("--expires-in", opts.expiresIn);
-    const { id, token } = await openKeys(opts).create({ account: String(opts.account), tier, ...(rpm ? { rpm } : {}), ...(expiresInSeconds ? { expiresInSeconds } : {}) });
+    const { id, token } = await withKeys(opts, (keys) => keys.create({ account: String(opts.account), tier, ...(rpm ? { rpm } : {}), ...(expiresInSeconds ? { expiresInSeconds } : {}) }));
     process.stdout.write(`key id: ${id}\nkey:    ${token}\n`);
   });
 
 withKeyService(keys.command("revoke").description("revoke a key at once").argument("<key-id>"))
-  .action((keyId: string, opts: Raw) => {
-    if (!openKeys(opts).revoke(keyId)) throw new ConfigError("key-id", `no active key "${keyId}"`);
+  .action(async (keyId: string, opts: Raw) => {
+    if (!await withKeys(opts, (keys) => keys.revoke(keyId))) throw new ConfigError("key-id", `no active key "${keyId}"`);
     process.stdout.write(`revoked ${keyId}\n`);
   });
 
 withKeyService(keys.command("list").description("list keys (never their secrets)"))
-  .action((opts: Raw) => {
-    for (const k of openKeys(opts).list()) {
+  .action(async (opts: Raw) => {
+    for (const k of await withKeys(opts, (keys) => keys.list())) {
       const state = k.revokedAt ? "revoked" : k.expiresAt && k.expiresAt * 1000 < Date.now() ? "expired" : "active";
       process.stdout.write(`${k.keyId}\t${k.account}\t${k.tier}\t${k.rpm ?? "-"}\t${state}\n`);
     }

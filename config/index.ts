@@ -16,7 +16,7 @@ import { loadStdioCatalog } from "./stdio-catalog.js";
 export type { StdioCatalog, StdioServerSpec } from "./stdio-catalog.js";
 import { defaultThreads } from "../core/cpu.js";
 import { TIERS, isTier, type Tier } from "../scheduler/auth/tiers.js";
-import { formatHostPort, isLoopback, parseHostPort, type HostPort } from "../core/net.js";
+import { formatHostPort, isLoopback, parseHostPort, withoutPassword, type HostPort } from "../core/net.js";
 import { GPU_KINDS, type GpuKind } from "../core/prebuilt.js";
 
 export { formatHostPort, isLoopback, type HostPort };
@@ -229,7 +229,10 @@ export const SCHEDULER_OPTIONS = {
   grpcClientCa: { flags: "--grpc-client-ca <file>", env: "KILN_GRPC_CLIENT_CA", description: "PEM CA that must have signed every agent's client certificate: mutual TLS, needs --grpc-tls-cert (default: none, no client certificate asked)", schema: z.string().min(1).optional() },
   /** Serve plaintext gRPC on a non-loopback `--grpc` address anyway. Default: off. */
   grpcInsecure: { flags: "--grpc-insecure", env: "KILN_GRPC_INSECURE", description: "serve plaintext gRPC on a non-loopback --grpc address anyway; warned at every start (default: off)", schema: bool },
-  db: { flags: "--db <file>", env: "KILN_DB", default: ".kiln/kiln.db", description: "SQLite database (keys, accounts, signing secret)", schema: z.string().min(1) },
+  /** A SQLite file, or a `postgres://` URL several schedulers share. Default `.kiln/kiln.db`. */
+  db: { flags: "--db <file|url>", env: "KILN_DB", default: ".kiln/kiln.db", description: "the database of accounts, keys, MCP configurations and usage: a SQLite file, or postgres://[user[:password]@]host[:port]/database that several schedulers share", schema: z.string().min(1) },
+  /** Connections each scheduler opens to a PostgreSQL --db. Default 10. */
+  dbPool: { flags: "--db-pool <n>", env: "KILN_DB_POOL", default: "10", description: "connections this scheduler keeps to a PostgreSQL --db (ignored for SQLite)", schema: int(1, 1000) },
   jwtSecret: { flags: "--jwt-secret <secret>", env: "KILN_JWT_SECRET", secret: true, description: "API-key signing secret (default: generated once and kept in the database)", schema: z.string().min(32, "must be at least 32 characters").optional() },
   /** Comma-separated `TOKEN` (any node id) or `IDS=TOKEN` entries (IDS: node ids or `*` globs joined by `|`). Required. */
   nodeTokens: { flags: "--node-tokens <list>", env: "KILN_NODE_TOKENS", secret: true, description: "comma-separated tokens agents may present (at least one): TOKEN registers any node id, IDS=TOKEN only the node ids or * globs in IDS, joined by | (e.g. gpu-1|gpu-2=tokA,gpu-*=tokB,tokC)", schema: nodeTokens },
@@ -391,7 +394,7 @@ export function parseAgentConfig(raw: Raw): AgentConfig {
   return config;
 }
 
-/** The effective configuration with every secret masked, for `--print-config` and start-up logs. */
+/** The effective configuration with every secret masked (and any URL's password), for `--print-config` and start-up logs. */
 export function maskSecrets(specs: Record<string, OptionSpec>, config: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, specs[k]?.secret && v !== undefined ? "[redacted]" : v]));
+  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, specs[k]?.secret && v !== undefined ? "[redacted]" : typeof v === "string" ? withoutPassword(v) : v]));
 }

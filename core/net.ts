@@ -34,3 +34,15 @@ export function isLoopback(host: string): boolean {
   const family = isIP(host);
   return family !== 0 && LOOPBACK.check(host, family === 4 ? "ipv4" : "ipv6");
 }
+
+/** A URL with its password, if it has one, as `***` (for logs and `--print-config`); other text unchanged. */
+export function withoutPassword(text: string): string {
+  if (!/^[a-z][\w+.-]*:\/\/[^/@\s]*:[^/@\s]*@/i.test(text)) return text;
+  try {
+    const u = new URL(text);
+    u.password = "***";
+    return u.toString();
+  } catch {
+    return text.replace(/^([a-z][\w+.-]*:\/\/[^/:@\s]*:)[^/@\s]*@/i, "$1***@");
+  }
+}

@@ -19,7 +19,7 @@ import { createSchedulerMetrics } from "./metrics.js";
 export const FLEET_SERVICE = "kiln.v1.Fleet";
 import { InflightLimiter, RateLimiter, TokenQuota } from "./ratelimit/index.js";
 import { RedisRateLimiter } from "./ratelimit/redis.js";
-import { openSchedulerDatabase } from "./store/index.js";
+import { openStore } from "./store/index.js";
 import { UsageLedger } from "./usage/index.js";
 
 export interface SchedulerHandle {
@@ -34,8 +34,8 @@ export interface SchedulerHandle {
 export async function startScheduler(config: SchedulerConfig, logger: Logger = createLogger("scheduler", config.logLevel)): Promise<SchedulerHandle> {
   // The certificate files first: a bad one fails the start before anything is opened.
   const grpcCredentials = schedulerServerCredentials(config, logger);
-  const db = openSchedulerDatabase(config.db);
-  const keys = new KeyService(db, config.jwtSecret);
+  const db = await openStore(config.db, { poolSize: config.dbPool, logger });
+  const keys = await KeyService.open(db, config.jwtSecret).catch(async (err: unknown) => { await db.close(); throw err; });
   const usage = new UsageLedger(db, { logger });
   const tokens = new TokenQuota({ perMinute: config.tokensPerMinute, perDay: config.tokensPerDay, usedOn: (account, day) => usage.tokensOn(account, day) });
   usage.onRecord((row) => tokens.add(row.account, row.promptTokens + row.completionTokens));
@@ -81,20 +81,20 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
         await listener.close(graceMs); // new connections refused; streams in flight may finish
         fleet.close();
         grpcServer.forceShutdown(); // agent streams never end on their own; agents reconnect
-        usage.close(); // the buffered rows, before the database goes
+        await usage.close(); // the buffered rows, before the database goes
         await redis?.close();
-        db.close();
+        await db.close();
       },
     };
-    logger.info({ http: formatHostPort(handle.http), grpc: formatHostPort(handle.grpc), grpcTls: config.grpcTlsCert ? (config.grpcClientCa ? "mutual" : "server") : "off", db: config.db }, "scheduler listening");
+    logger.info({ http: formatHostPort(handle.http), grpc: formatHostPort(handle.grpc), grpcTls: config.grpcTlsCert ? (config.grpcClientCa ? "mutual" : "server") : "off", db: db.location }, "scheduler listening");
     return handle;
   } catch (err) {
     fleet.close();
     grpcServer.forceShutdown();
     await http?.close();
     await redis?.close();
-    usage.close();
-    db.close();
+    await usage.close();
+    await db.close();
     throw err;
   }
 }

@@ -9,6 +9,7 @@ import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
+import { testDb } from "./helpers/db.js";
 
 let scheduler: SchedulerHandle;
 let base: string;
@@ -58,12 +59,12 @@ describe("401 authentication_error", () => {
   it("revoked", async () => {
     const { id, token } = await scheduler.keys.create({ account: "a", tier: "free" });
     expect((await models(`Bearer ${token}`)).status).toBe(200);
-    expect(scheduler.keys.revoke(id)).toBe(true);
+    expect(await scheduler.keys.revoke(id)).toBe(true);
     await expect401(await models(`Bearer ${token}`), "revoked_api_key");
   });
 
   it("revoked by `kiln keys revoke` in another process, on the scheduler's database: refused at the next request", async () => {
-    const db = join(tempDir(), "kiln.db");
+    const db = testDb();
     const other = await inProcessScheduler({ db });
     try {
       const { id, token } = await other.keys.create({ account: "c", tier: "free" });
@@ -82,7 +83,7 @@ describe("401 authentication_error", () => {
     const own = await inProcessScheduler({ db });
     try {
       const { id, token } = await own.keys.create({ account: "b", tier: "pro" });
-      expect(JSON.stringify(own.keys.list())).not.toContain(token);
+      expect(JSON.stringify(await own.keys.list())).not.toContain(token);
       // What is on disk: the SHA-256 of the token in its row, and the token nowhere (database and WAL).
       const stored = new Database(db, { readonly: true });
       try {

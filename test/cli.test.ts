@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "./helpers/fleet.js";
+import { testDb } from "./helpers/db.js";
 
 const run = promisify(execFile);
 const kiln = (args: string[], env: Record<string, string> = {}): Promise<{ code?: number; stdout: string; stderr: string }> =>
@@ -19,7 +20,7 @@ describe("kiln CLI", () => {
   });
 
   it("keys create, list and revoke work on a database", async () => {
-    const db = join(tempDir(), "k.db");
+    const db = testDb();
     const created = await kiln(["keys", "create", "--db", db, "--account", "acme", "--tier", "pro"]);
     const id = /key id: (\S+)/.exec(created.stdout)![1]!;
     const token = /key:\s+(\S+)/.exec(created.stdout.split("\n")[1]!)![1]!;

@@ -3,9 +3,9 @@
  * finishes within the deadline, then the process exits cleanly.
  */
 import { execFileSync } from "node:child_process";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { MODEL_ID, NODE_TOKEN, postChat, spawnAgent, spawnScheduler, tempDir, until, type KilnProcess } from "./helpers/fleet.js";
+import { MODEL_ID, NODE_TOKEN, postChat, spawnAgent, spawnScheduler, until, type KilnProcess } from "./helpers/fleet.js";
+import { testDb } from "./helpers/db.js";
 
 const procs: KilnProcess[] = [];
 afterEach(async () => {
@@ -14,7 +14,7 @@ afterEach(async () => {
 
 describe("drain on SIGTERM", () => {
   it("lets a streamed completion finish, refuses new work meanwhile, then exits 0", async () => {
-    const db = join(tempDir(), "kiln.db");
+    const db = testDb();
     const sched = await spawnScheduler(db);
     procs.push(sched.proc);
     const base = `http://127.0.0.1:${sched.http}`;

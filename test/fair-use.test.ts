@@ -4,12 +4,13 @@
  * cap the account's completions in flight, and the fleet's queue serves accounts in turn.
  */
 import { execFile } from "node:child_process";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentHandle } from "../agent/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
-import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, postChat, tempDir, until, waitForAgents } from "./helpers/fleet.js";
+import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, postChat, until, waitForAgents } from "./helpers/fleet.js";
+import { testDb } from "./helpers/db.js";
 
 const STANDARD_RPM = 10;
 const STANDARD_INFLIGHT = 2;
@@ -20,7 +21,7 @@ let base: string;
 let db: string;
 
 beforeAll(async () => {
-  db = join(tempDir(), "kiln.db");
+  db = testDb();
   // One sequence: one completion generates at a time, every other one waits in the fleet's queue.
   scheduler = await inProcessScheduler({ db, standardRpm: String(STANDARD_RPM), maxInflight: `standard=${STANDARD_INFLIGHT}` });
   agent = await inProcessAgent(scheduler, { sequences: "1" });
@@ -112,7 +113,7 @@ describe("requests per minute count per account", () => {
     const down = await models(token);
     expect(down.status).toBe(429);
     expect(down.headers.get("x-ratelimit-limit-requests")).toBe("5");
-    expect(scheduler.keys.list().filter((k) => k.account === "retier").map((k) => [k.tier, k.rpm])).toEqual([["enterprise", 5], ["enterprise", 5], ["enterprise", 5]]);
+    expect((await scheduler.keys.list()).filter((k) => k.account === "retier").map((k) => [k.tier, k.rpm])).toEqual([["enterprise", 5], ["enterprise", 5], ["enterprise", 5]]);
   });
 });
 

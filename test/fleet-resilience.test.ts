@@ -2,13 +2,14 @@
  * The fleet under failure, with real `kiln` processes: an agent killed mid-stream, a scheduler
  * restarted, an agent with a wrong token.
  */
-import { join } from "node:path";
+import { createLogger } from "../core/log.js";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { KeyService } from "../scheduler/auth/index.js";
-import { openSchedulerDatabase } from "../scheduler/store/index.js";
+import { openStore } from "../scheduler/store/index.js";
+import { testDb } from "./helpers/db.js";
 import type { AgentHandle } from "../agent/index.js";
-import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, NODE_TOKEN, postChat, spawnAgent, spawnScheduler, tempDir, until, waitForAgents, type KilnProcess } from "./helpers/fleet.js";
+import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, NODE_TOKEN, postChat, spawnAgent, spawnScheduler, until, waitForAgents, type KilnProcess } from "./helpers/fleet.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -74,7 +75,7 @@ describe("agent lost mid-flight", () => {
 
 describe("scheduler restart", () => {
   it("agents rejoin a restarted scheduler and serve again", async () => {
-    const db = join(tempDir(), "kiln.db");
+    const db = testDb();
     let sched = await spawnScheduler(db);
     const ports = { http: sched.http, grpc: sched.grpc };
     cleanups.push(() => sched.proc.stop("SIGKILL"));
@@ -82,7 +83,9 @@ describe("scheduler restart", () => {
     cleanups.push(() => agent.stop("SIGKILL"));
     await agent.waitFor(/registered with the scheduler/);
 
-    const key = (await new KeyService(openSchedulerDatabase(db)).create({ account: "r", tier: "pro" })).token;
+    const store = await openStore(db, { logger: createLogger("test", "silent") });
+    const key = (await (await KeyService.open(store)).create({ account: "r", tier: "pro" })).token;
+    await store.close();
     const base = `http://127.0.0.1:${ports.http}`;
     expect((await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "hi" }], max_tokens: 4 })).status).toBe(200);
 

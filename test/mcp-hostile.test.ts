@@ -94,7 +94,7 @@ describe("a hostile tenant with a standard key", () => {
 
   beforeAll(async () => {
     const dir = tempDir();
-    db = join(dir, "kiln.db");
+    db = join(dir, "kiln.db"); // SQLite whatever the run: the test reads the file's bytes and sets PG* variables in this process
     fsBase = join(dir, "fs");
     marker = join(dir, "pwned");
     writeFileSync(join(dir, "stdio.json"), JSON.stringify({ echo: { command: process.execPath, args: [resolve("test/fixtures/echo-mcp-server.mjs")] } }));
@@ -381,7 +381,7 @@ describe("a hostile tenant with a standard key", () => {
       for (const account of ["..", "../alice", "a/b", ".hidden", ""]) {
         await expect(scheduler.keys.create({ account, tier: "standard" }), account).rejects.toMatchObject({ status: 400, code: "invalid_account", message: expect.stringMatching(/^account: /) });
       }
-      expect(scheduler.keys.list().map((k) => k.account)).not.toContain("../alice");
+      expect((await scheduler.keys.list()).map((k) => k.account)).not.toContain("../alice");
     });
 
     it("without --mcp-fs-base the filesystem type is refused", async () => {

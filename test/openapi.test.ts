@@ -18,24 +18,24 @@ import { ChatCompletionChunk, ChatCompletionResponse, EmbeddingList, ModelList, 
 import { AccountSecrets, EgressPolicy, McpService, McpStore } from "../scheduler/mcp/index.js";
 import { createSchedulerMetrics } from "../scheduler/metrics.js";
 import { InflightLimiter, RateLimiter } from "../scheduler/ratelimit/index.js";
-import { openSchedulerDatabase } from "../scheduler/store/index.js";
+import { SqliteStore } from "../scheduler/store/sqlite.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import type { AgentHandle } from "../agent/index.js";
 import { inProcessAgent, inProcessScheduler, MODEL_ID, tempDir, waitForAgents } from "./helpers/fleet.js";
 
 /** The scheduler's HTTP app with every part switched on (the admin API included), not listening. */
-function fullApp() {
+async function fullApp() {
   const logger = createLogger("test", "silent");
-  const db = openSchedulerDatabase(join(tempDir(), "kiln.db"));
+  const db = new SqliteStore(join(tempDir(), "kiln.db")); // routes are listed, never called: the engine does not matter
   const fleet = new Fleet({ queueSize: 1, queueTimeoutMs: 1000, heartbeatMs: 60_000, logger });
   const usage = new UsageLedger(db, { logger });
   const mcp = new McpService({ store: new McpStore(db), secrets: new AccountSecrets(db, randomBytes(32)), egress: new EgressPolicy(), timeoutMs: 1000, concurrency: 1, totalConcurrency: 1, logger });
   const app = createHttpApp({
-    keys: new KeyService(db), limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: { free: 1, standard: 1, pro: 1, enterprise: 1 }, fleet, logger,
+    keys: await KeyService.open(db), limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: { free: 1, standard: 1, pro: 1, enterprise: 1 }, fleet, logger,
     maxBodyBytes: 1 << 20, standardRpm: 60, metrics: createSchedulerMetrics(fleet), mcp, adminToken: "a".repeat(32), ready: () => ({ ready: true, checks: {} }),
     audio: { spoolDir: tempDir(), maxFileBytes: 1 << 20, maxUploads: 1, maxUploadsPerAccount: 1 }, usage, tokens: new TokenQuota({ perMinute: DEFAULT_TOKENS_PER_MINUTE, perDay: DEFAULT_TOKENS_PER_DAY, usedOn: () => 0 }),
   });
-  return { app, close: () => { fleet.close(); usage.close(); db.close(); } };
+  return { app, close: async () => { fleet.close(); await usage.close(); await db.close(); } };
 }
 
 type Document = { openapi: string; paths: Record<string, Record<string, unknown>> };
@@ -65,8 +65,8 @@ describe("GET /v1/openapi.json", () => {
     expect(result.valid).toBe(true);
   });
 
-  it("lists every route of the HTTP app, with its method", () => {
-    const { app, close } = fullApp();
+  it("lists every route of the HTTP app, with its method", async () => {
+    const { app, close } = await fullApp();
     try {
       const served = app.routes
         .filter((r) => r.method !== "ALL") // middleware
@@ -75,7 +75,7 @@ describe("GET /v1/openapi.json", () => {
       expect(served.length).toBeGreaterThan(25);
       expect(new Set(served)).toEqual(new Set(documented));
     } finally {
-      close();
+      await close();
     }
   });
 

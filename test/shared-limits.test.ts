@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
+import { testDb } from "./helpers/db.js";
 import { redisBin, startRedis, type RedisServer } from "./helpers/postgres.js";
 
 const REDIS = redisBin();
@@ -19,7 +20,7 @@ describe.skipIf(!REDIS)("two schedulers sharing a database and Redis", () => {
 
   beforeAll(async () => {
     redis = await startRedis(REDIS!);
-    const db = join(tempDir(), "kiln.db");
+    const db = testDb();
     a = await inProcessScheduler({ db, redis: redis.url, standardRpm: "10" });
     b = await inProcessScheduler({ db, redis: redis.url, standardRpm: "10" });
   });

@@ -4,12 +4,13 @@
  * clients were told), another account sees none of it, and a scheduler killed outright keeps what
  * it had answered more than a second before.
  */
-import { join } from "node:path";
-import Database from "better-sqlite3";
+import { createLogger } from "../core/log.js";
+import { openStore } from "../scheduler/store/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentHandle } from "../agent/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, postChat, spawnScheduler, tempDir, waitForAgents } from "./helpers/fleet.js";
+import { testDb } from "./helpers/db.js";
 import { makeMedia, TEST_VAD, TEST_WHISPER_DIR } from "./helpers/speech.js";
 
 interface UsageDay { date: string; model: string; requests: number; prompt_tokens: number; completion_tokens: number; total_tokens: number; audio_seconds: number }
@@ -121,7 +122,7 @@ describe("GET /v1/usage", () => {
 
 describe("the ledger across a crash", () => {
   it("keeps the rows of requests answered more than a second before the scheduler was killed", async () => {
-    const db = join(tempDir(), "kiln.db");
+    const db = testDb();
     const scheduler = await spawnScheduler(db);
     const agent = await inProcessAgent({ grpc: { host: "127.0.0.1", port: scheduler.grpc } });
     try {
@@ -137,8 +138,12 @@ describe("the ledger across a crash", () => {
       for (let i = 0; i < 3; i++) completion += (await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: `hi ${i}` }], max_tokens: 3 })).body.usage.completion_tokens;
       await new Promise((r) => setTimeout(r, 1500));
       await scheduler.proc.stop("SIGKILL");
-      const rows = new Database(db, { readonly: true }).prepare("SELECT COUNT(*) AS n, SUM(completion_tokens) AS c FROM usage WHERE account = 'crash'").get() as { n: number; c: number };
-      expect(rows).toEqual({ n: 3, c: completion });
+      const store = await openStore(db, { logger: createLogger("test", "silent") });
+      try {
+        expect(await store.get("SELECT COUNT(*) AS n, SUM(completion_tokens) AS c FROM usage WHERE account = 'crash'")).toEqual({ n: 3, c: completion });
+      } finally {
+        await store.close();
+      }
     } finally {
       await agent.close();
       await scheduler.proc.stop("SIGKILL");
@@ -180,7 +185,7 @@ describe("token quotas", () => {
   });
 
   it("count the day from the ledger: a restarted scheduler still refuses an account that spent its day", async () => {
-    const db = join(tempDir(), "kiln.db");
+    const db = testDb();
     const quotas = { db, tokensPerMinute: "free=0", tokensPerDay: "free=40" };
     const first = await inProcessScheduler(quotas);
     const agent = await inProcessAgent(first);

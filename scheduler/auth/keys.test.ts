@@ -1,22 +1,22 @@
-/** KeyService on a real SQLite database: issuing, verifying, revoking and expiring keys; the account's tier. */
+/** KeyService on a real database (SQLite; PostgreSQL in `npm run test:postgres`): issuing, verifying, revoking and expiring keys; the account's tier. */
 import { createHash, webcrypto } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { SignJWT } from "jose";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { openSchedulerDatabase, type Db } from "../store/index.js";
+import { testDb } from "../../test/helpers/db.js";
+import { openStore, type Store } from "../store/index.js";
+import { createLogger } from "../../core/log.js";
 import { KeyService } from "./keys.js";
 import { requestsPerMinute, tierAtLeast, isTier } from "./tiers.js";
 import { ACCOUNT_NAME_RULE, isValidAccountName } from "./account-name.js";
 
-let db: Db;
+let db: Store;
 let keys: KeyService;
-beforeEach(() => {
-  db = openSchedulerDatabase(join(mkdtempSync(join(tmpdir(), "kiln-keys-")), "k.db"));
-  keys = new KeyService(db, "a-signing-secret-of-at-least-32-characters");
+const open = () => openStore(testDb(), { logger: createLogger("test", "silent") });
+beforeEach(async () => {
+  db = await open();
+  keys = await KeyService.open(db, "a-signing-secret-of-at-least-32-characters");
 });
-afterEach(() => { vi.useRealTimers(); db.close(); });
+afterEach(async () => { vi.useRealTimers(); await db.close(); });
 
 const bearer = (token: string) => `Bearer ${token}`;
 
@@ -25,7 +25,7 @@ describe("KeyService", () => {
     const { id, token } = await keys.create({ account: "acme", tier: "pro" });
     expect(id).toMatch(/^key_/);
     expect(token.split(".")).toHaveLength(3);
-    expect(db.prepare("SELECT token_sha256 FROM api_keys WHERE id = ?").get(id)).toEqual({ token_sha256: createHash("sha256").update(token).digest("hex") });
+    expect(await db.get("SELECT token_sha256 FROM api_keys WHERE id = ?", [id])).toEqual({ token_sha256: createHash("sha256").update(token).digest("hex") });
     expect(await keys.authenticate(bearer(token))).toMatchObject({ keyId: id, account: "acme", tier: "pro", rpm: null, revokedAt: null, expiresAt: null });
     // Again, from what it remembers: the same identity.
     expect(await keys.authenticate(bearer(token))).toMatchObject({ keyId: id, account: "acme", tier: "pro" });
@@ -46,18 +46,20 @@ describe("KeyService", () => {
 
   it("refuses a token signed with another secret, with another issuer, or unknown to the database", async () => {
     const { token } = await keys.create({ account: "acme", tier: "pro" });
-    const other = new KeyService(openSchedulerDatabase(join(mkdtempSync(join(tmpdir(), "kiln-keys-")), "o.db")), "another-signing-secret-of-32-characters!");
+    const otherDb = await open();
+    const other = await KeyService.open(otherDb, "another-signing-secret-of-32-characters!");
     const foreign = (await other.create({ account: "acme", tier: "pro" })).token;
+    await otherDb.close();
     await expect(keys.authenticate(bearer(foreign))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not valid (bad format or signature)" });
     const secret = new TextEncoder().encode("a-signing-secret-of-at-least-32-characters");
     const wrongIssuer = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setIssuer("not-kiln").setJti("key_x").sign(secret);
     await expect(keys.authenticate(bearer(wrongIssuer))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not valid (bad format or signature)" });
-    const otherAlgorithm = await new SignJWT({}).setProtectedHeader({ alg: "HS512" }).setIssuer("kiln").setJti(keys.list()[0]!.keyId).sign(secret);
+    const otherAlgorithm = await new SignJWT({}).setProtectedHeader({ alg: "HS512" }).setIssuer("kiln").setJti((await keys.list())[0]!.keyId).sign(secret);
     await expect(keys.authenticate(bearer(otherAlgorithm))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not valid (bad format or signature)" });
     const unknownId = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setIssuer("kiln").setJti("key_unknown").sign(secret);
     await expect(keys.authenticate(bearer(unknownId))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not known to this service" });
     // Same id, another token (a forged twin with the right secret but not the stored one).
-    const id = keys.list()[0]!.keyId;
+    const id = (await keys.list())[0]!.keyId;
     const twin = await new SignJWT({ extra: 1 }).setProtectedHeader({ alg: "HS256" }).setIssuer("kiln").setJti(id).sign(secret);
     await expect(keys.authenticate(bearer(twin))).rejects.toMatchObject({ code: "invalid_api_key" });
     expect((await keys.authenticate(bearer(token))).account).toBe("acme");
@@ -66,11 +68,11 @@ describe("KeyService", () => {
   it("a revoked key is refused at once, even when remembered; revoking twice says so", async () => {
     const { id, token } = await keys.create({ account: "acme", tier: "standard" });
     await keys.authenticate(bearer(token));
-    expect(keys.revoke(id)).toBe(true);
-    expect(keys.revoke(id)).toBe(false);
-    expect(keys.revoke("key_nope")).toBe(false);
+    expect(await keys.revoke(id)).toBe(true);
+    expect(await keys.revoke(id)).toBe(false);
+    expect(await keys.revoke("key_nope")).toBe(false);
     await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "revoked_api_key", message: "Authorization: this API key has been revoked" });
-    expect(keys.list()[0]!.revokedAt).toEqual(expect.any(Number));
+    expect((await keys.list())[0]!.revokedAt).toEqual(expect.any(Number));
   });
 
   it("an expired key is refused, whether first seen or remembered", async () => {
@@ -80,13 +82,13 @@ describe("KeyService", () => {
     vi.useFakeTimers({ now: start, toFake: ["Date"] });
     const { token } = await keys.create({ account: "acme", tier: "pro", expiresInSeconds: 60 });
     expect((await keys.authenticate(bearer(token))).account).toBe("acme");
-    expect(keys.list()[0]!.expiresAt).toBe(start / 1000 + 60);
+    expect((await keys.list())[0]!.expiresAt).toBe(start / 1000 + 60);
     const expired = { code: "expired_api_key", message: "Authorization: this API key has expired" };
     vi.setSystemTime(start + 59_000);
     expect((await keys.authenticate(bearer(token))).account).toBe("acme"); // remembered, not yet expired
     vi.setSystemTime(start + 61_000);
     await expect(keys.authenticate(bearer(token))).rejects.toMatchObject(expired); // remembered, now expired
-    const fresh = new KeyService(db, "a-signing-secret-of-at-least-32-characters");
+    const fresh = await KeyService.open(db, "a-signing-secret-of-at-least-32-characters");
     await expect(fresh.authenticate(bearer(token))).rejects.toMatchObject(expired); // first seen, expired
   });
 
@@ -95,20 +97,20 @@ describe("KeyService", () => {
     expect((await keys.authenticate(bearer(token))).tier).toBe("standard");
     await keys.create({ account: "acme", tier: "enterprise", rpm: 7 });
     expect(await keys.authenticate(bearer(token))).toMatchObject({ tier: "enterprise", rpm: 7 });
-    expect(keys.list().map((k) => [k.tier, k.rpm])).toEqual([["enterprise", 7], ["enterprise", 7]]);
+    expect((await keys.list()).map((k) => [k.tier, k.rpm])).toEqual([["enterprise", 7], ["enterprise", 7]]);
   });
 
   it("refuses an account that is not a plain folder name, and enterprise without rpm", async () => {
     await expect(keys.create({ account: "../x", tier: "pro" })).rejects.toMatchObject({ status: 400, code: "invalid_account", message: `account: ${ACCOUNT_NAME_RULE} (got "../x")` });
     await expect(keys.create({ account: "acme", tier: "enterprise" })).rejects.toThrow(/^rpm: enterprise accounts need/);
-    expect(keys.list()).toEqual([]);
+    expect(await keys.list()).toEqual([]);
   });
 
   it("generates a signing secret once and keeps it in the database", async () => {
-    const a = new KeyService(db);
+    const a = await KeyService.open(db);
     const { token } = await a.create({ account: "acme", tier: "pro" });
-    expect((await new KeyService(db).authenticate(bearer(token))).account).toBe("acme");
-    expect((db.prepare("SELECT value FROM settings WHERE name = 'jwt_secret'").get() as { value: string }).value).toMatch(/^[\w-]{43}$/);
+    expect((await (await KeyService.open(db)).authenticate(bearer(token))).account).toBe("acme");
+    expect((await db.get<{ value: string }>("SELECT value FROM settings WHERE name = 'jwt_secret'"))!.value).toMatch(/^[\w-]{43}$/);
   });
 
   it("a key carries its tier in a signed HS256 JWT, and its revocation time is now", async () => {
@@ -116,14 +118,14 @@ describe("KeyService", () => {
     const [header, payload] = token.split(".").slice(0, 2).map((p) => JSON.parse(Buffer.from(p!, "base64url").toString()));
     expect(header).toEqual({ alg: "HS256", typ: "JWT" });
     expect(payload).toMatchObject({ tier: "pro", iss: "kiln", sub: "acme", jti: id });
-    keys.revoke(id);
-    expect(Math.abs(keys.list()[0]!.revokedAt! - Date.now() / 1000)).toBeLessThan(5);
+    await keys.revoke(id);
+    expect(Math.abs((await keys.list())[0]!.revokedAt! - Date.now() / 1000)).toBeLessThan(5);
   });
 
   it("a key whose row is gone is refused, even when remembered", async () => {
     const { id, token } = await keys.create({ account: "acme", tier: "pro" });
     await keys.authenticate(bearer(token));
-    db.prepare("DELETE FROM api_keys WHERE id = ?").run(id);
+    await db.run("DELETE FROM api_keys WHERE id = ?", [id]);
     await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not known to this service" });
   });
 });
@@ -158,15 +160,16 @@ describe("KeyService, what it remembers", () => {
     expect((await keys.authenticate(bearer(token))).account).toBe("acme");
     vi.setSystemTime(start + 60_000);
     await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "expired_api_key" });
-    await expect(new KeyService(db, "a-signing-secret-of-at-least-32-characters").authenticate(bearer(token))).rejects.toMatchObject({ code: "expired_api_key" }); // as jose has it
+    await expect((await KeyService.open(db, "a-signing-secret-of-at-least-32-characters")).authenticate(bearer(token))).rejects.toMatchObject({ code: "expired_api_key" }); // as jose has it
   });
 
   it("remembers at most 10000 tokens, forgetting the oldest first", async () => {
     const secret = await webcrypto.subtle.importKey("raw", new TextEncoder().encode("a-signing-secret-of-at-least-32-characters"), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
     const tokens = await Promise.all(Array.from({ length: 10_001 }, (_, i) => new SignJWT({ tier: "free" }).setProtectedHeader({ alg: "HS256" }).setIssuer("kiln").setJti(`key_${i}`).sign(secret)));
-    db.prepare("INSERT INTO accounts (name, tier, rpm, created_at) VALUES ('acme', 'free', NULL, 0)").run();
-    const insert = db.prepare("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at) VALUES (?, 'acme', 'free', NULL, ?, 0)");
-    db.transaction(() => tokens.forEach((t, i) => insert.run(`key_${i}`, createHash("sha256").update(t).digest("hex"))))();
+    await db.run("INSERT INTO accounts (name, tier, rpm, created_at) VALUES ('acme', 'free', NULL, 0)");
+    await db.transaction(async (tx) => {
+      for (const [i, t] of tokens.entries()) await tx.run("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at) VALUES (?, 'acme', 'free', NULL, ?, 0)", [`key_${i}`, createHash("sha256").update(t).digest("hex")]);
+    });
     await keys.authenticate(bearer(tokens[0]!));
     await Promise.all(tokens.slice(1, 10_000).map((t) => keys.authenticate(bearer(t))));
     await keys.authenticate(bearer(tokens[10_000]!)); // the 10001st pushes out the first
@@ -182,10 +185,11 @@ describe("KeyService, what it remembers", () => {
     }
   });
 
-  it("a key row with a tier it does not know (a hand-edited database, its account gone) counts as free", () => {
-    db.pragma("foreign_keys = OFF");
-    db.prepare("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at) VALUES ('key_hand', 'ghost', 'gold', NULL, 'x', 0)").run();
-    expect(keys.list()).toMatchObject([{ keyId: "key_hand", account: "ghost", tier: "free" }]);
+  it("a key row with a tier it does not know (a hand-edited database, its account gone) counts as free", async () => {
+    // the hand edit: the foreign key off (SQLite) or dropped (PostgreSQL)
+    await db.run(db.dialect === "sqlite" ? "PRAGMA foreign_keys = OFF" : "ALTER TABLE api_keys DROP CONSTRAINT api_keys_account_fkey");
+    await db.run("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at) VALUES ('key_hand', 'ghost', 'gold', NULL, 'x', 0)");
+    expect(await keys.list()).toMatchObject([{ keyId: "key_hand", account: "ghost", tier: "free" }]);
   });
 });
 

@@ -5,7 +5,7 @@
  *
  * A token whose signature and hash have been checked once is remembered (bounded), so a repeat
  * request only checks its expiry and reads its key row again (revocation, from any process that
- * shares the database, still takes effect at once). That one prepared statement joins the key's
+ * shares the database, still takes effect at once). That one statement joins the key's
  * account, so the tier and requests-per-minute figure a key grants are always the account's
  * current ones: re-tiering an account (`kiln keys create` with another tier) applies to its
  * existing keys at the next request. Verifying with jose on every request cost
@@ -14,11 +14,10 @@
 import { randomBytes, webcrypto } from "node:crypto";
 import { sha256Hex } from "../../core/digest.js";
 import { parseBearer } from "../../core/http/bearer.js";
-import type { Statement } from "better-sqlite3";
 import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
 import { AuthenticationError, InvalidRequestError } from "../../core/errors.js";
 import { ACCOUNT_NAME_RULE, isValidAccountName } from "./account-name.js";
-import { ensureSetting, type Db } from "../store/index.js";
+import { ensureSetting, type Store } from "../store/index.js";
 import { isTier, type Tier } from "./tiers.js";
 
 const ISSUER = "kiln";
@@ -68,13 +67,22 @@ export class KeyService {
   private verifyKey: Promise<webcrypto.CryptoKey> | undefined;
   /** Tokens whose signature and hash matched: token → key id and expiry (epoch seconds). */
   private readonly verified = new Map<string, { jti: string; exp: number | undefined }>();
-  private readonly keyRow: Statement<[string], KeyRow>;
 
-  /** @param jwtSecret signing secret; when unset, one is generated once and kept in the database. */
-  constructor(private readonly db: Db, jwtSecret?: string) {
-    const secret = jwtSecret ?? ensureSetting(db, "jwt_secret", randomBytes(32).toString("base64url"));
+  private constructor(private readonly store: Store, secret: string) {
     this.secret = new TextEncoder().encode(secret);
-    this.keyRow = db.prepare<[string], KeyRow>(`${KEY_ROWS} WHERE k.id = ?`);
+  }
+
+  /**
+   * The key service of `store`.
+   * @param jwtSecret signing secret; when unset, one is generated once and kept in the database
+   *   (every scheduler sharing the database signs and verifies with it).
+   */
+  static async open(store: Store, jwtSecret?: string): Promise<KeyService> {
+    return new KeyService(store, jwtSecret ?? await ensureSetting(store, "jwt_secret", randomBytes(32).toString("base64url")));
+  }
+
+  private keyRow(id: string): Promise<KeyRow | undefined> {
+    return this.store.get<KeyRow>(`${KEY_ROWS} WHERE k.id = ?`, [id]);
   }
 
   /** Creates (or re-tiers) the account and issues a key; the token is returned only here. */
@@ -89,23 +97,23 @@ export class KeyService {
     if (expiresAt !== null) jwt.setExpirationTime(expiresAt);
     const token = await jwt.sign(this.secret);
     const rpm = options.rpm ?? null;
-    this.db.transaction(() => {
-      this.db.prepare(`INSERT INTO accounts (name, tier, rpm, created_at) VALUES (?, ?, ?, ?)
-        ON CONFLICT(name) DO UPDATE SET tier = excluded.tier, rpm = excluded.rpm`).run(options.account, options.tier, rpm, now);
-      this.db.prepare("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-        .run(id, options.account, options.tier, rpm, sha256Hex(token), now, expiresAt);
-    })();
+    await this.store.transaction(async (tx) => {
+      await tx.run(`INSERT INTO accounts (name, tier, rpm, created_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT(name) DO UPDATE SET tier = excluded.tier, rpm = excluded.rpm`, [options.account, options.tier, rpm, now]);
+      await tx.run("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [id, options.account, options.tier, rpm, sha256Hex(token), now, expiresAt]);
+    });
     return { id, token };
   }
 
   /** Revokes a key at once; false when there is no such active key. */
-  revoke(keyId: string): boolean {
-    return this.db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(Math.floor(Date.now() / 1000), keyId).changes > 0;
+  async revoke(keyId: string): Promise<boolean> {
+    return (await this.store.run("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [Math.floor(Date.now() / 1000), keyId])).changes > 0;
   }
 
   /** Every key, oldest first, with its account's current tier and rpm. */
-  list(): KeyRecord[] {
-    return (this.db.prepare(`${KEY_ROWS} ORDER BY k.created_at, k.id`).all() as KeyRow[]).map(toRecord);
+  async list(): Promise<KeyRecord[]> {
+    return (await this.store.all<KeyRow>(`${KEY_ROWS} ORDER BY k.created_at, k.id`)).map(toRecord);
   }
 
   /** Checks an `Authorization` header value; throws `AuthenticationError` saying what is wrong. */
@@ -116,7 +124,7 @@ export class KeyService {
     const known = this.verified.get(token);
     if (known) {
       if (known.exp !== undefined && known.exp * 1000 <= Date.now()) throw new AuthenticationError("expired_api_key", "Authorization: this API key has expired");
-      return this.active(this.keyRow.get(known.jti));
+      return this.active(await this.keyRow(known.jti));
     }
     let jti: string | undefined, exp: number | undefined;
     try {
@@ -126,7 +134,7 @@ export class KeyService {
       if (err instanceof joseErrors.JWTExpired) throw new AuthenticationError("expired_api_key", "Authorization: this API key has expired");
       throw new AuthenticationError("invalid_api_key", "Authorization: the API key is not valid (bad format or signature)");
     }
-    const row = jti ? this.keyRow.get(jti) : undefined;
+    const row = jti ? await this.keyRow(jti) : undefined;
     if (!row || row.token_sha256 !== sha256Hex(token)) throw new AuthenticationError("invalid_api_key", "Authorization: the API key is not known to this service");
     if (this.verified.size >= VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
     this.verified.set(token, { jti: row.id, exp });

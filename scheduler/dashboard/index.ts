@@ -63,9 +63,9 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
   const wrong: [string, string] = ["invalid_admin_token", "Authorization: the admin token is missing or wrong"];
   api.use("*", bearerToken(deps.adminToken, { missing: wrong, invalid: wrong }));
   api.get("/session", (c) => c.json({ tiers: TIERS, server_types: SERVER_TYPES, stdio_servers: deps.mcp.stdioServerNames() }));
-  api.get("/accounts", (c) => {
+  api.get("/accounts", async (c) => {
     const byAccount = new Map<string, { name: string; tier: string; keys: unknown[] }>();
-    for (const k of deps.keys.list()) {
+    for (const k of await deps.keys.list()) {
       const entry = byAccount.get(k.account) ?? { name: k.account, tier: k.tier, keys: [] };
       const state = k.revokedAt ? "revoked" : k.expiresAt && k.expiresAt * 1000 < Date.now() ? "expired" : "active";
       entry.keys.push({ id: k.keyId, tier: k.tier, rpm: k.rpm, created_at: k.createdAt, expires_at: k.expiresAt, state });
@@ -77,8 +77,8 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
     const { account, tier, rpm } = parseBody(CreateKeyRequest, await readJsonBody(c, deps.maxBodyBytes));
     return c.json(await deps.keys.create({ account, tier, ...(rpm ? { rpm } : {}) }), 201);
   });
-  api.delete("/keys/:id", (c) => {
-    if (!deps.keys.revoke(c.req.param("id"))) throw new NotFoundError("key_not_found", `key_id: no active key "${c.req.param("id")}"`);
+  api.delete("/keys/:id", async (c) => {
+    if (!await deps.keys.revoke(c.req.param("id"))) throw new NotFoundError("key_not_found", `key_id: no active key "${c.req.param("id")}"`);
     return c.body(null, 204);
   });
   const account = (c: { req: { param(name: "account"): string } }) => {
@@ -86,19 +86,19 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
     if (!isValidAccountName(name)) throw new InvalidRequestError("invalid_account", `account: ${ACCOUNT_NAME_RULE}`);
     return name;
   };
-  api.get("/accounts/:account/mcp", (c) => c.json({ data: deps.mcp.list(account(c)) }));
-  api.post("/accounts/:account/mcp", async (c) => c.json(deps.mcp.create(account(c), await readJsonBody(c, deps.maxBodyBytes)), 201));
-  api.put("/accounts/:account/mcp/:id", async (c) => c.json(deps.mcp.update(account(c), c.req.param("id"), await readJsonBody(c, deps.maxBodyBytes))));
-  api.delete("/accounts/:account/mcp/:id", (c) => {
-    deps.mcp.delete(account(c), c.req.param("id"));
+  api.get("/accounts/:account/mcp", async (c) => c.json({ data: await deps.mcp.list(account(c)) }));
+  api.post("/accounts/:account/mcp", async (c) => c.json(await deps.mcp.create(account(c), await readJsonBody(c, deps.maxBodyBytes)), 201));
+  api.put("/accounts/:account/mcp/:id", async (c) => c.json(await deps.mcp.update(account(c), c.req.param("id"), await readJsonBody(c, deps.maxBodyBytes))));
+  api.delete("/accounts/:account/mcp/:id", async (c) => {
+    await deps.mcp.delete(account(c), c.req.param("id"));
     return c.body(null, 204);
   });
   api.post("/accounts/:account/mcp/:id/test", async (c) => c.json(await deps.mcp.test(account(c), c.req.param("id"))));
   // An account's secrets: names listed, values only ever written.
-  api.get("/accounts/:account/secrets", (c) => c.json({ data: deps.mcp.listSecrets(account(c)) }));
-  api.put("/accounts/:account/secrets/:name", async (c) => c.json(deps.mcp.setSecret(account(c), c.req.param("name"), await readJsonBody(c, deps.maxBodyBytes))));
-  api.delete("/accounts/:account/secrets/:name", (c) => {
-    deps.mcp.deleteSecret(account(c), c.req.param("name"));
+  api.get("/accounts/:account/secrets", async (c) => c.json({ data: await deps.mcp.listSecrets(account(c)) }));
+  api.put("/accounts/:account/secrets/:name", async (c) => c.json(await deps.mcp.setSecret(account(c), c.req.param("name"), await readJsonBody(c, deps.maxBodyBytes))));
+  api.delete("/accounts/:account/secrets/:name", async (c) => {
+    await deps.mcp.deleteSecret(account(c), c.req.param("name"));
     return c.body(null, 204);
   });
   app.route("/admin/api", api);

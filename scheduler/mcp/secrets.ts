@@ -13,7 +13,7 @@ import { z } from "zod";
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { ConfigError } from "../../core/errors.js";
-import type { Db } from "../store/index.js";
+import { isPostgresUrl, type Store } from "../store/index.js";
 
 /** Names of secret variables: what `*_env` members may hold. */
 export const SECRET_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
@@ -48,6 +48,9 @@ export function loadSecretsKey(configured: string | undefined, dbPath: string): 
     if (key.length !== 32) throw new ConfigError("--secrets-key / KILN_SECRETS_KEY", "must be 32 bytes, as 64 hex digits or base64");
     return key;
   }
+  if (isPostgresUrl(dbPath)) {
+    throw new ConfigError("--secrets-key / KILN_SECRETS_KEY", "is required with a PostgreSQL --db: every scheduler sharing the database must encrypt and decrypt the accounts' MCP secrets with the same key (32 bytes, as 64 hex digits or base64)");
+  }
   if (dbPath === ":memory:") return randomBytes(32);
   const file = `${dbPath}.secrets-key`;
   if (!existsSync(file)) {
@@ -66,39 +69,50 @@ export function loadSecretsKey(configured: string | undefined, dbPath: string): 
 interface Row { nonce: Buffer; ciphertext: Buffer; tag: Buffer }
 
 export class AccountSecrets {
-  constructor(private readonly db: Db, private readonly key: Buffer) {}
+  constructor(private readonly store: Store, private readonly key: Buffer) {}
 
-  /** Stores (or replaces) a secret; false when the account already has the most it may hold. */
-  set(account: string, name: string, value: string): boolean {
-    const exists = this.db.prepare("SELECT 1 FROM account_secrets WHERE account = ? AND name = ?").get(account, name);
-    if (!exists && this.names(account).length >= MAX_SECRETS_PER_ACCOUNT) return false;
+  /**
+   * Stores (or replaces) a secret; false when the account already has the most it may hold. The
+   * count and the write are one transaction, so requests sent at once cannot pass the cap together
+   * (on PostgreSQL the account's rows are locked while it runs).
+   */
+  async set(account: string, name: string, value: string): Promise<boolean> {
     const nonce = randomBytes(12);
     const cipher = createCipheriv("aes-256-gcm", this.key, nonce);
     cipher.setAAD(aad(account, name));
     const ciphertext = Buffer.concat([cipher.update(value, "utf8"), cipher.final()]);
-    this.db.prepare(`INSERT INTO account_secrets (account, name, nonce, ciphertext, tag, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-      ON CONFLICT(account, name) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext, tag = excluded.tag, updated_at = excluded.updated_at`)
-      .run(account, name, nonce, ciphertext, cipher.getAuthTag(), Math.floor(Date.now() / 1000));
-    return true;
+    return this.store.transaction(async (tx) => {
+      const lock = this.store.dialect === "postgres" ? " FOR UPDATE" : "";
+      const names = (await tx.all<{ name: string }>(`SELECT name FROM account_secrets WHERE account = ?${lock}`, [account])).map((r) => r.name);
+      if (!names.includes(name) && names.length >= MAX_SECRETS_PER_ACCOUNT) return false;
+      await tx.run(`INSERT INTO account_secrets (account, name, nonce, ciphertext, tag, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT(account, name) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext, tag = excluded.tag, updated_at = excluded.updated_at`,
+        [account, name, nonce, ciphertext, cipher.getAuthTag(), Math.floor(Date.now() / 1000)]);
+      return true;
+    });
   }
 
   /** The account's secret names and when each was last set; never the values. */
-  list(account: string): { name: string; updated_at: number }[] {
-    return this.db.prepare("SELECT name, updated_at FROM account_secrets WHERE account = ? ORDER BY name").all(account) as { name: string; updated_at: number }[];
+  list(account: string): Promise<{ name: string; updated_at: number }[]> {
+    return this.store.all<{ name: string; updated_at: number }>("SELECT name, updated_at FROM account_secrets WHERE account = ? ORDER BY name", [account]);
   }
 
-  names(account: string): string[] {
-    return this.list(account).map((s) => s.name);
+  async names(account: string): Promise<string[]> {
+    return (await this.list(account)).map((s) => s.name);
   }
 
-  delete(account: string, name: string): boolean {
-    return this.db.prepare("DELETE FROM account_secrets WHERE account = ? AND name = ?").run(account, name).changes > 0;
+  async delete(account: string, name: string): Promise<boolean> {
+    return (await this.store.run("DELETE FROM account_secrets WHERE account = ? AND name = ?", [account, name])).changes > 0;
   }
 
-  /** A reader of this account's secrets only. */
-  reader(account: string): SecretReader {
+  /**
+   * A reader of this account's secrets only: their encrypted rows are read here, once (an account
+   * holds a few), and each is decrypted when the test asks for it by name.
+   */
+  async reader(account: string): Promise<SecretReader> {
+    const rows = new Map((await this.store.all<Row & { name: string }>("SELECT name, nonce, ciphertext, tag FROM account_secrets WHERE account = ?", [account])).map((r) => [r.name, r]));
     return (name) => {
-      const row = name ? this.db.prepare("SELECT nonce, ciphertext, tag FROM account_secrets WHERE account = ? AND name = ?").get(account, name) as Row | undefined : undefined;
+      const row = name ? rows.get(name) : undefined;
       if (!row) throw new MissingSecretError(name ?? "(none named)");
       const decipher = createDecipheriv("aes-256-gcm", this.key, row.nonce);
       decipher.setAAD(aad(account, name!));

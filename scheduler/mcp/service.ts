@@ -48,54 +48,56 @@ export class McpService {
     return Object.keys(this.stdioServers);
   }
 
-  list(account: string): StoredMcpServer[] {
+  list(account: string): Promise<StoredMcpServer[]> {
     return this.options.store.list(account);
   }
 
-  get(account: string, id: string): StoredMcpServer {
-    const server = this.options.store.get(account, id);
+  async get(account: string, id: string): Promise<StoredMcpServer> {
+    const server = await this.options.store.get(account, id);
     if (!server) throw new NotFoundError("mcp_server_not_found", `server_id: no MCP server "${id}" in this account`);
     return server;
   }
 
-  create(account: string, body: unknown): StoredMcpServer {
-    const config = this.validate(account, body);
-    if (this.options.store.list(account).length >= MAX_SERVERS_PER_ACCOUNT) {
+  async create(account: string, body: unknown): Promise<StoredMcpServer> {
+    const config = await this.validate(account, body);
+    if ((await this.options.store.list(account)).length >= MAX_SERVERS_PER_ACCOUNT) {
       throw new InvalidRequestError("mcp_server_limit", `name: this account already has ${MAX_SERVERS_PER_ACCOUNT} MCP configurations, the most it may keep; delete one first`);
     }
     return this.options.store.create(account, config);
   }
 
-  update(account: string, id: string, body: unknown): StoredMcpServer {
-    this.get(account, id);
-    return this.options.store.update(account, id, this.validate(account, body))!;
+  async update(account: string, id: string, body: unknown): Promise<StoredMcpServer> {
+    await this.get(account, id);
+    const updated = await this.options.store.update(account, id, await this.validate(account, body));
+    if (!updated) throw new NotFoundError("mcp_server_not_found", `server_id: no MCP server "${id}" in this account`); // deleted meanwhile
+    return updated;
   }
 
-  delete(account: string, id: string): void {
-    this.get(account, id);
-    this.options.store.delete(account, id);
+  async delete(account: string, id: string): Promise<void> {
+    await this.get(account, id);
+    await this.options.store.delete(account, id);
   }
 
   /** The account's secret names (never values). */
-  listSecrets(account: string): { name: string; updated_at: number }[] {
+  listSecrets(account: string): Promise<{ name: string; updated_at: number }[]> {
     return this.options.secrets.list(account);
   }
 
-  setSecret(account: string, name: string, body: unknown): { name: string } {
+  async setSecret(account: string, name: string, body: unknown): Promise<{ name: string }> {
     if (!SECRET_NAME.test(name)) throw new InvalidRequestError("invalid_secret_name", "name: a secret's name is 1–128 of A-Z, 0-9 and _, not starting with a digit");
     const { value } = parseBody(SecretValueRequest, body);
     if (Buffer.byteLength(value) > MAX_SECRET_BYTES) throw new InvalidRequestError("secret_too_large", `value: at most ${MAX_SECRET_BYTES} bytes`);
-    if (!this.options.secrets.set(account, name, value)) throw new InvalidRequestError("secret_limit", `name: this account already has ${MAX_SECRETS_PER_ACCOUNT} secrets, the most it may keep`);
+    if (!await this.options.secrets.set(account, name, value)) throw new InvalidRequestError("secret_limit", `name: this account already has ${MAX_SECRETS_PER_ACCOUNT} secrets, the most it may keep`);
     return { name };
   }
 
-  deleteSecret(account: string, name: string): void {
-    if (!this.options.secrets.delete(account, name)) throw new NotFoundError("secret_not_found", `name: this account has no secret named ${name}`);
+  async deleteSecret(account: string, name: string): Promise<void> {
+    if (!await this.options.secrets.delete(account, name)) throw new NotFoundError("secret_not_found", `name: this account has no secret named ${name}`);
   }
 
   /** Tests one of the account's configurations; at most `concurrency` at once per account (429 beyond). */
   async test(account: string, id: string, requestId?: string): Promise<McpTestResult> {
-    const server = this.get(account, id);
+    const server = await this.get(account, id);
     const release = this.running.acquire(account, this.options.concurrency, (n) => `server_id: this account already has ${n} MCP tests running, the most it may run at once; retry when one ends`);
     if (this.running.total > (this.options.totalConcurrency ?? 32)) {
       release();
@@ -104,7 +106,7 @@ export class McpService {
     try {
       const { egress, fsBase, timeoutMs, logger } = this.options;
       return await testMcpServer(server, {
-        account, secret: this.options.secrets.reader(account), egress, stdioServers: this.stdioServers, timeoutMs, logger,
+        account, secret: await this.options.secrets.reader(account), egress, stdioServers: this.stdioServers, timeoutMs, logger,
         ...(fsBase ? { fsBase } : {}), ...(requestId ? { requestId } : {}),
       });
     } finally {
@@ -112,11 +114,11 @@ export class McpService {
     }
   }
 
-  private validate(account: string, body: unknown) {
+  private async validate(account: string, body: unknown) {
     return validateMcpConfig(body, {
       stdioServers: this.stdioServers,
       filesystem: Boolean(this.options.fsBase),
-      secrets: this.options.secrets.names(account),
+      secrets: await this.options.secrets.names(account),
     });
   }
 }

@@ -1,6 +1,6 @@
 /** MCP server configurations in the scheduler's database, per account. */
 import { randomBytes } from "node:crypto";
-import type { Db } from "../store/index.js";
+import type { Store } from "../store/index.js";
 import type { McpServerConfig, ServerType } from "./config.js";
 
 export interface StoredMcpServer extends McpServerConfig {
@@ -17,32 +17,32 @@ const fromRow = (r: Row): StoredMcpServer => ({
 });
 
 export class McpStore {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly store: Store) {}
 
-  create(account: string, c: McpServerConfig): StoredMcpServer {
+  async create(account: string, c: McpServerConfig): Promise<StoredMcpServer> {
     const id = `mcp_${randomBytes(9).toString("base64url")}`;
     const now = Math.floor(Date.now() / 1000);
-    this.db.prepare("INSERT INTO mcp_servers (id, account, name, description, server_type, config, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-      .run(id, account, c.name, c.description ?? null, c.server_type, JSON.stringify(c.config), now, now);
-    return this.get(account, id)!;
+    await this.store.run("INSERT INTO mcp_servers (id, account, name, description, server_type, config, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      [id, account, c.name, c.description ?? null, c.server_type, JSON.stringify(c.config), now, now]);
+    return (await this.get(account, id))!;
   }
 
-  get(account: string, id: string): StoredMcpServer | undefined {
-    const row = this.db.prepare("SELECT * FROM mcp_servers WHERE account = ? AND id = ?").get(account, id) as Row | undefined;
+  async get(account: string, id: string): Promise<StoredMcpServer | undefined> {
+    const row = await this.store.get<Row>("SELECT * FROM mcp_servers WHERE account = ? AND id = ?", [account, id]);
     return row && fromRow(row);
   }
 
-  list(account: string): StoredMcpServer[] {
-    return (this.db.prepare("SELECT * FROM mcp_servers WHERE account = ? ORDER BY created_at, id").all(account) as Row[]).map(fromRow);
+  async list(account: string): Promise<StoredMcpServer[]> {
+    return (await this.store.all<Row>("SELECT * FROM mcp_servers WHERE account = ? ORDER BY created_at, id", [account])).map(fromRow);
   }
 
-  update(account: string, id: string, c: McpServerConfig): StoredMcpServer | undefined {
-    const res = this.db.prepare("UPDATE mcp_servers SET name = ?, description = ?, server_type = ?, config = ?, updated_at = ? WHERE account = ? AND id = ?")
-      .run(c.name, c.description ?? null, c.server_type, JSON.stringify(c.config), Math.floor(Date.now() / 1000), account, id);
+  async update(account: string, id: string, c: McpServerConfig): Promise<StoredMcpServer | undefined> {
+    const res = await this.store.run("UPDATE mcp_servers SET name = ?, description = ?, server_type = ?, config = ?, updated_at = ? WHERE account = ? AND id = ?",
+      [c.name, c.description ?? null, c.server_type, JSON.stringify(c.config), Math.floor(Date.now() / 1000), account, id]);
     return res.changes ? this.get(account, id) : undefined;
   }
 
-  delete(account: string, id: string): boolean {
-    return this.db.prepare("DELETE FROM mcp_servers WHERE account = ? AND id = ?").run(account, id).changes > 0;
+  async delete(account: string, id: string): Promise<boolean> {
+    return (await this.store.run("DELETE FROM mcp_servers WHERE account = ? AND id = ?", [account, id])).changes > 0;
   }
 }

@@ -3,56 +3,56 @@ import { TokenQuota } from "./tokens.js";
 
 const none = { free: 0, standard: 0, pro: 0, enterprise: 0 };
 
-describe("TokenQuota", () => {
-  it("admits while tokens are left in any 60 s, refuses with Retry-After until enough have left the window", () => {
+describe("TokenQuota", async () => {
+  it("admits while tokens are left in any 60 s, refuses with Retry-After until enough have left the window", async () => {
     let now = Date.parse("2026-11-24T10:00:00Z");
     const q = new TokenQuota({ perMinute: { ...none, free: 100 }, perDay: none, usedOn: () => 0, now: () => now, monotonic: () => now });
-    expect(q.check("a", "free")).toEqual({ "x-ratelimit-limit-tokens": "100", "x-ratelimit-remaining-tokens": "100", "x-ratelimit-reset-tokens": "0s" });
+    expect(await q.check("a", "free")).toEqual({ "x-ratelimit-limit-tokens": "100", "x-ratelimit-remaining-tokens": "100", "x-ratelimit-reset-tokens": "0s" });
     q.add("a", 60);
     now += 10_000;
     q.add("a", 50); // the request that crosses the quota was admitted before it: it is served whole
-    expect(() => q.check("a", "free")).toThrow(expect.objectContaining({ status: 429, code: "token_quota_exceeded", headers: expect.objectContaining({ "Retry-After": "50", "x-ratelimit-remaining-tokens": "0" }) }));
-    expect(q.check("a", "pro")).toEqual({}); // no quota on that tier
-    expect(q.check("b", "free")["x-ratelimit-remaining-tokens"]).toBe("100"); // per account
+    await expect(q.check("a", "free")).rejects.toMatchObject({ status: 429, code: "token_quota_exceeded", headers: expect.objectContaining({ "Retry-After": "50", "x-ratelimit-remaining-tokens": "0" }) });
+    expect(await q.check("a", "pro")).toEqual({}); // no quota on that tier
+    expect((await q.check("b", "free"))["x-ratelimit-remaining-tokens"]).toBe("100"); // per account
     now += 50_001; // the first 60 have left the window
-    expect(q.check("a", "free")["x-ratelimit-remaining-tokens"]).toBe("50");
+    expect((await q.check("a", "free"))["x-ratelimit-remaining-tokens"]).toBe("50");
   });
 
-  it("counts the day from the ledger the first time an account is seen, and starts again the next UTC day", () => {
+  it("counts the day from the ledger the first time an account is seen, and starts again the next UTC day", async () => {
     let now = Date.parse("2026-11-24T23:59:00Z");
     const asked: string[] = [];
     const q = new TokenQuota({ perMinute: none, perDay: { ...none, standard: 1000 }, usedOn: (account, day) => { asked.push(`${account} ${day}`); return 990; }, now: () => now, monotonic: () => now });
-    expect(q.check("a", "standard")["x-ratelimit-remaining-tokens-day"]).toBe("10");
+    expect((await q.check("a", "standard"))["x-ratelimit-remaining-tokens-day"]).toBe("10");
     q.add("a", 10);
-    expect(() => q.check("a", "standard")).toThrow(expect.objectContaining({ code: "token_quota_exceeded", headers: expect.objectContaining({ "Retry-After": "60" }) }));
+    await expect(q.check("a", "standard")).rejects.toMatchObject({ code: "token_quota_exceeded", headers: expect.objectContaining({ "Retry-After": "60" }) });
     now += 120_000;
-    expect(q.check("a", "standard")["x-ratelimit-remaining-tokens-day"]).toBe("10"); // the new day's ledger count
+    expect((await q.check("a", "standard"))["x-ratelimit-remaining-tokens-day"]).toBe("10"); // the new day's ledger count
     expect(asked).toEqual(["a 2026-11-24", "a 2026-11-25"]);
     q.add("b", 5); // an account this scheduler has not checked today: the ledger is not read for it
     expect(asked).toEqual(["a 2026-11-24", "a 2026-11-25"]);
   });
 
-  it("holds what requests in flight may use: several sent at once cannot all pass a nearly spent quota", () => {
+  it("holds what requests in flight may use: several sent at once cannot all pass a nearly spent quota", async () => {
     const now = Date.parse("2026-11-24T12:00:00Z");
     const q = new TokenQuota({ perMinute: { ...none, free: 100 }, perDay: none, usedOn: () => 0, now: () => now, monotonic: () => now });
     q.add("a", 50);
-    const first = q.reserve("a", "free", 40);
-    expect(() => q.reserve("a", "free", 40)).toThrow(expect.objectContaining({ code: "token_quota_exceeded", message: expect.stringMatching(/^max_tokens:/) }));
-    expect(q.check("a", "free")["x-ratelimit-remaining-tokens"]).toBe("10");
+    const first = await q.reserve("a", "free", 40);
+    await expect(q.reserve("a", "free", 40)).rejects.toMatchObject({ code: "token_quota_exceeded", message: expect.stringMatching(/^max_tokens:/) });
+    expect((await q.check("a", "free"))["x-ratelimit-remaining-tokens"]).toBe("10");
     first();
     first(); // given back once
-    expect(q.check("a", "free")["x-ratelimit-remaining-tokens"]).toBe("50");
-    expect(q.reserve("a", "pro", 1_000_000)).toBeTypeOf("function"); // no quota on that tier
+    expect((await q.check("a", "free"))["x-ratelimit-remaining-tokens"]).toBe("50");
+    expect(await q.reserve("a", "pro", 1_000_000)).toBeTypeOf("function"); // no quota on that tier
   });
 
-  it("with both quotas spent, tells the longer wait and both sets of headers", () => {
+  it("with both quotas spent, tells the longer wait and both sets of headers", async () => {
     const now = Date.parse("2026-11-24T12:00:00Z");
     const q = new TokenQuota({ perMinute: { ...none, free: 10 }, perDay: { ...none, free: 10 }, usedOn: () => 0, now: () => now, monotonic: () => now });
-    q.check("a", "free");
+    await q.check("a", "free");
     q.add("a", 20);
-    expect(() => q.check("a", "free")).toThrow(expect.objectContaining({
+    await expect(q.check("a", "free")).rejects.toMatchObject({
       code: "token_quota_exceeded",
       headers: expect.objectContaining({ "Retry-After": String(12 * 3600), "x-ratelimit-remaining-tokens": "0", "x-ratelimit-remaining-tokens-day": "0" }),
-    }));
+    });
   });
 });

@@ -15,7 +15,7 @@ export interface TokenQuotaOptions {
   perMinute: Readonly<Record<Tier, number>>;
   perDay: Readonly<Record<Tier, number>>;
   /** Tokens `account` has used on `day` (UTC `YYYY-MM-DD`) so far, from the ledger. */
-  usedOn: (account: string, day: string) => number;
+  usedOn: (account: string, day: string) => number | Promise<number>;
   /** Wall clock, Unix ms: the UTC day (tests inject their own). Default `Date.now`. */
   now?: () => number;
   /** A monotonic clock in ms: the 60 s window (a wall clock stepped by NTP would bend it). Default `performance.now`. */
@@ -31,6 +31,8 @@ export class TokenQuota {
   private readonly reserved = new Map<string, number>();
   /** Each account's tokens of its current UTC day. */
   private readonly day = new Map<string, { day: string; used: number }>();
+  /** Accounts whose day is being read from the ledger (requests arriving meanwhile share the read). */
+  private readonly seeding = new Map<string, Promise<void>>();
   private readonly now: () => number;
   private readonly monotonic: () => number;
   /** The UTC day `day` counts; a new day starts every count again. */
@@ -46,7 +48,8 @@ export class TokenQuota {
    * Admits a request of `account` (its current `tier`) or throws the 429; returns the
    * `x-ratelimit-*-tokens` headers of the quotas that apply.
    */
-  check(account: string, tier: Tier): Record<string, string> {
+  async check(account: string, tier: Tier): Promise<Record<string, string>> {
+    if (this.options.perDay[tier] > 0) await this.seed(account);
     const headers: Record<string, string> = {};
     const spent: { what: string; waitMs: number }[] = [];
     const perMinute = this.options.perMinute[tier];
@@ -92,10 +95,11 @@ export class TokenQuota {
    * throws the 429 when they do not fit. The returned function gives them back (once), when the
    * request has ended: what it really used is counted by `add`.
    */
-  reserve(account: string, tier: Tier, tokens: number): () => void {
+  async reserve(account: string, tier: Tier, tokens: number): Promise<() => void> {
     const perMinute = this.options.perMinute[tier];
     const perDay = this.options.perDay[tier];
     if (tokens <= 0 || (perMinute === 0 && perDay === 0)) return () => undefined;
+    if (perDay > 0) await this.seed(account);
     const held = this.reserved.get(account) ?? 0;
     const fits = (limit: number, used: number) => limit === 0 || used + held + tokens <= limit;
     const minuteUsed = perMinute > 0 ? this.window(account, this.monotonic()).sum : 0;
@@ -144,15 +148,35 @@ export class TokenQuota {
     return w;
   }
 
-  /** The account's count for the current UTC day, seeded from the ledger when the day (or the account) is new here. */
+  /** Reads the account's count for the current UTC day from the ledger, unless this scheduler has it. */
+  private async seed(account: string): Promise<void> {
+    const day = new Date(this.now()).toISOString().slice(0, 10);
+    if (this.day.get(account)?.day === day && day === this.currentDay) return;
+    let pending = this.seeding.get(account);
+    if (!pending) {
+      pending = Promise.resolve(this.options.usedOn(account, day)).then((used) => {
+        this.turn(day);
+        // (an answer completed in the few ms the read takes may be missing from both: the day's count is that close)
+        this.day.set(account, { day, used });
+      }).finally(() => this.seeding.delete(account));
+      this.seeding.set(account, pending);
+    }
+    await pending;
+  }
+
+  /** Starts a new UTC day's counts when `day` is not the one counted. */
+  private turn(day: string): void {
+    if (day === this.currentDay) return;
+    this.day.clear(); // yesterday's counts go
+    this.currentDay = day;
+  }
+
+  /** The account's count for the current UTC day (seeded by `seed`; zero when the day turned since). */
   private today(account: string, now: number): { day: string; used: number } {
     const day = new Date(now).toISOString().slice(0, 10);
-    if (day !== this.currentDay) {
-      this.day.clear(); // yesterday's counts go
-      this.currentDay = day;
-    }
+    this.turn(day);
     let d = this.day.get(account);
-    if (!d) this.day.set(account, d = { day, used: this.options.usedOn(account, day) });
+    if (!d) this.day.set(account, d = { day, used: 0 });
     return d;
   }
 }

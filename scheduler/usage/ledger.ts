@@ -4,10 +4,15 @@
  *
  * Rows are buffered in memory and written together, in one transaction, every `flushMs` (default
  * 1 s) and at close: a scheduler that crashes loses at most the last interval's rows. A report reads
- * the buffer's rows too (they are flushed first), so a client sees its own requests at once.
+ * the buffer's rows too (they are flushed first), so a client sees its own requests at once. With a
+ * shared database (PostgreSQL) a report adds up the rows of every scheduler.
  */
 import type { Logger } from "../../core/log.js";
-import type { Db } from "../store/index.js";
+import type { SqlValue, Store } from "../store/index.js";
+
+/** Rows per INSERT statement (11 values each: far below both engines' limits on bound values). */
+const ROWS_PER_STATEMENT = 500;
+const COLUMNS = "(at, day, account, key_id, model, kind, prompt_tokens, completion_tokens, audio_seconds, request_id)";
 
 export type UsageKind = "chat" | "completion" | "embedding" | "transcription";
 
@@ -52,15 +57,14 @@ export interface UsageLedgerOptions {
 export class UsageLedger {
   private buffer: Required<UsageRow>[] = [];
   private readonly timer: NodeJS.Timeout;
-  private readonly insert;
   private readonly maxBuffered: number;
   private readonly listeners: ((row: Required<UsageRow>) => void)[] = [];
+  /** The write under way: flushes run one after another. */
+  private writing: Promise<void> = Promise.resolve();
 
-  constructor(private readonly db: Db, private readonly options: UsageLedgerOptions) {
-    this.insert = db.prepare(`INSERT INTO usage (at, day, account, key_id, model, kind, prompt_tokens, completion_tokens, audio_seconds, request_id)
-      VALUES (@at, @day, @account, @keyId, @model, @kind, @promptTokens, @completionTokens, @audioSeconds, @requestId)`);
+  constructor(private readonly store: Store, private readonly options: UsageLedgerOptions) {
     this.maxBuffered = options.maxBuffered ?? 10_000;
-    this.timer = setInterval(() => this.flush(), options.flushMs ?? 1000);
+    this.timer = setInterval(() => void this.flush(), options.flushMs ?? 1000);
     this.timer.unref();
   }
 
@@ -75,7 +79,7 @@ export class UsageLedger {
         this.options.logger.error({ err }, "a usage listener failed"); // the request it came from is answered all the same
       }
     }
-    if (this.buffer.length >= this.maxBuffered) this.flush();
+    if (this.buffer.length >= this.maxBuffered) void this.flush();
   }
 
   /** Calls `listener` with every row recorded from now on (the token quotas count them). */
@@ -84,21 +88,33 @@ export class UsageLedger {
   }
 
   /** Tokens (prompt and completion) `account` used on `day` (UTC `YYYY-MM-DD`), buffered rows included. */
-  tokensOn(account: string, day: string): number {
-    this.flush();
-    const row = this.db.prepare("SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS n FROM usage WHERE account = ? AND day = ?").get(account, day) as { n: number };
-    return row.n;
+  async tokensOn(account: string, day: string): Promise<number> {
+    await this.flush();
+    const row = await this.store.get<{ n: number }>("SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS n FROM usage WHERE account = ? AND day = ?", [account, day]);
+    return row?.n ?? 0;
   }
 
-  /** Writes the buffered rows now, in one transaction; a failure is logged and the rows kept for the next try. */
-  flush(): void {
-    if (this.buffer.length === 0 || !this.db.open) return;
+  /**
+   * Writes the buffered rows, in one transaction, after any write under way; resolves once they are
+   * written. A failure is logged and the rows kept for the next try.
+   */
+  flush(): Promise<void> {
+    this.writing = this.writing.then(() => this.write());
+    return this.writing;
+  }
+
+  private async write(): Promise<void> {
+    if (this.buffer.length === 0 || !this.store.open) return;
     const rows = this.buffer;
     this.buffer = [];
     try {
-      this.db.transaction(() => {
-        for (const r of rows) this.insert.run({ ...r, day: dayOf(r.at) });
-      })();
+      await this.store.transaction(async (tx) => {
+        for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+          const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
+          const values: SqlValue[] = chunk.flatMap((r) => [r.at, dayOf(r.at), r.account, r.keyId, r.model, r.kind, r.promptTokens, r.completionTokens, r.audioSeconds, r.requestId]);
+          await tx.run(`INSERT INTO usage ${COLUMNS} VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`, values);
+        }
+      });
     } catch (err) {
       this.options.logger.error({ err, rows: rows.length }, "could not write usage rows; keeping them for the next flush");
       this.buffer = rows.concat(this.buffer).slice(-this.maxBuffered * 10);
@@ -106,18 +122,18 @@ export class UsageLedger {
   }
 
   /** `account`'s usage from `from` to `to` (UTC days, inclusive), by day and model, oldest first. */
-  report(account: string, from: string, to: string): UsageDay[] {
-    this.flush();
-    const rows = this.db.prepare(`SELECT day AS date, model, COUNT(*) AS requests, SUM(prompt_tokens) AS prompt_tokens,
+  async report(account: string, from: string, to: string): Promise<UsageDay[]> {
+    await this.flush();
+    const rows = await this.store.all<Omit<UsageDay, "total_tokens">>(`SELECT day AS date, model, COUNT(*) AS requests, SUM(prompt_tokens) AS prompt_tokens,
         SUM(completion_tokens) AS completion_tokens, SUM(audio_seconds) AS audio_seconds
-      FROM usage WHERE account = ? AND day >= ? AND day <= ? GROUP BY day, model ORDER BY day, model`).all(account, from, to) as Omit<UsageDay, "total_tokens">[];
+      FROM usage WHERE account = ? AND day >= ? AND day <= ? GROUP BY day, model ORDER BY day, model`, [account, from, to]);
     return rows.map((r) => ({ ...r, total_tokens: r.prompt_tokens + r.completion_tokens, audio_seconds: Math.round(r.audio_seconds * 1000) / 1000 }));
   }
 
   /** Stops the timer and writes what is buffered. */
-  close(): void {
+  async close(): Promise<void> {
     clearInterval(this.timer);
-    this.flush();
+    await this.flush();
   }
 }
 

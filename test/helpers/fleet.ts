@@ -3,8 +3,7 @@
  * loopback ports the OS picks) or as `kiln` child processes (for kill and restart scenarios).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { appendFileSync, mkdirSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseAgentConfig, parseSchedulerConfig, formatHostPort } from "../../config/index.js";
@@ -13,18 +12,22 @@ import { startAgent, type AgentHandle } from "../../agent/index.js";
 import { startScheduler, type SchedulerHandle } from "../../scheduler/index.js";
 import { defaultModelDir, TEST_MODELS } from "../../fabricate/index.js";
 import { NODE_TOKEN, PROCESS_LOG_DIR } from "./secrets.js";
+import { dbSettings, testDb } from "./db.js";
+import { tempDir } from "./temp.js";
 
 export { NODE_TOKEN } from "./secrets.js";
 export const TINY_MODEL = join(defaultModelDir(), TEST_MODELS.tiny.file);
 export const MODEL_ID = "famB-v3.1";
 
-export const tempDir = (): string => mkdtempSync(join(tmpdir(), "kiln-test-"));
+export { tempDir } from "./temp.js";
 
 const quiet = () => createLogger("test", (process.env.KILN_TEST_LOG_LEVEL as "info" | undefined) ?? "silent");
 
+/** A scheduler in this process on its own new database (`testDb`), unless `raw` names one. */
 export async function inProcessScheduler(raw: Record<string, string> = {}): Promise<SchedulerHandle> {
+  const db = raw.db ?? testDb();
   return startScheduler(parseSchedulerConfig({
-    http: "127.0.0.1:0", grpc: "127.0.0.1:0", db: join(tempDir(), "kiln.db"), nodeTokens: NODE_TOKEN, heartbeatMs: "500", ...raw,
+    http: "127.0.0.1:0", grpc: "127.0.0.1:0", nodeTokens: NODE_TOKEN, heartbeatMs: "500", ...dbSettings(db), ...raw, db,
   }), quiet());
 }
 
@@ -85,9 +88,11 @@ export class KilnProcess {
 }
 
 export function spawnKiln(args: string[], env: Record<string, string> = {}): KilnProcess {
+  const db = args[args.indexOf("--db") + 1];
+  const secretsKey = args.includes("--db") && db ? dbSettings(db).secretsKey : undefined;
   const child = spawn(process.execPath, [resolve("bin/kiln.js"), ...args], {
     // Every spawned agent gets its own transcription port and data folder.
-    env: { ...process.env, KILN_LOG_LEVEL: "info", KILN_HOST: "127.0.0.1", KILN_PORT: "0", KILN_DATA_DIR: tempDir(), ...env },
+    env: { ...process.env, KILN_LOG_LEVEL: "info", KILN_HOST: "127.0.0.1", KILN_PORT: "0", KILN_DATA_DIR: tempDir(), ...(secretsKey ? { KILN_SECRETS_KEY: secretsKey } : {}), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   return new KilnProcess(child);

@@ -8,7 +8,7 @@ import { chmodSync, existsSync, readdirSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { freePort } from "../../scripts/lib/run.js";
-import { tempDir } from "./fleet.js";
+import { tempDir } from "./temp.js";
 
 export function postgresBin(): string | undefined {
   const base = "/usr/lib/postgresql";
@@ -32,7 +32,7 @@ export async function startPostgres(bin: string): Promise<Postgres> {
   const run = (cmd: string, args: string[]) => execFileSync(asRoot ? "runuser" : join(bin, cmd), asRoot ? ["-u", "postgres", "--", join(bin, cmd), ...args] : args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]);
   const port = await freePort();
-  run("pg_ctl", ["-D", data, "-l", join(dir, "log"), "-w", "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, "start"]);
+  run("pg_ctl", ["-D", data, "-l", join(dir, "log"), "-w", "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300`, "start"]);
   const psql = (db: string, statement: string) => execFileSync(join(bin, "psql"), ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", db, "-v", "ON_ERROR_STOP=1", "-qAtc", statement], { encoding: "utf8" });
   psql("postgres", "CREATE DATABASE app");
   return {

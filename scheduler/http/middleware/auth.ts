@@ -20,7 +20,7 @@ export function authenticate(keys: KeyService): MiddlewareHandler<AppEnv> {
 export function tokenQuota(quota: TokenQuota): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const id = c.get("identity");
-    for (const [k, v] of Object.entries(quota.check(id.account, id.tier))) c.header(k, v);
+    for (const [k, v] of Object.entries(await quota.check(id.account, id.tier))) c.header(k, v);
     await next();
   };
 }

@@ -17,7 +17,7 @@ export function embeddingsRoutes({ fleet, usage, tokens, maxBodyBytes, metrics, 
     try {
       const body = validateEmbeddings(await readJsonBody(c, maxBodyBytes));
       // the account's token quotas hold the inputs' tokens (four characters a token) until the answer
-      unreserve = tokens.reserve(account, tier, Math.ceil(body.embed.inputs.reduce((n, t) => n + t.length, 0) / 4));
+      unreserve = await tokens.reserve(account, tier, Math.ceil(body.embed.inputs.reduce((n, t) => n + t.length, 0) / 4));
       if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
       const signal = c.req.raw.signal;
       const owner = { account, keyId, model: body.model, kind: "embedding" as const, requestId: c.get("requestId") };

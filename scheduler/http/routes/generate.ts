@@ -110,7 +110,7 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
         const body = api.validate(await readJsonBody(c, maxBodyBytes));
         for (let i = 1; i < (body.n ?? 1); i++) places.push(cap.inflight.acquire(account, cap.maxInflight[tier]));
         // the account's token quotas hold what the request may use until it ends
-        places.push(tokens.reserve(account, tier, tokenEstimate(body)));
+        places.push(await tokens.reserve(account, tier, tokenEstimate(body)));
         if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
         if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
         const owner = { account, keyId, model: body.model, kind: api.usageKind, requestId: c.get("requestId") };

@@ -27,18 +27,18 @@ export function mcpRoutes(mcp: McpService, maxBodyBytes: number): Hono<AppEnv> {
     const { server_id: id } = parseBody(McpTestRequest, await readJsonBody(c, maxBodyBytes));
     return c.json(await mcp.test(account(c), id, c.get("requestId")));
   });
-  app.get("/servers", (c) => c.json({ object: "list", data: mcp.list(account(c)) }));
-  app.post("/servers", async (c) => c.json(mcp.create(account(c), await readJsonBody(c, maxBodyBytes)), 201));
-  app.get("/servers/:id", (c) => c.json(mcp.get(account(c), c.req.param("id"))));
-  app.put("/servers/:id", async (c) => c.json(mcp.update(account(c), c.req.param("id"), await readJsonBody(c, maxBodyBytes))));
-  app.delete("/servers/:id", (c) => {
-    mcp.delete(account(c), c.req.param("id"));
+  app.get("/servers", async (c) => c.json({ object: "list", data: await mcp.list(account(c)) }));
+  app.post("/servers", async (c) => c.json(await mcp.create(account(c), await readJsonBody(c, maxBodyBytes)), 201));
+  app.get("/servers/:id", async (c) => c.json(await mcp.get(account(c), c.req.param("id"))));
+  app.put("/servers/:id", async (c) => c.json(await mcp.update(account(c), c.req.param("id"), await readJsonBody(c, maxBodyBytes))));
+  app.delete("/servers/:id", async (c) => {
+    await mcp.delete(account(c), c.req.param("id"));
     return c.body(null, 204);
   });
-  app.get("/secrets", (c) => c.json({ object: "list", data: mcp.listSecrets(account(c)) }));
-  app.put("/secrets/:name", async (c) => c.json(mcp.setSecret(account(c), c.req.param("name"), await readJsonBody(c, maxBodyBytes))));
-  app.delete("/secrets/:name", (c) => {
-    mcp.deleteSecret(account(c), c.req.param("name"));
+  app.get("/secrets", async (c) => c.json({ object: "list", data: await mcp.listSecrets(account(c)) }));
+  app.put("/secrets/:name", async (c) => c.json(await mcp.setSecret(account(c), c.req.param("name"), await readJsonBody(c, maxBodyBytes))));
+  app.delete("/secrets/:name", async (c) => {
+    await mcp.deleteSecret(account(c), c.req.param("name"));
     return c.body(null, 204);
   });
   return app;

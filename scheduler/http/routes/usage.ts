@@ -18,7 +18,7 @@ function day(raw: string, field: string): number {
 }
 
 export function usageRoutes(ledger: UsageLedger): Hono<AppEnv> {
-  return new Hono<AppEnv>().get("/", (c) => {
+  return new Hono<AppEnv>().get("/", async (c) => {
     const { account } = c.get("identity");
     const endRaw = c.req.query("end_date");
     const end = endRaw === undefined ? day(dayOf(Date.now()), "end_date") : day(endRaw, "end_date");
@@ -26,6 +26,6 @@ export function usageRoutes(ledger: UsageLedger): Hono<AppEnv> {
     const start = startRaw === undefined ? end - 29 * DAY_MS : day(startRaw, "start_date");
     if (start > end) throw new InvalidRequestError("invalid_start_date", "start_date: after end_date");
     if ((end - start) / DAY_MS + 1 > MAX_DAYS) throw new InvalidRequestError("invalid_start_date", `start_date: at most ${MAX_DAYS} days before end_date`);
-    return c.json({ object: "list", account, start_date: dayOf(start), end_date: dayOf(end), data: ledger.report(account, dayOf(start), dayOf(end)) });
+    return c.json({ object: "list", account, start_date: dayOf(start), end_date: dayOf(end), data: await ledger.report(account, dayOf(start), dayOf(end)) });
   });
 }

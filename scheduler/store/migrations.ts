@@ -1,0 +1,82 @@
+/**
+ * The scheduler's schema as numbered migrations, one list for both engines: each is written once
+ * against the column types of the dialect it runs on (SQLite's INTEGER is PostgreSQL's BIGINT; a
+ * BLOB is a BYTEA). A store applies the ones its database lacks, in order, at open.
+ */
+import type { Dialect } from "./sql.js";
+
+interface Types {
+  /** A whole number (Unix seconds or ms, counts). */
+  int: string;
+  /** A floating-point number. */
+  real: string;
+  /** Bytes. */
+  bytes: string;
+  /** A row id the database assigns. */
+  rowId: string;
+}
+
+const TYPES: Record<Dialect, Types> = {
+  sqlite: { int: "INTEGER", real: "REAL", bytes: "BLOB", rowId: "INTEGER PRIMARY KEY" },
+  postgres: { int: "BIGINT", real: "DOUBLE PRECISION", bytes: "BYTEA", rowId: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" },
+};
+
+const MIGRATIONS: ((t: Types) => string)[] = [
+  (t) => `CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+   CREATE TABLE accounts (
+     name TEXT PRIMARY KEY,
+     tier TEXT NOT NULL CHECK (tier IN ('free', 'standard', 'pro', 'enterprise')),
+     rpm ${t.int},
+     created_at ${t.int} NOT NULL
+   );
+   CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY,
+     account TEXT NOT NULL REFERENCES accounts(name),
+     tier TEXT NOT NULL,
+     rpm ${t.int},
+     token_sha256 TEXT NOT NULL,
+     created_at ${t.int} NOT NULL,
+     expires_at ${t.int},
+     revoked_at ${t.int}
+   );
+   CREATE INDEX api_keys_account ON api_keys(account);`,
+  (t) => `CREATE TABLE mcp_servers (
+     id TEXT PRIMARY KEY,
+     account TEXT NOT NULL,
+     name TEXT NOT NULL,
+     description TEXT,
+     server_type TEXT NOT NULL,
+     config TEXT NOT NULL,
+     created_at ${t.int} NOT NULL,
+     updated_at ${t.int} NOT NULL
+   );
+   CREATE INDEX mcp_servers_account ON mcp_servers(account);`,
+  (t) => `CREATE TABLE account_secrets (
+     account TEXT NOT NULL,
+     name TEXT NOT NULL,
+     nonce ${t.bytes} NOT NULL,
+     ciphertext ${t.bytes} NOT NULL,
+     tag ${t.bytes} NOT NULL,
+     updated_at ${t.int} NOT NULL,
+     PRIMARY KEY (account, name)
+   );`,
+  (t) => `CREATE TABLE usage (
+     id ${t.rowId},
+     at ${t.int} NOT NULL,
+     day TEXT NOT NULL,
+     account TEXT NOT NULL,
+     key_id TEXT NOT NULL,
+     model TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     prompt_tokens ${t.int} NOT NULL,
+     completion_tokens ${t.int} NOT NULL,
+     audio_seconds ${t.real} NOT NULL,
+     request_id TEXT NOT NULL
+   );
+   CREATE INDEX usage_account_day ON usage(account, day);`,
+];
+
+/** The migrations as `dialect` runs them. */
+export function migrations(dialect: Dialect): string[] {
+  return MIGRATIONS.map((m) => m(TYPES[dialect]));
+}

@@ -1,0 +1,139 @@
+/**
+ * The store on PostgreSQL (`pg`): a pool of connections shared by every request. Migrations run
+ * once across every scheduler starting at the same time, under a session advisory lock; the
+ * version reached is a row of `kiln_schema`. 64-bit integers and sums come back as JavaScript
+ * numbers (Unix ms and token counts stay far below 2^53), bytes as Buffers, as from SQLite.
+ */
+import pg from "pg";
+import { ConfigError } from "../../core/errors.js";
+import type { Logger } from "../../core/log.js";
+import { withoutPassword } from "../../core/net.js";
+import { migrations } from "./migrations.js";
+import { numberedPlaceholders, type SqlRunner, type SqlValue, type Store } from "./sql.js";
+
+/** Any number: the advisory lock every Kiln scheduler takes to migrate ("kiln" in ASCII). */
+const MIGRATION_LOCK = 0x6b696c6e;
+
+const INT8 = 20;
+const NUMERIC = 1700;
+
+/** Type parsers of this pool only (the `pg` module's defaults are left alone). */
+const types = {
+  getTypeParser(oid: number, format?: string): (value: string) => unknown {
+    if (oid === INT8) return (v: string) => Number(v);
+    if (oid === NUMERIC) return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as "text");
+  },
+};
+
+export interface PostgresStoreOptions {
+  /** `postgres://[user[:password]@]host[:port]/database[?…]`. */
+  url: string;
+  /** Connections in the pool. Default 10. */
+  poolSize?: number;
+  logger: Logger;
+}
+
+function runner(client: pg.Pool | pg.PoolClient): SqlRunner {
+  const query = (sql: string, params: readonly SqlValue[] = []) => client.query(numberedPlaceholders(sql), params as unknown[]);
+  return {
+    all: async <T>(sql: string, params?: readonly SqlValue[]) => (await query(sql, params)).rows as T[],
+    get: async <T>(sql: string, params?: readonly SqlValue[]) => (await query(sql, params)).rows[0] as T | undefined,
+    run: async (sql: string, params?: readonly SqlValue[]) => ({ changes: (await query(sql, params)).rowCount ?? 0 }),
+  };
+}
+
+export class PostgresStore implements Store {
+  readonly dialect = "postgres";
+  readonly location: string;
+  private readonly pool: pg.Pool;
+  private readonly pooled: SqlRunner;
+  private closed = false;
+
+  private constructor(options: PostgresStoreOptions) {
+    this.location = withoutPassword(options.url);
+    this.pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types, connectionTimeoutMillis: 10_000 });
+    // an idle connection the server drops is an 'error' on the pool: logged, the next query opens another
+    this.pool.on("error", (err) => options.logger.warn({ err: err.message }, "postgres: an idle connection failed"));
+    this.pooled = runner(this.pool);
+  }
+
+  /** Connects, applies the migrations the database lacks, and returns the store; throws when the server cannot be reached. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const store = new PostgresStore(options);
+    try {
+      await store.migrate();
+    } catch (err) {
+      await store.close();
+      // pg's messages name neither the server nor the password: say which server could not be used
+      throw new ConfigError("--db / KILN_DB", `the PostgreSQL database ${store.location} cannot be used: ${(err as Error).message}`);
+    }
+    return store;
+  }
+
+  get open(): boolean {
+    return !this.closed;
+  }
+
+  all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    return this.pooled.all<T>(sql, params);
+  }
+
+  get<T>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+    return this.pooled.get<T>(sql, params);
+  }
+
+  run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }> {
+    return this.pooled.run(sql, params);
+  }
+
+  async transaction<T>(body: (tx: SqlRunner) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const result = await body(runner(client));
+      await client.query("COMMIT");
+      return result;
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  /** Applies the migrations not yet applied, each in its own transaction, holding the advisory lock throughout. */
+  private async migrate(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+      try {
+        await client.query("CREATE TABLE IF NOT EXISTS kiln_schema (version INTEGER NOT NULL)");
+        const row = (await client.query<{ version: number }>("SELECT version FROM kiln_schema")).rows[0];
+        if (!row) await client.query("INSERT INTO kiln_schema (version) VALUES (0)");
+        const all = migrations("postgres");
+        for (let v = row?.version ?? 0; v < all.length; v++) {
+          await client.query("BEGIN");
+          try {
+            await client.query(all[v]!);
+            await client.query("UPDATE kiln_schema SET version = $1", [v + 1]);
+            await client.query("COMMIT");
+          } catch (err) {
+            await client.query("ROLLBACK");
+            throw err;
+          }
+        }
+      } finally {
+        await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The store on SQLite (better-sqlite3): one connection, synchronous underneath. A transaction
+ * holds the connection: statements from elsewhere wait until it ends, so none slips into it.
+ */
+import type { Statement } from "better-sqlite3";
+import { openDatabase, type Db } from "../../core/sqlite.js";
+import { migrations } from "./migrations.js";
+import type { SqlRunner, SqlValue, Store } from "./sql.js";
+
+/** Prepared statements kept; past it they are prepared again. */
+const MAX_STATEMENTS = 512;
+
+export class SqliteStore implements Store {
+  readonly dialect = "sqlite";
+  private readonly db: Db;
+  /** Settles when the transaction holding the connection ends. */
+  private busy: Promise<void> | undefined;
+  private readonly direct: SqlRunner;
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(readonly location: string) {
+    this.db = openDatabase(location, migrations("sqlite"));
+    this.direct = {
+      all: async <T>(sql: string, params: readonly SqlValue[] = []) => this.statement(sql).all(...params) as T[],
+      get: async <T>(sql: string, params: readonly SqlValue[] = []) => this.statement(sql).get(...params) as T | undefined,
+      run: async (sql: string, params: readonly SqlValue[] = []) => ({ changes: this.statement(sql).run(...params).changes }),
+    };
+  }
+
+  /** The prepared statement of `sql`, prepared once (the services' statements are a fixed few). */
+  private statement(sql: string): Statement {
+    let s = this.statements.get(sql);
+    if (!s) {
+      if (this.statements.size >= MAX_STATEMENTS) this.statements.clear();
+      this.statements.set(sql, s = this.db.prepare(sql));
+    }
+    return s;
+  }
+
+  get open(): boolean {
+    return this.db.open;
+  }
+
+  async all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    while (this.busy) await this.busy;
+    return this.direct.all<T>(sql, params);
+  }
+
+  async get<T>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+    while (this.busy) await this.busy;
+    return this.direct.get<T>(sql, params);
+  }
+
+  async run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }> {
+    while (this.busy) await this.busy;
+    return this.direct.run(sql, params);
+  }
+
+  async transaction<T>(body: (tx: SqlRunner) => Promise<T>): Promise<T> {
+    while (this.busy) await this.busy;
+    let end!: () => void;
+    this.busy = new Promise((resolve) => (end = resolve));
+    try {
+      this.db.exec("BEGIN IMMEDIATE");
+      try {
+        const result = await body(this.direct);
+        this.db.exec("COMMIT");
+        return result;
+      } catch (err) {
+        if (this.db.inTransaction) this.db.exec("ROLLBACK");
+        throw err;
+      }
+    } finally {
+      this.busy = undefined;
+      end();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The store's contract, the same on both engines: SQLite in a temporary file and PostgreSQL on a
+ * throwaway server (Debian's binaries; skipped visibly where absent).
+ */
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../core/log.js";
+import { createPostgresDatabase, postgresServerUrl } from "../../test/helpers/db.js";
+import { postgresBin, startPostgres, type Postgres } from "../../test/helpers/postgres.js";
+import { tempDir } from "../../test/helpers/temp.js";
+import { migrations } from "./migrations.js";
+import { openStore } from "./index.js";
+
+const logger = createLogger("test", "silent");
+const PG = postgresBin();
+let server: Postgres | undefined;
+beforeAll(async () => { if (PG) server = await startPostgres(PG); }, 60_000);
+afterAll(() => server?.stop());
+
+const engines: [string, () => string][] = [
+  ["SQLite", () => join(tempDir(), "kiln.db")],
+  ...(PG ? [["PostgreSQL", () => createPostgresDatabase(postgresServerUrl(server!.port))] as [string, () => string]] : []),
+];
+
+describe.each(engines)("the store on %s", (_engine, newDb) => {
+  const open = (db: string) => openStore(db, { logger });
+
+  it("creates the schema at open and applies nothing twice: a second open of the same database finds its rows", async () => {
+    const db = newDb();
+    const first = await open(db);
+    await first.run("INSERT INTO settings (name, value) VALUES (?, ?)", ["a", "1"]);
+    await first.close();
+    const second = await open(db);
+    try {
+      expect(await second.all("SELECT name, value FROM settings")).toEqual([{ name: "a", value: "1" }]);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("gives whole numbers past 2^31, sums and bytes back as numbers and Buffers, as both engines store them", async () => {
+    const store = await open(newDb());
+    try {
+      const at = Date.now(); // Unix ms: past 32 bits
+      await store.run("INSERT INTO account_secrets (account, name, nonce, ciphertext, tag, updated_at) VALUES (?, ?, ?, ?, ?, ?)", ["a", "N", Buffer.from([0, 1, 255]), Buffer.from("x"), Buffer.alloc(16), at]);
+      expect(await store.get("SELECT nonce, updated_at FROM account_secrets")).toEqual({ nonce: Buffer.from([0, 1, 255]), updated_at: at });
+      await store.run(`INSERT INTO usage (at, day, account, key_id, model, kind, prompt_tokens, completion_tokens, audio_seconds, request_id) VALUES
+        (?, '2026-11-25', 'a', 'k', 'm', 'chat', 3, 4, 0.5, 'r1'), (?, '2026-11-25', 'a', 'k', 'm', 'chat', 5, 6, 0.25, 'r2')`, [at, at]);
+      expect(await store.get("SELECT COUNT(*) AS n, SUM(prompt_tokens) AS p, SUM(audio_seconds) AS s FROM usage")).toEqual({ n: 2, p: 8, s: 0.75 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a transaction that throws leaves nothing; one that resolves keeps everything; changes are counted", async () => {
+    const store = await open(newDb());
+    try {
+      await expect(store.transaction(async (tx) => {
+        await tx.run("INSERT INTO settings (name, value) VALUES ('t', '1')");
+        throw new Error("midway");
+      })).rejects.toThrow("midway");
+      expect(await store.all("SELECT * FROM settings")).toEqual([]);
+      await store.transaction(async (tx) => {
+        await tx.run("INSERT INTO settings (name, value) VALUES ('t', '1')");
+        await tx.run("INSERT INTO settings (name, value) VALUES ('u', '2')");
+      });
+      expect(await store.run("UPDATE settings SET value = 'x'")).toEqual({ changes: 2 });
+      expect(await store.run("INSERT INTO settings (name, value) VALUES ('t', '3') ON CONFLICT (name) DO NOTHING")).toEqual({ changes: 0 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a statement sent while a transaction runs is not part of it: the rollback leaves the statement's row", async () => {
+    const store = await open(newDb());
+    try {
+      let inside!: () => void;
+      const started = new Promise<void>((r) => (inside = r));
+      const tx = store.transaction(async (t) => {
+        await t.run("INSERT INTO settings (name, value) VALUES ('in', '1')");
+        inside();
+        await new Promise((r) => setTimeout(r, 50));
+        throw new Error("rolled back");
+      });
+      await started;
+      const outside = store.run("INSERT INTO settings (name, value) VALUES ('out', '1')");
+      await expect(tx).rejects.toThrow("rolled back");
+      await outside;
+      expect(await store.all("SELECT name FROM settings")).toEqual([{ name: "out" }]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe.skipIf(!PG)("the store on PostgreSQL, several schedulers", () => {
+  it("schedulers starting at once on a new database migrate it once (an advisory lock), and all open", async () => {
+    const db = createPostgresDatabase(postgresServerUrl(server!.port));
+    const stores = await Promise.all(Array.from({ length: 4 }, () => openStore(db, { logger, poolSize: 2 })));
+    try {
+      expect(await stores[0]!.all("SELECT version FROM kiln_schema")).toEqual([{ version: migrations("postgres").length }]);
+      await stores[1]!.run("INSERT INTO settings (name, value) VALUES ('shared', 'yes')");
+      expect(await stores[3]!.get("SELECT value FROM settings WHERE name = 'shared'")).toEqual({ value: "yes" });
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
+  it("a server that cannot be reached fails the open with the server's address and no password", async () => {
+    const err = await openStore("postgres://kiln:hunter2-secret@127.0.0.1:1/kiln", { logger }).catch((e: unknown) => e as Error);
+    expect((err as Error).message).toMatch(/^--db \/ KILN_DB: the PostgreSQL database postgres:\/\/kiln:\*\*\*@127\.0\.0\.1:1\/kiln cannot be used: .*ECONNREFUSED/);
+    expect((err as Error).message).not.toContain("hunter2-secret");
+  });
+});
+
+if (!PG) describe.skip("the store on PostgreSQL (skipped: PostgreSQL's server binaries are not installed; apt-get install postgresql)", () => { it("contract", () => undefined); });
