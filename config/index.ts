@@ -239,8 +239,8 @@ export const SCHEDULER_OPTIONS = {
   queueSize: { flags: "--queue-size <n>", env: "KILN_QUEUE_SIZE", default: "256", description: "requests that may wait for a free slot", schema: int(0) },
   queueTimeout: { flags: "--queue-timeout <seconds>", env: "KILN_QUEUE_TIMEOUT", default: "30", description: "how long a request may wait for a slot before a 503", schema: int(1, 3600) },
   maxBody: { flags: "--max-body <size>", env: "KILN_MAX_BODY", default: "4mb", description: "largest accepted JSON body (413 above)", schema: bytes.pipe(z.number().int().min(1024, "must be at least 1kb")) },
-  /** Redis shared by the schedulers for the requests-per-minute windows (`redis://host:port`). Default: none (counted in this process). */
-  redis: { flags: "--redis <url>", env: "KILN_REDIS", secret: true, description: "Redis URL (redis://[user:password@]host:port[/db]) where every scheduler counts the requests-per-minute windows together (default: none, counted in this process)", schema: z.string().regex(/^rediss?:\/\/\S+$/, "expected redis://host:port or rediss://host:port").optional() },
+  /** Redis shared by the schedulers for the fair-use counts (`redis://host:port`). Default: none (counted in this process). */
+  redis: { flags: "--redis <url>", env: "KILN_REDIS", secret: true, description: "Redis URL (redis://[user:password@]host:port[/db]) where every scheduler counts requests per minute, requests in flight and token quotas together (default: none, counted in this process)", schema: z.string().regex(/^rediss?:\/\/\S+$/, "expected redis://host:port or rediss://host:port").optional() },
   /** Largest `file` of `POST /v1/audio/*`. Default 1gb (the spec's limit). */
   maxAudioUpload: { flags: "--max-audio-upload <size>", env: "KILN_MAX_AUDIO_UPLOAD", default: "1gb", description: "largest file of POST /v1/audio/transcriptions and /translations (413 above, while it streams)", schema: bytes.pipe(z.number().int().min(1024, "must be at least 1kb")) },
   /** Folder holding `/v1/audio` uploads while they run (each removed when its request ends). Default `.kiln/spool`. */

@@ -17,8 +17,8 @@ import { createSchedulerMetrics } from "./metrics.js";
 
 /** The fleet service's full name, as gRPC health checks name it. */
 export const FLEET_SERVICE = "kiln.v1.Fleet";
-import { InflightLimiter, RateLimiter, TokenQuota } from "./ratelimit/index.js";
-import { RedisRateLimiter } from "./ratelimit/redis.js";
+import { InflightLimiter, MemoryTokenCounter, RateLimiter, TokenQuota } from "./ratelimit/index.js";
+import { RedisLimits } from "./ratelimit/redis.js";
 import { openStore } from "./store/index.js";
 import { UsageLedger } from "./usage/index.js";
 
@@ -37,15 +37,13 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   const db = await openStore(config.db, { poolSize: config.dbPool, logger });
   const keys = await KeyService.open(db, config.jwtSecret).catch(async (err: unknown) => { await db.close(); throw err; });
   const usage = new UsageLedger(db, { logger });
-  const tokens = new TokenQuota({ perMinute: config.tokensPerMinute, perDay: config.tokensPerDay, usedOn: (account, day) => usage.tokensOn(account, day) });
-  usage.onRecord((row) => tokens.add(row.account, row.promptTokens + row.completionTokens));
   const fleet = new Fleet({ queueSize: config.queueSize, queueTimeoutMs: config.queueTimeout * 1000, heartbeatMs: config.heartbeatMs, logger });
   const grpcServer = createFleetServer({ fleet, nodeTokens: config.nodeTokens, logger });
   // The standard gRPC health service (grpc.health.v1) beside the fleet service.
   const health = new HealthImplementation({ "": "SERVING", [FLEET_SERVICE]: "SERVING" });
   health.addToServer(grpcServer);
   let http: HttpListener | undefined;
-  let redis: RedisRateLimiter | undefined;
+  let redis: RedisLimits | undefined;
   try {
     const grpcPort = await bindFleetServer(grpcServer, formatHostPort(config.grpc), grpcCredentials);
     const metrics = createSchedulerMetrics(fleet);
@@ -59,13 +57,16 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       const checks = { store: db.open };
       return { ready: Object.values(checks).every(Boolean), checks };
     };
-    // with --redis, every scheduler counts the same windows (a Redis that cannot be reached fails the start)
+    // with --redis, every scheduler counts the same windows, places and tokens (a Redis that cannot be reached fails the start)
+    const usedOn = (account: string, day: string) => usage.tokensOn(account, day);
     if (config.redis) {
-      const shared = new RedisRateLimiter({ url: config.redis, logger });
+      const shared = new RedisLimits({ url: config.redis, usedOn, logger });
       redis = shared;
       await shared.connect();
     }
-    const app = createHttpApp({ keys, limiter: redis ?? new RateLimiter(), inflight: new InflightLimiter(), maxInflight: config.maxInflight, fleet, usage, tokens, logger, maxBodyBytes: config.maxBody,
+    const tokens = new TokenQuota({ perMinute: config.tokensPerMinute, perDay: config.tokensPerDay, counter: redis ?? new MemoryTokenCounter({ usedOn }) });
+    usage.onRecord((row) => tokens.add(row.account, row.promptTokens + row.completionTokens));
+    const app = createHttpApp({ keys, limiter: redis ?? new RateLimiter(), inflight: redis ?? new InflightLimiter(), maxInflight: config.maxInflight, fleet, usage, tokens, logger, maxBodyBytes: config.maxBody,
       audio: { spoolDir: resolve(config.spoolDir), maxFileBytes: config.maxAudioUpload, maxUploads: config.audioUploads, maxUploadsPerAccount: config.audioUploadsPerAccount }, defaultMaxTokens: config.defaultMaxTokens, standardRpm: config.standardRpm, metrics, ready, corsOrigins: config.corsOrigin,
       mcp, ...(config.adminToken ? { adminToken: config.adminToken } : {}) });
     http = await listenHttp(app.fetch, config.http, { requestTimeoutMs: uploadTimeoutMs(config.maxAudioUpload) });

@@ -17,7 +17,7 @@ import { createHttpApp } from "../scheduler/http/index.js";
 import { ChatCompletionChunk, ChatCompletionResponse, EmbeddingList, ModelList, TextCompletion } from "../scheduler/http/openapi.js";
 import { AccountSecrets, EgressPolicy, McpService, McpStore } from "../scheduler/mcp/index.js";
 import { createSchedulerMetrics } from "../scheduler/metrics.js";
-import { InflightLimiter, RateLimiter } from "../scheduler/ratelimit/index.js";
+import { InflightLimiter, MemoryTokenCounter, RateLimiter } from "../scheduler/ratelimit/index.js";
 import { SqliteStore } from "../scheduler/store/sqlite.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import type { AgentHandle } from "../agent/index.js";
@@ -33,7 +33,7 @@ async function fullApp() {
   const app = createHttpApp({
     keys: await KeyService.open(db), limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: { free: 1, standard: 1, pro: 1, enterprise: 1 }, fleet, logger,
     maxBodyBytes: 1 << 20, standardRpm: 60, metrics: createSchedulerMetrics(fleet), mcp, adminToken: "a".repeat(32), ready: () => ({ ready: true, checks: {} }),
-    audio: { spoolDir: tempDir(), maxFileBytes: 1 << 20, maxUploads: 1, maxUploadsPerAccount: 1 }, usage, tokens: new TokenQuota({ perMinute: DEFAULT_TOKENS_PER_MINUTE, perDay: DEFAULT_TOKENS_PER_DAY, usedOn: () => 0 }),
+    audio: { spoolDir: tempDir(), maxFileBytes: 1 << 20, maxUploads: 1, maxUploadsPerAccount: 1 }, usage, tokens: new TokenQuota({ perMinute: DEFAULT_TOKENS_PER_MINUTE, perDay: DEFAULT_TOKENS_PER_DAY, counter: new MemoryTokenCounter({ usedOn: () => 0 }) }),
   });
   return { app, close: async () => { fleet.close(); await usage.close(); await db.close(); } };
 }

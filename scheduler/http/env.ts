@@ -6,7 +6,7 @@ import type { Fleet } from "../fleet/index.js";
 import type { UsageLedger } from "../usage/index.js";
 import type { McpService } from "../mcp/index.js";
 import type { SchedulerMetrics } from "../metrics.js";
-import type { InflightLimiter, RequestLimiter, TokenQuota } from "../ratelimit/index.js";
+import type { InflightCounter, RequestLimiter, TokenQuota } from "../ratelimit/index.js";
 
 /** What the HTTP layer is given: the services it calls. */
 export interface HttpDeps {
@@ -16,7 +16,7 @@ export interface HttpDeps {
   /** Tokens per minute and per day, per account (chat, completions, embeddings). */
   tokens: TokenQuota;
   /** Chat completions in flight, per account. */
-  inflight: InflightLimiter;
+  inflight: InflightCounter;
   /** The cap on an account's chat completions in flight, by its tier (`--max-inflight`). */
   maxInflight: Readonly<Record<Tier, number>>;
   fleet: Fleet;

@@ -8,9 +8,10 @@
  *   its edge). A limit that changes (the account's tier did) applies at once and resizes the ring.
  *   Idle accounts are swept.
  * - `InflightLimiter`: a cap on an account's requests in flight (queued or generating).
+ * - `TokenQuota` (`./tokens.ts`): tokens per minute and per day.
  *
- * In memory: limits are per scheduler process; with `--redis`, `RedisRateLimiter` (`./redis.ts`) keeps
- * the same window in Redis, shared by every scheduler.
+ * In memory: limits are per scheduler process; with `--redis`, `RedisLimits` (`./redis.ts`) keeps
+ * the same counts in Redis, shared by every scheduler.
  */
 import { InFlightLimitError, RateLimitError } from "../../core/errors.js";
 
@@ -154,14 +155,25 @@ export function rateHeaders(d: RateDecision): Record<string, string> {
   };
 }
 
+/** What a chat completion beyond its account's cap is told. */
+export const CHAT_INFLIGHT_REFUSAL = (limit: number): string => `requests in flight: this account may have at most ${limit} chat completions in flight (queued or generating) at once; retry when one finishes`;
+
+/** Counts an account's requests in flight against a cap: in this process, or shared in Redis (`./redis.ts`). */
+export interface InflightCounter {
+  /**
+   * Takes one of `limit` places for `account`, or throws `InFlightLimitError` (429
+   * `too_many_requests_in_flight`, with the message `refusal` gives; default: a chat completion's)
+   * when all are taken. Returns the release, which may be called any number of times (only the
+   * first counts).
+   */
+  acquire(account: string, limit: number, refusal?: (limit: number) => string): (() => void) | Promise<() => void>;
+}
+
 /**
  * Requests in flight per account: a chat completion takes a place when it arrives and gives it
  * back when its answer is complete or its client is gone. Accounts with none hold no memory.
  */
-/** What a chat completion beyond its account's cap is told. */
-const chatRefusal = (limit: number): string => `requests in flight: this account may have at most ${limit} chat completions in flight (queued or generating) at once; retry when one finishes`;
-
-export class InflightLimiter {
+export class InflightLimiter implements InflightCounter {
   private readonly inflight = new Map<string, number>();
   private held = 0;
 
@@ -170,13 +182,7 @@ export class InflightLimiter {
     return this.held;
   }
 
-  /**
-   * Takes one of `limit` places for `account`, or throws `InFlightLimitError` (429
-   * `too_many_requests_in_flight`, with the message `refusal` gives; default: a chat completion's)
-   * when all are taken. Returns the release, which may be called any number of times (only the
-   * first counts).
-   */
-  acquire(account: string, limit: number, refusal: (limit: number) => string = chatRefusal): () => void {
+  acquire(account: string, limit: number, refusal: (limit: number) => string = CHAT_INFLIGHT_REFUSAL): () => void {
     const held = this.inflight.get(account) ?? 0;
     if (held >= limit) throw new InFlightLimitError(refusal(limit));
     this.inflight.set(account, held + 1);
@@ -203,4 +209,4 @@ export class InflightLimiter {
   }
 }
 
-export { TokenQuota, type TokenQuotaOptions } from "./tokens.js";
+export { MemoryTokenCounter, TokenQuota, type TokenCounter, type TokenQuotaOptions } from "./tokens.js";

@@ -3,45 +3,66 @@
  *
  * A request is admitted while the account has tokens left in both; what it then uses is counted
  * when its answer is complete (the usage ledger tells), so the request that crosses a quota is
- * served whole and the next one is refused (429 `token_quota_exceeded`, with `Retry-After`). The
- * minute is a sliding window kept in memory; the day is seeded from the ledger the first time an
- * account is seen that day, so a restarted scheduler forgets none of it. A quota of 0 is none.
+ * served whole and the next one is refused (429 `token_quota_exceeded`, with `Retry-After`). While
+ * it runs, a request holds what it may use (its max_tokens and a prompt estimate), so requests sent
+ * at once cannot all pass a nearly spent quota. A quota of 0 is none.
+ *
+ * `TokenQuota` decides and words the answers; a `TokenCounter` keeps the counts: in this process
+ * (`MemoryTokenCounter`), or in Redis, shared by every scheduler (`RedisLimits`, `./redis.ts`).
+ * Either seeds an account's day from the ledger the first time it is counted, so a restarted
+ * scheduler (or Redis) forgets none of it.
  */
 import { RateLimitError } from "../../core/errors.js";
 import type { Tier } from "../auth/index.js";
 import { WINDOW_MS } from "./index.js";
 
+/** An account's counts now. */
+export interface TokenUsage {
+  /** Tokens counted in the last 60 s. */
+  minute: number;
+  /**
+   * Milliseconds until the window admits again: with `minute` at or over the limit asked about,
+   * until enough tokens have left it; otherwise until its oldest tokens leave (0 when empty).
+   */
+  minuteResetMs: number;
+  /** Tokens counted on the current UTC day (0 when no day was asked for). */
+  day: number;
+  /** Tokens held by the account's requests being answered. */
+  held: number;
+}
+
+/** Which quota a hold did not fit, and the tokens held then. */
+export interface HoldRefused { full: "minute" | "day"; held: number }
+
+/** Where the counts live. */
+export interface TokenCounter {
+  /** `account`'s counts; `perMinute` words `minuteResetMs`; `day` (UTC `YYYY-MM-DD`): the day to count, none for no daily quota. */
+  usage(account: string, perMinute: number, day: string | undefined): Promise<TokenUsage>;
+  /** Holds `tokens` when they fit both quotas (0: none) with what is counted and held, in one step; else says which did not. */
+  hold(account: string, tokens: number, quota: { perMinute: number; perDay: number; day: string }): Promise<{ release: () => void } | HoldRefused>;
+  /** Counts `tokens` an answered request used. */
+  add(account: string, tokens: number): void;
+}
+
 export interface TokenQuotaOptions {
   perMinute: Readonly<Record<Tier, number>>;
   perDay: Readonly<Record<Tier, number>>;
-  /** Tokens `account` has used on `day` (UTC `YYYY-MM-DD`) so far, from the ledger. */
-  usedOn: (account: string, day: string) => number | Promise<number>;
+  /** The counts. */
+  counter: TokenCounter;
   /** Wall clock, Unix ms: the UTC day (tests inject their own). Default `Date.now`. */
   now?: () => number;
-  /** A monotonic clock in ms: the 60 s window (a wall clock stepped by NTP would bend it). Default `performance.now`. */
-  monotonic?: () => number;
 }
 
 const DAY_MS = 86_400_000;
 
+/** The UTC day of a Unix-ms time, `YYYY-MM-DD`. */
+const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
 export class TokenQuota {
-  /** Each account's counted tokens of the last 60 s, oldest first, with their sum. */
-  private readonly minute = new Map<string, { entries: { at: number; tokens: number }[]; sum: number }>();
-  /** Tokens held for each account's requests being answered (their max_tokens and prompt estimates). */
-  private readonly reserved = new Map<string, number>();
-  /** Each account's tokens of its current UTC day. */
-  private readonly day = new Map<string, { day: string; used: number }>();
-  /** Accounts whose day is being read from the ledger (requests arriving meanwhile share the read). */
-  private readonly seeding = new Map<string, Promise<void>>();
   private readonly now: () => number;
-  private readonly monotonic: () => number;
-  /** The UTC day `day` counts; a new day starts every count again. */
-  private currentDay = "";
-  private lastSweep = 0;
 
   constructor(private readonly options: TokenQuotaOptions) {
     this.now = options.now ?? Date.now;
-    this.monotonic = options.monotonic ?? (() => performance.now());
   }
 
   /**
@@ -49,34 +70,23 @@ export class TokenQuota {
    * `x-ratelimit-*-tokens` headers of the quotas that apply.
    */
   async check(account: string, tier: Tier): Promise<Record<string, string>> {
-    if (this.options.perDay[tier] > 0) await this.seed(account);
+    const perMinute = this.options.perMinute[tier];
+    const perDay = this.options.perDay[tier];
+    if (perMinute === 0 && perDay === 0) return {};
+    const now = this.now();
+    const used = await this.options.counter.usage(account, perMinute, perDay > 0 ? utcDay(now) : undefined);
     const headers: Record<string, string> = {};
     const spent: { what: string; waitMs: number }[] = [];
-    const perMinute = this.options.perMinute[tier];
     if (perMinute > 0) {
-      const now = this.monotonic();
-      const window = this.window(account, now);
-      const used = window.sum + (this.reserved.get(account) ?? 0);
-      let resetMs = window.entries.length ? window.entries[0]!.at + WINDOW_MS - now : 0;
-      if (used >= perMinute) {
-        // admitted again once enough of the window's tokens have left it
-        let left = window.sum;
-        for (const e of window.entries) {
-          left -= e.tokens;
-          resetMs = e.at + WINDOW_MS - now;
-          if (left < perMinute) break;
-        }
-        spent.push({ what: `${used} of its ${perMinute} tokens per minute`, waitMs: Math.max(resetMs, 1000) });
-      }
-      Object.assign(headers, tokenHeaders({ limit: perMinute, remaining: perMinute - used, resetMs }, ""));
+      const count = used.minute + used.held;
+      if (count >= perMinute) spent.push({ what: `${count} of its ${perMinute} tokens per minute`, waitMs: Math.max(used.minuteResetMs, 1000) });
+      Object.assign(headers, tokenHeaders({ limit: perMinute, remaining: perMinute - count, resetMs: used.minuteResetMs }, ""));
     }
-    const perDay = this.options.perDay[tier];
     if (perDay > 0) {
-      const now = this.now();
-      const used = this.today(account, now).used + (this.reserved.get(account) ?? 0);
+      const count = used.day + used.held;
       const resetMs = DAY_MS - (now % DAY_MS);
-      if (used >= perDay) spent.push({ what: `${used} of its ${perDay} tokens for today (UTC)`, waitMs: resetMs });
-      Object.assign(headers, tokenHeaders({ limit: perDay, remaining: perDay - used, resetMs }, "-day"));
+      if (count >= perDay) spent.push({ what: `${count} of its ${perDay} tokens for today (UTC)`, waitMs: resetMs });
+      Object.assign(headers, tokenHeaders({ limit: perDay, remaining: perDay - count, resetMs }, "-day"));
     }
     if (spent.length > 0) {
       // the longest wait: a client told to come back in seconds while its day is spent would only be refused again
@@ -91,48 +101,108 @@ export class TokenQuota {
 
   /**
    * Holds `tokens` of the account's quotas while a request is answered (its max_tokens and an
-   * estimate of its prompt), so that requests sent at once cannot all pass a nearly spent quota;
-   * throws the 429 when they do not fit. The returned function gives them back (once), when the
-   * request has ended: what it really used is counted by `add`.
+   * estimate of its prompt); throws the 429 when they do not fit. The returned function gives them
+   * back (once), when the request has ended: what it really used is counted by `add`.
    */
   async reserve(account: string, tier: Tier, tokens: number): Promise<() => void> {
     const perMinute = this.options.perMinute[tier];
     const perDay = this.options.perDay[tier];
     if (tokens <= 0 || (perMinute === 0 && perDay === 0)) return () => undefined;
-    if (perDay > 0) await this.seed(account);
+    const now = this.now();
+    const held = await this.options.counter.hold(account, tokens, { perMinute, perDay, day: utcDay(now) });
+    if ("release" in held) {
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        held.release();
+      };
+    }
+    const limit = held.full === "minute" ? `${perMinute} tokens per minute` : `${perDay} tokens for today (UTC)`;
+    const waitMs = held.full === "minute" ? WINDOW_MS : DAY_MS - (now % DAY_MS);
+    throw new RateLimitError(`max_tokens: this request may use about ${tokens} tokens (its max_tokens and prompt), which the account's ${limit} cannot hold now (${held.held} held by its requests in flight); lower max_tokens or retry later`, Math.ceil(waitMs / 1000), "token_quota_exceeded");
+  }
+
+  /** Counts `tokens` an answered request of `account` used. */
+  add(account: string, tokens: number): void {
+    if (tokens > 0) this.options.counter.add(account, tokens);
+  }
+}
+
+export interface MemoryTokenCounterOptions {
+  /** Tokens `account` has used on `day` (UTC `YYYY-MM-DD`) so far, from the ledger. */
+  usedOn: (account: string, day: string) => number | Promise<number>;
+  /** Wall clock, Unix ms: the UTC day. Default `Date.now`. */
+  now?: () => number;
+  /** A monotonic clock in ms: the 60 s window (a wall clock stepped by NTP would bend it). Default `performance.now`. */
+  monotonic?: () => number;
+}
+
+/** The counts in this process: one scheduler's. */
+export class MemoryTokenCounter implements TokenCounter {
+  /** Each account's counted tokens of the last 60 s, oldest first, with their sum. */
+  private readonly minute = new Map<string, { entries: { at: number; tokens: number }[]; sum: number }>();
+  /** Tokens held for each account's requests being answered. */
+  private readonly reserved = new Map<string, number>();
+  /** Each account's tokens of the UTC day `currentDay`. */
+  private readonly day = new Map<string, number>();
+  /** Accounts whose day is being read from the ledger (requests arriving meanwhile share the read). */
+  private readonly seeding = new Map<string, Promise<void>>();
+  private readonly now: () => number;
+  private readonly monotonic: () => number;
+  private currentDay = "";
+  private lastSweep = 0;
+
+  constructor(private readonly options: MemoryTokenCounterOptions) {
+    this.now = options.now ?? Date.now;
+    this.monotonic = options.monotonic ?? (() => performance.now());
+  }
+
+  async usage(account: string, perMinute: number, day: string | undefined): Promise<TokenUsage> {
+    if (day !== undefined) await this.seed(account, day);
+    const now = this.monotonic();
+    const window = this.window(account, now);
+    let resetMs = window.entries.length ? window.entries[0]!.at + WINDOW_MS - now : 0;
+    const held = this.reserved.get(account) ?? 0;
+    if (perMinute > 0 && window.sum + held >= perMinute) {
+      // admitted again once enough of the window's tokens have left it
+      let left = window.sum;
+      for (const e of window.entries) {
+        left -= e.tokens;
+        resetMs = e.at + WINDOW_MS - now;
+        if (left < perMinute) break;
+      }
+    }
+    return { minute: window.sum, minuteResetMs: resetMs, day: day !== undefined ? this.day.get(account) ?? 0 : 0, held };
+  }
+
+  async hold(account: string, tokens: number, quota: { perMinute: number; perDay: number; day: string }): Promise<{ release: () => void } | HoldRefused> {
+    if (quota.perDay > 0) await this.seed(account, quota.day);
     const held = this.reserved.get(account) ?? 0;
     const fits = (limit: number, used: number) => limit === 0 || used + held + tokens <= limit;
-    const minuteUsed = perMinute > 0 ? this.window(account, this.monotonic()).sum : 0;
-    const dayUsed = perDay > 0 ? this.today(account, this.now()).used : 0;
-    if (!fits(perMinute, minuteUsed) || !fits(perDay, dayUsed)) {
-      const limit = !fits(perMinute, minuteUsed) ? `${perMinute} tokens per minute` : `${perDay} tokens for today (UTC)`;
-      const waitMs = !fits(perMinute, minuteUsed) ? WINDOW_MS : DAY_MS - (this.now() % DAY_MS);
-      throw new RateLimitError(`max_tokens: this request may use about ${tokens} tokens (its max_tokens and prompt), which the account's ${limit} cannot hold now (${held} held by its requests in flight); lower max_tokens or retry later`, Math.ceil(waitMs / 1000), "token_quota_exceeded");
-    }
+    if (!fits(quota.perMinute, quota.perMinute > 0 ? this.window(account, this.monotonic()).sum : 0)) return { full: "minute", held };
+    if (!fits(quota.perDay, quota.perDay > 0 ? this.day.get(account) ?? 0 : 0)) return { full: "day", held };
     this.reserved.set(account, held + tokens);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (this.reserved.get(account) ?? tokens) - tokens;
-      if (left > 0) this.reserved.set(account, left);
-      else this.reserved.delete(account);
+    return {
+      release: () => {
+        const left = (this.reserved.get(account) ?? tokens) - tokens;
+        if (left > 0) this.reserved.set(account, left);
+        else this.reserved.delete(account);
+      },
     };
   }
 
   /**
-   * Counts `tokens` an answered request of `account` used. The day's count moves only when this
-   * scheduler has it (its quota's check seeded it from the ledger, which holds this row too once the
-   * day has turned): counting never reads the ledger, and tiers without a quota cost nothing here.
+   * The day's count moves only when this scheduler has it (a check seeded it from the ledger, which
+   * holds this row too once the day has turned): counting never reads the ledger.
    */
   add(account: string, tokens: number): void {
-    if (tokens <= 0) return;
     const now = this.monotonic();
     const window = this.window(account, now);
     window.entries.push({ at: now, tokens });
     window.sum += tokens;
     const today = this.day.get(account);
-    if (today && today.day === this.currentDay && this.currentDay === new Date(this.now()).toISOString().slice(0, 10)) today.used += tokens;
+    if (today !== undefined && this.currentDay === utcDay(this.now())) this.day.set(account, today + tokens);
   }
 
   /** The account's window with the tokens older than 60 s gone (accounts with none hold no memory). */
@@ -148,36 +218,22 @@ export class TokenQuota {
     return w;
   }
 
-  /** Reads the account's count for the current UTC day from the ledger, unless this scheduler has it. */
-  private async seed(account: string): Promise<void> {
-    const day = new Date(this.now()).toISOString().slice(0, 10);
-    if (this.day.get(account)?.day === day && day === this.currentDay) return;
+  /** Reads the account's count for `day` from the ledger, unless this scheduler has it; a new day drops the last one's counts. */
+  private async seed(account: string, day: string): Promise<void> {
+    if (day !== this.currentDay) {
+      this.day.clear();
+      this.currentDay = day;
+    }
+    if (this.day.has(account)) return;
     let pending = this.seeding.get(account);
     if (!pending) {
-      pending = Promise.resolve(this.options.usedOn(account, day)).then((used) => {
-        this.turn(day);
-        // (an answer completed in the few ms the read takes may be missing from both: the day's count is that close)
-        this.day.set(account, { day, used });
-      }).finally(() => this.seeding.delete(account));
+      // (an answer completed in the few ms the read takes may be missing from both: the day's count is that close)
+      pending = Promise.resolve(this.options.usedOn(account, day))
+        .then((used) => { if (this.currentDay === day) this.day.set(account, used); })
+        .finally(() => this.seeding.delete(account));
       this.seeding.set(account, pending);
     }
     await pending;
-  }
-
-  /** Starts a new UTC day's counts when `day` is not the one counted. */
-  private turn(day: string): void {
-    if (day === this.currentDay) return;
-    this.day.clear(); // yesterday's counts go
-    this.currentDay = day;
-  }
-
-  /** The account's count for the current UTC day (seeded by `seed`; zero when the day turned since). */
-  private today(account: string, now: number): { day: string; used: number } {
-    const day = new Date(now).toISOString().slice(0, 10);
-    this.turn(day);
-    let d = this.day.get(account);
-    if (!d) this.day.set(account, d = { day, used: 0 });
-    return d;
   }
 }
 
@@ -191,4 +247,3 @@ function tokenHeaders(d: TokenDecision, suffix: string): Record<string, string> 
     [`x-ratelimit-reset-tokens${suffix}`]: `${Math.max(0, Math.ceil(d.resetMs / 1000))}s`,
   };
 }
-

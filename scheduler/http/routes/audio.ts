@@ -63,7 +63,7 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
     let release: (() => void) | undefined;
     let releaseUpload: (() => void) | undefined;
     try {
-      release = deps.cap.inflight.acquire(account, deps.cap.maxInflight[tier]);
+      release = await deps.cap.inflight.acquire(account, deps.cap.maxInflight[tier]);
       const declared = Number(c.req.header("content-length") ?? NaN);
       if (declared > deps.maxFileBytes + FORM_OVERHEAD) throw new PayloadTooLargeError("file_too_large", `file: the request's ${declared} bytes are more than the ${formatBytes(deps.maxFileBytes)} limit`);
       if (uploads >= deps.maxUploads) throw new ServiceUnavailableError("uploads_busy", `file: this scheduler holds ${deps.maxUploads} uploads already; retry shortly`);

@@ -12,7 +12,7 @@ import { IGNORED_FIELDS_HEADER, ignoredFieldsHeader, type GenerationDeps } from 
 export function embeddingsRoutes({ fleet, usage, tokens, maxBodyBytes, metrics, cap }: GenerationDeps): Hono<AppEnv> {
   return new Hono<AppEnv>().post("/", async (c) => {
     const { account, tier, keyId } = c.get("identity");
-    const release = cap.inflight.acquire(account, cap.maxInflight[tier]);
+    const release = await cap.inflight.acquire(account, cap.maxInflight[tier]);
     let unreserve = (): void => undefined;
     try {
       const body = validateEmbeddings(await readJsonBody(c, maxBodyBytes));

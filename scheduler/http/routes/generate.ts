@@ -23,11 +23,11 @@ import type { CompletionEvent, CompletionRequest, Fleet, TokenLogprob } from "..
 import type { AppEnv } from "../env.js";
 import { readJsonBody } from "../../../core/http/index.js";
 import type { Tier } from "../../auth/index.js";
-import type { InflightLimiter } from "../../ratelimit/index.js";
+import type { InflightCounter } from "../../ratelimit/index.js";
 
 /** The per-account cap on completions in flight. */
 export interface InflightCap {
-  inflight: InflightLimiter;
+  inflight: InflightCounter;
   /** The cap by the account's tier. */
   maxInflight: Readonly<Record<Tier, number>>;
 }
@@ -100,7 +100,7 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
     async (c) => {
       const { account, tier, keyId } = c.get("identity");
       // one place per choice: a request for n choices holds n slots (throws the 429 beyond the cap)
-      const places = [cap.inflight.acquire(account, cap.maxInflight[tier])];
+      const places = [await cap.inflight.acquire(account, cap.maxInflight[tier])];
       const release = (): void => { for (const free of places) free(); };
       const signal = c.req.raw.signal;
       if (signal.aborted) release();
@@ -108,7 +108,7 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
       let streaming = false;
       try {
         const body = api.validate(await readJsonBody(c, maxBodyBytes));
-        for (let i = 1; i < (body.n ?? 1); i++) places.push(cap.inflight.acquire(account, cap.maxInflight[tier]));
+        for (let i = 1; i < (body.n ?? 1); i++) places.push(await cap.inflight.acquire(account, cap.maxInflight[tier]));
         // the account's token quotas hold what the request may use until it ends
         places.push(await tokens.reserve(account, tier, tokenEstimate(body)));
         if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
