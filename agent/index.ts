@@ -17,7 +17,7 @@ import { probeHardware } from "./hardware/index.js";
 import { createAgentApp, type NodeInfo } from "./http/index.js";
 import { freeBytes } from "../core/disk.js";
 import { JobService } from "./jobs/index.js";
-import { FleetLink, FleetTranscriptions } from "./link/index.js";
+import { FleetTranscriptions, SchedulerLinks } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
 import { createAgentMetrics } from "./metrics.js";
 import { WHISPER_LANGUAGES } from "../models/whisper.js";
@@ -32,8 +32,8 @@ const IDLE_TIMEOUT_MS = 120_000;
 
 export interface AgentHandle {
   engine: LlmEngine;
-  /** Absent on a transcription-only instance (no `--scheduler`). */
-  link?: FleetLink;
+  /** The links to the schedulers, one each; absent on a transcription-only instance (no `--scheduler`). */
+  links?: SchedulerLinks;
   jobs: JobService;
   whisper: WhisperPool;
   /** The bound address of the transcription API. */
@@ -81,8 +81,8 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     ...(translationModel ? { translator: chatTranslator(engine, translationModel) } : {}),
     ffmpegStallMs: config.ffmpegStallSeconds * 1000,
   });
-  let link: FleetLink | undefined;
-  const metrics = createAgentMetrics({ jobs: () => jobs, engine, link: () => link });
+  let links: SchedulerLinks | undefined;
+  const metrics = createAgentMetrics({ jobs: () => jobs, engine, links: () => links });
   const dataDir = resolve(config.dataDir);
   await mkdir(dataDir, { recursive: true });
   const uploadBudgetBytes = "bytes" in config.uploadBudget ? config.uploadBudget.bytes : Math.floor((await freeBytes(dataDir)) * config.uploadBudget.share);
@@ -107,7 +107,8 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     memory_total_bytes: Number(hardware.memory_total_bytes ?? 0),
     memory_free_bytes: freemem(),
     jobs: jobs.counts(),
-    scheduler: config.scheduler ? { address: formatHostPort(config.scheduler), state: link?.state ?? "connecting" } : null,
+    scheduler: config.scheduler ? { address: config.scheduler.map(formatHostPort).join(","), state: links?.state ?? "connecting" } : null,
+    schedulers: links?.describe() ?? [],
     chat_models: config.serve.map((s) => s.id),
     capabilities: { ...capabilities, max_upload_bytes: config.maxUpload, max_files: MAX_FILES },
   });
@@ -115,7 +116,7 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     const checks: Record<string, boolean> = {
       chat_models_loaded: engine.modelPools.length === new Set(config.serve.map((s) => resolve(s.path))).size,
     };
-    if (config.scheduler) checks.scheduler_connected = link?.state === "connected";
+    if (config.scheduler) checks.scheduler_connected = links?.state === "connected";
     // Transcription readiness is reported, not required: a chat-only node is ready without it.
     const transcription = {
       vad_model: await checkVadModel(vadModel).then(() => true, () => false),
@@ -145,20 +146,20 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU");
     const transcriptions = new FleetTranscriptions({ jobs, whisper, capabilities, maxFileBytes: config.maxUpload, logger });
     await transcriptions.refresh();
-    link = new FleetLink({ scheduler: config.scheduler, ...(credentials ? { credentials } : {}), nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir, streamIntervalMs: config.streamInterval, transcriptions, logger });
-    link.start();
+    links = new SchedulerLinks({ schedulers: config.scheduler, ...(credentials ? { credentials } : {}), nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir, streamIntervalMs: config.streamInterval, transcriptions, logger });
+    links.start();
   } else {
     logger.info("no --scheduler given: a transcription-only instance");
   }
 
   return {
     engine,
-    ...(link ? { link } : {}),
+    ...(links ? { links } : {}),
     jobs,
     whisper,
     http: http.address,
     async close(deadlineMs = 0) {
-      await link?.drain(deadlineMs);
+      await links?.drain(deadlineMs);
       await http.close(Math.min(deadlineMs, 1000));
       clearInterval(sweeper);
       await jobs.close();

@@ -1,7 +1,7 @@
 /** The agent's metrics: HTTP, transcription jobs and speed, chat sequences, the scheduler link. */
 import { Counter, createHttpMetrics, Gauge, Histogram, type HttpMetrics } from "../core/metrics.js";
 import type { JobService } from "./jobs/index.js";
-import type { FleetLink } from "./link/index.js";
+import type { SchedulerLinks } from "./link/index.js";
 import type { LlmEngine } from "./llm/index.js";
 
 export interface AgentMetrics extends HttpMetrics {
@@ -9,7 +9,7 @@ export interface AgentMetrics extends HttpMetrics {
   jobFinished(outcome: "completed" | "error", audioSeconds?: number, wallSeconds?: number): void;
 }
 
-export function createAgentMetrics(sources: { jobs: () => JobService; engine: LlmEngine; link: () => FleetLink | undefined }): AgentMetrics {
+export function createAgentMetrics(sources: { jobs: () => JobService; engine: LlmEngine; links: () => SchedulerLinks | undefined }): AgentMetrics {
   const http = createHttpMetrics("agent");
   const registers = [http.registry];
   const finished = new Counter({ name: "kiln_asr_jobs_total", help: "Finished transcription jobs by outcome", labelNames: ["outcome"] as const, registers });
@@ -32,7 +32,7 @@ export function createAgentMetrics(sources: { jobs: () => JobService; engine: Ll
       this.set({ state: "free" }, pools.reduce((n, p) => n + p.slots, 0) - busy);
     },
   });
-  new Gauge({ name: "kiln_scheduler_connected", help: "1 while the link to the scheduler is up", registers, collect() { this.set(sources.link()?.state === "connected" ? 1 : 0); } });
+  new Gauge({ name: "kiln_scheduler_connected", help: "links to schedulers that are up (1 with one scheduler)", registers, collect() { this.set(sources.links()?.connected ?? 0); } });
   return {
     ...http,
     jobFinished(outcome, audioSeconds, wallSeconds) {

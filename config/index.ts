@@ -30,6 +30,24 @@ const hostPort = z.string().transform((s, ctx): HostPort => {
   return address;
 });
 
+/** One or more HOST:PORT, comma-separated, none twice. */
+const hostPortList = z.string().transform((s, ctx): HostPort[] => {
+  const addresses: HostPort[] = [];
+  for (const part of s.split(",")) {
+    const address = parseHostPort(part);
+    if (!address) {
+      ctx.addIssue({ code: "custom", message: `expected HOST:PORT, or several comma-separated (e.g. 10.0.0.1:50051,10.0.0.2:50051), got "${part.trim()}"` });
+      return z.NEVER;
+    }
+    if (addresses.some((a) => a.host === address.host && a.port === address.port)) {
+      ctx.addIssue({ code: "custom", message: `${formatHostPort(address)} is named twice` });
+      return z.NEVER;
+    }
+    addresses.push(address);
+  }
+  return addresses;
+});
+
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   z.string().trim().regex(/^\d+$/, "expected a whole number").transform(Number).pipe(z.number().int().min(min).max(max));
 
@@ -283,7 +301,8 @@ export const SCHEDULER_OPTIONS = {
 
 /** Options of `kiln agent` (and the agent half of `kiln dev`). */
 export const AGENT_OPTIONS = {
-  scheduler: { flags: "--scheduler <host:port>", env: "KILN_SCHEDULER", description: "the scheduler's gRPC address to dial (none: a transcription-only instance); plaintext only on loopback unless --grpc-insecure", schema: hostPort.optional() },
+  /** The schedulers' gRPC addresses, comma-separated: the agent keeps a link to each. Default: none (a transcription-only instance). */
+  scheduler: { flags: "--scheduler <host:port,…>", env: "KILN_SCHEDULER", description: "the gRPC address of the scheduler to dial, or several comma-separated: the agent keeps a link to each and serves them all (none: a transcription-only instance); plaintext only on loopback unless --grpc-insecure", schema: hostPortList.optional() },
   /** PEM CA that verifies the scheduler's certificate: dial with TLS. Default: none (plaintext, loopback only). */
   schedulerCa: { flags: "--scheduler-ca <file>", env: "KILN_SCHEDULER_CA", description: "PEM CA that verifies the scheduler's certificate: dial with TLS (default: none, plaintext, loopback only)", schema: z.string().min(1).optional() },
   /** PEM client certificate (chain) for mutual TLS; needs `--tls-key` and `--scheduler-ca`. Default: none. */
@@ -378,8 +397,9 @@ export function parseAgentConfig(raw: Raw): AgentConfig {
   if (config.tlsKey && !config.tlsCert) throw new ConfigError(optionName(o.tlsCert), "is required with --tls-key");
   if (config.tlsCert && !config.schedulerCa) throw new ConfigError(optionName(o.schedulerCa), "is required with --tls-cert (a client certificate is presented over TLS)");
   if (config.grpcInsecure && config.schedulerCa) throw new ConfigError(optionName(o.grpcInsecure), "contradicts --scheduler-ca (give one or the other)");
-  if (config.scheduler && !config.schedulerCa && !config.grpcInsecure && !isLoopback(config.scheduler.host)) {
-    throw new ConfigError(optionName(o.scheduler), `${config.scheduler.host} is not a loopback address, and the node token and prompts would cross the network in plaintext: pass --scheduler-ca to dial with TLS, or --grpc-insecure to dial plaintext anyway`);
+  const remote = config.scheduler?.find((s) => !isLoopback(s.host));
+  if (remote && !config.schedulerCa && !config.grpcInsecure) {
+    throw new ConfigError(optionName(o.scheduler), `${remote.host} is not a loopback address, and the node token and prompts would cross the network in plaintext: pass --scheduler-ca to dial with TLS, or --grpc-insecure to dial plaintext anyway`);
   }
   if (!config.agentToken && !config.agentInsecure && !isLoopback(config.host)) {
     throw new ConfigError(optionName(o.host), `${config.host} is reachable from other machines and no --agent-token is set: pass --agent-token (every /api call then needs it), --host 127.0.0.1 to serve this machine only, or --agent-insecure to serve without a token anyway`);

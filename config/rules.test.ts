@@ -199,7 +199,11 @@ describe("the agent's rules", () => {
     for (const text of ["-90s", "90 seconds", "x90s"]) refusal(() => agent({ resultTtl: text }), "--result-ttl / KILN_RESULT_TTL", `expected a duration like 90s, 30m, 12h or 7d, got "${text}"`);
   });
   it("a scheduler needs a node token; plaintext only to loopback; TLS flags in pairs", () => {
-    expect(agent({ scheduler: "127.0.0.1:5", nodeToken: TOKEN }).scheduler).toEqual({ host: "127.0.0.1", port: 5 });
+    expect(agent({ scheduler: "127.0.0.1:5", nodeToken: TOKEN }).scheduler).toEqual([{ host: "127.0.0.1", port: 5 }]);
+    expect(agent({ scheduler: "127.0.0.1:5, [::1]:6", nodeToken: TOKEN }).scheduler).toEqual([{ host: "127.0.0.1", port: 5 }, { host: "::1", port: 6 }]);
+    refusal(() => agent({ scheduler: "127.0.0.1:5,nope", nodeToken: TOKEN }), "--scheduler / KILN_SCHEDULER", 'expected HOST:PORT, or several comma-separated (e.g. 10.0.0.1:50051,10.0.0.2:50051), got "nope"');
+    refusal(() => agent({ scheduler: "127.0.0.1:5,127.0.0.1:5", nodeToken: TOKEN }), "--scheduler / KILN_SCHEDULER", "127.0.0.1:5 is named twice");
+    refusal(() => agent({ scheduler: "127.0.0.1:5,10.0.0.9:5", nodeToken: TOKEN }), "--scheduler / KILN_SCHEDULER", /^--scheduler \/ KILN_SCHEDULER: 10\.0\.0\.9 is not a loopback address/);
     refusal(() => agent({ scheduler: "127.0.0.1:5" }), "--node-token / KILN_NODE_TOKEN", "is required with --scheduler");
     refusal(() => agent({ scheduler: "10.0.0.1:5", nodeToken: TOKEN }), "--scheduler / KILN_SCHEDULER", /^--scheduler \/ KILN_SCHEDULER: 10\.0\.0\.1 is not a loopback address/);
     expect(agent({ scheduler: "10.0.0.1:5", nodeToken: TOKEN, grpcInsecure: "true" }).grpcInsecure).toBe(true);

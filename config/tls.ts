@@ -63,8 +63,8 @@ export function schedulerServerCredentials(config: SchedulerConfig, logger: Logg
 export function agentChannelCredentials(config: AgentConfig, logger: Logger): grpc.ChannelCredentials {
   const o = AGENT_OPTIONS;
   if (!config.schedulerCa) {
-    if (config.scheduler && !isLoopback(config.scheduler.host)) {
-      logger.warn({ scheduler: formatHostPort(config.scheduler) }, "--grpc-insecure: dialing the scheduler in plaintext on a non-loopback address; the node token and prompts cross the network unencrypted (use --scheduler-ca)");
+    for (const scheduler of config.scheduler?.filter((s) => !isLoopback(s.host)) ?? []) {
+      logger.warn({ scheduler: formatHostPort(scheduler) }, "--grpc-insecure: dialing the scheduler in plaintext on a non-loopback address; the node token and prompts cross the network unencrypted (use --scheduler-ca)");
     }
     return grpc.credentials.createInsecure();
   }

@@ -88,7 +88,7 @@ describe("a crash of a job's engine process", () => {
     expect(b.view.status, b.view.error).toBe("completed");
     expect(b.view.result.segments.length).toBeGreaterThan(0);
     expect(answer.status).toBe(200);
-    expect(agent.link?.state).toBe("connected");
+    expect(agent.links?.state).toBe("connected");
 
     const next = await upload(base, [makeMedia(media, "next.wav", { seconds: 6 })]);
     expect((await waitForJob(base, next.body.job_id, 60_000)).view.status).toBe("completed");

@@ -112,7 +112,7 @@ describe("node tokens", () => {
     const states: string[] = [];
     agent = await inProcessAgent(scheduler, { nodeToken: "definitely-not-a-known-token" });
     cleanups.push(() => agent!.close());
-    agent.link!.on("state", (s) => states.push(s));
+    agent.links!.links[0]!.on("state", (s) => states.push(s));
     await until(() => states.includes("disconnected"), 5000, "the refusal");
     expect(scheduler.fleet.snapshot()).toHaveLength(0);
   });

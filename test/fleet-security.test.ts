@@ -77,8 +77,8 @@ const tlsScheduler = (extra: Record<string, string> = {}) => inProcessScheduler(
 async function recordedAgent(scheduler: SchedulerHandle, raw: Record<string, string | string[]>): Promise<{ agent: AgentHandle; states: LinkState[] }> {
   const agent = await inProcessAgent(scheduler, raw);
   cleanups.push(() => agent.close());
-  const states: LinkState[] = [agent.link!.state];
-  agent.link!.on("state", (s) => states.push(s));
+  const states: LinkState[] = [agent.links!.links[0]!.state];
+  agent.links!.links[0]!.on("state", (s) => states.push(s));
   return { agent, states };
 }
 
@@ -138,7 +138,7 @@ describe("gRPC over TLS", () => {
     expect(lines.find((l) => l.includes("scheduler listening"))).toContain('"grpcTls":"server"');
     const { agent } = await recordedAgent(scheduler, { nodeId: "tls-node", schedulerCa: certs.ca });
     await waitForAgents(scheduler, 1);
-    await until(() => agent.link!.state === "connected", 5000, "the agent's link to be registered");
+    await until(() => agent.links!.links[0]!.state === "connected", 5000, "the agent's link to be registered");
     await chatWorks(scheduler);
   });
 
@@ -166,7 +166,7 @@ describe("gRPC over TLS", () => {
     await expectNeverJoins(scheduler, "no-cert", none.states);
     await expectNeverJoins(scheduler, "other-ca-cert", other.states);
     expect(scheduler.fleet.snapshot().map((a) => a.nodeId)).toEqual(["good-cert"]);
-    await until(() => good.agent.link!.state === "connected", 5000, "the good agent's link to be registered");
+    await until(() => good.agent.links!.links[0]!.state === "connected", 5000, "the good agent's link to be registered");
     await chatWorks(scheduler);
   });
 });

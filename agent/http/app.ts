@@ -55,7 +55,10 @@ export interface NodeInfo {
   memory_free_bytes: number;
   jobs: { running: number; queued: number };
   /** `null` on a transcription-only instance. */
+  /** The schedulers' addresses (comma-separated) and the links' state ("connected" when all are); null without --scheduler. */
   scheduler: { address: string; state: string } | null;
+  /** Each scheduler's address and its link's state. */
+  schedulers: { address: string; state: string }[];
   chat_models: string[];
   capabilities: { diarization: boolean; translation: boolean; max_upload_bytes: number; max_files: number };
 }

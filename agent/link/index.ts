@@ -1,7 +1,8 @@
 /**
- * The agent's link to its scheduler: dials out, authenticates with the node token, registers its
+ * The agent's link to a scheduler: dials out, authenticates with the node token, registers its
  * pools and hardware, sends heartbeats, runs the completions it is sent and streams them back.
- * Reconnects with capped exponential backoff and jitter whenever the stream ends.
+ * Reconnects with capped exponential backoff and jitter whenever the stream ends. An agent of
+ * several schedulers has one link to each over one engine (`SchedulerLinks`, `./schedulers.ts`).
  */
 import { EventEmitter } from "node:events";
 import { freemem, totalmem } from "node:os";
@@ -37,6 +38,16 @@ export interface FleetLinkOptions {
   transcriptions?: FleetTranscriptions;
   /** Longest a generated piece of text waits to share a wire message with the next ones, its own and other completions' (ms); 0 sends each. Default 50. */
   streamIntervalMs?: number;
+  /** The agent's links to other schedulers over the same engine, when it has any. */
+  peers?: LinkPeers;
+}
+
+/** What a link learns of the agent's links to other schedulers, which share its slots. */
+export interface LinkPeers {
+  /** Slots of pool `pool` held by completions that the other links' schedulers sent. */
+  othersHold(link: FleetLink, pool: number): number;
+  /** This link's completions took or gave back slots: the other links tell their schedulers. */
+  changed(link: FleetLink): void;
 }
 
 export type LinkState = "connecting" | "connected" | "disconnected" | "stopped";
@@ -47,6 +58,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   private readonly client: FleetClient;
   private readonly backoff: Backoff;
   private readonly running = new Map<string, AbortController>();
+  /** Slots this link's completions hold (or are about to), per pool: what this scheduler sent. */
+  private readonly holding: number[];
   private stream: Stream | undefined;
   /** The text of the running completions, gathered for the current stream. */
   private chunks: ChunkBatcher | undefined;
@@ -72,6 +85,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       "grpc.max_send_message_length": FLEET_MESSAGE_BYTES,
     });
     this.backoff = options.backoff ?? new Backoff();
+    this.holding = options.engine.modelPools.map(() => 0);
     // Slots taken by the agent's own work are told at once (in the same tick, with the last measured
     // memory and disk), so the scheduler hears of a slot taken before it hears the `done` that freed it.
     this.unsubscribeLocal = options.engine.onLocalBusy(() => {
@@ -166,12 +180,12 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         return;
       case "cancel":
         this.running.get(message.cancel!.request_id)?.abort();
-        this.options.transcriptions?.cancel(message.cancel!.request_id);
+        this.options.transcriptions?.cancel(message.cancel!.request_id, this);
         return;
       case "transcription": {
         const send = (m: AgentMessage): void => { if (this.stream === stream && !stream.destroyed) stream.write(m); };
         const transcriptions = this.options.transcriptions;
-        if (transcriptions) void transcriptions.start(message.transcription!, send, this.draining);
+        if (transcriptions) void transcriptions.start(message.transcription!, send, this.draining, this);
         else send({ error: { request_id: message.transcription!.request_id, code: "transcription_unavailable", message: "this node takes no transcriptions", retryable: true } });
         return;
       }
@@ -218,9 +232,36 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     }
   }
 
-  private run(stream: Stream, req: CompletionRequest__Output): Promise<void> {
+  private async run(stream: Stream, req: CompletionRequest__Output): Promise<void> {
     const id = req.request_id;
     const chunks = this.chunks!;
+    const pool = this.options.engine.modelPools.findIndex((p) => p.modelIds.includes(req.model));
+    const slots = Math.max(1, req.n);
+    const peers = this.options.peers;
+    if (peers && pool >= 0 && !this.draining) {
+      // Several schedulers fill the same slots: each counts only its own, so two may send to the last
+      // one at once. The agent arbitrates: what does not fit is refused now (after a heartbeat saying
+      // why), and its scheduler queues it or sends it elsewhere.
+      const p = this.options.engine.modelPools[pool]!;
+      const taken = p.localBusy + this.holds(pool) + peers.othersHold(this, pool);
+      if (taken + slots > p.slots) {
+        this.writeHeartbeat(stream);
+        if (this.stream === stream && !stream.destroyed) stream.write({ error: { request_id: id, code: "node_busy", message: `the node's ${p.slots} slots for ${req.model} are taken (other schedulers' work)`, retryable: true } });
+        return;
+      }
+    }
+    if (pool >= 0) this.holding[pool] = this.holds(pool) + slots;
+    peers?.changed(this);
+    try {
+      await this.complete(stream, req, chunks);
+    } finally {
+      if (pool >= 0) this.holding[pool] = this.holds(pool) - slots;
+      peers?.changed(this);
+    }
+  }
+
+  private complete(stream: Stream, req: CompletionRequest__Output, chunks: ChunkBatcher): Promise<void> {
+    const id = req.request_id;
     return this.serve(stream, id, "completion", req.trace_id, async (signal) => {
       const input = req.prompt !== undefined ? { prompt: req.prompt } : req.messages.map(toTurn);
       const tools = withTools(req);
@@ -259,6 +300,21 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     });
   }
 
+  /** Slots of pool `pool` this link's completions hold. */
+  holds(pool: number): number {
+    return this.holding[pool] ?? 0;
+  }
+
+  /** Tells the scheduler the slots as they are now (another link's work took or freed some). */
+  tellSlots(): void {
+    if (this.stream && this.state === "connected") this.writeHeartbeat(this.stream);
+  }
+
+  /** The scheduler this link dials. */
+  get address(): string {
+    return formatHostPort(this.options.scheduler);
+  }
+
   /** Measures device memory and free disk (asynchronous), then writes a heartbeat. */
   private async sendHeartbeat(stream: Stream): Promise<void> {
     const device = await this.options.engine.memory().catch(() => ({ used: 0, total: 0 }));
@@ -273,7 +329,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     stream.write({
       heartbeat: {
         busy_slots: this.options.engine.modelPools.map((p) => p.busy),
-        local_busy_slots: this.options.engine.modelPools.map((p) => p.localBusy),
+        // slots this scheduler did not fill: the agent's own work, and what other schedulers sent
+        local_busy_slots: this.options.engine.modelPools.map((p, i) => p.localBusy + (this.options.peers?.othersHold(this, i) ?? 0)),
         memory_used_bytes: totalmem() - freemem(),
         memory_free_bytes: freemem(),
         device_memory_used_bytes: this.measured.device.used,
@@ -291,7 +348,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     clearInterval(this.heartbeat);
     // Work from a lost stream cannot be delivered; the scheduler re-routes or fails it.
     for (const ac of this.running.values()) ac.abort();
-    this.options.transcriptions?.dropAll();
+    this.options.transcriptions?.dropAll(this);
     if (this.state === "stopped") return;
     this.setState("disconnected");
     const delay = this.backoff.next();
@@ -339,3 +396,4 @@ function toWireLogprob(l: TokenLogprob): WireLogprob {
   return { token: l.token, logprob: l.logprob, ...raw(l.bytes), top_logprobs: l.top.map((t) => ({ token: t.token, logprob: t.logprob, ...raw(t.bytes) })), text_offset: l.offset };
 }
 export { FleetTranscriptions, type FleetTranscriptionsOptions } from "./transcriptions.js";
+export { SchedulerLinks, type SchedulerLinksOptions } from "./schedulers.js";

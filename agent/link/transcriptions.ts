@@ -36,6 +36,8 @@ interface Transfer {
   id: string;
   trace: string;
   send: (message: AgentMessage) => void;
+  /** The link (scheduler) that sent it: only that link's cancel or loss ends it. */
+  link?: object;
   /** Set once the fields are checked and the upload staged. */
   options?: JobOptions;
   staged?: StagedUpload;
@@ -90,8 +92,8 @@ export class FleetTranscriptions {
   }
 
   /** A new request: its fields are checked and its upload staged; refused at once when it cannot run. */
-  async start(req: TranscriptionRequest__Output, send: (message: AgentMessage) => void, draining: boolean): Promise<void> {
-    const t: Transfer = { id: req.request_id, trace: req.trace_id, send, received: 0, writing: Promise.resolve(), ended: false };
+  async start(req: TranscriptionRequest__Output, send: (message: AgentMessage) => void, draining: boolean, link?: object): Promise<void> {
+    const t: Transfer = { id: req.request_id, trace: req.trace_id, send, ...(link ? { link } : {}), received: 0, writing: Promise.resolve(), ended: false };
     if (this.transfers.has(t.id)) return; // a repeated id: the first stands
     this.transfers.set(t.id, t);
     // the chunks that follow wait for this: they are written once the upload is staged
@@ -144,14 +146,14 @@ export class FleetTranscriptions {
   }
 
   /** The scheduler cancelled the request (its client went away): the upload or the job goes. */
-  cancel(id: string): void {
+  cancel(id: string, link?: object): void {
     const t = this.transfers.get(id);
-    if (t && !t.ended) void this.fail(t, new UpstreamError("cancelled", "the request was cancelled"));
+    if (t && !t.ended && (link === undefined || t.link === link)) void this.fail(t, new UpstreamError("cancelled", "the request was cancelled"));
   }
 
-  /** The link went down: nothing can be delivered, so every request goes (the scheduler retries or fails them). */
-  dropAll(): void {
-    for (const t of this.transfers.values()) if (!t.ended) void this.fail(t, new UpstreamError("cancelled", "the scheduler link went down"), false);
+  /** A link went down: nothing can be delivered to its scheduler, so its requests go (the scheduler retries or fails them); none: every request. */
+  dropAll(link?: object): void {
+    for (const t of this.transfers.values()) if (!t.ended && (link === undefined || t.link === link)) void this.fail(t, new UpstreamError("cancelled", "the scheduler link went down"), false);
   }
 
   private async submit(t: Transfer): Promise<void> {

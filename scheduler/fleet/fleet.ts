@@ -48,6 +48,8 @@ interface Job {
   attempts: number;
   /** Nodes this request failed on: a retry goes elsewhere while another node serves its model. */
   failedOn: Set<string>;
+  /** Times a node refused it as busy with another scheduler's work (bounded: past it, a failed attempt). */
+  busyRefusals: number;
   /** True once any text reached the client: from then on the request cannot move to another agent. */
   started: boolean;
   assigned?: { agent: Agent; pool: PoolState & { peak: number } };
@@ -101,6 +103,9 @@ class Agent implements AudioNode {
     this.transcription = transcriptionInfo(register.transcription);
   }
 }
+
+/** Busy refusals (`node_busy`) a request may meet before they count as failed attempts: a bound on two schedulers' disagreement. */
+const MAX_BUSY_REFUSALS = 20;
 
 export class Fleet {
   private readonly agents = new Map<string, Agent>();
@@ -165,7 +170,7 @@ export class Fleet {
       if (this.mostSlots(request.model, needs, true) >= n) throw new ServiceUnavailableError("model_unavailable", `n: the agents that run ${n} choices of "${request.model}" at once are draining; try again shortly`);
       throw new InvalidRequestError("invalid_n", `n: ${n} choices, but no agent serving "${request.model}" runs more than ${this.mostSlots(request.model, needs)} at once`, "n");
     }
-    const job: Job = { id: randomUUID(), traceId, request, needs, attempts: 0, failedOn: new Set(), started: false, cancelled: false, channel: undefined! };
+    const job: Job = { id: randomUUID(), traceId, request, needs, attempts: 0, failedOn: new Set(), busyRefusals: 0, started: false, cancelled: false, channel: undefined! };
     job.channel = new Channel<CompletionEvent>(() => this.cancel(job));
     signal?.addEventListener("abort", () => this.cancel(job), { once: true });
     // behind a waiting request for n choices of its model, it waits too (pump(): the freed slots are kept for that one)
@@ -271,6 +276,14 @@ export class Fleet {
         // a completion cancelled by its client is charged what it generated before it stopped
         if (job?.cancelled && err.usage) tellUsage(job, err.usage.prompt_tokens, err.usage.completion_tokens);
         if (!job || job.cancelled) return;
+        if (err.code === "node_busy" && !job.started && ++job.busyRefusals <= MAX_BUSY_REFUSALS) {
+          // the node's last slots went to another scheduler's work at the same moment (its heartbeat,
+          // just before, says so): not a failure of the node, not an attempt; the job waits or goes elsewhere
+          job.attempts--;
+          this.log.info({ request: job.id, node: nodeId }, "node busy with another scheduler's work; requeued");
+          if (!this.dispatch(job)) this.enqueue(job, true);
+          return;
+        }
         if (err.retryable && !job.started) {
           job.failedOn.add(nodeId);
           this.retry(job, `${nodeId}: ${err.message}`);

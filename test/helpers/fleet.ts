@@ -99,8 +99,8 @@ export function spawnKiln(args: string[], env: Record<string, string> = {}): Kil
 }
 
 /** Starts `kiln scheduler` on OS-picked ports (or the given ones); returns its bound addresses. */
-export async function spawnScheduler(db: string, ports: { http?: number; grpc?: number } = {}): Promise<{ proc: KilnProcess; http: number; grpc: number }> {
-  const proc = spawnKiln(["scheduler", "--http", `127.0.0.1:${ports.http ?? 0}`, "--grpc", `127.0.0.1:${ports.grpc ?? 0}`, "--db", db, "--heartbeat-ms", "500"], { KILN_NODE_TOKENS: NODE_TOKEN });
+export async function spawnScheduler(db: string, ports: { http?: number; grpc?: number } = {}, extra: string[] = []): Promise<{ proc: KilnProcess; http: number; grpc: number }> {
+  const proc = spawnKiln(["scheduler", "--http", `127.0.0.1:${ports.http ?? 0}`, "--grpc", `127.0.0.1:${ports.grpc ?? 0}`, "--db", db, "--heartbeat-ms", "500", ...extra], { KILN_NODE_TOKENS: NODE_TOKEN });
   const line = JSON.parse(await proc.waitFor(/scheduler listening/)) as { http: string; grpc: string };
   return { proc, http: Number(line.http.split(":").pop()), grpc: Number(line.grpc.split(":").pop()) };
 }
