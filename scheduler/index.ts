@@ -46,7 +46,8 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   let redis: RedisLimits | undefined;
   try {
     const grpcPort = await bindFleetServer(grpcServer, formatHostPort(config.grpc), grpcCredentials);
-    const metrics = createSchedulerMetrics(fleet);
+    const metrics = createSchedulerMetrics(fleet, { perAccount: config.metricsPerAccount });
+    usage.onRecord((row) => metrics.account(row));
     const swept = await Spool.sweep(resolve(config.spoolDir));
     if (swept > 0) logger.info({ spoolDir: config.spoolDir, files: swept }, "removed uploads a previous run left");
     const mcp = new McpService({

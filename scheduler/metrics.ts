@@ -1,13 +1,24 @@
 /** The scheduler's metrics: HTTP, generation (tokens, time to first token) and the fleet's state. */
 import { Counter, createHttpMetrics, Gauge, Histogram, type HttpMetrics } from "../core/metrics.js";
 import type { CompletionEvent, Fleet } from "./fleet/index.js";
+import type { UsageRow } from "./usage/index.js";
 
 export interface SchedulerMetrics extends HttpMetrics {
   /** Passes a completion's events through, recording time to first token and token counts. */
   measure(events: AsyncIterable<CompletionEvent>, model: string): AsyncGenerator<CompletionEvent>;
+  /** Counts an answered request of `account` (its usage-ledger row), when per-account counters are on. */
+  account(row: Pick<UsageRow, "account" | "kind" | "promptTokens" | "completionTokens" | "audioSeconds">): void;
 }
 
-export function createSchedulerMetrics(fleet: Fleet): SchedulerMetrics {
+export interface SchedulerMetricsOptions {
+  /**
+   * Counters labelled by account (`kiln_account_*`): one series per account and kind, so off by
+   * default (a network of many accounts would swell every scrape). Default false.
+   */
+  perAccount?: boolean;
+}
+
+export function createSchedulerMetrics(fleet: Fleet, options: SchedulerMetricsOptions = {}): SchedulerMetrics {
   const http = createHttpMetrics("scheduler");
   const registers = [http.registry];
   const ttft = new Histogram({ name: "kiln_time_to_first_token_seconds", help: "From dispatch to the first generated text", labelNames: ["model"] as const, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers });
@@ -25,8 +36,20 @@ export function createSchedulerMetrics(fleet: Fleet): SchedulerMetrics {
       this.set({ state: "free" }, pools.reduce((n, p) => n + p.slots, 0) - busy);
     },
   });
+  const perAccount = options.perAccount ? {
+    requests: new Counter({ name: "kiln_account_requests_total", help: "Answered requests by account and kind (chat, completion, embedding, transcription)", labelNames: ["account", "kind"] as const, registers }),
+    tokens: new Counter({ name: "kiln_account_tokens_total", help: "Tokens by account and kind (prompt, completion)", labelNames: ["account", "kind"] as const, registers }),
+    audio: new Counter({ name: "kiln_account_audio_seconds_total", help: "Seconds of audio transcribed, by account", labelNames: ["account"] as const, registers }),
+  } : undefined;
   return {
     ...http,
+    account(row) {
+      if (!perAccount) return;
+      perAccount.requests.inc({ account: row.account, kind: row.kind });
+      if (row.promptTokens) perAccount.tokens.inc({ account: row.account, kind: "prompt" }, row.promptTokens);
+      if (row.completionTokens) perAccount.tokens.inc({ account: row.account, kind: "completion" }, row.completionTokens);
+      if (row.audioSeconds) perAccount.audio.inc({ account: row.account }, row.audioSeconds);
+    },
     async *measure(events, model) {
       const started = performance.now();
       let firstText: number | undefined;

@@ -1,33 +1,38 @@
 /**
  * Two schedulers, one database and one Redis (`--redis`): a key created on one works on the other, a
  * revocation on one is honoured by the other at once, and one account's requests spread over both
- * hit its per-minute limit exactly once. Debian's redis-server, started here on a free port; skipped
+ * hit its per-minute limit exactly once. The database is PostgreSQL (Debian's binaries, started here)
+ * where installed, else one SQLite file; Debian's redis-server, started here on a free port; skipped
  * visibly where it is absent.
  */
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
-import { testDb } from "./helpers/db.js";
-import { redisBin, startRedis, type RedisServer } from "./helpers/postgres.js";
+import { createPostgresDatabase, dbSettings, postgresServerUrl, testDb } from "./helpers/db.js";
+import { postgresBin, redisBin, startPostgres, startRedis, type Postgres, type RedisServer } from "./helpers/postgres.js";
 
 const REDIS = redisBin();
+const PG = postgresBin();
 
 describe.skipIf(!REDIS)("two schedulers sharing a database and Redis", () => {
   let redis: RedisServer;
+  let pg: Postgres | undefined;
   let a: SchedulerHandle;
   let b: SchedulerHandle;
 
   beforeAll(async () => {
     redis = await startRedis(REDIS!);
-    const db = testDb();
-    a = await inProcessScheduler({ db, redis: redis.url, standardRpm: "10" });
-    b = await inProcessScheduler({ db, redis: redis.url, standardRpm: "10" });
-  });
+    if (PG) pg = await startPostgres(PG);
+    const db = pg ? createPostgresDatabase(postgresServerUrl(pg.port)) : testDb();
+    a = await inProcessScheduler({ db, redis: redis.url, standardRpm: "10", ...dbSettings(db) });
+    b = await inProcessScheduler({ db, redis: redis.url, standardRpm: "10", ...dbSettings(db) });
+  }, 60_000);
   afterAll(async () => {
     await a?.close();
     await b?.close();
     redis?.stop();
+    pg?.stop();
   });
 
   const get = (s: SchedulerHandle, key: string) => fetch(`${httpBase(s)}/v1/models`, { headers: { authorization: `Bearer ${key}` } });

@@ -26,7 +26,7 @@ describe("GET /v1/usage", () => {
   let base: string;
 
   beforeAll(async () => {
-    scheduler = await inProcessScheduler();
+    scheduler = await inProcessScheduler({ metricsPerAccount: "true" });
     agent = await inProcessAgent(scheduler, { whisperDir: TEST_WHISPER_DIR, vadModel: TEST_VAD, asrParallel: "1", asrThreads: "1" });
     await waitForAgents(scheduler, 1);
     base = httpBase(scheduler);
@@ -80,7 +80,27 @@ describe("GET /v1/usage", () => {
     expect(days.every((d) => d.date === new Date().toISOString().slice(0, 10))).toBe(true);
 
     expect((await usage(base, otherKey)).body.data).toEqual([]); // another account sees none of it
+
+    // --metrics-per-account: the same figures as Prometheus counters labelled by account
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const series = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels},component="scheduler"\\} (\\S+)$`, "m").exec(metrics)?.[1]);
+    expect(series("kiln_account_tokens_total", 'account="metered",kind="prompt"')).toBe(told.prompt);
+    expect(series("kiln_account_tokens_total", 'account="metered",kind="completion"')).toBe(told.completion);
+    expect(series("kiln_account_requests_total", 'account="metered",kind="chat"')).toBe(told.requests);
+    expect(series("kiln_account_audio_seconds_total", 'account="metered"')).toBeCloseTo(whisper.audio_seconds, 2);
+    expect(metrics).not.toContain('account="stranger"');
   }, 60_000);
+
+  it("keeps per-account counters off unless asked: no kiln_account_ series by default", async () => {
+    const plain = await inProcessScheduler();
+    try {
+      const { token } = await plain.keys.create({ account: "quiet", tier: "pro" });
+      expect((await fetch(`${httpBase(plain)}/v1/models`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+      expect(await (await fetch(`${httpBase(plain)}/metrics`)).text()).not.toContain("kiln_account_");
+    } finally {
+      await plain.close();
+    }
+  });
 
   it("charges a completion whose client went away mid-stream the tokens generated before the agent stopped", async () => {
     const { token: key } = await scheduler.keys.create({ account: "walked-away", tier: "pro" });
