@@ -8,6 +8,9 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../core/log.js";
+import { openStore } from "../scheduler/store/index.js";
+import { testDb } from "./helpers/db.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
 
@@ -73,10 +76,12 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
   let browser: Browser;
   let scheduler: SchedulerHandle;
   let fsBase: string;
+  let db: string;
   beforeAll(async () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
     fsBase = tempDir();
-    scheduler = await inProcessScheduler({ adminToken: ADMIN, mcpFsBase: fsBase });
+    db = testDb();
+    scheduler = await inProcessScheduler({ adminToken: ADMIN, mcpFsBase: fsBase, db });
   });
   afterAll(async () => {
     await browser?.close();
@@ -139,6 +144,35 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     await page.screenshot({ path: resolve("test-artifacts", "dashboard.png"), fullPage: true });
     await page.close();
   }, 60_000);
+
+  it("shows an account's usage by day and model from the ledger, with totals; a bad date is named", async () => {
+    // rows as the ledger writes them, one account's two days and another account's day
+    const store = await openStore(db, { logger: createLogger("test", "silent") });
+    const row = (day: string, account: string, model: string, prompt: number, completion: number, audio: number) =>
+      store.run("INSERT INTO usage (at, day, account, key_id, model, kind, prompt_tokens, completion_tokens, audio_seconds, request_id) VALUES (?, ?, ?, 'key_x', ?, 'chat', ?, ?, ?, 'r')", [Date.parse(`${day}T12:00:00Z`), day, account, model, prompt, completion, audio]);
+    await row("2026-11-20", "metered", "famB-v3.1", 10, 5, 0);
+    await row("2026-11-20", "metered", "famB-v3.1", 7, 3, 0);
+    await row("2026-11-21", "metered", "whisper-1", 0, 0, 12.5);
+    await row("2026-11-21", "stranger", "famB-v3.1", 1000, 1000, 0);
+    await store.close();
+    const page = await browser.newPage();
+    await page.goto(`${httpBase(scheduler)}/dashboard`);
+    await page.fill("#admin-token", ADMIN);
+    await page.click("#sign-in-form button[type=submit]");
+    await page.locator("#signed-in").waitFor();
+    await page.fill("#usage-account", "metered");
+    await page.fill("#usage-start", "2026-11-19");
+    await page.fill("#usage-end", "2026-11-22");
+    await page.click("#usage-form button[type=submit]");
+    await page.locator("#usage-table").waitFor();
+    const rows = await page.locator("#usage-rows tr").evaluateAll((trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    expect(rows).toEqual([["2026-11-20", "famB-v3.1", "2", "17", "8", "25", "0"], ["2026-11-21", "whisper-1", "1", "0", "0", "0", "12.5"]]);
+    expect(await page.locator("#usage-total").evaluate((tr) => [...tr.children].map((td) => td.textContent))).toEqual(["Total", "", "3", "17", "8", "25", "12.5"]);
+    await page.fill("#usage-start", "2026-11-23");
+    await page.click("#usage-form button[type=submit]");
+    await expect.poll(() => page.locator("#usage-error").textContent()).toBe("start_date: after end_date");
+    await page.close();
+  });
 
   it("works under its CSP, and a configuration's __proto__/constructor keys pollute nothing", async () => {
     const page = await browser.newPage();

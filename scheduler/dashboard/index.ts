@@ -5,6 +5,7 @@
  * server configurations, with a Test button over the same tester as `POST /v1/mcp/test`.
  */
 import { Hono } from "hono";
+import { usageRange, type UsageLedger } from "../usage/index.js";
 import { secureHeaders } from "hono/secure-headers";
 import { InvalidRequestError, NotFoundError } from "../../core/errors.js";
 import { bearerToken, readJsonBody, staticFiles } from "../../core/http/index.js";
@@ -46,6 +47,8 @@ export interface DashboardDeps {
   adminToken?: string;
   /** Largest accepted JSON body, in bytes. */
   maxBodyBytes: number;
+  /** The usage ledger: any account's usage by day and model. */
+  usage: UsageLedger;
 }
 
 export function dashboardRoutes(deps: DashboardDeps): Hono {
@@ -92,6 +95,11 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
   api.delete("/accounts/:account/mcp/:id", async (c) => {
     await deps.mcp.delete(account(c), c.req.param("id"));
     return c.body(null, 204);
+  });
+  // An account's usage by day and model, as GET /v1/usage reports it to the account's keys.
+  api.get("/accounts/:account/usage", async (c) => {
+    const { from, to } = usageRange(c.req.query("start_date"), c.req.query("end_date"));
+    return c.json({ object: "list", account: account(c), start_date: from, end_date: to, data: await deps.usage.report(account(c), from, to) });
   });
   api.post("/accounts/:account/mcp/:id/test", async (c) => c.json(await deps.mcp.test(account(c), c.req.param("id"))));
   // An account's secrets: names listed, values only ever written.

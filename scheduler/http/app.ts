@@ -32,7 +32,7 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   if (deps.corsOrigins?.length) app.use("/v1/*", apiCors(deps.corsOrigins));
   // The API's description, without a key (it holds no user data; clients and tools read it first).
   app.get("/v1/openapi.json", (c) => c.json(openApiDocument(KILN_VERSION)));
-  app.route("/", dashboardRoutes({ keys: deps.keys, mcp: deps.mcp, maxBodyBytes: deps.maxBodyBytes, ...(deps.adminToken ? { adminToken: deps.adminToken } : {}) }));
+  app.route("/", dashboardRoutes({ keys: deps.keys, mcp: deps.mcp, usage: deps.usage, maxBodyBytes: deps.maxBodyBytes, ...(deps.adminToken ? { adminToken: deps.adminToken } : {}) }));
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
   for (const path of ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"]) app.use(path, tokenQuota(deps.tokens));
   const generation = { fleet: deps.fleet, usage: deps.usage, tokens: deps.tokens, maxBodyBytes: deps.maxBodyBytes, logger: deps.logger, metrics: deps.metrics, cap: { inflight: deps.inflight, maxInflight: deps.maxInflight } };

@@ -73,6 +73,8 @@ const UsageReport = z.strictObject({
   data: z.array(z.strictObject({ date: z.string(), model: z.string(), requests: z.int(), prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int(), audio_seconds: z.number() })),
 }).meta({ id: "UsageReport" });
 
+const usageQuery = z.object({ start_date: z.string().optional().meta({ description: "YYYY-MM-DD (UTC); default 29 days before end_date." }), end_date: z.string().optional().meta({ description: "YYYY-MM-DD (UTC); default today." }) });
+
 const FINISH_REASONS = ["stop", "length", "tool_calls"] as const;
 
 export const ChatCompletionResponse = z.strictObject({
@@ -222,7 +224,7 @@ function routes(): RouteConfig[] {
     })),
     v1({
       method: "get", path: "/v1/usage", summary: "The account's usage by day and model", tags: ["usage"],
-      request: { query: z.object({ start_date: z.string().optional().meta({ description: "YYYY-MM-DD (UTC); default 29 days before end_date." }), end_date: z.string().optional().meta({ description: "YYYY-MM-DD (UTC); default today." }) }) },
+      request: { query: usageQuery },
       responses: { 200: json(UsageReport, "Requests, tokens and audio seconds per UTC day and model, oldest first."), ...errors(400, 401, 429) },
     }),
     v1({ method: "get", path: "/v1/models", summary: "List the models", tags: ["models"], responses: { 200: json(ModelList, "Every model of the catalog."), ...errors(401, 429) } }),
@@ -247,6 +249,7 @@ function routes(): RouteConfig[] {
     adminRoute({ method: "put", path: "/admin/api/accounts/{account}/mcp/{id}", summary: "Replace an account's MCP configuration", request: { params: accountParam.extend({ id: z.string() }), body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } }, responses: { 200: json(StoredMcpServer, "Replaced."), ...errors(400, 401, 404, 413) } }),
     adminRoute({ method: "delete", path: "/admin/api/accounts/{account}/mcp/{id}", summary: "Delete an account's MCP configuration", request: { params: accountParam.extend({ id: z.string() }) }, responses: { 204: noContent, ...errors(400, 401, 404) } }),
     adminRoute({ method: "post", path: "/admin/api/accounts/{account}/mcp/{id}/test", summary: "Test an account's MCP configuration", request: { params: accountParam.extend({ id: z.string() }) }, responses: { 200: json(McpTestResult, "The server answered."), ...errors(400, 401, 404, 502) } }),
+    adminRoute({ method: "get", path: "/admin/api/accounts/{account}/usage", summary: "An account's usage by day and model", request: { params: accountParam, query: usageQuery }, responses: { 200: json(UsageReport, "As GET /v1/usage reports it to the account's keys."), ...errors(400, 401) } }),
     adminRoute({ method: "get", path: "/admin/api/accounts/{account}/secrets", summary: "The names of an account's secrets", request: { params: accountParam }, responses: { 200: json(SecretNames, "The names."), ...errors(400, 401, 404) } }),
     adminRoute({ method: "put", path: "/admin/api/accounts/{account}/secrets/{name}", summary: "Set an account's secret", request: { params: accountParam.extend({ name: z.string() }), body: { required: true, content: { "application/json": { schema: SecretValueRequest } } } }, responses: { 200: json(z.object({ name: z.string() }), "Stored."), ...errors(400, 401, 404, 413) } }),
     adminRoute({ method: "delete", path: "/admin/api/accounts/{account}/secrets/{name}", summary: "Delete an account's secret", request: { params: accountParam.extend({ name: z.string() }) }, responses: { 204: noContent, ...errors(400, 401, 404) } }),

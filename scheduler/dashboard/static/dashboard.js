@@ -1,4 +1,4 @@
-// Kiln's dashboard: plain JavaScript over /admin/api (admin token) — keys, MCP configurations and accounts' secrets.
+// Kiln's dashboard: plain JavaScript over /admin/api (admin token) — keys, usage, MCP configurations and accounts' secrets.
 const $ = (id) => document.getElementById(id);
 const TOKEN = "kiln-admin-token";
 
@@ -212,6 +212,27 @@ $("key-form").addEventListener("submit", async (e) => {
   } catch (err) { $("key-error").textContent = err.message; }
 });
 $("mcp-load").addEventListener("click", () => void loadMcp());
+$("usage-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  $("usage-error").textContent = "";
+  const account = $("usage-account").value.trim();
+  const query = new URLSearchParams();
+  if ($("usage-start").value) query.set("start_date", $("usage-start").value);
+  if ($("usage-end").value) query.set("end_date", $("usage-end").value);
+  try {
+    const report = await api(`/accounts/${encodeURIComponent(account)}/usage?${query}`);
+    const cells = (values, tag = "td") => values.map((v) => el(tag, String(v)));
+    $("usage-caption").textContent = `${report.account}, ${report.start_date} to ${report.end_date} (UTC)`;
+    $("usage-rows").replaceChildren(...report.data.map((d) => {
+      const tr = el("tr");
+      tr.append(...cells([d.date, d.model, d.requests, d.prompt_tokens, d.completion_tokens, d.total_tokens, d.audio_seconds]));
+      return tr;
+    }));
+    const sum = (k) => report.data.reduce((n, d) => n + d[k], 0);
+    $("usage-total").replaceChildren(el("th", "Total", { scope: "row" }), el("td", ""), ...cells([sum("requests"), sum("prompt_tokens"), sum("completion_tokens"), sum("total_tokens"), Math.round(sum("audio_seconds") * 1000) / 1000]));
+    $("usage-table").hidden = false;
+  } catch (err) { $("usage-error").textContent = err.message; }
+});
 $("secret-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   $("secret-error").textContent = "";
