@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../core/log.js";
 import { openStore } from "../scheduler/store/index.js";
@@ -88,14 +88,20 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     await scheduler?.close();
   });
 
-  it("signs in, creates a key, sets a write-only secret, creates a filesystem configuration and tests it", async () => {
-    mkdirSync(join(fsBase, "acme", "docs"), { recursive: true });
-    writeFileSync(join(fsBase, "acme", "docs", "guide.md"), "# guide");
+  /** A new page of the dashboard, signed in with the admin token. */
+  async function signedIn(): Promise<Page> {
     const page = await browser.newPage();
     await page.goto(`${httpBase(scheduler)}/dashboard`);
     await page.fill("#admin-token", ADMIN);
     await page.click("#sign-in-form button[type=submit]");
     await page.locator("#signed-in").waitFor();
+    return page;
+  }
+
+  it("signs in, creates a key, sets a write-only secret, creates a filesystem configuration and tests it", async () => {
+    mkdirSync(join(fsBase, "acme", "docs"), { recursive: true });
+    writeFileSync(join(fsBase, "acme", "docs", "guide.md"), "# guide");
+    const page = await signedIn();
 
     await page.fill("#key-account", "acme");
     await page.selectOption("#key-tier", "standard");
@@ -155,11 +161,7 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     await row("2026-11-21", "metered", "whisper-1", 0, 0, 12.5);
     await row("2026-11-21", "stranger", "famB-v3.1", 1000, 1000, 0);
     await store.close();
-    const page = await browser.newPage();
-    await page.goto(`${httpBase(scheduler)}/dashboard`);
-    await page.fill("#admin-token", ADMIN);
-    await page.click("#sign-in-form button[type=submit]");
-    await page.locator("#signed-in").waitFor();
+    const page = await signedIn();
     await page.fill("#usage-account", "metered");
     await page.fill("#usage-start", "2026-11-19");
     await page.fill("#usage-end", "2026-11-22");
