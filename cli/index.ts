@@ -5,14 +5,11 @@
 import { Command, Option } from "commander";
 import { AGENT_OPTIONS, SCHEDULER_OPTIONS, maskSecrets, parseAgentConfig, parseSchedulerConfig, type OptionSpec } from "../config/index.js";
 import { ConfigError, KilnError } from "../core/errors.js";
-import { LlmEngineError } from "../agent/llm/index.js";
-import { EngineError } from "../agent/asr/index.js";
+import { LlmEngineError } from "../agent/llm/errors.js";
+import { EngineError } from "../agent/asr/errors.js";
 import { createLogger } from "../core/log.js";
-import { startAgent } from "../agent/index.js";
-import { startScheduler } from "../scheduler/index.js";
 import { KeyService, TIERS, isTier } from "../scheduler/auth/index.js";
 import { openStore } from "../scheduler/store/index.js";
-import { runDev } from "./dev.js";
 import { withConfigFile } from "./config-file.js";
 import { addOptions } from "./options.js";
 import { onShutdown } from "./shutdown.js";
@@ -45,9 +42,11 @@ withConfigOptions(addOptions(
   addOptions(program.command("dev").description("scheduler + agent on this machine; prints a dev API key"), SCHEDULER_OPTIONS),
   DEV_AGENT_OPTIONS,
   ["scheduler", "nodeToken", "logLevel", "drainSeconds", "grpcInsecure"],
-)).action((opts: Raw, cmd: Command) => {
+)).action(async (opts: Raw, cmd: Command) => {
   const raw = withConfigFile(opts, cmd, DEV_OPTIONS);
   if (printed(raw, DEV_OPTIONS, { ...parseAgentConfig({ ...raw, scheduler: undefined, nodeToken: undefined }), ...parseSchedulerConfig({ ...raw, nodeTokens: raw.nodeTokens ?? "generated-at-start-by-kiln-dev" }) })) return;
+  // each command loads only its own half (the agent's engines, the scheduler's integrations): `kiln keys` and `--help` start in a fraction of the time
+  const { runDev } = await import("./dev.js");
   return runDev(raw);
 });
 
@@ -56,6 +55,7 @@ withConfigOptions(addOptions(program.command("scheduler").description("the contr
     const config = parseSchedulerConfig(withConfigFile(opts, cmd, SCHEDULER_OPTIONS));
     if (printed(opts, SCHEDULER_OPTIONS, config)) return;
     const logger = createLogger("scheduler", config.logLevel);
+    const { startScheduler } = await import("../scheduler/index.js");
     const scheduler = await startScheduler(config, logger);
     onShutdown(logger, () => scheduler.close(config.drainSeconds * 1000));
   });
@@ -65,6 +65,7 @@ withConfigOptions(addOptions(program.command("agent").description("a GPU node: t
     const config = parseAgentConfig(withConfigFile(opts, cmd, AGENT_OPTIONS));
     if (printed(opts, AGENT_OPTIONS, config)) return;
     const logger = createLogger("agent", config.logLevel);
+    const { startAgent } = await import("../agent/index.js");
     const agent = await startAgent(config, logger);
     onShutdown(logger, () => agent.close(config.drainSeconds * 1000));
   });

@@ -9,8 +9,3 @@ export { testMcpServer, McpTestRequest, type McpTestResult } from "./tester.js";
 export { createFilesystemServer } from "./filesystem.js";
 export { createRestApiServer, endpointUrl } from "./rest-api.js";
 export { createWebsocketServer } from "./websocket.js";
-export { createPostgresServer } from "./sql.js";
-export { createGithubServer } from "./github.js";
-export { createSlackServer } from "./slack.js";
-export { createMysqlServer } from "./mysql.js";
-export { createMongoServer } from "./mongodb.js";

@@ -22,13 +22,12 @@ import type { Logger } from "../../core/log.js";
 import { connectScope, McpConfigProblem, scopedFetch, type ConnectContext } from "./context.js";
 import { EgressDeniedError, type EgressPolicy } from "./egress.js";
 import { createFilesystemServer, PathEscapeError, type FilesystemConfig } from "./filesystem.js";
-import { createGithubServer, type GithubConfig } from "./github.js";
-import { createMongoServer, type MongoConfig } from "./mongodb.js";
-import { createMysqlServer } from "./mysql.js";
+import type { GithubConfig } from "./github.js";
+import type { MongoConfig } from "./mongodb.js";
 import { createRestApiServer, probeRestApi, type RestApiConfig } from "./rest-api.js";
 import { MissingSecretError, type SecretReader } from "./secrets.js";
-import { createSlackServer, type SlackConfig } from "./slack.js";
-import { createPostgresServer, type SqlConfig } from "./sql.js";
+import type { SlackConfig } from "./slack.js";
+import type { SqlConfig } from "./sql.js";
 import { OperatorStdioTransport } from "./stdio.js";
 import type { StoredMcpServer } from "./store.js";
 import { createWebsocketServer, type WebsocketConfig } from "./websocket.js";
@@ -83,16 +82,17 @@ async function connectTo(server: StoredMcpServer, ctx: ConnectContext, options: 
     case "rest_api":
       await probeRestApi(config as RestApiConfig, ctx);
       return inProcess(createRestApiServer(config as RestApiConfig, ctx));
+    // each integration's client library is loaded the first time a configuration of its type is tested (the scheduler starts without them)
     case "github":
-      return inProcess(await createGithubServer(config as GithubConfig, ctx));
+      return inProcess(await (await import("./github.js")).createGithubServer(config as GithubConfig, ctx));
     case "slack":
-      return inProcess(await createSlackServer(config as SlackConfig, ctx));
+      return inProcess(await (await import("./slack.js")).createSlackServer(config as SlackConfig, ctx));
     case "postgresql":
-      return inProcess(await createPostgresServer(config as SqlConfig, ctx));
+      return inProcess(await (await import("./sql.js")).createPostgresServer(config as SqlConfig, ctx));
     case "mysql":
-      return inProcess(await createMysqlServer(config as SqlConfig, ctx));
+      return inProcess(await (await import("./mysql.js")).createMysqlServer(config as SqlConfig, ctx));
     case "mongodb":
-      return inProcess(await createMongoServer(config as MongoConfig, ctx));
+      return inProcess(await (await import("./mongodb.js")).createMongoServer(config as MongoConfig, ctx));
     case "websocket":
       return inProcess(await createWebsocketServer(config as WebsocketConfig, ctx));
     case "filesystem":
