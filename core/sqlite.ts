@@ -5,6 +5,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { ConfigError } from "./errors.js";
 
 export type Db = Database.Database;
 
@@ -16,6 +17,10 @@ export function openDatabase(path: string, migrations: readonly string[]): Db {
   db.pragma("busy_timeout = 5000");
   db.pragma("foreign_keys = ON");
   const version = db.pragma("user_version", { simple: true }) as number;
+  if (version > migrations.length) {
+    db.close();
+    throw new ConfigError(path, `schema version ${version} is newer than this Kiln's ${migrations.length}: a newer Kiln migrated it; run that version`);
+  }
   for (let v = version; v < migrations.length; v++) {
     db.transaction(() => {
       db.exec(migrations[v]!);

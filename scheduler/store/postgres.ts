@@ -34,8 +34,8 @@ export interface PostgresStoreOptions {
   logger: Logger;
 }
 
-function runner(client: pg.Pool | pg.PoolClient): SqlRunner {
-  const query = (sql: string, params: readonly SqlValue[] = []) => client.query(numberedPlaceholders(sql), params as unknown[]);
+function runner(client: pg.Pool | pg.PoolClient, observe: <R>(p: Promise<R>) => Promise<R>): SqlRunner {
+  const query = (sql: string, params: readonly SqlValue[] = []) => observe(client.query(numberedPlaceholders(sql), params as unknown[]));
   return {
     all: async <T>(sql: string, params?: readonly SqlValue[]) => (await query(sql, params)).rows as T[],
     get: async <T>(sql: string, params?: readonly SqlValue[]) => (await query(sql, params)).rows[0] as T | undefined,
@@ -43,19 +43,32 @@ function runner(client: pg.Pool | pg.PoolClient): SqlRunner {
   };
 }
 
+/** An error that says the server or the connection is gone (not one a statement caused). */
+function connectionLost(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  // node's socket errors; PostgreSQL's class 08 (connection exception) and 57P01–57P03 (shutdown, cannot connect now)
+  return /^(E[A-Z]+|08...|57P0[123])$/.test(e.code ?? "") || /timeout exceeded when trying to connect|Connection terminated|not queryable|terminating connection/i.test(e.message ?? "");
+}
+
+/** How often a store that lost its server tries it again, for readiness (ms). */
+const RECHECK_MS = 2000;
+
 export class PostgresStore implements Store {
   readonly dialect = "postgres";
   readonly location: string;
   private readonly pool: pg.Pool;
   private readonly pooled: SqlRunner;
   private closed = false;
+  /** False from a statement that lost its connection until one succeeds again. */
+  private reachable = true;
+  private recheck: NodeJS.Timeout | undefined;
 
-  private constructor(options: PostgresStoreOptions) {
+  private constructor(private readonly options: PostgresStoreOptions) {
     this.location = withoutPassword(options.url);
     this.pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types, connectionTimeoutMillis: 10_000 });
     // an idle connection the server drops is an 'error' on the pool: logged, the next query opens another
     this.pool.on("error", (err) => options.logger.warn({ err: err.message }, "postgres: an idle connection failed"));
-    this.pooled = runner(this.pool);
+    this.pooled = runner(this.pool, (p) => this.observe(p));
   }
 
   /** Connects, applies the migrations the database lacks, and returns the store; throws when the server cannot be reached. */
@@ -65,14 +78,16 @@ export class PostgresStore implements Store {
       await store.migrate();
     } catch (err) {
       await store.close();
+      if (err instanceof ConfigError) throw err;
       // pg's messages name neither the server nor the password: say which server could not be used
       throw new ConfigError("--db / KILN_DB", `the PostgreSQL database ${store.location} cannot be used: ${(err as Error).message}`);
     }
     return store;
   }
 
+  /** Open, and its server answered the last statement (readiness: a load balancer stops sending requests while it is gone). */
   get open(): boolean {
-    return !this.closed;
+    return !this.closed && this.reachable;
   }
 
   all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
@@ -88,36 +103,86 @@ export class PostgresStore implements Store {
   }
 
   async transaction<T>(body: (tx: SqlRunner) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
+    return this.withClient(async (client) => {
       await client.query("BEGIN");
-      const result = await body(runner(client));
+      let result: T;
+      try {
+        result = await body(runner(client, (p) => this.observe(p)));
+      } catch (err) {
+        await client.query("ROLLBACK").catch(() => undefined); // the body's error is the one to tell
+        throw err;
+      }
       await client.query("COMMIT");
       return result;
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.recheck);
     await this.pool.end();
+  }
+
+  /**
+   * Runs `work` on a connection of its own. While it is checked out, a connection the server drops
+   * emits 'error' on it (the pool listens only to idle ones): caught here, or the process would
+   * die of it. A connection whose statement failed this way is destroyed, not pooled again.
+   */
+  private async withClient<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.observe(this.pool.connect());
+    let broken: Error | undefined;
+    const onError = (err: Error) => {
+      broken = err;
+      this.lost();
+      this.options.logger.warn({ err: err.message }, "postgres: a connection in use failed");
+    };
+    client.on("error", onError);
+    try {
+      return await work(client);
+    } catch (err) {
+      if (connectionLost(err)) broken ??= err as Error;
+      throw err;
+    } finally {
+      client.off("error", onError);
+      client.release(broken);
+    }
+  }
+
+  /** Notes whether the server answered: a lost connection makes the store unready until a statement (or a recheck) succeeds. */
+  private async observe<R>(p: Promise<R>): Promise<R> {
+    try {
+      const result = await p;
+      this.reachable = true;
+      return result;
+    } catch (err) {
+      if (connectionLost(err)) this.lost();
+      throw err;
+    }
+  }
+
+  /** The server is gone: unready, and tried again every RECHECK_MS until it answers. */
+  private lost(): void {
+    if (this.closed) return;
+    this.reachable = false;
+    this.recheck ??= setTimeout(() => {
+      this.recheck = undefined;
+      void this.pooled.get("SELECT 1").catch(() => undefined); // success marks it reachable; failure schedules the next
+    }, RECHECK_MS).unref();
   }
 
   /** Applies the migrations not yet applied, each in its own transaction, holding the advisory lock throughout. */
   private async migrate(): Promise<void> {
-    const client = await this.pool.connect();
-    try {
+    await this.withClient(async (client) => {
       await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
       try {
         await client.query("CREATE TABLE IF NOT EXISTS kiln_schema (version INTEGER NOT NULL)");
         const row = (await client.query<{ version: number }>("SELECT version FROM kiln_schema")).rows[0];
         if (!row) await client.query("INSERT INTO kiln_schema (version) VALUES (0)");
         const all = migrations("postgres");
+        if ((row?.version ?? 0) > all.length) {
+          throw new ConfigError("--db / KILN_DB", `the database ${this.location}: schema version ${row!.version} is newer than this Kiln's ${all.length}: a newer Kiln migrated it; run that version`);
+        }
         for (let v = row?.version ?? 0; v < all.length; v++) {
           await client.query("BEGIN");
           try {
@@ -132,8 +197,6 @@ export class PostgresStore implements Store {
       } finally {
         await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
       }
-    } finally {
-      client.release();
-    }
+    });
   }
 }

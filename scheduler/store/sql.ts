@@ -35,8 +35,11 @@ export interface Store extends SqlRunner {
   close(): Promise<void>;
 }
 
-/** `?` placeholders as PostgreSQL's `$1`, `$2`…: statements here hold no `?` inside a string literal. */
+/**
+ * `?` placeholders as PostgreSQL's `$1`, `$2`…, leaving any `?` inside a quoted string or
+ * identifier as it is. Values are always bound, never written into the text.
+ */
 export function numberedPlaceholders(sql: string): string {
   let n = 0;
-  return sql.replace(/\?/g, () => `$${++n}`);
+  return sql.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\?/g, (m) => (m === "?" ? `$${++n}` : m));
 }

@@ -2,6 +2,7 @@
  * The store on SQLite (better-sqlite3): one connection, synchronous underneath. A transaction
  * holds the connection: statements from elsewhere wait until it ends, so none slips into it.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { Statement } from "better-sqlite3";
 import { openDatabase, type Db } from "../../core/sqlite.js";
 import { migrations } from "./migrations.js";
@@ -17,6 +18,8 @@ export class SqliteStore implements Store {
   private busy: Promise<void> | undefined;
   private readonly direct: SqlRunner;
   private readonly statements = new Map<string, Statement>();
+  /** Set inside a transaction's body: a statement sent there through the store, not the body's runner, would wait for the body for ever. */
+  private readonly inTransaction = new AsyncLocalStorage<true>();
 
   constructor(readonly location: string) {
     this.db = openDatabase(location, migrations("sqlite"));
@@ -42,38 +45,46 @@ export class SqliteStore implements Store {
   }
 
   async all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    while (this.busy) await this.busy;
+    await this.turn();
     return this.direct.all<T>(sql, params);
   }
 
   async get<T>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    while (this.busy) await this.busy;
+    await this.turn();
     return this.direct.get<T>(sql, params);
   }
 
   async run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }> {
-    while (this.busy) await this.busy;
+    await this.turn();
     return this.direct.run(sql, params);
   }
 
   async transaction<T>(body: (tx: SqlRunner) => Promise<T>): Promise<T> {
-    while (this.busy) await this.busy;
+    await this.turn();
     let end!: () => void;
     this.busy = new Promise((resolve) => (end = resolve));
     try {
       this.db.exec("BEGIN IMMEDIATE");
       try {
-        const result = await body(this.direct);
+        const result = await this.inTransaction.run(true, () => body(this.direct));
         this.db.exec("COMMIT");
         return result;
       } catch (err) {
-        if (this.db.inTransaction) this.db.exec("ROLLBACK");
+        try {
+          if (this.db.inTransaction) this.db.exec("ROLLBACK");
+        } catch { /* the body's error is the one to tell */ }
         throw err;
       }
     } finally {
       this.busy = undefined;
       end();
     }
+  }
+
+  /** Waits until no transaction holds the connection; refuses a statement sent from inside one's body. */
+  private async turn(): Promise<void> {
+    if (this.inTransaction.getStore()) throw new Error("a statement inside a transaction must go through the transaction's runner (it would wait for the transaction for ever)");
+    while (this.busy) await this.busy;
   }
 
   async close(): Promise<void> {

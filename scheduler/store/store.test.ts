@@ -10,6 +10,7 @@ import { postgresBin, startPostgres, type Postgres } from "../../test/helpers/po
 import { tempDir } from "../../test/helpers/temp.js";
 import { migrations } from "./migrations.js";
 import { openStore } from "./index.js";
+import { numberedPlaceholders } from "./sql.js";
 
 const logger = createLogger("test", "silent");
 const PG = postgresBin();
@@ -93,7 +94,48 @@ describe.each(engines)("the store on %s", (_engine, newDb) => {
   });
 });
 
+describe.each(engines)("the store on %s, refusals", (engine, newDb) => {
+  it("refuses a database a newer Kiln migrated, naming its version", async () => {
+    const db = newDb();
+    const store = await openStore(db, { logger });
+    await store.run(engine === "SQLite" ? "PRAGMA user_version = 99" : "UPDATE kiln_schema SET version = 99");
+    await store.close();
+    await expect(openStore(db, { logger })).rejects.toThrow(/schema version 99 is newer than this Kiln's \d+/);
+  });
+
+  it("a statement sent through the store from inside a transaction is an error, not a hang (SQLite) or a second connection (PostgreSQL)", async () => {
+    const store = await openStore(newDb(), { logger });
+    try {
+      const inner = store.transaction(async () => { await store.run("INSERT INTO settings (name, value) VALUES ('x', '1')"); });
+      if (engine === "SQLite") await expect(inner).rejects.toThrow(/must go through the transaction's runner/);
+      else await inner; // PostgreSQL: another pooled connection, committed on its own
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe.skipIf(!PG)("the store on PostgreSQL, several schedulers", () => {
+  it("a connection the server drops in the middle of a transaction fails that transaction, not the process; the store is unready until the server answers again", async () => {
+    const db = createPostgresDatabase(postgresServerUrl(server!.port));
+    const name = new URL(db).pathname.slice(1);
+    const store = await openStore(db, { logger });
+    try {
+      await expect(store.transaction(async (tx) => {
+        await tx.run("INSERT INTO settings (name, value) VALUES ('a', '1')");
+        server!.sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}'`);
+        await new Promise((r) => setTimeout(r, 100)); // the connection's 'error' arrives while it is checked out
+        await tx.run("INSERT INTO settings (name, value) VALUES ('b', '1')");
+      })).rejects.toThrow();
+      expect(store.open).toBe(false);
+      expect(await store.all("SELECT name FROM settings")).toEqual([]); // nothing of it was kept; a new connection answers
+      expect(store.open).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
+
   it("schedulers starting at once on a new database migrate it once (an advisory lock), and all open", async () => {
     const db = createPostgresDatabase(postgresServerUrl(server!.port));
     const stores = await Promise.all(Array.from({ length: 4 }, () => openStore(db, { logger, poolSize: 2 })));
@@ -114,3 +156,10 @@ describe.skipIf(!PG)("the store on PostgreSQL, several schedulers", () => {
 });
 
 if (!PG) describe.skip("the store on PostgreSQL (skipped: PostgreSQL's server binaries are not installed; apt-get install postgresql)", () => { it("contract", () => undefined); });
+
+describe("numberedPlaceholders", () => {
+  it("numbers each ? outside quotes, and leaves a ? in a string or an identifier alone", () => {
+    expect(numberedPlaceholders("SELECT a FROM t WHERE b = ? AND c IN (?, ?)")).toBe("SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)");
+    expect(numberedPlaceholders("SELECT '?', 'it''s ?', \"col?\" FROM t WHERE x = ?")).toBe("SELECT '?', 'it''s ?', \"col?\" FROM t WHERE x = $1");
+  });
+});
