@@ -116,7 +116,8 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     const checks: Record<string, boolean> = {
       chat_models_loaded: engine.modelPools.length === new Set(config.serve.map((s) => resolve(s.path))).size,
     };
-    if (config.scheduler) checks.scheduler_connected = links?.state === "connected";
+    // with several schedulers, one link up is enough: the node serves through it while the others reconnect
+    if (config.scheduler) checks.scheduler_connected = (links?.connected ?? 0) > 0;
     // Transcription readiness is reported, not required: a chat-only node is ready without it.
     const transcription = {
       vad_model: await checkVadModel(vadModel).then(() => true, () => false),

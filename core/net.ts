@@ -35,14 +35,14 @@ export function isLoopback(host: string): boolean {
   return family !== 0 && LOOPBACK.check(host, family === 4 ? "ipv4" : "ipv6");
 }
 
-/** A URL with its password, if it has one, as `***` (for logs and `--print-config`); other text unchanged. */
+/**
+ * A URL with its credentials masked, for logs and `--print-config`: the password of
+ * `scheme://user:password@host` (whatever characters it holds, up to the last `@` before the
+ * path) and any `password`/`sslpassword` query parameter, as `***`. Other text is returned unchanged.
+ */
 export function withoutPassword(text: string): string {
-  if (!/^[a-z][\w+.-]*:\/\/[^/@\s]*:[^/@\s]*@/i.test(text)) return text;
-  try {
-    const u = new URL(text);
-    u.password = "***";
-    return u.toString();
-  } catch {
-    return text.replace(/^([a-z][\w+.-]*:\/\/[^/:@\s]*:)[^/@\s]*@/i, "$1***@");
-  }
+  if (!/^[a-z][\w+.-]*:\/\//i.test(text)) return text;
+  return text
+    .replace(/^([a-z][\w+.-]*:\/\/[^:/@?#]*:)(.*)@(?=[^@]*$)/i, "$1***@")
+    .replace(/([?&](?:ssl)?password=)[^&#]*/gi, "$1***");
 }

@@ -55,7 +55,8 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       stdioServers: config.mcpStdioServers, ...(config.mcpFsBase ? { fsBase: config.mcpFsBase } : {}), timeoutMs: config.mcpTimeout * 1000, concurrency: config.mcpConcurrency, totalConcurrency: config.mcpTotalConcurrency, logger,
     });
     const ready = () => {
-      const checks = { store: db.open };
+      const checks: Record<string, boolean> = { store: db.open };
+      if (redis) checks.limits = redis.connected; // --redis: without it every limited request is a 503
       return { ready: Object.values(checks).every(Boolean), checks };
     };
     // with --redis, every scheduler counts the same windows, places and tokens (a Redis that cannot be reached fails the start)

@@ -105,6 +105,7 @@ describe.skipIf(!PG || !REDIS)("two schedulers on PostgreSQL and Redis, one agen
     const [toA, toB] = agent.links!.links;
     expect(toB!.state).toBe("connected");
     expect(toA!.state).not.toBe("connected");
+    expect((await fetch(`http://127.0.0.1:${agent.http.port}/readyz`)).status).toBe(200); // ready: it serves through B
     const after = await postChat(base(1), key, { model: MODEL_ID, messages: [{ role: "user", content: "still there?" }], max_tokens: 8 });
     expect(after.status).toBe(200);
     told.push({ prompt: after.body.usage.prompt_tokens, completion: after.body.usage.completion_tokens });

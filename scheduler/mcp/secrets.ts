@@ -73,8 +73,8 @@ export class AccountSecrets {
 
   /**
    * Stores (or replaces) a secret; false when the account already has the most it may hold. The
-   * count and the write are one transaction, so requests sent at once cannot pass the cap together
-   * (on PostgreSQL the account's rows are locked while it runs).
+   * count and the write are one step for every scheduler sharing the database (a lock per account),
+   * so requests sent at once cannot pass the cap together.
    */
   async set(account: string, name: string, value: string): Promise<boolean> {
     const nonce = randomBytes(12);
@@ -82,14 +82,13 @@ export class AccountSecrets {
     cipher.setAAD(aad(account, name));
     const ciphertext = Buffer.concat([cipher.update(value, "utf8"), cipher.final()]);
     return this.store.transaction(async (tx) => {
-      const lock = this.store.dialect === "postgres" ? " FOR UPDATE" : "";
-      const names = (await tx.all<{ name: string }>(`SELECT name FROM account_secrets WHERE account = ?${lock}`, [account])).map((r) => r.name);
+      const names = (await tx.all<{ name: string }>("SELECT name FROM account_secrets WHERE account = ?", [account])).map((r) => r.name);
       if (!names.includes(name) && names.length >= MAX_SECRETS_PER_ACCOUNT) return false;
       await tx.run(`INSERT INTO account_secrets (account, name, nonce, ciphertext, tag, updated_at) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT(account, name) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext, tag = excluded.tag, updated_at = excluded.updated_at`,
         [account, name, nonce, ciphertext, cipher.getAuthTag(), Math.floor(Date.now() / 1000)]);
       return true;
-    });
+    }, { lock: `account_secrets:${account}` });
   }
 
   /** The account's secret names and when each was last set; never the values. */

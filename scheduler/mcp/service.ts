@@ -60,10 +60,9 @@ export class McpService {
 
   async create(account: string, body: unknown): Promise<StoredMcpServer> {
     const config = await this.validate(account, body);
-    if ((await this.options.store.list(account)).length >= MAX_SERVERS_PER_ACCOUNT) {
-      throw new InvalidRequestError("mcp_server_limit", `name: this account already has ${MAX_SERVERS_PER_ACCOUNT} MCP configurations, the most it may keep; delete one first`);
-    }
-    return this.options.store.create(account, config);
+    const created = await this.options.store.create(account, config, MAX_SERVERS_PER_ACCOUNT);
+    if (!created) throw new InvalidRequestError("mcp_server_limit", `name: this account already has ${MAX_SERVERS_PER_ACCOUNT} MCP configurations, the most it may keep; delete one first`);
+    return created;
   }
 
   async update(account: string, id: string, body: unknown): Promise<StoredMcpServer> {

@@ -19,12 +19,22 @@ const fromRow = (r: Row): StoredMcpServer => ({
 export class McpStore {
   constructor(private readonly store: Store) {}
 
-  async create(account: string, c: McpServerConfig): Promise<StoredMcpServer> {
+  /**
+   * Stores a configuration unless the account already has `max`; undefined then. The count and the
+   * insert are one step for every scheduler sharing the database (a lock per account), so requests
+   * sent at once cannot pass the cap together.
+   */
+  async create(account: string, c: McpServerConfig, max: number): Promise<StoredMcpServer | undefined> {
     const id = `mcp_${randomBytes(9).toString("base64url")}`;
     const now = Math.floor(Date.now() / 1000);
-    await this.store.run("INSERT INTO mcp_servers (id, account, name, description, server_type, config, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-      [id, account, c.name, c.description ?? null, c.server_type, JSON.stringify(c.config), now, now]);
-    return (await this.get(account, id))!;
+    const stored = await this.store.transaction(async (tx) => {
+      const { n } = (await tx.get<{ n: number }>("SELECT COUNT(*) AS n FROM mcp_servers WHERE account = ?", [account]))!;
+      if (n >= max) return false;
+      await tx.run("INSERT INTO mcp_servers (id, account, name, description, server_type, config, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [id, account, c.name, c.description ?? null, c.server_type, JSON.stringify(c.config), now, now]);
+      return true;
+    }, { lock: `mcp_servers:${account}` });
+    return stored ? this.get(account, id) : undefined;
   }
 
   async get(account: string, id: string): Promise<StoredMcpServer | undefined> {

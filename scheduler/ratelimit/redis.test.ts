@@ -4,6 +4,7 @@
  * scheduler that died, and an outage.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
 import { createLogger } from "../../core/log.js";
 import { redisBin, startRedis, type RedisServer } from "../../test/helpers/postgres.js";
 import { TokenQuota } from "./tokens.js";
@@ -73,6 +74,26 @@ describe.skipIf(!REDIS)("RedisLimits shared by two schedulers", () => {
     qb.add("acme", 80);
     await new Promise((r) => setTimeout(r, 50));
     await expect(qa.check("acme", "free")).rejects.toMatchObject({ status: 429, code: "token_quota_exceeded", headers: expect.objectContaining({ "x-ratelimit-remaining-tokens": "0", "x-ratelimit-remaining-tokens-day": "0" }) });
+  });
+
+  it("counting an answer drops the seconds older than the window, so an account's minute holds at most 61 fields", async () => {
+    const [a] = await pair();
+    const raw = new Redis(server.url);
+    try {
+      const key = `t${prefix - 1}:tok:min:acme`;
+      const [seconds] = await raw.time();
+      const now = Number(seconds);
+      await raw.hset(key, String(now - 3600), "5", String(now - 61), "7", String(now - 10), "3");
+      a!.add("acme", 4);
+      await new Promise((r) => setTimeout(r, 50));
+      const fields = await raw.hgetall(key);
+      expect(Object.keys(fields)).not.toContain(String(now - 3600));
+      expect(Object.keys(fields)).not.toContain(String(now - 61));
+      expect(fields[String(now - 10)]).toBe("3");
+      expect(Object.values(fields).reduce((n, v) => n + Number(v), 0)).toBe(7);
+    } finally {
+      raw.disconnect();
+    }
   });
 
   it("refuses with a 503 while Redis cannot be reached, rather than counting nothing", async () => {

@@ -13,7 +13,7 @@
  * (`TIME`), so the schedulers' clocks need not agree.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
+import { Redis, ReplyError } from "ioredis";
 import { InFlightLimitError, KilnError, RateLimitError, ServiceUnavailableError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import { CHAT_INFLIGHT_REFUSAL, rateHeaders, WINDOW_MS, type InflightCounter, type RateDecision, type RequestLimiter } from "./index.js";
@@ -119,13 +119,32 @@ redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[4]))
 return {0, held}
 `;
 
-/** KEYS: minute hash, day count; ARGV: tokens. Counts them in this second, and in the day once the day is counted. */
+/**
+ * KEYS: minute hash, day count; ARGV: tokens. Counts them in this second (the seconds older than the
+ * window go, so the hash holds at most 61 fields), and in the day once the day is counted.
+ */
 const TOKEN_ADD = `${NOW}
 local second = math.floor(now / 1000)
+for _, s in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if tonumber(s) <= second - 60 then redis.call('HDEL', KEYS[1], s) end
+end
 redis.call('HINCRBY', KEYS[1], tostring(second), ARGV[1])
 redis.call('EXPIRE', KEYS[1], 61)
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('INCRBY', KEYS[2], ARGV[1]) end
 return 0
+`;
+
+/**
+ * KEYS: day count; ARGV: the ledger's count, the key's lifetime (s). The first scheduler to count a
+ * day creates it at 0 (answers counted from then on add to it), then adds the ledger's count; a later
+ * one finds it. Returns the count. (A row both in the ledger and added meanwhile counts twice: the
+ * quota errs on the strict side, by at most a flush interval's answers.)
+ */
+const TOKEN_SEED = `
+if redis.call('SET', KEYS[1], 0, 'EX', tonumber(ARGV[2]), 'NX') then
+  return redis.call('INCRBY', KEYS[1], ARGV[1])
+end
+return tonumber(redis.call('GET', KEYS[1]))
 `;
 
 export interface RedisLimitsOptions {
@@ -147,11 +166,16 @@ type Scripts = Redis & {
   kilnTokenUsage(minute: string, day: string, held: string, perMinute: number): Promise<[number, number, number, number]>;
   kilnTokenHold(minute: string, day: string, held: string, tokens: number, perMinute: number, perDay: number, lease: number, member: string): Promise<[number, number]>;
   kilnTokenAdd(minute: string, day: string, tokens: number): Promise<number>;
+  kilnTokenSeed(day: string, used: number, ttl: number): Promise<number>;
 };
 
-/** A failure to reach Redis as the 503 a client is told (a shared count that cannot be read refuses rather than lets everything through); Kiln's own refusals pass. */
+/**
+ * A failure to reach Redis as the 503 a client is told (a shared count that cannot be read refuses
+ * rather than lets everything through). Kiln's own refusals pass, and so does an error Redis
+ * answered (a script's bug, a wrong server): a 500, logged, rather than a misleading "cannot be reached".
+ */
 function unavailable(err: unknown): never {
-  if (err instanceof KilnError) throw err;
+  if (err instanceof KilnError || err instanceof ReplyError) throw err;
   throw new ServiceUnavailableError("limits_unavailable", "the rate-limit store (Redis) cannot be reached; try again shortly");
 }
 
@@ -169,13 +193,15 @@ export class RedisLimits implements RequestLimiter, InflightCounter, TokenCounte
   constructor(private readonly options: RedisLimitsOptions) {
     this.prefix = options.prefix ?? "kiln:";
     this.leaseMs = options.leaseMs ?? 30_000;
-    this.redis = new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true }) as Scripts;
+    // a command whose reply was lost is not sent again after a reconnect: a place or a count would be taken twice
+    this.redis = new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true, autoResendUnfulfilledCommands: false }) as Scripts;
     this.redis.defineCommand("kilnWindow", { numberOfKeys: 1, lua: SLIDING_WINDOW });
     this.redis.defineCommand("kilnTake", { numberOfKeys: 1, lua: TAKE_PLACE });
     this.redis.defineCommand("kilnRenew", { lua: RENEW });
     this.redis.defineCommand("kilnTokenUsage", { numberOfKeys: 3, lua: TOKEN_USAGE });
     this.redis.defineCommand("kilnTokenHold", { numberOfKeys: 3, lua: TOKEN_HOLD });
     this.redis.defineCommand("kilnTokenAdd", { numberOfKeys: 2, lua: TOKEN_ADD });
+    this.redis.defineCommand("kilnTokenSeed", { numberOfKeys: 1, lua: TOKEN_SEED });
     this.redis.on("error", (err: Error) => options.logger.warn({ err: err.message }, "redis connection error"));
     this.renewal = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.leaseMs / 3)));
     this.renewal.unref();
@@ -237,11 +263,15 @@ export class RedisLimits implements RequestLimiter, InflightCounter, TokenCounte
     return { minute: `${this.prefix}tok:min:${account}`, day: `${this.prefix}tok:day:${account}:${day ?? "none"}`, held: `${this.prefix}tok:held:${account}` };
   }
 
-  /** Seeds the day's count from the ledger when no scheduler has yet (SET NX: the first one wins); returns the count. */
+  /** Seeds the day's count from the ledger when no scheduler has yet (TOKEN_SEED); returns the count. */
   private async seedDay(key: string, account: string, day: string): Promise<number> {
     const used = await this.options.usedOn(account, day);
-    await this.redis.set(key, used, "EX", DAY_TTL_S, "NX");
-    return Number(await this.redis.get(key) ?? used);
+    return this.redis.kilnTokenSeed(key, used, DAY_TTL_S);
+  }
+
+  /** Whether Redis is connected now (readiness). */
+  get connected(): boolean {
+    return this.redis.status === "ready";
   }
 
   /** Remembers a lease for renewal; returns its release (once: the member leaves the set). */

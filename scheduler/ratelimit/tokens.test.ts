@@ -56,3 +56,15 @@ describe("TokenQuota", async () => {
     });
   });
 });
+
+describe("TokenQuota without any quota", () => {
+  it("counts nothing where no tier has a quota (a shared counter would keep a key per account for nothing)", async () => {
+    const counted: string[] = [];
+    const counter = new MemoryTokenCounter({ usedOn: () => 0 });
+    const spy = { usage: counter.usage.bind(counter), hold: counter.hold.bind(counter), add: (account: string, tokens: number) => { counted.push(`${account}:${tokens}`); } };
+    new TokenQuota({ perMinute: none, perDay: none, counter: spy }).add("acme", 50);
+    expect(counted).toEqual([]);
+    new TokenQuota({ perMinute: { ...none, free: 10 }, perDay: none, counter: spy }).add("acme", 50);
+    expect(counted).toEqual(["acme:50"]);
+  });
+});

@@ -123,9 +123,14 @@ export class TokenQuota {
     throw new RateLimitError(`max_tokens: this request may use about ${tokens} tokens (its max_tokens and prompt), which the account's ${limit} cannot hold now (${held.held} held by its requests in flight); lower max_tokens or retry later`, Math.ceil(waitMs / 1000), "token_quota_exceeded");
   }
 
-  /** Counts `tokens` an answered request of `account` used. */
+  /** Counts `tokens` an answered request of `account` used (nothing is counted where no tier has a quota). */
   add(account: string, tokens: number): void {
-    if (tokens > 0) this.options.counter.add(account, tokens);
+    if (tokens > 0 && this.any) this.options.counter.add(account, tokens);
+  }
+
+  /** Whether any tier has a quota. */
+  private get any(): boolean {
+    return Object.values(this.options.perMinute).some((n) => n > 0) || Object.values(this.options.perDay).some((n) => n > 0);
   }
 }
 

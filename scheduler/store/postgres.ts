@@ -102,9 +102,11 @@ export class PostgresStore implements Store {
     return this.pooled.run(sql, params);
   }
 
-  async transaction<T>(body: (tx: SqlRunner) => Promise<T>): Promise<T> {
+  async transaction<T>(body: (tx: SqlRunner) => Promise<T>, options: { lock?: string } = {}): Promise<T> {
     return this.withClient(async (client) => {
       await client.query("BEGIN");
+      // held until the transaction ends: other schedulers' transactions on the same lock wait here
+      if (options.lock !== undefined) await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [options.lock]).catch(async (err: unknown) => { await client.query("ROLLBACK").catch(() => undefined); throw err; });
       let result: T;
       try {
         result = await body(runner(client, (p) => this.observe(p)));

@@ -30,8 +30,10 @@ export interface Store extends SqlRunner {
   /**
    * Runs `body` in one transaction: committed when it resolves, rolled back when it throws. The
    * runner `body` receives is the only one inside it (SQLite: other statements wait for it).
+   * `lock`: transactions naming the same lock run one at a time, across every scheduler sharing
+   * the database (a count and the insert it allows, as one step). SQLite's transactions already do.
    */
-  transaction<T>(body: (tx: SqlRunner) => Promise<T>): Promise<T>;
+  transaction<T>(body: (tx: SqlRunner) => Promise<T>, options?: { lock?: string }): Promise<T>;
   close(): Promise<void>;
 }
 

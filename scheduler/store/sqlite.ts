@@ -30,7 +30,7 @@ export class SqliteStore implements Store {
     };
   }
 
-  /** The prepared statement of `sql`, prepared once (the services' statements are a fixed few). */
+  /** The prepared statement of `sql`, prepared once (the services' statements are a fixed set of texts). */
   private statement(sql: string): Statement {
     let s = this.statements.get(sql);
     if (!s) {
@@ -45,22 +45,27 @@ export class SqliteStore implements Store {
   }
 
   async all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    await this.turn();
+    this.refuseInside();
+    while (this.busy) await this.busy; // inline: the statement must run in the same turn that saw the connection free
     return this.direct.all<T>(sql, params);
   }
 
   async get<T>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    await this.turn();
+    this.refuseInside();
+    while (this.busy) await this.busy; // inline: the statement must run in the same turn that saw the connection free
     return this.direct.get<T>(sql, params);
   }
 
   async run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }> {
-    await this.turn();
+    this.refuseInside();
+    while (this.busy) await this.busy; // inline: the statement must run in the same turn that saw the connection free
     return this.direct.run(sql, params);
   }
 
-  async transaction<T>(body: (tx: SqlRunner) => Promise<T>): Promise<T> {
-    await this.turn();
+  /** (A `lock` needs nothing here: BEGIN IMMEDIATE already runs one writing transaction at a time.) */
+  async transaction<T>(body: (tx: SqlRunner) => Promise<T>, _options?: { lock?: string }): Promise<T> {
+    this.refuseInside();
+    while (this.busy) await this.busy; // inline, as above: claimed in the same turn it is seen free
     let end!: () => void;
     this.busy = new Promise((resolve) => (end = resolve));
     try {
@@ -81,10 +86,9 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Waits until no transaction holds the connection; refuses a statement sent from inside one's body. */
-  private async turn(): Promise<void> {
+  /** Refuses a statement sent through the store from inside a transaction's body. */
+  private refuseInside(): void {
     if (this.inTransaction.getStore()) throw new Error("a statement inside a transaction must go through the transaction's runner (it would wait for the transaction for ever)");
-    while (this.busy) await this.busy;
   }
 
   async close(): Promise<void> {

@@ -11,6 +11,9 @@ import { tempDir } from "../../test/helpers/temp.js";
 import { migrations } from "./migrations.js";
 import { openStore } from "./index.js";
 import { numberedPlaceholders } from "./sql.js";
+import { randomBytes } from "node:crypto";
+import { AccountSecrets, MAX_SECRETS_PER_ACCOUNT } from "../mcp/secrets.js";
+import { McpStore } from "../mcp/store.js";
 
 const logger = createLogger("test", "silent");
 const PG = postgresBin();
@@ -90,6 +93,30 @@ describe.each(engines)("the store on %s", (_engine, newDb) => {
       expect(await store.all("SELECT name FROM settings")).toEqual([{ name: "out" }]);
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe.each(engines)("the store on %s, per-account caps", (engine, newDb) => {
+  it("requests sent at once (through two schedulers on PostgreSQL) cannot pass an account's caps together (MCP configurations, secrets)", async () => {
+    const db = newDb();
+    // SQLite: one scheduler's store (two connections in one process would wait on each other's write lock synchronously)
+    const one = await openStore(db, { logger });
+    const two = engine === "SQLite" ? one : await openStore(db, { logger });
+    try {
+      const config = { name: "c", server_type: "mcp" as const, config: { transport: "stdio", server: "echo" } };
+      const servers = [new McpStore(one), new McpStore(two)];
+      const created = await Promise.all(Array.from({ length: 16 }, (_, i) => servers[i % 2]!.create("acme", { ...config, name: `c${i}` }, 5)));
+      expect(created.filter(Boolean)).toHaveLength(5);
+      expect(await servers[0]!.list("acme")).toHaveLength(5);
+      const key = randomBytes(32);
+      const secrets = [new AccountSecrets(one, key), new AccountSecrets(two, key)];
+      const set = await Promise.all(Array.from({ length: MAX_SECRETS_PER_ACCOUNT + 10 }, (_, i) => secrets[i % 2]!.set("acme", `S${i}`, "v")));
+      expect(set.filter(Boolean)).toHaveLength(MAX_SECRETS_PER_ACCOUNT);
+      expect(await secrets[1]!.names("acme")).toHaveLength(MAX_SECRETS_PER_ACCOUNT);
+    } finally {
+      await one.close();
+      if (two !== one) await two.close();
     }
   });
 });

@@ -10,8 +10,11 @@
 import type { Logger } from "../../core/log.js";
 import type { SqlValue, Store } from "../store/index.js";
 
-/** Rows per INSERT statement (11 values each: far below both engines' limits on bound values). */
-const ROWS_PER_STATEMENT = 500;
+/**
+ * Rows per INSERT statement, largest first: a batch is written in statements of these sizes only
+ * (10 values a row, far below both engines' limits), so three statement texts serve every batch.
+ */
+const STATEMENT_ROWS = [100, 10, 1];
 const COLUMNS = "(at, day, account, key_id, model, kind, prompt_tokens, completion_tokens, audio_seconds, request_id)";
 
 export type UsageKind = "chat" | "completion" | "embedding" | "transcription";
@@ -59,8 +62,10 @@ export class UsageLedger {
   private readonly timer: NodeJS.Timeout;
   private readonly maxBuffered: number;
   private readonly listeners: ((row: Required<UsageRow>) => void)[] = [];
-  /** The write under way: flushes run one after another. */
-  private writing: Promise<void> = Promise.resolve();
+  /** The write under way, if any. */
+  private writing: Promise<void> | undefined;
+  /** The write that follows it, shared by every flush asked for meanwhile. */
+  private next: Promise<void> | undefined;
 
   constructor(private readonly store: Store, private readonly options: UsageLedgerOptions) {
     this.maxBuffered = options.maxBuffered ?? 10_000;
@@ -96,11 +101,20 @@ export class UsageLedger {
 
   /**
    * Writes the buffered rows, in one transaction, after any write under way; resolves once they are
-   * written. A failure is logged and the rows kept for the next try.
+   * written (or the write failed: logged, and the rows kept for the next try). Flushes asked for
+   * while a write runs share the one write after it: at most two are ever pending, whatever the
+   * database's state.
    */
   flush(): Promise<void> {
-    this.writing = this.writing.then(() => this.write());
-    return this.writing;
+    if (!this.writing) {
+      this.writing = this.write().finally(() => { this.writing = undefined; });
+      return this.writing;
+    }
+    this.next ??= this.writing.then(() => {
+      this.next = undefined;
+      return this.flush();
+    });
+    return this.next;
   }
 
   private async write(): Promise<void> {
@@ -109,15 +123,18 @@ export class UsageLedger {
     this.buffer = [];
     try {
       await this.store.transaction(async (tx) => {
-        for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-          const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
+        for (let i = 0; i < rows.length;) {
+          const size = STATEMENT_ROWS.find((n) => n <= rows.length - i)!;
+          const chunk = rows.slice(i, i += size);
           const values: SqlValue[] = chunk.flatMap((r) => [r.at, dayOf(r.at), r.account, r.keyId, r.model, r.kind, r.promptTokens, r.completionTokens, r.audioSeconds, r.requestId]);
           await tx.run(`INSERT INTO usage ${COLUMNS} VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`, values);
         }
       });
     } catch (err) {
-      this.options.logger.error({ err, rows: rows.length }, "could not write usage rows; keeping them for the next flush");
-      this.buffer = rows.concat(this.buffer).slice(-this.maxBuffered * 10);
+      const kept = rows.concat(this.buffer);
+      const limit = this.maxBuffered * 10;
+      this.options.logger.error({ err, rows: kept.length, dropped: Math.max(0, kept.length - limit) }, "could not write usage rows; keeping them for the next flush (the oldest past 10 × maxBuffered are dropped)");
+      this.buffer = kept.slice(-limit);
     }
   }
 
