@@ -12,7 +12,7 @@ function flaky(real: SqliteStore): Store & { down: boolean; tries: number } {
   const wrapper = {
     down: false,
     tries: 0,
-    dialect: real.dialect,
+    dialect: real.dialect as "sqlite",
     location: real.location,
     get open() { return real.open; },
     all: real.all.bind(real),
