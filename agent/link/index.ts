@@ -60,6 +60,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   private readonly running = new Map<string, AbortController>();
   /** Slots this link's completions hold (or are about to), per pool: what this scheduler sent. */
   private readonly holding: number[];
+  /** The same, per stream: completions of an earlier stream still ending after a reconnect are not the current registration's. */
+  private readonly streamHolding = new Map<Stream, number[]>();
   private stream: Stream | undefined;
   /** The text of the running completions, gathered for the current stream. */
   private chunks: ChunkBatcher | undefined;
@@ -250,12 +252,12 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         return;
       }
     }
-    if (pool >= 0) this.holding[pool] = this.holds(pool) + slots;
+    this.hold(stream, pool, slots);
     peers?.changed(this);
     try {
       await this.complete(stream, req, chunks);
     } finally {
-      if (pool >= 0) this.holding[pool] = this.holds(pool) - slots;
+      this.hold(stream, pool, -slots);
       peers?.changed(this);
     }
   }
@@ -305,6 +307,16 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     return this.holding[pool] ?? 0;
   }
 
+  /** Counts `slots` (negative: given back) of pool `pool` held by a completion of `stream`. */
+  private hold(stream: Stream, pool: number, slots: number): void {
+    if (pool < 0) return;
+    this.holding[pool] = this.holds(pool) + slots;
+    let mine = this.streamHolding.get(stream);
+    if (!mine) this.streamHolding.set(stream, mine = this.holding.map(() => 0));
+    mine[pool] = (mine[pool] ?? 0) + slots;
+    if (mine.every((n) => n === 0)) this.streamHolding.delete(stream);
+  }
+
   /** Tells the scheduler the slots as they are now (another link's work took or freed some). */
   tellSlots(): void {
     if (this.stream && this.state === "connected") this.writeHeartbeat(this.stream);
@@ -329,8 +341,9 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     stream.write({
       heartbeat: {
         busy_slots: this.options.engine.modelPools.map((p) => p.busy),
-        // slots this scheduler did not fill: the agent's own work, and what other schedulers sent
-        local_busy_slots: this.options.engine.modelPools.map((p, i) => p.localBusy + (this.options.peers?.othersHold(this, i) ?? 0)),
+        // slots this scheduler (this registration) did not fill: the agent's own work, what other schedulers
+        // sent, and what this link's earlier streams sent that is still ending
+        local_busy_slots: this.options.engine.modelPools.map((p, i) => p.localBusy + (this.options.peers?.othersHold(this, i) ?? 0) + this.holds(i) - (this.streamHolding.get(stream)?.[i] ?? 0)),
         memory_used_bytes: totalmem() - freemem(),
         memory_free_bytes: freemem(),
         device_memory_used_bytes: this.measured.device.used,

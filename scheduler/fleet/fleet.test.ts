@@ -228,6 +228,56 @@ describe("Fleet routing", () => {
     f.close();
   });
 
+  it("a node busy with another scheduler's work (node_busy, after a heartbeat saying so) queues the request without spending an attempt, and sends it when the slot is free", async () => {
+    const f = fleet({ queueSize: 4, maxAttempts: 1 });
+    const a = new RecordingLink();
+    f.attach(register("a", 1), a);
+    const heartbeat = (local: number[]) => f.receive("a", a, { body: "heartbeat", heartbeat: { busy_slots: local, local_busy_slots: local, memory_used_bytes: 0, memory_free_bytes: 0, device_memory_used_bytes: 0, device_memory_total_bytes: 0, disk_free_bytes: 0, transcription_jobs: 0 } });
+    const events = drain(f.submit(request));
+    expect(a.requests()).toHaveLength(1);
+    heartbeat([1]); // the other scheduler's completion holds the one slot
+    f.receive("a", a, { body: "error", error: { request_id: a.requests()[0]!, code: "node_busy", message: "taken", retryable: true, usage: null } });
+    expect(a.requests()).toHaveLength(1); // not sent straight back: it waits
+    expect(f.queued).toBe(1);
+    heartbeat([0]); // freed
+    expect(a.requests()).toHaveLength(2); // sent again; with maxAttempts 1, the refusal spent no attempt
+    const id = a.requests()[1]!;
+    f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 0, cached_tokens: 0 }, finish_reasons: [] } });
+    expect((await events).map((e) => e.type)).toEqual(["done"]);
+    f.close();
+  });
+
+  it("busy refusals are bounded: past 20 they count as failed attempts, so two schedulers that disagree cannot bounce a request for ever", async () => {
+    const f = fleet({ queueSize: 4, maxAttempts: 1 });
+    const a = new RecordingLink();
+    f.attach(register("a", 1), a);
+    const events = drain(f.submit(request));
+    for (let i = 0; i < 21; i++) f.receive("a", a, { body: "error", error: { request_id: a.requests().at(-1)!, code: "node_busy", message: "taken", retryable: true, usage: null } });
+    expect(a.requests()).toHaveLength(21); // sent back each time (no heartbeat said the slot was taken)
+    await expect(events).rejects.toMatchObject({ status: 502, code: "agents_failed" });
+    f.close();
+  });
+
+  it("a request a busy node sent back keeps its first queue deadline: the waits add up to --queue-timeout", async () => {
+    const f = fleet({ queueSize: 4, queueTimeoutMs: 300 });
+    const a = new RecordingLink();
+    f.attach(register("a", 1), a);
+    const heartbeat = (local: number[]) => f.receive("a", a, { body: "heartbeat", heartbeat: { busy_slots: local, local_busy_slots: local, memory_used_bytes: 0, memory_free_bytes: 0, device_memory_used_bytes: 0, device_memory_total_bytes: 0, disk_free_bytes: 0, transcription_jobs: 0 } });
+    const started = Date.now();
+    const events = drain(f.submit(request));
+    const outcome = events.then(() => ({ at: Date.now() }), (err: unknown) => ({ err, at: Date.now() }));
+    for (let i = 0; i < 3; i++) {
+      heartbeat([1]);
+      f.receive("a", a, { body: "error", error: { request_id: a.requests().at(-1)!, code: "node_busy", message: "taken", retryable: true, usage: null } });
+      await new Promise((r) => setTimeout(r, 120));
+      heartbeat([0]); // sent again, refused again
+    }
+    const { err, at } = (await outcome) as { err?: unknown; at: number };
+    expect(err).toMatchObject({ status: 503, code: "queue_timeout" });
+    expect(at - started).toBeLessThan(450); // three waits of 120 ms in a 300 ms deadline: the third one ends it
+    f.close();
+  });
+
   it("queued requests time out with a 503; the queue is bounded", async () => {
     const f = fleet({ queueTimeoutMs: 100 });
     f.attach(register("a", 1), new RecordingLink());

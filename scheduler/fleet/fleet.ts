@@ -50,6 +50,8 @@ interface Job {
   failedOn: Set<string>;
   /** Times a node refused it as busy with another scheduler's work (bounded: past it, a failed attempt). */
   busyRefusals: number;
+  /** When it must have a slot by (Unix ms), once a busy node sent it back to the queue: waits there add up to --queue-timeout, not one each. */
+  queueDeadline?: number;
   /** True once any text reached the client: from then on the request cannot move to another agent. */
   started: boolean;
   assigned?: { agent: Agent; pool: PoolState & { peak: number } };
@@ -280,6 +282,7 @@ export class Fleet {
           // the node's last slots went to another scheduler's work at the same moment (its heartbeat,
           // just before, says so): not a failure of the node, not an attempt; the job waits or goes elsewhere
           job.attempts--;
+          job.queueDeadline ??= Date.now() + this.options.queueTimeoutMs;
           this.log.info({ request: job.id, node: nodeId }, "node busy with another scheduler's work; requeued");
           if (!this.dispatch(job)) this.enqueue(job, true);
           return;
@@ -402,7 +405,7 @@ export class Fleet {
     job.queuedTimer = setTimeout(() => {
       this.unqueue(job);
       job.channel.fail(new ServiceUnavailableError("queue_timeout", `model: no slot serving "${job.request.model}" came free within ${Math.round(this.options.queueTimeoutMs / 1000)} s`));
-    }, this.options.queueTimeoutMs);
+    }, job.queueDeadline !== undefined ? Math.max(0, job.queueDeadline - Date.now()) : this.options.queueTimeoutMs);
     let queue = this.queues.get(account);
     if (!queue) this.queues.set(account, queue = []);
     if (atHead) queue.unshift(job);
