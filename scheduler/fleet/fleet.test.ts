@@ -24,6 +24,11 @@ const register = (nodeId: string, slots: number, capabilities: string[] = []): R
 const fleet = (options: Partial<FleetOptions> = {}) => new Fleet({ queueSize: 2, queueTimeoutMs: 5000, heartbeatMs: 60_000, logger: createLogger("test", "silent"), ...options });
 const request = { model: "famB-v3.1", messages: [{ role: "user" as const, content: "hi" }] };
 
+/** A heartbeat of node `nodeId` whose own work (or other schedulers') holds `local` slots of each pool. */
+function beat(f: Fleet, nodeId: string, link: AgentLink, local: number[]): void {
+  f.receive(nodeId, link, { body: "heartbeat", heartbeat: { busy_slots: local, local_busy_slots: local, memory_used_bytes: 0, memory_free_bytes: 0, device_memory_used_bytes: 0, device_memory_total_bytes: 0, disk_free_bytes: 0, transcription_jobs: 0 } });
+}
+
 async function drain(events: AsyncIterable<CompletionEvent>): Promise<CompletionEvent[]> {
   const out: CompletionEvent[] = [];
   for await (const e of events) out.push(e);
@@ -52,7 +57,7 @@ describe("Fleet routing", () => {
     const f = fleet();
     const a = new RecordingLink();
     f.attach(register("a", 2), a);
-    const heartbeat = (local: number[]) => f.receive("a", a, { body: "heartbeat", heartbeat: { busy_slots: local, local_busy_slots: local, memory_used_bytes: 0, memory_free_bytes: 0, device_memory_used_bytes: 0, device_memory_total_bytes: 0, disk_free_bytes: 0, transcription_jobs: 0 } });
+    const heartbeat = (local: number[]) => beat(f, "a", a, local);
     heartbeat([1]); // a translation holds one of the two slots
     f.submit(request);
     f.submit(request);
@@ -232,7 +237,7 @@ describe("Fleet routing", () => {
     const f = fleet({ queueSize: 4, maxAttempts: 1 });
     const a = new RecordingLink();
     f.attach(register("a", 1), a);
-    const heartbeat = (local: number[]) => f.receive("a", a, { body: "heartbeat", heartbeat: { busy_slots: local, local_busy_slots: local, memory_used_bytes: 0, memory_free_bytes: 0, device_memory_used_bytes: 0, device_memory_total_bytes: 0, disk_free_bytes: 0, transcription_jobs: 0 } });
+    const heartbeat = (local: number[]) => beat(f, "a", a, local);
     const events = drain(f.submit(request));
     expect(a.requests()).toHaveLength(1);
     heartbeat([1]); // the other scheduler's completion holds the one slot
@@ -262,7 +267,7 @@ describe("Fleet routing", () => {
     const f = fleet({ queueSize: 4, queueTimeoutMs: 300 });
     const a = new RecordingLink();
     f.attach(register("a", 1), a);
-    const heartbeat = (local: number[]) => f.receive("a", a, { body: "heartbeat", heartbeat: { busy_slots: local, local_busy_slots: local, memory_used_bytes: 0, memory_free_bytes: 0, device_memory_used_bytes: 0, device_memory_total_bytes: 0, disk_free_bytes: 0, transcription_jobs: 0 } });
+    const heartbeat = (local: number[]) => beat(f, "a", a, local);
     const started = Date.now();
     const events = drain(f.submit(request));
     const outcome = events.then(() => ({ at: Date.now() }), (err: unknown) => ({ err, at: Date.now() }));
