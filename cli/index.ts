@@ -5,8 +5,6 @@
 import { Command, Option } from "commander";
 import { AGENT_OPTIONS, SCHEDULER_OPTIONS, maskSecrets, parseAgentConfig, parseSchedulerConfig, type OptionSpec } from "../config/index.js";
 import { ConfigError, KilnError } from "../core/errors.js";
-import { LlmEngineError } from "../agent/llm/errors.js";
-import { EngineError } from "../agent/asr/errors.js";
 import { createLogger } from "../core/log.js";
 import { KeyService, TIERS, isTier } from "../scheduler/auth/index.js";
 import { openStore } from "../scheduler/store/index.js";
@@ -119,7 +117,7 @@ withKeyService(keys.command("list").description("list keys (never their secrets)
 program.parseAsync().catch((err: unknown) => {
   // Errors Kiln names (bad configuration, an engine that cannot load) are for the operator: their message.
   // Anything else is a bug: its stack.
-  const known = err instanceof ConfigError || err instanceof LlmEngineError || err instanceof EngineError || err instanceof KilnError;
+  const known = err instanceof KilnError;
   process.stderr.write(`kiln: ${known ? err.message : String((err as Error)?.stack ?? err)}\n`);
   process.exit(1);
 });

@@ -15,7 +15,7 @@ import { loadStdioCatalog } from "./stdio-catalog.js";
 
 export type { StdioCatalog, StdioServerSpec } from "./stdio-catalog.js";
 import { defaultThreads } from "../core/cpu.js";
-import { TIERS, isTier, type Tier } from "../scheduler/auth/tiers.js";
+import { TIERS, isTier, type Tier } from "../core/tiers.js";
 import { formatHostPort, isLoopback, parseHostPort, withoutPassword, type HostPort } from "../core/net.js";
 import { GPU_KINDS, type GpuKind } from "../core/prebuilt.js";
 

@@ -1,8 +1,18 @@
 /**
- * Named errors that carry their HTTP meaning. Every public error body is
- * `{"error": {"message", "type", "code"}}` (README, "API", the error table); these classes are
- * the one place where a status, a `type` and a `code` meet.
+ * Kiln's errors. One base, `KilnError`: a stable `code` a program branches on and a message for
+ * people. Under it, one family per area: `ApiError` (an HTTP answer: status, `type`, `code`; every
+ * public error body is `{"error": {"message", "type", "code"}}`, docs/api.md#errors; these classes
+ * are the one place where a status, a `type` and a `code` meet), `ConfigError` (a flag or file
+ * at fault), and the engines' own (`agent/llm/errors.ts`, `agent/asr/errors.ts`) and MCP's.
  */
+
+/** The base of every error Kiln names: its message is for the operator or the client, never a stack. */
+export class KilnError extends Error {
+  constructor(readonly code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
 
 /** The `type` values of the error contract. */
 export type ErrorType =
@@ -20,17 +30,17 @@ export interface ErrorBody {
   error: { message: string; type: ErrorType; code: string; param?: string | null };
 }
 
-export class KilnError extends Error {
+/** An error with its HTTP meaning: the status, the contract's `type` and `code`, and extra headers. */
+export class ApiError extends KilnError {
   constructor(
     readonly status: number,
     readonly type: ErrorType,
-    readonly code: string,
+    code: string,
     message: string,
     /** Extra response headers (e.g. `Retry-After`). */
     readonly headers: Record<string, string> = {},
   ) {
-    super(message);
-    this.name = new.target.name;
+    super(code, message);
   }
 
   toBody(): ErrorBody {
@@ -42,7 +52,7 @@ export class KilnError extends Error {
 const FIELD_PREFIX = /^([A-Za-z_][\w-]*(?:\[\d+\]|\.[\w-]+)*):/;
 
 /** 400: malformed JSON, a missing or invalid field, an unknown model. `message` names the field. */
-export class InvalidRequestError extends KilnError {
+export class InvalidRequestError extends ApiError {
   constructor(code: string, message: string, readonly field?: string) {
     super(400, "invalid_request_error", code, message);
   }
@@ -54,86 +64,85 @@ export class InvalidRequestError extends KilnError {
 }
 
 /** 401: a missing, malformed, expired, revoked or wrongly signed key. */
-export class AuthenticationError extends KilnError {
+export class AuthenticationError extends ApiError {
   constructor(code: string, message: string) {
     super(401, "authentication_error", code, message, { "WWW-Authenticate": 'Bearer realm="kiln"' });
   }
 }
 
 /** 403: a feature above the key's tier. */
-export class PermissionError extends KilnError {
+export class PermissionError extends ApiError {
   constructor(code: string, message: string) {
     super(403, "permission_error", code, message);
   }
 }
 
 /** 404: an unknown job id, MCP server id or route. */
-export class NotFoundError extends KilnError {
+export class NotFoundError extends ApiError {
   constructor(code: string, message: string) {
     super(404, "not_found_error", code, message);
   }
 }
 
 /** 409: the request conflicts with the resource's state (a job not finished yet, or already finished). */
-export class ConflictError extends KilnError {
+export class ConflictError extends ApiError {
   constructor(code: string, message: string) {
     super(409, "invalid_request_error", code, message);
   }
 }
 
 /** 413: a body or upload over its limit. */
-export class PayloadTooLargeError extends KilnError {
+export class PayloadTooLargeError extends ApiError {
   constructor(code: string, message: string) {
     super(413, "invalid_request_error", code, message);
   }
 }
 
 /** 429: the account's requests-per-minute limit is spent; `retryAfterSeconds` goes into `Retry-After`. */
-export class RateLimitError extends KilnError {
+export class RateLimitError extends ApiError {
   constructor(message: string, readonly retryAfterSeconds: number, code = "rate_limit_exceeded") {
     super(429, "rate_limit_error", code, message, { "Retry-After": String(retryAfterSeconds) });
   }
 }
 
 /** 429: a client holds its share of something counted per client already (e.g. a job's open event streams). */
-export class TooManyRequestsError extends KilnError {
+export class TooManyRequestsError extends ApiError {
   constructor(code: string, message: string) {
     super(429, "rate_limit_error", code, message);
   }
 }
 
 /** 429: the account already has its tier's cap of chat completions in flight (queued or generating). */
-export class InFlightLimitError extends KilnError {
+export class InFlightLimitError extends ApiError {
   constructor(message: string) {
     super(429, "rate_limit_error", "too_many_requests_in_flight", message);
   }
 }
 
 /** 503: no agent can serve the request now (none serves the model, or the queue is full or timed out). */
-export class ServiceUnavailableError extends KilnError {
+export class ServiceUnavailableError extends ApiError {
   constructor(code: string, message: string) {
     super(503, "service_unavailable_error", code, message);
   }
 }
 
 /** 507: the upload does not fit the instance's staging budget or its free disk. */
-export class InsufficientStorageError extends KilnError {
+export class InsufficientStorageError extends ApiError {
   constructor(message: string) {
     super(507, "service_unavailable_error", "insufficient_storage", message);
   }
 }
 
 /** 502: the agent running the request failed or went away after it had started answering. */
-export class UpstreamError extends KilnError {
+export class UpstreamError extends ApiError {
   constructor(code: string, message: string) {
     super(502, "upstream_error", code, message);
   }
 }
 
 /** A configuration value that fails validation; `key` names it as the user wrote it (flag or env). */
-export class ConfigError extends Error {
+export class ConfigError extends KilnError {
   constructor(readonly key: string, message: string) {
-    super(`${key}: ${message}`);
-    this.name = "ConfigError";
+    super("invalid_config", `${key}: ${message}`);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Validation of the `POST /api/process` form fields (README, "Transcription"): each bad value is a 400 naming
+ * Validation of the `POST /api/process` form fields (docs/api.md, "Transcription"): each bad value is a 400 naming
  * its field. Unknown fields are ignored; booleans are `true`/`false` (also 1/0, yes/no).
  */
 import { InvalidRequestError } from "../core/errors.js";

@@ -1,5 +1,5 @@
 /**
- * The transcription result (README, "Transcription"): times in seconds on the original
+ * The transcription result (docs/api.md, "Transcription"): times in seconds on the original
  * audio's timeline, confidences in 0–1. With diarization, segments and words carry `speaker`
  * and `transcript_with_speakers` lists the speaker turns.
  */

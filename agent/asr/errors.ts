@@ -1,26 +1,25 @@
+import { KilnError } from "../../core/errors.js";
+
 /**
  * Why a transcription job ends in `error`. The message is shown to the user as the job's
  * `error`, so it says what is wrong with their file in their terms.
  */
-export class AudioError extends Error {
+export class AudioError extends KilnError {
   constructor(message: string) {
-    super(message);
-    this.name = "AudioError";
+    super("invalid_audio", message);
   }
 }
 
 /** A native engine (whisper, ffmpeg, the VAD) failed on input that looked valid. */
-export class EngineError extends Error {
+export class EngineError extends KilnError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "EngineError";
+    super("engine_error", message, options);
   }
 }
 
 /** The job was stopped (agent shutting down) before it finished. */
-export class JobAbortedError extends Error {
+export class JobAbortedError extends KilnError {
   constructor(message = "the agent stopped before this job finished") {
-    super(message);
-    this.name = "JobAbortedError";
+    super("job_aborted", message);
   }
 }

@@ -9,7 +9,7 @@ import { streamSSE } from "hono/streaming";
 import { Hono, type MiddlewareHandler } from "hono";
 import { drain, notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
 import ipaddr from "ipaddr.js";
-import { InFlightLimitError, InvalidRequestError, KilnError, PayloadTooLargeError, PermissionError } from "../../core/errors.js";
+import { InFlightLimitError, InvalidRequestError, ApiError, PayloadTooLargeError, PermissionError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import type { HttpMetrics } from "../../core/metrics.js";
 import { WHISPER_LANGUAGES } from "../../models/whisper.js";
@@ -119,7 +119,7 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
       if (!ticket) {
         // Refused before a byte was staged: the body is read and dropped first, the connection kept.
         await drain(c.env.incoming);
-      } else if (err instanceof KilnError) {
+      } else if (err instanceof ApiError) {
         // Refused mid-upload: the rest is not worth reading; answer, then close the connection.
         c.header("Connection", "close");
       }

@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { KilnError } from "../../core/errors.js";
+import type { ApiError } from "../../core/errors.js";
 import type { StagedUpload } from "../jobs/index.js";
 import { clientKey } from "./app.js";
 import { parseUpload } from "./upload.js";
@@ -14,14 +14,14 @@ describe("parseUpload", () => {
   it("stops at once, with nothing left, when a part cannot be written (a folder gone, a failing disk)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "kiln-upload-"));
     const discarded: string[] = [];
-    let failure: KilnError | undefined;
+    let failure: ApiError | undefined;
     const server = createServer((req, res) => {
       parseUpload(req, { fileBytes: 1024 ** 2, files: 10 }, {
         // a path in a folder that does not exist: the write fails with ENOENT
         stage: async (fileName): Promise<StagedUpload> => ({ id: "x", path: join(dir, "missing", "input"), fileName, bytes: 0, ticket: { prepaid: 0 } }),
         charge: async () => undefined,
         discard: async (files) => void discarded.push(...files.map((f) => f.fileName)),
-      }).then(() => res.end("parsed"), (err: KilnError) => {
+      }).then(() => res.end("parsed"), (err: ApiError) => {
         failure = err;
         res.statusCode = err.status;
         res.end(err.code);

@@ -12,7 +12,7 @@ import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import busboy from "busboy";
 import { drain } from "../../core/http/index.js";
-import { InsufficientStorageError, InvalidRequestError, KilnError, PayloadTooLargeError, ServiceUnavailableError } from "../../core/errors.js";
+import { InsufficientStorageError, InvalidRequestError, ApiError, PayloadTooLargeError, ServiceUnavailableError } from "../../core/errors.js";
 import type { StagedUpload } from "../jobs/index.js";
 
 export interface UploadLimits {
@@ -62,11 +62,11 @@ export async function parseUpload(req: IncomingMessage, limits: UploadLimits, st
   // Parts being written: busboy's file streams emit no 'close' when destroyed, so a refused
   // upload ends its pipelines by failing the file side.
   const open = new Set<WriteStream>();
-  let failure: KilnError | undefined;
+  let failure: ApiError | undefined;
   let audioParts = 0;
 
   const done = new Promise<void>((resolve, reject) => {
-    const fail = (err: KilnError) => {
+    const fail = (err: ApiError) => {
       if (failure) return;
       failure = err;
       req.unpipe(parser);
@@ -134,9 +134,9 @@ export async function parseUpload(req: IncomingMessage, limits: UploadLimits, st
   return { files: staged, fields };
 }
 
-/** A part's write failure as the client's error: a KilnError as is; a full disk 507; anything else 503. */
-function storageFailure(err: unknown): KilnError {
-  if (err instanceof KilnError) return err;
+/** A part's write failure as the client's error: a ApiError as is; a full disk 507; anything else 503. */
+function storageFailure(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
   const code = (err as NodeJS.ErrnoException).code;
   if (code === "ENOSPC" || code === "EDQUOT") return new InsufficientStorageError("audio: this instance's disk is full; try again later");
   return new ServiceUnavailableError("upload_failed", `audio: the upload could not be stored (${code ?? "write failed"}); try again later`);

@@ -20,6 +20,7 @@ import { Backoff } from "./backoff.js";
 import type { FleetTranscriptions } from "./transcriptions.js";
 import { ChunkBatcher, type Piece, type WireLogprob } from "./coalesce.js";
 import { KILN_VERSION } from "../../core/version.js";
+import { WIRE } from "../../core/wire-codes.js";
 
 export interface FleetLinkOptions {
   scheduler: HostPort;
@@ -188,7 +189,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         const send = (m: AgentMessage): void => { if (this.stream === stream && !stream.destroyed) stream.write(m); };
         const transcriptions = this.options.transcriptions;
         if (transcriptions) void transcriptions.start(message.transcription!, send, this.draining, this);
-        else send({ error: { request_id: message.transcription!.request_id, code: "transcription_unavailable", message: "this node takes no transcriptions", retryable: true } });
+        else send({ error: { request_id: message.transcription!.request_id, code: WIRE.transcriptionUnavailable, message: "this node takes no transcriptions", retryable: true } });
         return;
       }
       case "audio": {
@@ -213,7 +214,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   private async serve(stream: Stream, id: string, what: string, trace: string, work: (signal: AbortSignal) => Promise<{ answer: AgentMessage; log: object }>, failed: () => boolean = () => false): Promise<void> {
     const send = (m: AgentMessage): void => { if (this.stream === stream && !stream.destroyed) stream.write(m); };
     if (this.draining) {
-      send({ error: { request_id: id, code: "draining", message: "the node is draining", retryable: true } });
+      send({ error: { request_id: id, code: WIRE.draining, message: "the node is draining", retryable: true } });
       return;
     }
     const ac = new AbortController();
@@ -226,7 +227,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     } catch (err) {
       const sentOutput = failed();
       const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
-      if (e.code !== "cancelled") this.options.logger.warn({ requestId: trace, code: e.code, err: e.message }, `${what} failed`);
+      if (e.code !== WIRE.cancelled) this.options.logger.warn({ requestId: trace, code: e.code, err: e.message }, `${what} failed`);
       const used = e instanceof GenerationAbortedError ? e.usage : undefined;
       send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentOutput, ...(used ? { usage: { prompt_tokens: used.promptTokens, completion_tokens: used.completionTokens } } : {}) } });
     } finally {
@@ -248,7 +249,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       const taken = p.localBusy + this.holds(pool) + peers.othersHold(this, pool);
       if (taken + slots > p.slots) {
         this.writeHeartbeat(stream);
-        if (this.stream === stream && !stream.destroyed) stream.write({ error: { request_id: id, code: "node_busy", message: `the node's ${p.slots} slots for ${req.model} are taken (other schedulers' work)`, retryable: true } });
+        if (this.stream === stream && !stream.destroyed) stream.write({ error: { request_id: id, code: WIRE.nodeBusy, message: `the node's ${p.slots} slots for ${req.model} are taken (other schedulers' work)`, retryable: true } });
         return;
       }
     }

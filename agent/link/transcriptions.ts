@@ -12,7 +12,7 @@
  * of the link removes the upload or the job.
  */
 import { createWriteStream, type WriteStream } from "node:fs";
-import { ConflictError, KilnError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError } from "../../core/errors.js";
+import { ConflictError, ApiError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import { DEFAULT_WHISPER_MODEL, WHISPER_MODELS } from "../../models/whisper.js";
 import type { AgentMessage, Transcription, TranscriptionRequest__Output } from "../../proto/index.js";
@@ -21,6 +21,7 @@ import { parseJobFields } from "../../speech/fields.js";
 import type { JobOptions } from "../../speech/options.js";
 import type { WhisperPool } from "../asr/whisper.js";
 import { checkRunnable, type JobEvent, type JobService, type NodeCapabilities, type StagedUpload, type UploadTicket } from "../jobs/index.js";
+import { AUDIO_RETRYABLE, WIRE } from "../../core/wire-codes.js";
 
 export interface FleetTranscriptionsOptions {
   jobs: JobService;
@@ -98,7 +99,7 @@ export class FleetTranscriptions {
     this.transfers.set(t.id, t);
     // the chunks that follow wait for this: they are written once the upload is staged
     const step = (async () => {
-      if (draining) throw new ServiceUnavailableError("draining", "the node is draining");
+      if (draining) throw new ServiceUnavailableError(WIRE.draining, "the node is draining");
       const options = parseJobFields({ ...req.fields });
       await checkRunnable(options, this.options.whisper, this.options.capabilities);
       t.options = { ...options, fleet: true };
@@ -148,12 +149,12 @@ export class FleetTranscriptions {
   /** The scheduler cancelled the request (its client went away): the upload or the job goes. */
   cancel(id: string, link?: object): void {
     const t = this.transfers.get(id);
-    if (t && !t.ended && (link === undefined || t.link === link)) void this.fail(t, new UpstreamError("cancelled", "the request was cancelled"));
+    if (t && !t.ended && (link === undefined || t.link === link)) void this.fail(t, new UpstreamError(WIRE.cancelled, "the request was cancelled"));
   }
 
   /** A link went down: nothing can be delivered to its scheduler, so its requests go (the scheduler retries or fails them); none: every request. */
   dropAll(link?: object): void {
-    for (const t of this.transfers.values()) if (!t.ended && (link === undefined || t.link === link)) void this.fail(t, new UpstreamError("cancelled", "the scheduler link went down"), false);
+    for (const t of this.transfers.values()) if (!t.ended && (link === undefined || t.link === link)) void this.fail(t, new UpstreamError(WIRE.cancelled, "the scheduler link went down"), false);
   }
 
   private async submit(t: Transfer): Promise<void> {
@@ -191,11 +192,11 @@ export class FleetTranscriptions {
   private async fail(t: Transfer, err: unknown, tell = true): Promise<void> {
     if (t.ended) return;
     t.ended = true;
-    const e = err instanceof KilnError ? err : undefined;
+    const e = err instanceof ApiError ? err : undefined;
     const code = e?.code ?? "transcription_failed";
     // A refusal before any of it ran (a full queue, a draining node, a model or capability this
     // node lacks) may go to another node.
-    const retryable = RETRYABLE.has(code) || e?.status === 507;
+    const retryable = AUDIO_RETRYABLE.has(code) || e?.status === 507;
     if (!e) this.options.logger.error({ requestId: t.trace, err }, "fleet transcription failed");
     if (tell) t.send({ error: { request_id: t.id, code, message: e?.message ?? "transcription failed on the node (logged under its request id)", retryable } });
     await this.finish(t);
@@ -219,7 +220,6 @@ export class FleetTranscriptions {
 }
 
 /** Refusals another node may not give (a larger --max-upload, a free queue, the model). */
-const RETRYABLE: ReadonlySet<string> = new Set(["queue_full", "draining", "model_not_installed", "diarization_unavailable", "translation_unavailable", "file_too_large"]);
 
 /** A file name as the job's display name: its last path part, printable, at most 200 characters. */
 function sanitizeName(name: string): string {

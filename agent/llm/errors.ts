@@ -1,9 +1,10 @@
 import { MAX_EMBEDDING_BYTES, MAX_EMBEDDING_TOKENS } from "../../core/chat.js";
+import { KilnError } from "../../core/errors.js";
+import { WIRE } from "../../core/wire-codes.js";
 /** Errors of the chat engine. `code` travels to the scheduler in CompletionError. */
-export class LlmEngineError extends Error {
-  constructor(readonly code: string, message: string, readonly retryable = false) {
-    super(message);
-    this.name = new.target.name;
+export class LlmEngineError extends KilnError {
+  constructor(code: string, message: string, readonly retryable = false) {
+    super(code, message);
   }
 }
 
@@ -109,6 +110,6 @@ export class ModelNotServedError extends LlmEngineError {
 export class GenerationAbortedError extends LlmEngineError {
   /** @param usage what the request used before it stopped, when it got that far (its account is charged for it). */
   constructor(readonly usage?: { promptTokens: number; completionTokens: number }) {
-    super("cancelled", "generation was cancelled");
+    super(WIRE.cancelled, "generation was cancelled");
   }
 }

@@ -6,7 +6,7 @@
  * Under `@hono/node-server` the body is read straight from Node's `IncomingMessage`. Going through
  * `c.req.raw.body` instead makes the adapter build a whole WHATWG `Request` around a web stream of
  * the socket, which cost 0.5–0.9 ms of every chat completion's time to first token on a 2-vCPU
- * machine (README, Performance). Elsewhere (`app.request()` in tests, other runtimes) the web
+ * machine (docs/performance.md). Elsewhere (`app.request()` in tests, other runtimes) the web
  * stream is read, with the same limit.
  */
 import type { IncomingMessage } from "node:http";

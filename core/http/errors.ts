@@ -1,17 +1,17 @@
 /** Turns every failure into the contract's Error body; unknown failures are a logged 500. */
 import type { Context } from "hono";
-import { KilnError, NotFoundError } from "../errors.js";
+import { ApiError, NotFoundError } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { RequestIdEnv } from "./request-id.js";
 
-export function errorResponse(c: Context, err: KilnError): Response {
+export function errorResponse(c: Context, err: ApiError): Response {
   for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
   return c.json(err.toBody(), err.status as 400);
 }
 
 export function onError<E extends RequestIdEnv>(logger: Logger) {
   return (err: Error, c: Context<E>): Response => {
-    if (err instanceof KilnError) return errorResponse(c, err);
+    if (err instanceof ApiError) return errorResponse(c, err);
     logger.error({ err, requestId: c.get("requestId"), path: c.req.path }, "unhandled error");
     return c.json({ error: { message: "internal error; the request id is in x-request-id", type: "server_error", code: "internal_error" } }, 500);
   };

@@ -1,10 +1,7 @@
-/** Account tiers, lowest first, and their requests-per-minute limits (README, "Limits (scheduler)"). */
-export const TIERS = ["free", "standard", "pro", "enterprise"] as const;
-export type Tier = (typeof TIERS)[number];
+/** Account tiers (core/tiers.ts) and their requests-per-minute limits (README, "Limits (scheduler)"). */
+import { TIERS, type Tier } from "../../core/tiers.js";
 
-export function isTier(value: string): value is Tier {
-  return (TIERS as readonly string[]).includes(value);
-}
+export { isTier, TIERS, type Tier } from "../../core/tiers.js";
 
 /** True when `tier` is `minimum` or above. */
 export function tierAtLeast(tier: Tier, minimum: Tier): boolean {

@@ -14,7 +14,7 @@
  * request id of its own); after that, or past `maxAttempts`, the client gets a 502.
  */
 import { randomUUID } from "node:crypto";
-import { InvalidRequestError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError, type KilnError } from "../../core/errors.js";
+import { InvalidRequestError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError, type ApiError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import type { CompletionError__Output, Transcription__Output } from "../../proto/index.js";
 import { segmentSchema, transcriptSchema, type Segment, type Transcript } from "../../speech/transcript.js";
@@ -22,6 +22,7 @@ import type { Spool } from "../audio/spool.js";
 import { Channel } from "./channel.js";
 import type { AgentLink } from "./types.js";
 import { z } from "zod";
+import { AUDIO_CLIENT_FAULTS, WIRE } from "../../core/wire-codes.js";
 
 /** The model name every transcribing agent answers to: its own default whisper model. */
 export const DEFAULT_AUDIO_MODEL = "whisper-1";
@@ -115,7 +116,6 @@ interface Attempt {
 }
 
 /** Agent error codes that are the request's fault: the client's 400 (or 413), with the agent's message. */
-const CLIENT_FAULTS: ReadonlySet<string> = new Set(["invalid_audio", "invalid_model", "invalid_language", "conflicting_language", "translate_disabled", "invalid_boolean", "invalid_integer", "invalid_speakers", "invalid_prompt", "invalid_temperature", "invalid_temperature_increment", "invalid_entropy_threshold", "invalid_logprob_threshold", "invalid_no_speech_threshold", "invalid_vad_threshold", "invalid_min_silence_ms"]);
 
 export class AudioRouter {
   private readonly attempts = new Map<string, AudioJob>();
@@ -248,7 +248,7 @@ export class AudioRouter {
     }
     if (!best) {
       const last = job.lastError;
-      job.channel.fail(last && (last.code === "file_too_large" || CLIENT_FAULTS.has(last.code)) ? toClientError(last.code, last.message, false) : job.attempts === 0
+      job.channel.fail(last && (last.code === "file_too_large" || AUDIO_CLIENT_FAULTS.has(last.code)) ? toClientError(last.code, last.message, false) : job.attempts === 0
         ? new ServiceUnavailableError("model_unavailable", `model: no connected agent transcribes with "${request.model}" right now`)
         : new UpstreamError("agents_failed", `the transcription failed on ${job.attempts} node(s) and no other can take it; last: ${why}`));
       return;
@@ -365,9 +365,9 @@ function parseFromAgent<T>(schema: z.ZodType<T>, json: string): T | undefined {
   }
 }
 
-function toClientError(code: string, message: string, started: boolean): KilnError {
-  if (started) return new UpstreamError(code || "agent_error", message);
+function toClientError(code: string, message: string, started: boolean): ApiError {
+  if (started) return new UpstreamError(code || WIRE.agentError, message);
   if (code === "file_too_large") return new PayloadTooLargeError("file_too_large", message);
-  if (CLIENT_FAULTS.has(code)) return new InvalidRequestError(code, /^[a-z_]+:/.test(message) ? message : `file: ${message}`);
-  return new UpstreamError(code || "agent_error", message);
+  if (AUDIO_CLIENT_FAULTS.has(code)) return new InvalidRequestError(code, /^[a-z_]+:/.test(message) ? message : `file: ${message}`);
+  return new UpstreamError(code || WIRE.agentError, message);
 }

@@ -15,13 +15,14 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "../../core/log.js";
 import { requiredCapabilities } from "../../core/chat.js";
-import { InvalidRequestError, ServiceUnavailableError, UpstreamError, type KilnError } from "../../core/errors.js";
+import { InvalidRequestError, ServiceUnavailableError, UpstreamError, type ApiError } from "../../core/errors.js";
 import type { AgentMessage__Output, CompletionChunk__Output, Register__Output } from "../../proto/index.js";
 import { responseFormatToProto, samplingToProto } from "../../proto/sampling.js";
 import { messagesToProto, toolsToProto } from "../../proto/tools.js";
 import { AudioRouter, transcriptionInfo, type AudioEvent, type AudioNode, type AudioRequest, type TranscriptionInfo } from "./audio.js";
 import { Channel } from "./channel.js";
 import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState } from "./types.js";
+import { CHAT_CLIENT_FAULTS, WIRE } from "../../core/wire-codes.js";
 
 export interface FleetOptions {
   /** Requests that may wait for a slot, all accounts together; more are refused with 503. */
@@ -153,7 +154,7 @@ export class Fleet {
 
   /**
    * Runs a completion somewhere in the fleet. Events arrive on the returned iterable; errors are
-   * thrown from it as `KilnError`s. Aborting `signal` (client gone) cancels the work on the agent.
+   * thrown from it as `ApiError`s. Aborting `signal` (client gone) cancels the work on the agent.
    */
   /**
    * `traceId` (the HTTP request id) travels to the agent for its logs. `request.account` picks the
@@ -278,7 +279,7 @@ export class Fleet {
         // a completion cancelled by its client is charged what it generated before it stopped
         if (job?.cancelled && err.usage) tellUsage(job, err.usage.prompt_tokens, err.usage.completion_tokens);
         if (!job || job.cancelled) return;
-        if (err.code === "node_busy" && !job.started && ++job.busyRefusals <= MAX_BUSY_REFUSALS) {
+        if (err.code === WIRE.nodeBusy && !job.started && ++job.busyRefusals <= MAX_BUSY_REFUSALS) {
           // the node's last slots went to another scheduler's work at the same moment (its heartbeat,
           // just before, says so): not a failure of the node, not an attempt; the job waits or goes elsewhere
           job.attempts--;
@@ -327,7 +328,7 @@ export class Fleet {
     for (const job of agent.jobs.values()) {
       job.assigned = undefined;
       if (job.cancelled) continue;
-      if (job.started) job.channel.fail(new UpstreamError("agent_lost", `the node generating this completion (${nodeId}) went away: ${reason}`));
+      if (job.started) job.channel.fail(new UpstreamError(WIRE.agentLost, `the node generating this completion (${nodeId}) went away: ${reason}`));
       else this.retry(job, `${nodeId} went away`);
     }
     agent.jobs.clear();
@@ -552,11 +553,10 @@ export class Fleet {
 }
 
 /** Agent error codes that are the request's fault (before any text): a 400, whose message names the field. */
-const CLIENT_FAULTS: ReadonlySet<string> = new Set(["context_length_exceeded", "invalid_logit_bias", "invalid_response_format", "invalid_dimensions", "invalid_n", "invalid_input", "invalid_tools"]);
 
 /** Maps an agent's error code to what the client sees. */
-function toClientError(code: string, message: string, started: boolean): KilnError {
+function toClientError(code: string, message: string, started: boolean): ApiError {
   // the agent's message starts with the field at fault ("input[2]: …"), which becomes the error's param
-  if (CLIENT_FAULTS.has(code) && !started) return new InvalidRequestError(code, message);
-  return new UpstreamError(code || "agent_error", message);
+  if (CHAT_CLIENT_FAULTS.has(code) && !started) return new InvalidRequestError(code, message);
+  return new UpstreamError(code || WIRE.agentError, message);
 }

@@ -20,21 +20,19 @@ import { isIP, type LookupFunction, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import ipaddr from "ipaddr.js";
 import { Agent as UndiciAgent, buildConnector, fetch as undiciFetch, type Dispatcher } from "undici";
+import { KilnError } from "../../core/errors.js";
 
 /** A connection a tenant's configuration asked for went to an address the policy refuses. */
-export class EgressDeniedError extends Error {
-  readonly code = "EGRESS_DENIED";
+export class EgressDeniedError extends KilnError {
   constructor(readonly host: string) {
-    super(`${host} is not a public address (loopback, private, link-local and similar ranges are refused)`);
-    this.name = "EgressDeniedError";
+    super("EGRESS_DENIED", `${host} is not a public address (loopback, private, link-local and similar ranges are refused)`);
   }
 }
 
 /** The name did not resolve, or the server answered with a redirect (never followed). */
-export class EgressUnreachableError extends Error {
+export class EgressUnreachableError extends KilnError {
   constructor(message: string) {
-    super(message);
-    this.name = "EgressUnreachableError";
+    super("egress_unreachable", message);
   }
 }
 

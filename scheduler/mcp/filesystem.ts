@@ -19,6 +19,7 @@ import { extname, isAbsolute, join, relative, sep } from "node:path";
 import { isValidAccountName } from "../auth/index.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import { KilnError } from "../../core/errors.js";
 
 export interface FilesystemConfig {
   /** Relative to the account's folder; "" or "." is the folder itself. */
@@ -34,10 +35,9 @@ export interface FilesystemLocation {
 }
 
 /** A path (or account, or root_path) that would leave the account's root; a tool error, not an HTTP one. */
-export class PathEscapeError extends Error {
+export class PathEscapeError extends KilnError {
   constructor(what: string, why = "is outside the root") {
-    super(`${what} ${why}`);
-    this.name = "PathEscapeError";
+    super("path_escape", `${what} ${why}`);
   }
 }
 

@@ -12,7 +12,7 @@
 import { z } from "zod";
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { ConfigError } from "../../core/errors.js";
+import { KilnError, ConfigError } from "../../core/errors.js";
 import { isPostgresUrl, type Store } from "../store/index.js";
 
 /** Names of secret variables: what `*_env` members may hold. */
@@ -28,10 +28,9 @@ export const SecretValueRequest = z.looseObject({
 export const MAX_SECRETS_PER_ACCOUNT = 100;
 
 /** A configuration names a secret the account does not have (the tester answers 502 `mcp_misconfigured`). */
-export class MissingSecretError extends Error {
+export class MissingSecretError extends KilnError {
   constructor(readonly variable: string) {
-    super(`secret ${variable} is not set for this account`);
-    this.name = "MissingSecretError";
+    super("missing_secret", `secret ${variable} is not set for this account`);
   }
 }
 

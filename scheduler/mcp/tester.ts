@@ -17,7 +17,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { StdioCatalog } from "../../config/index.js";
-import { KilnError, UpstreamError } from "../../core/errors.js";
+import { ApiError, UpstreamError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import { connectScope, McpConfigProblem, scopedFetch, type ConnectContext } from "./context.js";
 import { EgressDeniedError, type EgressPolicy } from "./egress.js";
@@ -61,7 +61,7 @@ export interface McpTestOptions {
 }
 
 /** 403: a configuration pointed a connection at an address tenants may not reach. */
-export class EgressRefusedError extends KilnError {
+export class EgressRefusedError extends ApiError {
   constructor(message: string) {
     super(403, "permission_error", "mcp_egress_denied", message);
   }
@@ -120,7 +120,7 @@ async function connectTo(server: StoredMcpServer, ctx: ConnectContext, options: 
   }
 }
 
-/** Connects to the server, lists its resources and tools; throws a `KilnError` saying what failed. */
+/** Connects to the server, lists its resources and tools; throws a `ApiError` saying what failed. */
 export async function testMcpServer(server: StoredMcpServer, options: McpTestOptions): Promise<McpTestResult> {
   const started = performance.now();
   // The integrations' own socket and query timeouts fire a little before the test's, so a client
@@ -159,10 +159,10 @@ export async function testMcpServer(server: StoredMcpServer, options: McpTestOpt
 }
 
 /** The tenant-facing error for a failure; upstream detail only in the log. */
-function publicError(err: unknown, what: string, options: McpTestOptions): KilnError {
+function publicError(err: unknown, what: string, options: McpTestOptions): ApiError {
   const cause = egressCause(err);
   if (cause) return new EgressRefusedError(`${what}: refused to connect: ${cause.message}`);
-  if (err instanceof KilnError) return err;
+  if (err instanceof ApiError) return err;
   if (err instanceof MissingSecretError) return new UpstreamError("mcp_misconfigured", `${what}: ${err.message}`);
   if (err instanceof McpConfigProblem || err instanceof PathEscapeError) return new UpstreamError("mcp_misconfigured", `${what}: ${err.message}`);
   options.logger.warn({ requestId: options.requestId, account: options.account, err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, "MCP test failed");

@@ -14,7 +14,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Redis, ReplyError } from "ioredis";
-import { InFlightLimitError, KilnError, RateLimitError, ServiceUnavailableError } from "../../core/errors.js";
+import { InFlightLimitError, ApiError, RateLimitError, ServiceUnavailableError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import { CHAT_INFLIGHT_REFUSAL, rateHeaders, WINDOW_MS, type InflightCounter, type RateDecision, type RequestLimiter } from "./index.js";
 import type { HoldRefused, TokenCounter, TokenUsage } from "./tokens.js";
@@ -175,7 +175,7 @@ type Scripts = Redis & {
  * answered (a script's bug, a wrong server): a 500, logged, rather than a misleading "cannot be reached".
  */
 function unavailable(err: unknown): never {
-  if (err instanceof KilnError || err instanceof ReplyError) throw err;
+  if (err instanceof ApiError || err instanceof ReplyError) throw err;
   throw new ServiceUnavailableError("limits_unavailable", "the rate-limit store (Redis) cannot be reached; try again shortly");
 }
 

@@ -35,7 +35,7 @@ export interface DecodeParams {
   decoding?: DecodingOptions;
 }
 
-/** How whisper decodes, as a request may choose it (README, "Transcription"). */
+/** How whisper decodes, as a request may choose it (docs/api.md, "Transcription"). */
 
 /**
  * The addon's parameters for one decode: Kiln's fixed ones, what the request chose, and last what the

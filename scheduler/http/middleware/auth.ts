@@ -5,7 +5,7 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { requestsPerMinute, type KeyService } from "../../auth/index.js";
-import { KilnError, ServiceUnavailableError } from "../../../core/errors.js";
+import { ApiError, ServiceUnavailableError } from "../../../core/errors.js";
 import { rateHeaders, type RequestLimiter, type TokenQuota } from "../../ratelimit/index.js";
 import type { AppEnv } from "../env.js";
 
@@ -30,7 +30,7 @@ export function rateLimit(limiter: RequestLimiter, standardRpm: number): Middlew
     const id = c.get("identity");
     const decision = await Promise.resolve(limiter.hit(id.account, requestsPerMinute(id.tier, id.rpm, standardRpm))).catch((err: unknown) => {
       // a shared counter that cannot be reached refuses rather than lets every request through
-      throw err instanceof KilnError ? err : new ServiceUnavailableError("limits_unavailable", "the rate-limit store (Redis) cannot be reached; try again shortly");
+      throw err instanceof ApiError ? err : new ServiceUnavailableError("limits_unavailable", "the rate-limit store (Redis) cannot be reached; try again shortly");
     });
     for (const [k, v] of Object.entries(rateHeaders(decision))) c.header(k, v);
     await next();

@@ -15,7 +15,7 @@ import type { IncomingMessage } from "node:http";
 import busboy from "busboy";
 import { Hono, type Context } from "hono";
 import { streamSSE } from "hono/streaming";
-import { InsufficientStorageError, InvalidRequestError, KilnError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError } from "../../../core/errors.js";
+import { InsufficientStorageError, InvalidRequestError, ApiError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError } from "../../../core/errors.js";
 import { drain } from "../../../core/http/index.js";
 import type { Logger } from "../../../core/log.js";
 import { CONTENT_TYPES, render } from "../../../speech/formats.js";
@@ -98,7 +98,7 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
       const transcript = await lastOf(events);
       return respond(c, form, transcript);
     } catch (err) {
-      if (err instanceof KilnError && !req.readableEnded) {
+      if (err instanceof ApiError && !req.readableEnded) {
         c.header("Connection", "close"); // refused mid-upload: the rest is not read
         await drain(req);
       }
@@ -145,7 +145,7 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
           }
         }
       } catch (err) {
-        const e = err instanceof KilnError ? err : new UpstreamError("agent_error", "the transcription failed");
+        const e = err instanceof ApiError ? err : new UpstreamError("agent_error", "the transcription failed");
         await sse.writeSSE({ event: "error", data: JSON.stringify(e.toBody()) });
       } finally {
         clearInterval(ping);
@@ -183,7 +183,7 @@ function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: Audi
     const fail = (err: unknown) => {
       if (failed) return;
       failed = true;
-      const e = err instanceof KilnError ? err : new ServiceUnavailableError("upload_failed", `file: the upload could not be stored (${(err as NodeJS.ErrnoException).code ?? "write failed"}); try again later`);
+      const e = err instanceof ApiError ? err : new ServiceUnavailableError("upload_failed", `file: the upload could not be stored (${(err as NodeJS.ErrnoException).code ?? "write failed"}); try again later`);
       req.unpipe(parser);
       spool.fail(e);
       abort.abort(); // the agent's copy, if the request was routed, is cancelled

@@ -14,7 +14,7 @@
 import type { UsageKind, UsageLedger } from "../../usage/index.js";
 import type { TokenQuota } from "../../ratelimit/index.js";
 import { Hono, type Context } from "hono";
-import { KilnError, UpstreamError } from "../../../core/errors.js";
+import { ApiError, UpstreamError } from "../../../core/errors.js";
 import type { SchedulerMetrics } from "../../metrics.js";
 import type { Logger } from "../../../core/log.js";
 import { toolCallId, type Done, type StreamedToolCall } from "../../chat/index.js";
@@ -116,7 +116,7 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
         const owner = { account, keyId, model: body.model, kind: api.usageKind, requestId: c.get("requestId") };
         const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });
         const events = metrics.measure(fleet.submit({ ...body, account, onUsage }, signal, c.get("requestId")), body.model);
-        const first = await events.next(); // throws the KilnError of a request that never started
+        const first = await events.next(); // throws the ApiError of a request that never started
         const answer: Answer = { id: api.newId(), created: Math.floor(Date.now() / 1000), model: body.model };
         if (!body.stream) return c.json(await collect(api, body, answer, events, first) as object);
         streaming = true; // the stream gives the place back when it ends, fails or is cancelled
@@ -197,8 +197,8 @@ function streamAnswer<B extends GenerationBody>(
           text = "";
         }
       } catch (err) {
-        const kiln = err instanceof KilnError ? err.toBody() : { error: { message: "internal error", type: "server_error", code: "internal_error" } };
-        if (!(err instanceof KilnError)) logger.error({ err }, "stream failed");
+        const kiln = err instanceof ApiError ? err.toBody() : { error: { message: "internal error", type: "server_error", code: "internal_error" } };
+        if (!(err instanceof ApiError)) logger.error({ err }, "stream failed");
         if (!finished) controller.enqueue(encoder.encode(text + sse(kiln)));
       }
       finished = true;
