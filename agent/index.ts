@@ -19,7 +19,9 @@ import { freeBytes } from "../core/disk.js";
 import { JobService } from "./jobs/index.js";
 import { FleetTranscriptions, SchedulerLinks } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
-import { createAgentMetrics } from "./metrics.js";
+import { createAgentMetrics, type AgentMetrics } from "./metrics.js";
+import type { Hardware } from "../proto/index.js";
+import type { ChannelCredentials } from "@grpc/grpc-js";
 import { WHISPER_LANGUAGES } from "../models/whisper.js";
 
 /** The spec's limits on one transcription input. */
@@ -49,15 +51,42 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   // The certificate files first: a bad one fails the start before models load.
   const credentials = config.scheduler ? agentChannelCredentials(config, logger) : undefined;
   const engine = await LlmEngine.load({
-    models: config.serve,
-    sequences: config.sequences,
-    contextSize: config.contextSize,
-    threads: config.threads,
-    gpu: config.gpu,
-    logger,
+    models: config.serve, sequences: config.sequences, contextSize: config.contextSize, threads: config.threads, gpu: config.gpu, logger,
     ...(config.batchSize !== undefined ? { batchSize: config.batchSize } : {}),
   });
+  const speech = await startSpeech(config, engine, logger);
+  let links: SchedulerLinks | undefined;
+  const metrics = createAgentMetrics({ jobs: () => work.jobs, engine, links: () => links });
+  const work = await startJobs(config, speech.transcriber, metrics, logger);
+  const hardware = await probeHardware(engine.compute, config.dataDir);
+  // With a GPU in the machine, choose whisper's backend now, so the log says at start where transcription runs.
+  if (hardware.gpus?.length) void speech.whisper.backend();
+  const facts = { config, engine, hardware, jobs: work.jobs, links: () => links, ...speech };
+  const http = await serveHttp(config, { ...facts, metrics }, logger).catch(async (err: unknown) => {
+    await work.close();
+    await engine.dispose();
+    throw err;
+  });
+  logger.info({ http: formatHostPort(http.address), whisperDir: speech.whisperDir, installed: (await speech.whisper.status()).filter((m) => m.installed).map((m) => m.name), auth: Boolean(config.agentToken), uploadBudgetMb: Math.floor(work.uploadBudgetBytes / 1024 ** 2), requestTimeoutS: http.requestTimeoutMs / 1000 }, "transcription API listening");
+  links = await joinFleet(config, { ...facts, dataDir: work.dataDir, ...(credentials ? { credentials } : {}) }, logger);
+  return {
+    engine,
+    ...(links ? { links } : {}),
+    jobs: work.jobs,
+    whisper: speech.whisper,
+    http: http.address,
+    async close(deadlineMs = 0) {
+      await links?.drain(deadlineMs);
+      await http.close(Math.min(deadlineMs, 1000));
+      await work.close();
+      await speech.whisper.dispose();
+      await engine.dispose();
+    },
+  };
+}
 
+/** The transcription engines: whisper's pool, the voice-activity model, diarization and translation when configured. */
+async function startSpeech(config: AgentConfig, engine: LlmEngine, logger: Logger) {
   const whisperDir = resolve(config.whisperDir);
   const vadModel = resolve(config.vadModel ?? join(whisperDir, "silero_vad.onnx"));
   await checkVadModel(vadModel).catch((err: Error) => logger.warn({ vadModel }, `${err.message}: transcription jobs will fail until it is installed`));
@@ -81,8 +110,12 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     ...(translationModel ? { translator: chatTranslator(engine, translationModel) } : {}),
     ffmpegStallMs: config.ffmpegStallSeconds * 1000,
   });
-  let links: SchedulerLinks | undefined;
-  const metrics = createAgentMetrics({ jobs: () => jobs, engine, links: () => links });
+  const capabilities = { diarization: Boolean(diarization), translation: Boolean(translationModel) };
+  return { whisperDir, vadModel, whisper, transcriber, capabilities };
+}
+
+/** The job service on the data folder, its interrupted jobs resumed, and the hourly sweep of finished ones. */
+async function startJobs(config: AgentConfig, transcriber: Transcriber, metrics: AgentMetrics, logger: Logger) {
   const dataDir = resolve(config.dataDir);
   await mkdir(dataDir, { recursive: true });
   const uploadBudgetBytes = "bytes" in config.uploadBudget ? config.uploadBudget.bytes : Math.floor((await freeBytes(dataDir)) * config.uploadBudget.share);
@@ -94,11 +127,45 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   await jobs.recover();
   await jobs.sweep();
   const sweeper = setInterval(() => void jobs.sweep().catch((err: unknown) => logger.error({ err }, "sweeping finished jobs failed")), SWEEP_EVERY_MS).unref();
-  const hardware = await probeHardware(engine.compute, config.dataDir);
-  // With a GPU in the machine, choose whisper's backend now, so the log says at start where transcription runs.
-  if (hardware.gpus?.length) void whisper.backend();
-  const capabilities = { diarization: Boolean(diarization), translation: Boolean(translationModel) };
-  const node = async (): Promise<NodeInfo> => ({
+  return {
+    jobs, dataDir, uploadBudgetBytes,
+    async close() {
+      clearInterval(sweeper);
+      await jobs.close();
+    },
+  };
+}
+
+/** What the node panel, readiness and the fleet link read of the running agent. */
+interface AgentFacts {
+  config: AgentConfig;
+  engine: LlmEngine;
+  hardware: Hardware;
+  jobs: JobService;
+  whisper: WhisperPool;
+  vadModel: string;
+  capabilities: { diarization: boolean; translation: boolean };
+  links: () => SchedulerLinks | undefined;
+}
+
+/** The transcription API and the web UI on `--host:--port`. */
+async function serveHttp(config: AgentConfig, facts: AgentFacts & { metrics: AgentMetrics }, logger: Logger) {
+  const { jobs, whisper, capabilities, metrics } = facts;
+  const app = createAgentApp({
+    jobs, whisper, capabilities, node: () => nodeInfo(facts), metrics, ready: () => readiness(facts), logger,
+    limits: { fileBytes: config.maxUpload, files: MAX_FILES }, maxClientUploads: config.maxClientUploads,
+    loopbackHostsOnly: !config.agentToken && !config.agentInsecure,
+    ...(config.agentToken ? { token: config.agentToken } : {}),
+  });
+  if (config.agentInsecure) logger.warn({ host: config.host }, "--agent-insecure: the transcription API is served without a token; anyone who reaches this address can submit jobs (reading one still needs its handle)");
+  const requestTimeoutMs = uploadTimeoutMs(config.maxUpload);
+  const listener = await listenHttp(app.fetch, { host: config.host, port: config.port }, { requestTimeoutMs, idleTimeoutMs: IDLE_TIMEOUT_MS });
+  return Object.assign(listener, { requestTimeoutMs });
+}
+
+/** The node panel's facts (`GET /api/node`). */
+async function nodeInfo({ config, hardware, jobs, links, capabilities }: AgentFacts): Promise<NodeInfo> {
+  return {
     node_id: config.nodeId,
     compute: hardware.compute ?? "cpu",
     gpus: (hardware.gpus ?? []).map((g) => ({ model: g.model ?? "GPU", memory_total_bytes: Number(g.memory_total_bytes ?? 0) })),
@@ -107,67 +174,42 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     memory_total_bytes: Number(hardware.memory_total_bytes ?? 0),
     memory_free_bytes: freemem(),
     jobs: jobs.counts(),
-    scheduler: config.scheduler ? { address: config.scheduler.map(formatHostPort).join(","), state: links?.state ?? "connecting" } : null,
-    schedulers: links?.describe() ?? [],
+    scheduler: config.scheduler ? { address: config.scheduler.map(formatHostPort).join(","), state: links()?.state ?? "connecting" } : null,
+    schedulers: links()?.describe() ?? [],
     chat_models: config.serve.map((s) => s.id),
     capabilities: { ...capabilities, max_upload_bytes: config.maxUpload, max_files: MAX_FILES },
-  });
-  const ready = async () => {
-    const checks: Record<string, boolean> = {
-      chat_models_loaded: engine.modelPools.length === new Set(config.serve.map((s) => resolve(s.path))).size,
-    };
-    // with several schedulers, one link up is enough: the node serves through it while the others reconnect
-    if (config.scheduler) checks.scheduler_connected = (links?.connected ?? 0) > 0;
-    // Transcription readiness is reported, not required: a chat-only node is ready without it.
-    const transcription = {
-      vad_model: await checkVadModel(vadModel).then(() => true, () => false),
-      whisper_model_installed: (await whisper.status()).some((m) => m.installed),
-    };
-    return { ready: Object.values(checks).every(Boolean), checks, transcription };
   };
-  const app = createAgentApp({
-    jobs, whisper, capabilities, node, metrics, ready, logger,
-    limits: { fileBytes: config.maxUpload, files: MAX_FILES }, maxClientUploads: config.maxClientUploads,
-    loopbackHostsOnly: !config.agentToken && !config.agentInsecure,
-    ...(config.agentToken ? { token: config.agentToken } : {}),
-  });
-  if (config.agentInsecure) logger.warn({ host: config.host }, "--agent-insecure: the transcription API is served without a token; anyone who reaches this address can submit jobs (reading one still needs its handle)");
-  const requestTimeoutMs = uploadTimeoutMs(config.maxUpload);
-  const http = await listenHttp(app.fetch, { host: config.host, port: config.port }, { requestTimeoutMs, idleTimeoutMs: IDLE_TIMEOUT_MS }).catch(async (err: unknown) => {
-    clearInterval(sweeper);
-    await jobs.close();
-    await engine.dispose();
-    throw err;
-  });
-  const installed = (await whisper.status()).filter((m) => m.installed).map((m) => m.name);
-  logger.info({ http: formatHostPort(http.address), whisperDir, installed, auth: Boolean(config.agentToken), uploadBudgetMb: Math.floor(uploadBudgetBytes / 1024 ** 2), requestTimeoutS: requestTimeoutMs / 1000 }, "transcription API listening");
+}
 
-  if (config.scheduler && config.nodeToken) {
-    if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
-    logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU");
-    const transcriptions = new FleetTranscriptions({ jobs, whisper, capabilities, maxFileBytes: config.maxUpload, logger });
-    await transcriptions.refresh();
-    links = new SchedulerLinks({ schedulers: config.scheduler, ...(credentials ? { credentials } : {}), nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir, streamIntervalMs: config.streamInterval, transcriptions, logger });
-    links.start();
-  } else {
+/** `/readyz`: chat models loaded and, with `--scheduler`, a link up; transcription's state reported beside. */
+async function readiness({ config, engine, links, vadModel, whisper }: AgentFacts) {
+  const checks: Record<string, boolean> = {
+    chat_models_loaded: engine.modelPools.length === new Set(config.serve.map((s) => resolve(s.path))).size,
+  };
+  // with several schedulers, one link up is enough: the node serves through it while the others reconnect
+  if (config.scheduler) checks.scheduler_connected = (links()?.connected ?? 0) > 0;
+  // Transcription readiness is reported, not required: a chat-only node is ready without it.
+  const transcription = {
+    vad_model: await checkVadModel(vadModel).then(() => true, () => false),
+    whisper_model_installed: (await whisper.status()).some((m) => m.installed),
+  };
+  return { ready: Object.values(checks).every(Boolean), checks, transcription };
+}
+
+/** With `--scheduler`: a link to each scheduler, serving chat and the fleet's transcriptions. */
+async function joinFleet(config: AgentConfig, facts: AgentFacts & { dataDir: string; credentials?: ChannelCredentials }, logger: Logger): Promise<SchedulerLinks | undefined> {
+  if (!config.scheduler || !config.nodeToken) {
     logger.info("no --scheduler given: a transcription-only instance");
+    return undefined;
   }
-
-  return {
-    engine,
-    ...(links ? { links } : {}),
-    jobs,
-    whisper,
-    http: http.address,
-    async close(deadlineMs = 0) {
-      await links?.drain(deadlineMs);
-      await http.close(Math.min(deadlineMs, 1000));
-      clearInterval(sweeper);
-      await jobs.close();
-      await whisper.dispose();
-      await engine.dispose();
-    },
-  };
+  const { engine, hardware, jobs, whisper, capabilities, dataDir, credentials } = facts;
+  if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
+  logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU");
+  const transcriptions = new FleetTranscriptions({ jobs, whisper, capabilities, maxFileBytes: config.maxUpload, logger });
+  await transcriptions.refresh();
+  const links = new SchedulerLinks({ schedulers: config.scheduler, ...(credentials ? { credentials } : {}), nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir, streamIntervalMs: config.streamInterval, transcriptions, logger });
+  links.start();
+  return links;
 }
 
 /**
