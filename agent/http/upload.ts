@@ -55,86 +55,119 @@ export async function parseUpload(req: IncomingMessage, limits: UploadLimits, st
   } catch (err) {
     throw new InvalidRequestError("invalid_multipart", `Content-Type: ${err instanceof Error ? err.message : "malformed multipart header"}`);
   }
-
-  const files: (StagedUpload | undefined)[] = [];
-  const fields: Record<string, string> = {};
-  const writes: Promise<void>[] = [];
-  // Parts being written: busboy's file streams emit no 'close' when destroyed, so a refused
-  // upload ends its pipelines by failing the file side.
-  const open = new Set<WriteStream>();
-  let failure: ApiError | undefined;
-  let audioParts = 0;
-
-  const done = new Promise<void>((resolve, reject) => {
-    const fail = (err: ApiError) => {
-      if (failure) return;
-      failure = err;
-      req.unpipe(parser);
-      for (const out of open) out.destroy(err);
-      void drain(req);
-      reject(err);
-    };
-    parser.on("file", (name, stream, info) => {
-      // A body that ends inside this part errors the part's stream as well as the parser (which
-      // fails the upload). The write below attaches to it only after staging, and an ignored part
-      // never does: without a listener from the start, that error would crash the process.
-      stream.on("error", () => undefined);
-      if (failure || name !== "audio") {
-        stream.resume();
-        return;
-      }
-      const index = audioParts++;
-      const fileName = info.filename || `audio-${audioParts}`;
-      stream.on("limit", () => fail(new PayloadTooLargeError("file_too_large", `audio: "${fileName}" is larger than the ${formatBytes(limits.fileBytes)} limit`)));
-      const write = (async () => {
-        const staged = await staging.stage(fileName);
-        files[index] = staged; // in the order of the parts, however staging interleaves
-        if (failure) throw failure;
-        const out = createWriteStream(staged.path);
-        open.add(out);
-        const meter = new Transform({
-          transform(chunk: Buffer, _encoding, done) {
-            staging.charge(staged, chunk.length).then(() => done(null, chunk), (err: unknown) => done(err as Error));
-          },
-        });
-        try {
-          await pipeline(stream, meter, out);
-        } finally {
-          open.delete(out);
-        }
-      })();
-      // Any failure of a part's write stops the whole upload at once (busboy would otherwise wait
-      // on the stalled part until the request times out).
-      write.catch((err: unknown) => fail(storageFailure(err)));
-      writes.push(write);
-    });
-    parser.on("field", (name, value, info) => {
-      if (info.valueTruncated) fail(new InvalidRequestError("field_too_large", `${name}: longer than ${FIELD_BYTES} bytes`));
-      else fields[name] = value;
-    });
-    parser.on("filesLimit", () => fail(new InvalidRequestError("too_many_files", `audio: at most ${limits.files} files per request`)));
-    parser.on("fieldsLimit", () => fail(new InvalidRequestError("too_many_fields", `at most ${MAX_FIELDS} form fields per request`)));
-    parser.on("error", (err: Error) => fail(new InvalidRequestError("invalid_multipart", `body: malformed multipart data (${err.message})`)));
-    parser.on("close", () => resolve());
-    req.on("aborted", () => fail(new InvalidRequestError("upload_aborted", "audio: the upload was interrupted")));
-  });
-  req.pipe(parser);
-
-  try {
-    await done;
-    await Promise.all(writes);
-    if (failure) throw failure;
-  } catch (err) {
-    await Promise.allSettled(writes);
-    await staging.discard(files.filter((f): f is StagedUpload => f !== undefined));
-    throw storageFailure(err);
-  }
-  const staged = files.filter((f): f is StagedUpload => f !== undefined);
-  if (staged.length === 0) throw new InvalidRequestError("missing_audio", "audio: required (a file part named \"audio\")");
-  return { files: staged, fields };
+  return new Upload(req, parser, limits, staging).run();
 }
 
-/** A part's write failure as the client's error: a ApiError as is; a full disk 507; anything else 503. */
+/**
+ * One upload being parsed: the parts written so far, in order, and the first failure. Its states:
+ * receiving (parts stream to their files, fields are kept) until busboy closes, then writing
+ * (the parts' last bytes land), then staged; or, from any state, failed (the request is drained,
+ * the parts' writes stopped and their files discarded).
+ */
+class Upload {
+  private readonly files: (StagedUpload | undefined)[] = [];
+  private readonly fields: Record<string, string> = {};
+  private readonly writes: Promise<void>[] = [];
+  /** Parts being written: busboy's file streams emit no 'close' when destroyed, so a refused upload ends its pipelines by failing the file side. */
+  private readonly open = new Set<WriteStream>();
+  private failure: ApiError | undefined;
+  private audioParts = 0;
+  private rejectReceiving: (err: ApiError) => void = () => undefined;
+
+  constructor(private readonly req: IncomingMessage, private readonly parser: busboy.Busboy, private readonly limits: UploadLimits, private readonly staging: UploadStaging) {}
+
+  async run(): Promise<ParsedUpload> {
+    try {
+      await this.receive();
+      await Promise.all(this.writes);
+      if (this.failure) throw this.failure;
+    } catch (err) {
+      await Promise.allSettled(this.writes);
+      await this.staging.discard(this.staged());
+      throw storageFailure(err);
+    }
+    const files = this.staged();
+    if (files.length === 0) throw new InvalidRequestError("missing_audio", "audio: required (a file part named \"audio\")");
+    return { files, fields: this.fields };
+  }
+
+  /** Pipes the request into busboy; resolves when busboy closes, rejects at the first failure. */
+  private receive(): Promise<void> {
+    const { parser, req, limits } = this;
+    const received = new Promise<void>((resolve, reject) => {
+      this.rejectReceiving = reject;
+      parser.on("file", (name, stream, info) => this.onFile(name, stream, info));
+      parser.on("field", (name, value, info) => this.onField(name, value, info));
+      parser.on("filesLimit", () => this.fail(new InvalidRequestError("too_many_files", `audio: at most ${limits.files} files per request`)));
+      parser.on("fieldsLimit", () => this.fail(new InvalidRequestError("too_many_fields", `at most ${MAX_FIELDS} form fields per request`)));
+      parser.on("error", (err: Error) => this.fail(new InvalidRequestError("invalid_multipart", `body: malformed multipart data (${err.message})`)));
+      parser.on("close", () => resolve());
+      req.on("aborted", () => this.fail(new InvalidRequestError("upload_aborted", "audio: the upload was interrupted")));
+    });
+    req.pipe(parser);
+    return received;
+  }
+
+  /** An `audio` part streams to a staged file, charged chunk by chunk; any other part is drained. */
+  private onFile(name: string, stream: NodeJS.ReadableStream & { on(event: "limit", listener: () => void): unknown }, info: busboy.FileInfo): void {
+    // A body that ends inside this part errors the part's stream as well as the parser (which
+    // fails the upload). The write below attaches to it only after staging, and an ignored part
+    // never does: without a listener from the start, that error would crash the process.
+    stream.on("error", () => undefined);
+    if (this.failure || name !== "audio") {
+      stream.resume();
+      return;
+    }
+    const index = this.audioParts++;
+    const fileName = info.filename || `audio-${this.audioParts}`;
+    stream.on("limit", () => this.fail(new PayloadTooLargeError("file_too_large", `audio: "${fileName}" is larger than the ${formatBytes(this.limits.fileBytes)} limit`)));
+    const write = this.write(stream, fileName, index);
+    // Any failure of a part's write stops the whole upload at once (busboy would otherwise wait
+    // on the stalled part until the request times out).
+    write.catch((err: unknown) => this.fail(storageFailure(err)));
+    this.writes.push(write);
+  }
+
+  private async write(stream: NodeJS.ReadableStream, fileName: string, index: number): Promise<void> {
+    const staged = await this.staging.stage(fileName);
+    this.files[index] = staged; // in the order of the parts, however staging interleaves
+    if (this.failure) throw this.failure;
+    const out = createWriteStream(staged.path);
+    this.open.add(out);
+    const staging = this.staging;
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        staging.charge(staged, chunk.length).then(() => done(null, chunk), (err: unknown) => done(err as Error));
+      },
+    });
+    try {
+      await pipeline(stream, meter, out);
+    } finally {
+      this.open.delete(out);
+    }
+  }
+
+  private onField(name: string, value: string, info: busboy.FieldInfo): void {
+    if (info.valueTruncated) this.fail(new InvalidRequestError("field_too_large", `${name}: longer than ${FIELD_BYTES} bytes`));
+    else this.fields[name] = value;
+  }
+
+  /** The first failure ends the upload: the request is unpiped and drained, the parts' writes stopped. */
+  private fail(err: ApiError): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.req.unpipe(this.parser);
+    for (const out of this.open) out.destroy(err);
+    void drain(this.req);
+    this.rejectReceiving(err);
+  }
+
+  private staged(): StagedUpload[] {
+    return this.files.filter((f): f is StagedUpload => f !== undefined);
+  }
+}
+
+/** A part's write failure as the client's error: an ApiError as is; a full disk 507; anything else 503. */
 function storageFailure(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const code = (err as NodeJS.ErrnoException).code;
