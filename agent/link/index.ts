@@ -10,12 +10,12 @@ import * as grpc from "@grpc/grpc-js";
 import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type EmbeddingRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
-import { AGENT_CAPABILITIES, CHAT_ROLES, FLEET_MESSAGE_BYTES, isChatRole, MAX_TOP_LOGPROBS, type ResponseFormat, type ToolCallDelta } from "../../core/chat.js";
+import { AGENT_CAPABILITIES, CHAT_ROLES, type ChatMessage, FLEET_MESSAGE_BYTES, isChatRole, MAX_TOP_LOGPROBS, type ResponseFormat, type ToolCallDelta } from "../../core/chat.js";
 import type { ChatMessage__Output } from "../../proto/gen/kiln/v1/ChatMessage.js";
 import { responseFormatFromProto, samplingFromProto } from "../../proto/sampling.js";
 import { toolFieldsFromProto, toolsFromProto } from "../../proto/tools.js";
 import { diskOf } from "../hardware/index.js";
-import { GenerationAbortedError, InvalidResponseFormatError, InvalidToolsError, LlmEngineError, type ChatTurn, type GenerateOptions, type LlmEngine, type TokenLogprob } from "../llm/index.js";
+import { GenerationAbortedError, InvalidResponseFormatError, InvalidToolsError, LlmEngineError, type GenerateOptions, type LlmEngine, type TokenLogprob } from "../llm/index.js";
 import { Backoff } from "./backoff.js";
 import type { FleetTranscriptions } from "./transcriptions.js";
 import { ChunkBatcher, type Piece, type WireLogprob } from "./coalesce.js";
@@ -378,7 +378,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
 }
 
 /** A wire message as an engine turn; the scheduler validated roles, but the wire is checked anyway. */
-function toTurn(m: ChatMessage__Output, i: number): ChatTurn {
+function toTurn(m: ChatMessage__Output, i: number): ChatMessage {
   if (!isChatRole(m.role)) throw new LlmEngineError("invalid_request", `messages[${i}].role: "${m.role}" is not one of ${CHAT_ROLES.join(", ")}`);
   return { role: m.role, content: m.content, ...toolFieldsFromProto(m) };
 }

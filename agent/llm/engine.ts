@@ -36,8 +36,6 @@ export interface LlmEngineOptions {
 
 export type { ChatRole };
 
-/** A message of the conversation (a `tool` message answers a call of the assistant message before it). */
-export type ChatTurn = ChatMessage;
 
 export interface GenerateOptions {
   /** Most tokens to generate; default and ceiling: what is left of the context after the prompt. */
@@ -174,7 +172,7 @@ export class LlmEngine {
    * template). Waits for a free slot when all are busy. A trailing assistant message is continued
    * (prefill), as llama.cpp's server does.
    */
-  async generate(modelId: string, input: ChatTurn[] | { prompt: string }, options: GenerateOptions = {}): Promise<GenerateResult> {
+  async generate(modelId: string, input: ChatMessage[] | { prompt: string }, options: GenerateOptions = {}): Promise<GenerateResult> {
     const pool = this.pool(modelId);
     const tools = toolsOf(input, options);
     const textBytes = Array.isArray(input) ? input.reduce((n, m) => n + Buffer.byteLength(m.content) + (m.toolCalls ?? []).reduce((k, c) => k + Buffer.byteLength(c.arguments), 0), 0) : Buffer.byteLength(input.prompt);
@@ -348,7 +346,7 @@ function choiceSeed(seed: number | undefined, index: number): number {
  * The functions a request offers the model and its choice, or undefined for a plain turn (no tools,
  * or "none"). What cannot go with tools, or a choice naming no tool, is refused.
  */
-function toolsOf(input: ChatTurn[] | { prompt: string }, options: GenerateOptions): { functions: ChatModelFunctions; choice: Exclude<ToolChoice, "none"> } | undefined {
+function toolsOf(input: ChatMessage[] | { prompt: string }, options: GenerateOptions): { functions: ChatModelFunctions; choice: Exclude<ToolChoice, "none"> } | undefined {
   const choice = options.toolChoice ?? "auto";
   if (!options.tools?.length || choice === "none") return undefined;
   if (!Array.isArray(input)) throw new InvalidToolsError("tools: a raw prompt cannot offer tools");
@@ -369,7 +367,7 @@ function toolsOf(input: ChatTurn[] | { prompt: string }, options: GenerateOption
  * call items of its response, each with the result of the `tool` message answering it (parsed when
  * it is JSON, else its text).
  */
-export function toHistory(messages: ChatTurn[]): ChatHistoryItem[] {
+export function toHistory(messages: ChatMessage[]): ChatHistoryItem[] {
   const problem = checkToolOrder(messages);
   if (problem) throw new LlmEngineError("invalid_request", `messages[${problem.index}].${problem.field}: ${problem.message}`);
   const history: ChatHistoryItem[] = [];
