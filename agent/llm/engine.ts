@@ -36,7 +36,6 @@ export interface LlmEngineOptions {
 
 export type { ChatRole };
 
-
 export interface GenerateOptions {
   /** Most tokens to generate; default and ceiling: what is left of the context after the prompt. */
   maxTokens?: number;
