@@ -51,7 +51,12 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   // The certificate files first: a bad one fails the start before models load.
   const credentials = config.scheduler ? agentChannelCredentials(config, logger) : undefined;
   const engine = await LlmEngine.load({
-    models: config.serve, sequences: config.sequences, contextSize: config.contextSize, threads: config.threads, gpu: config.gpu, logger,
+    models: config.serve,
+    sequences: config.sequences,
+    contextSize: config.contextSize,
+    threads: config.threads,
+    gpu: config.gpu,
+    logger,
     ...(config.batchSize !== undefined ? { batchSize: config.batchSize } : {}),
   });
   const speech = await startSpeech(config, engine, logger);
@@ -67,7 +72,17 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     await engine.dispose();
     throw err;
   });
-  logger.info({ http: formatHostPort(http.address), whisperDir: speech.whisperDir, installed: (await speech.whisper.status()).filter((m) => m.installed).map((m) => m.name), auth: Boolean(config.agentToken), uploadBudgetMb: Math.floor(work.uploadBudgetBytes / 1024 ** 2), requestTimeoutS: http.requestTimeoutMs / 1000 }, "transcription API listening");
+  logger.info(
+    {
+      http: formatHostPort(http.address),
+      whisperDir: speech.whisperDir,
+      installed: (await speech.whisper.status()).filter((m) => m.installed).map((m) => m.name),
+      auth: Boolean(config.agentToken),
+      uploadBudgetMb: Math.floor(work.uploadBudgetBytes / 1024 ** 2),
+      requestTimeoutS: http.requestTimeoutMs / 1000,
+    },
+    "transcription API listening",
+  );
   links = await joinFleet(config, { ...facts, dataDir: work.dataDir, ...(credentials ? { credentials } : {}) }, logger);
   return {
     engine,
@@ -99,13 +114,15 @@ async function startSpeech(config: AgentConfig, engine: LlmEngine, logger: Logge
     threads: Math.max(1, Math.floor(config.asrThreads / config.asrParallel)),
     logger,
   });
-  const diarization = config.segmentationModel && config.embeddingModel
-    ? { segmentation: resolve(config.segmentationModel), embedding: resolve(config.embeddingModel) }
-    : undefined;
+  const diarization =
+    config.segmentationModel && config.embeddingModel ? { segmentation: resolve(config.segmentationModel), embedding: resolve(config.embeddingModel) } : undefined;
   if (diarization) await checkDiarizationModels(diarization); // a bad model fails the start, not a job
   const translationModel = config.translationModel ?? config.serve[0]?.id;
   const transcriber = new Transcriber({
-    whisper, vad: { model: vadModel }, maxAudioSeconds: MAX_AUDIO_SECONDS, logger,
+    whisper,
+    vad: { model: vadModel },
+    maxAudioSeconds: MAX_AUDIO_SECONDS,
+    logger,
     ...(diarization ? { diarization } : {}),
     ...(translationModel ? { translator: chatTranslator(engine, translationModel) } : {}),
     ffmpegStallMs: config.ffmpegStallSeconds * 1000,
@@ -120,15 +137,23 @@ async function startJobs(config: AgentConfig, transcriber: Transcriber, metrics:
   await mkdir(dataDir, { recursive: true });
   const uploadBudgetBytes = "bytes" in config.uploadBudget ? config.uploadBudget.bytes : Math.floor((await freeBytes(dataDir)) * config.uploadBudget.share);
   const jobs = new JobService({
-    dataDir, transcriber, concurrency: config.asrJobs, maxQueued: config.asrQueue, logger,
-    uploadBudgetBytes, resultTtlSeconds: config.resultTtl, maxResults: config.maxResults,
+    dataDir,
+    transcriber,
+    concurrency: config.asrJobs,
+    maxQueued: config.asrQueue,
+    logger,
+    uploadBudgetBytes,
+    resultTtlSeconds: config.resultTtl,
+    maxResults: config.maxResults,
     onFinished: (outcome, audio, wall) => metrics.jobFinished(outcome, audio, wall),
   });
   await jobs.recover();
   await jobs.sweep();
   const sweeper = setInterval(() => void jobs.sweep().catch((err: unknown) => logger.error({ err }, "sweeping finished jobs failed")), SWEEP_EVERY_MS).unref();
   return {
-    jobs, dataDir, uploadBudgetBytes,
+    jobs,
+    dataDir,
+    uploadBudgetBytes,
     async close() {
       clearInterval(sweeper);
       await jobs.close();
@@ -152,12 +177,23 @@ interface AgentFacts {
 async function serveHttp(config: AgentConfig, facts: AgentFacts & { metrics: AgentMetrics }, logger: Logger) {
   const { jobs, whisper, capabilities, metrics } = facts;
   const app = createAgentApp({
-    jobs, whisper, capabilities, node: () => nodeInfo(facts), metrics, ready: () => readiness(facts), logger,
-    limits: { fileBytes: config.maxUpload, files: MAX_FILES }, maxClientUploads: config.maxClientUploads,
+    jobs,
+    whisper,
+    capabilities,
+    node: () => nodeInfo(facts),
+    metrics,
+    ready: () => readiness(facts),
+    logger,
+    limits: { fileBytes: config.maxUpload, files: MAX_FILES },
+    maxClientUploads: config.maxClientUploads,
     loopbackHostsOnly: !config.agentToken && !config.agentInsecure,
     ...(config.agentToken ? { token: config.agentToken } : {}),
   });
-  if (config.agentInsecure) logger.warn({ host: config.host }, "--agent-insecure: the transcription API is served without a token; anyone who reaches this address can submit jobs (reading one still needs its handle)");
+  if (config.agentInsecure)
+    logger.warn(
+      { host: config.host },
+      "--agent-insecure: the transcription API is served without a token; anyone who reaches this address can submit jobs (reading one still needs its handle)",
+    );
   const requestTimeoutMs = uploadTimeoutMs(config.maxUpload);
   const listener = await listenHttp(app.fetch, { host: config.host, port: config.port }, { requestTimeoutMs, idleTimeoutMs: IDLE_TIMEOUT_MS });
   return Object.assign(listener, { requestTimeoutMs });
@@ -190,7 +226,10 @@ async function readiness({ config, engine, links, vadModel, whisper }: AgentFact
   if (config.scheduler) checks.scheduler_connected = (links()?.connected ?? 0) > 0;
   // Transcription readiness is reported, not required: a chat-only node is ready without it.
   const transcription = {
-    vad_model: await checkVadModel(vadModel).then(() => true, () => false),
+    vad_model: await checkVadModel(vadModel).then(
+      () => true,
+      () => false,
+    ),
     whisper_model_installed: (await whisper.status()).some((m) => m.installed),
   };
   return { ready: Object.values(checks).every(Boolean), checks, transcription };
@@ -204,10 +243,24 @@ async function joinFleet(config: AgentConfig, facts: AgentFacts & { dataDir: str
   }
   const { engine, hardware, jobs, whisper, capabilities, dataDir, credentials } = facts;
   if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
-  logger.info({ compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores }, hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU");
+  logger.info(
+    { compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores },
+    hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU",
+  );
   const transcriptions = new FleetTranscriptions({ jobs, whisper, capabilities, maxFileBytes: config.maxUpload, logger });
   await transcriptions.refresh();
-  const links = new SchedulerLinks({ schedulers: config.scheduler, ...(credentials ? { credentials } : {}), nodeToken: config.nodeToken, nodeId: config.nodeId, engine, hardware, dataDir, streamIntervalMs: config.streamInterval, transcriptions, logger });
+  const links = new SchedulerLinks({
+    schedulers: config.scheduler,
+    ...(credentials ? { credentials } : {}),
+    nodeToken: config.nodeToken,
+    nodeId: config.nodeId,
+    engine,
+    hardware,
+    dataDir,
+    streamIntervalMs: config.streamInterval,
+    transcriptions,
+    logger,
+  });
   links.start();
   return links;
 }
@@ -220,10 +273,14 @@ function chatTranslator(engine: LlmEngine, modelId: string): Translator {
   const name = (code: string) => WHISPER_LANGUAGES[code] ?? code;
   return async (text, from, to, signal) => {
     if (!text.trim()) return text;
-    const result = await engine.generate(modelId, [
-      { role: "system", content: `You translate ${name(from)} into ${name(to)}. Reply with the translation only, no notes.` },
-      { role: "user", content: text },
-    ], { temperature: 0, maxTokens: Math.max(32, text.length * 2), local: true, cacheScope: `translation:${randomUUID()}`, ...(signal ? { signal } : {}) });
+    const result = await engine.generate(
+      modelId,
+      [
+        { role: "system", content: `You translate ${name(from)} into ${name(to)}. Reply with the translation only, no notes.` },
+        { role: "user", content: text },
+      ],
+      { temperature: 0, maxTokens: Math.max(32, text.length * 2), local: true, cacheScope: `translation:${randomUUID()}`, ...(signal ? { signal } : {}) },
+    );
     return result.text;
   };
 }

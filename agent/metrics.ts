@@ -13,10 +13,18 @@ export function createAgentMetrics(sources: { jobs: () => JobService; engine: Ll
   const http = createHttpMetrics("agent");
   const registers = [http.registry];
   const finished = new Counter({ name: "kiln_asr_jobs_total", help: "Finished transcription jobs by outcome", labelNames: ["outcome"] as const, registers });
-  const rtf = new Histogram({ name: "kiln_asr_realtime_factor", help: "Wall seconds per second of audio, per completed job", buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5], registers });
+  const rtf = new Histogram({
+    name: "kiln_asr_realtime_factor",
+    help: "Wall seconds per second of audio, per completed job",
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
+    registers,
+  });
   const audio = new Counter({ name: "kiln_asr_audio_seconds_total", help: "Seconds of audio transcribed", registers });
   new Gauge({
-    name: "kiln_asr_jobs", help: "Transcription jobs now, by state", labelNames: ["state"] as const, registers,
+    name: "kiln_asr_jobs",
+    help: "Transcription jobs now, by state",
+    labelNames: ["state"] as const,
+    registers,
     collect() {
       const { running, queued } = sources.jobs().counts();
       this.set({ state: "running" }, running);
@@ -24,7 +32,10 @@ export function createAgentMetrics(sources: { jobs: () => JobService; engine: Ll
     },
   });
   new Gauge({
-    name: "kiln_llm_sequences", help: "Chat generation sequences (slots), by state", labelNames: ["state"] as const, registers,
+    name: "kiln_llm_sequences",
+    help: "Chat generation sequences (slots), by state",
+    labelNames: ["state"] as const,
+    registers,
     collect() {
       const pools = sources.engine.modelPools;
       const busy = pools.reduce((n, p) => n + p.busy, 0);
@@ -32,7 +43,14 @@ export function createAgentMetrics(sources: { jobs: () => JobService; engine: Ll
       this.set({ state: "free" }, pools.reduce((n, p) => n + p.slots, 0) - busy);
     },
   });
-  new Gauge({ name: "kiln_scheduler_connected", help: "links to schedulers that are up (1 with one scheduler)", registers, collect() { this.set(sources.links()?.connected ?? 0); } });
+  new Gauge({
+    name: "kiln_scheduler_connected",
+    help: "links to schedulers that are up (1 with one scheduler)",
+    registers,
+    collect() {
+      this.set(sources.links()?.connected ?? 0);
+    },
+  });
   return {
     ...http,
     jobFinished(outcome, audioSeconds, wallSeconds) {

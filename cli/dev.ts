@@ -20,7 +20,11 @@ const DEV_KEY_DAYS = 30;
 export async function runDev(raw: Record<string, string | string[] | undefined>): Promise<void> {
   // The agent's token: the first given one that may register its node id (or a fresh one).
   const nodeId = String(raw.nodeId ?? AGENT_OPTIONS.nodeId.default);
-  const given = raw.nodeTokens ? String(raw.nodeTokens).split(",").map((t) => parseNodeTokenEntry(t.trim())) : [];
+  const given = raw.nodeTokens
+    ? String(raw.nodeTokens)
+        .split(",")
+        .map((t) => parseNodeTokenEntry(t.trim()))
+    : [];
   const nodeToken = (given.find((t) => nodeIdMatcher(t.nodeIds)(nodeId)) ?? given[0])?.token ?? randomBytes(24).toString("base64url");
   // The dashboard's admin token: the given one, or a fresh one printed below.
   const adminToken = raw.adminToken ? String(raw.adminToken) : randomBytes(18).toString("base64url");
@@ -45,26 +49,38 @@ export async function runDev(raw: Record<string, string | string[] | undefined>)
   }
 
   const scheduler = await startScheduler(schedulerConfig, logger.child({ component: "scheduler" }));
-  const agentConfig = parseAgentConfig({ ...raw, serve, nodeToken, ...(whisperDir ? { whisperDir } : {}), ...(vadModel ? { vadModel } : {}), scheduler: formatHostPort({ host: connectable(scheduler.grpc.host), port: scheduler.grpc.port }) });
-  const agent = await startAgent(agentConfig, logger.child({ component: "agent" })).catch(async (err: unknown) => { await scheduler.close(); throw err; });
+  const agentConfig = parseAgentConfig({
+    ...raw,
+    serve,
+    nodeToken,
+    ...(whisperDir ? { whisperDir } : {}),
+    ...(vadModel ? { vadModel } : {}),
+    scheduler: formatHostPort({ host: connectable(scheduler.grpc.host), port: scheduler.grpc.port }),
+  });
+  const agent = await startAgent(agentConfig, logger.child({ component: "agent" })).catch(async (err: unknown) => {
+    await scheduler.close();
+    throw err;
+  });
   const { token, id } = await scheduler.keys.create({ account: "dev", tier: "pro", expiresInSeconds: DEV_KEY_DAYS * 86_400 });
   const base = `http://${formatHostPort({ host: connectable(scheduler.http.host), port: scheduler.http.port })}/v1`;
 
-  process.stdout.write([
-    "",
-    "  Kiln dev is up.",
-    `  API base:  ${base}`,
-    `  Models:    ${agentConfig.serve.map((s) => s.id).join(", ")}`,
-    `  Dashboard: ${base.replace(/\/v1$/, "")}/dashboard  (admin token: ${raw.adminToken ? "as given" : adminToken})`,
-    `  Transcribe: http://${formatHostPort({ host: connectable(agent.http.host), port: agent.http.port })}/api  (POST /api/process, GET /api/status/{job_id}, GET /api/models)`,
-    `  Dev key:   ${token}`,
-    `             (key id ${id}, pro tier, expires in ${DEV_KEY_DAYS} days)`,
-    "",
-    `  curl ${base}/chat/completions -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" \\`,
-    `    -d '{"model":"${agentConfig.serve[0]?.id ?? DEV_MODEL_ID}","messages":[{"role":"user","content":"Hello"}],"max_tokens":16}'`,
-    "",
-    "",
-  ].join("\n"));
+  process.stdout.write(
+    [
+      "",
+      "  Kiln dev is up.",
+      `  API base:  ${base}`,
+      `  Models:    ${agentConfig.serve.map((s) => s.id).join(", ")}`,
+      `  Dashboard: ${base.replace(/\/v1$/, "")}/dashboard  (admin token: ${raw.adminToken ? "as given" : adminToken})`,
+      `  Transcribe: http://${formatHostPort({ host: connectable(agent.http.host), port: agent.http.port })}/api  (POST /api/process, GET /api/status/{job_id}, GET /api/models)`,
+      `  Dev key:   ${token}`,
+      `             (key id ${id}, pro tier, expires in ${DEV_KEY_DAYS} days)`,
+      "",
+      `  curl ${base}/chat/completions -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" \\`,
+      `    -d '{"model":"${agentConfig.serve[0]?.id ?? DEV_MODEL_ID}","messages":[{"role":"user","content":"Hello"}],"max_tokens":16}'`,
+      "",
+      "",
+    ].join("\n"),
+  );
 
   onShutdown(logger, async () => {
     await agent.close(agentConfig.drainSeconds * 1000);

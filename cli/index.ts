@@ -14,9 +14,7 @@ import { onShutdown } from "./shutdown.js";
 
 type Raw = Record<string, string | string[] | undefined>;
 
-const program = new Command("kiln")
-  .description("Kiln: chat completions and transcription on a fleet of GPU nodes")
-  .showHelpAfterError();
+const program = new Command("kiln").description("Kiln: chat completions and transcription on a fleet of GPU nodes").showHelpAfterError();
 
 /** `--config FILE` and `--print-config`, on every command that starts a server. */
 function withConfigOptions(cmd: Command): Command {
@@ -36,37 +34,49 @@ function printed(opts: Raw, specs: Record<string, OptionSpec>, config: Record<st
 const DEV_AGENT_OPTIONS = { ...AGENT_OPTIONS, host: { ...AGENT_OPTIONS.host, default: "127.0.0.1" } };
 const DEV_OPTIONS = { ...DEV_AGENT_OPTIONS, ...SCHEDULER_OPTIONS };
 
-withConfigOptions(addOptions(
-  addOptions(program.command("dev").description("scheduler + agent on this machine; prints a dev API key"), SCHEDULER_OPTIONS),
-  DEV_AGENT_OPTIONS,
-  ["scheduler", "nodeToken", "logLevel", "drainSeconds", "grpcInsecure"],
-)).action(async (opts: Raw, cmd: Command) => {
+withConfigOptions(
+  addOptions(addOptions(program.command("dev").description("scheduler + agent on this machine; prints a dev API key"), SCHEDULER_OPTIONS), DEV_AGENT_OPTIONS, [
+    "scheduler",
+    "nodeToken",
+    "logLevel",
+    "drainSeconds",
+    "grpcInsecure",
+  ]),
+).action(async (opts: Raw, cmd: Command) => {
   const raw = withConfigFile(opts, cmd, DEV_OPTIONS);
-  if (printed(raw, DEV_OPTIONS, { ...parseAgentConfig({ ...raw, scheduler: undefined, nodeToken: undefined }), ...parseSchedulerConfig({ ...raw, nodeTokens: raw.nodeTokens ?? "generated-at-start-by-kiln-dev" }) })) return;
+  if (
+    printed(raw, DEV_OPTIONS, {
+      ...parseAgentConfig({ ...raw, scheduler: undefined, nodeToken: undefined }),
+      ...parseSchedulerConfig({ ...raw, nodeTokens: raw.nodeTokens ?? "generated-at-start-by-kiln-dev" }),
+    })
+  )
+    return;
   // each command loads only its own half (the agent's engines, the scheduler's integrations): `kiln keys` and `--help` start in a fraction of the time
   const { runDev } = await import("./dev.js");
   return runDev(raw);
 });
 
-withConfigOptions(addOptions(program.command("scheduler").description("the control plane: public HTTP API and the gRPC endpoint agents dial"), SCHEDULER_OPTIONS))
-  .action(async (opts: Raw, cmd: Command) => {
+withConfigOptions(addOptions(program.command("scheduler").description("the control plane: public HTTP API and the gRPC endpoint agents dial"), SCHEDULER_OPTIONS)).action(
+  async (opts: Raw, cmd: Command) => {
     const config = parseSchedulerConfig(withConfigFile(opts, cmd, SCHEDULER_OPTIONS));
     if (printed(opts, SCHEDULER_OPTIONS, config)) return;
     const logger = createLogger("scheduler", config.logLevel);
     const { startScheduler } = await import("../scheduler/index.js");
     const scheduler = await startScheduler(config, logger);
     onShutdown(logger, () => scheduler.close(config.drainSeconds * 1000));
-  });
+  },
+);
 
-withConfigOptions(addOptions(program.command("agent").description("a GPU node: transcription on :7860; with --scheduler, chat models in the fleet"), AGENT_OPTIONS))
-  .action(async (opts: Raw, cmd: Command) => {
+withConfigOptions(addOptions(program.command("agent").description("a GPU node: transcription on :7860; with --scheduler, chat models in the fleet"), AGENT_OPTIONS)).action(
+  async (opts: Raw, cmd: Command) => {
     const config = parseAgentConfig(withConfigFile(opts, cmd, AGENT_OPTIONS));
     if (printed(opts, AGENT_OPTIONS, config)) return;
     const logger = createLogger("agent", config.logLevel);
     const { startAgent } = await import("../agent/index.js");
     const agent = await startAgent(config, logger);
     onShutdown(logger, () => agent.close(config.drainSeconds * 1000));
-  });
+  },
+);
 
 const keys = program.command("keys").description("API keys (works on the scheduler's --db)");
 const withKeyService = (cmd: Command): Command => addOptions(cmd, { db: SCHEDULER_OPTIONS.db, dbPool: SCHEDULER_OPTIONS.dbPool, jwtSecret: SCHEDULER_OPTIONS.jwtSecret });
@@ -96,23 +106,23 @@ withKeyService(keys.command("create").description("issue a key (printed once; on
     };
     const rpm = number("--rpm", opts.rpm);
     const expiresInSeconds = number("--expires-in", opts.expiresIn);
-    const { id, token } = await withKeys(opts, (keys) => keys.create({ account: String(opts.account), tier, ...(rpm ? { rpm } : {}), ...(expiresInSeconds ? { expiresInSeconds } : {}) }));
+    const { id, token } = await withKeys(opts, (keys) =>
+      keys.create({ account: String(opts.account), tier, ...(rpm ? { rpm } : {}), ...(expiresInSeconds ? { expiresInSeconds } : {}) }),
+    );
     process.stdout.write(`key id: ${id}\nkey:    ${token}\n`);
   });
 
-withKeyService(keys.command("revoke").description("revoke a key at once").argument("<key-id>"))
-  .action(async (keyId: string, opts: Raw) => {
-    if (!await withKeys(opts, (keys) => keys.revoke(keyId))) throw new ConfigError("key-id", `no active key "${keyId}"`);
-    process.stdout.write(`revoked ${keyId}\n`);
-  });
+withKeyService(keys.command("revoke").description("revoke a key at once").argument("<key-id>")).action(async (keyId: string, opts: Raw) => {
+  if (!(await withKeys(opts, (keys) => keys.revoke(keyId)))) throw new ConfigError("key-id", `no active key "${keyId}"`);
+  process.stdout.write(`revoked ${keyId}\n`);
+});
 
-withKeyService(keys.command("list").description("list keys (never their secrets)"))
-  .action(async (opts: Raw) => {
-    for (const k of await withKeys(opts, (keys) => keys.list())) {
-      const state = k.revokedAt ? "revoked" : k.expiresAt && k.expiresAt * 1000 < Date.now() ? "expired" : "active";
-      process.stdout.write(`${k.keyId}\t${k.account}\t${k.tier}\t${k.rpm ?? "-"}\t${state}\n`);
-    }
-  });
+withKeyService(keys.command("list").description("list keys (never their secrets)")).action(async (opts: Raw) => {
+  for (const k of await withKeys(opts, (keys) => keys.list())) {
+    const state = k.revokedAt ? "revoked" : k.expiresAt && k.expiresAt * 1000 < Date.now() ? "expired" : "active";
+    process.stdout.write(`${k.keyId}\t${k.account}\t${k.tier}\t${k.rpm ?? "-"}\t${state}\n`);
+  }
+});
 
 program.parseAsync().catch((err: unknown) => {
   // Errors Kiln names (bad configuration, an engine that cannot load) are for the operator: their message.

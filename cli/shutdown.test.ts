@@ -16,7 +16,10 @@ function runWithGuard(body: string): { lines: Record<string, unknown>[]; stdout:
     onShutdown(logger, async () => { process.stdout.write("drained\\n"); });
     ${body}`;
   const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
-  const lines = child.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = child.stdout
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   return { lines, stdout: child.stdout, status: child.status };
 }
 

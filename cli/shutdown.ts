@@ -15,19 +15,27 @@ export function onShutdown(logger: Logger, close: () => Promise<void>, exit: (co
   const stop = (code: number): void => {
     if (closing) return exit(code || 1);
     closing = true;
-    close().then(() => exit(code), (err: unknown) => { logger.error({ err }, "shutdown failed"); exit(1); });
+    close().then(
+      () => exit(code),
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        exit(1);
+      },
+    );
   };
   const onSignal = (signal: NodeJS.Signals): void => {
     logger.info({ signal }, "shutting down");
     stop(0);
   };
-  const onFault = (kind: string) => (err: unknown): void => {
-    // The handler runs in the context of the work that failed (AsyncLocalStorage): its request or job id.
-    logger.error({ ...currentContext(), err }, `${kind}: draining and exiting (this is a bug in Kiln; please report it)`);
-    // After a fault the drain itself may hang: the process exits anyway, for its supervisor to restart it.
-    setTimeout(() => exit(1), FAULT_EXIT_MS).unref();
-    stop(1);
-  };
+  const onFault =
+    (kind: string) =>
+    (err: unknown): void => {
+      // The handler runs in the context of the work that failed (AsyncLocalStorage): its request or job id.
+      logger.error({ ...currentContext(), err }, `${kind}: draining and exiting (this is a bug in Kiln; please report it)`);
+      // After a fault the drain itself may hang: the process exits anyway, for its supervisor to restart it.
+      setTimeout(() => exit(1), FAULT_EXIT_MS).unref();
+      stop(1);
+    };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   process.on("unhandledRejection", onFault("unhandled rejection"));

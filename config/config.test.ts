@@ -16,7 +16,9 @@ describe("configuration", () => {
     expect(() => parseSchedulerConfig({ nodeTokens: "a-long-enough-token-123", queueSize: "-1" })).toThrow(/--queue-size \/ KILN_QUEUE_SIZE/);
     expect(() => parseSchedulerConfig({ nodeTokens: "a-long-enough-token-123", http: "nowhere" })).toThrow(/--http \/ KILN_HTTP: expected HOST:PORT/);
     expect(() => parseSchedulerConfig({})).toThrow(ConfigError);
-    expect(() => parseAgentConfig({ scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", serve: ["no-equals-sign"] })).toThrow(/--serve \/ KILN_SERVE: expected ID=GGUF/);
+    expect(() => parseAgentConfig({ scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", serve: ["no-equals-sign"] })).toThrow(
+      /--serve \/ KILN_SERVE: expected ID=GGUF/,
+    );
     expect(() => parseAgentConfig({ scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", gpu: "tpu" })).toThrow(/--gpu/);
   });
 
@@ -25,7 +27,10 @@ describe("configuration", () => {
     expect(c.threads).toBe(defaultThreads());
     // every core with the shared-threadpool backend; cores − 1 (at least 1) with node-llama-cpp's own
     expect([defaultThreads(2, true), defaultThreads(2, false), defaultThreads(1, false), defaultThreads(16, false)]).toEqual([2, 1, 1, 15]);
-    expect(c.serve).toEqual([{ id: "famB-v3.1", path: "/m/a.gguf" }, { id: "famC-k2", path: "/m/a.gguf" }]);
+    expect(c.serve).toEqual([
+      { id: "famB-v3.1", path: "/m/a.gguf" },
+      { id: "famC-k2", path: "/m/a.gguf" },
+    ]);
   });
 
   it("runs a transcription-only agent without a scheduler, and ties the fleet flags together", () => {

@@ -32,7 +32,11 @@ describe("--max-inflight", () => {
     ["pro=3,pro=4", /tier "pro" is named twice/],
   ] as [string, string | RegExp][])("%s is a ConfigError naming the flag and its variable", (value, message) => {
     let thrown: unknown;
-    try { parse(value); } catch (err) { thrown = err; }
+    try {
+      parse(value);
+    } catch (err) {
+      thrown = err;
+    }
     expect(thrown).toBeInstanceOf(ConfigError);
     expect((thrown as ConfigError).key).toBe("--max-inflight / KILN_MAX_INFLIGHT");
     if (typeof message === "string") expect((thrown as Error).message).toBe(`--max-inflight / KILN_MAX_INFLIGHT: ${message}`);

@@ -4,13 +4,28 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../core/errors.js";
-import { AGENT_OPTIONS, formatHostPort, isLoopback, maskSecrets, nodeIdMatcher, optionKey, parseAgentConfig, parseNodeTokenEntry, parseSchedulerConfig, SCHEDULER_OPTIONS } from "./index.js";
+import {
+  AGENT_OPTIONS,
+  formatHostPort,
+  isLoopback,
+  maskSecrets,
+  nodeIdMatcher,
+  optionKey,
+  parseAgentConfig,
+  parseNodeTokenEntry,
+  parseSchedulerConfig,
+  SCHEDULER_OPTIONS,
+} from "./index.js";
 
 const TOKEN = "a-long-enough-token-123";
 const scheduler = (raw: Record<string, string | boolean | string[]> = {}) => parseSchedulerConfig({ nodeTokens: TOKEN, ...raw });
 const refusal = (fn: () => unknown, key: string, message: RegExp | string) => {
   let err: unknown;
-  try { fn(); } catch (e) { err = e; }
+  try {
+    fn();
+  } catch (e) {
+    err = e;
+  }
   expect(err).toBeInstanceOf(ConfigError);
   expect((err as ConfigError).key).toBe(key);
   expect((err as ConfigError).message).toEqual(typeof message === "string" ? `${key}: ${message}` : expect.stringMatching(message));
@@ -50,7 +65,14 @@ describe("addresses", () => {
 });
 
 describe("numbers and sizes", () => {
-  it.each([["1024", 1024], ["4kb", 4096], ["2KiB", 2048], ["1.5mb", 1.5 * 1024 ** 2], ["1 gb", 1024 ** 3], ["3b", 3]])("a size of %j is %i bytes", (text, n) => {
+  it.each([
+    ["1024", 1024],
+    ["4kb", 4096],
+    ["2KiB", 2048],
+    ["1.5mb", 1.5 * 1024 ** 2],
+    ["1 gb", 1024 ** 3],
+    ["3b", 3],
+  ])("a size of %j is %i bytes", (text, n) => {
     if (n >= 1024) expect(scheduler({ maxBody: text }).maxBody).toBe(n);
     else refusal(() => scheduler({ maxBody: text }), "--max-body / KILN_MAX_BODY", "must be at least 1kb");
   });
@@ -94,10 +116,18 @@ describe("node tokens", () => {
     refusal(() => parseSchedulerConfig({}), "--node-tokens / KILN_NODE_TOKENS", "is required");
     refusal(() => parseSchedulerConfig({ nodeTokens: " , " }), "--node-tokens / KILN_NODE_TOKENS", "at least one token is required");
     // a token travels as "Bearer <token>", which every side parses as one run of non-space characters
-    refusal(() => parseSchedulerConfig({ nodeTokens: `${TOKEN},gpu-2=two words here xx` }), "--node-tokens / KILN_NODE_TOKENS", 'entry 2: a token cannot hold whitespace (it travels as "Bearer <token>")');
+    refusal(
+      () => parseSchedulerConfig({ nodeTokens: `${TOKEN},gpu-2=two words here xx` }),
+      "--node-tokens / KILN_NODE_TOKENS",
+      'entry 2: a token cannot hold whitespace (it travels as "Bearer <token>")',
+    );
     expect(parseSchedulerConfig({ nodeTokens: "0123456789abcdef" }).nodeTokens).toEqual([{ token: "0123456789abcdef" }]); // exactly 16
     // Every problem is told, joined by "; ".
-    refusal(() => parseSchedulerConfig({ nodeTokens: `short-token,|=${TOKEN}` }), "--node-tokens / KILN_NODE_TOKENS", 'each token must be at least 16 characters; entry 2: IDS=TOKEN needs at least one node id before "="');
+    refusal(
+      () => parseSchedulerConfig({ nodeTokens: `short-token,|=${TOKEN}` }),
+      "--node-tokens / KILN_NODE_TOKENS",
+      'each token must be at least 16 characters; entry 2: IDS=TOKEN needs at least one node id before "="',
+    );
   });
 });
 
@@ -112,7 +142,11 @@ describe("the scheduler's gRPC rules", () => {
     refusal(() => scheduler({ grpcTlsCert: "c.pem" }), "--grpc-tls-key / KILN_GRPC_TLS_KEY", "is required with --grpc-tls-cert");
     refusal(() => scheduler({ grpcTlsKey: "k.pem" }), "--grpc-tls-cert / KILN_GRPC_TLS_CERT", "is required with --grpc-tls-key");
     refusal(() => scheduler({ grpcClientCa: "ca.pem" }), "--grpc-client-ca / KILN_GRPC_CLIENT_CA", "needs --grpc-tls-cert and --grpc-tls-key (mutual TLS runs over TLS)");
-    refusal(() => scheduler({ grpcTlsCert: "c", grpcTlsKey: "k", grpcInsecure: true }), "--grpc-insecure / KILN_GRPC_INSECURE", "contradicts --grpc-tls-cert (give one or the other)");
+    refusal(
+      () => scheduler({ grpcTlsCert: "c", grpcTlsKey: "k", grpcInsecure: true }),
+      "--grpc-insecure / KILN_GRPC_INSECURE",
+      "contradicts --grpc-tls-cert (give one or the other)",
+    );
     expect(scheduler({ grpc: "0.0.0.0:1", grpcTlsCert: "c", grpcTlsKey: "k", grpcClientCa: "ca" })).toMatchObject({ grpcTlsCert: "c", grpcTlsKey: "k", grpcClientCa: "ca" });
   });
 
@@ -124,7 +158,9 @@ describe("the scheduler's gRPC rules", () => {
     expect(scheduler().mcpStdioServers).toEqual({});
     const dir = mkdtempSync(join(tmpdir(), "kiln-cfg-"));
     writeFileSync(join(dir, "ok.json"), JSON.stringify({ echo: { command: "/usr/bin/node", tenant_env: ["X"] } }));
-    expect(scheduler({ mcpStdioServers: join(dir, "ok.json") }).mcpStdioServers).toEqual({ echo: { command: "/usr/bin/node", args: [], env: {}, tenant_env: ["X"], memory_mb: 512, cpu_seconds: 60 } });
+    expect(scheduler({ mcpStdioServers: join(dir, "ok.json") }).mcpStdioServers).toEqual({
+      echo: { command: "/usr/bin/node", args: [], env: {}, tenant_env: ["X"], memory_mb: 512, cpu_seconds: 60 },
+    });
     writeFileSync(join(dir, "bad.json"), JSON.stringify({ echo: { command: "node" } }));
     refusal(() => scheduler({ mcpStdioServers: join(dir, "bad.json") }), "--mcp-stdio-servers / KILN_MCP_STDIO_SERVERS", /bad\.json: echo\.command: must be an absolute path$/);
     refusal(() => scheduler({ mcpStdioServers: join(dir, "missing.json") }), "--mcp-stdio-servers / KILN_MCP_STDIO_SERVERS", /missing\.json: ENOENT/);
@@ -167,7 +203,11 @@ describe("the agent's rules", () => {
   const agent = (raw: Record<string, string | boolean | string[]> = {}) => parseAgentConfig({ host: "127.0.0.1", ...raw });
 
   it("the transcription API off loopback needs --agent-token (16+ characters) or --agent-insecure, not both", () => {
-    refusal(() => parseAgentConfig({}), "--host / KILN_HOST", "0.0.0.0 is reachable from other machines and no --agent-token is set: pass --agent-token (every /api call then needs it), --host 127.0.0.1 to serve this machine only, or --agent-insecure to serve without a token anyway");
+    refusal(
+      () => parseAgentConfig({}),
+      "--host / KILN_HOST",
+      "0.0.0.0 is reachable from other machines and no --agent-token is set: pass --agent-token (every /api call then needs it), --host 127.0.0.1 to serve this machine only, or --agent-insecure to serve without a token anyway",
+    );
     refusal(() => agent({ host: "10.1.2.3" }), "--host / KILN_HOST", /^--host \/ KILN_HOST: 10\.1\.2\.3 is reachable/);
     expect(agent({ host: "0.0.0.0", agentToken: TOKEN })).toMatchObject({ host: "0.0.0.0", agentToken: TOKEN, agentInsecure: false });
     expect(agent({ host: "::", agentInsecure: true })).toMatchObject({ host: "::", agentInsecure: true });
@@ -184,8 +224,19 @@ describe("the agent's rules", () => {
     expect(agent({ uploadBudget: "12.5%" }).uploadBudget).toEqual({ share: 0.125 });
     refusal(() => agent({ uploadBudget: "0%" }), "--upload-budget / KILN_UPLOAD_BUDGET", 'a share of the free disk must be above 0% and at most 100%, got "0%"');
     refusal(() => agent({ uploadBudget: "150%" }), "--upload-budget / KILN_UPLOAD_BUDGET", /at most 100%/);
-    refusal(() => agent({ uploadBudget: "1kb" }), "--upload-budget / KILN_UPLOAD_BUDGET", 'expected a size of at least 1mb (like 20gb) or a share of the free disk (like 25%), got "1kb"');
-    for (const [given, seconds] of [["90s", 90], ["30m", 1800], ["12h", 43_200], ["7D", 604_800], ["3600", 3600]] as const) expect(agent({ resultTtl: given }).resultTtl, given).toBe(seconds);
+    refusal(
+      () => agent({ uploadBudget: "1kb" }),
+      "--upload-budget / KILN_UPLOAD_BUDGET",
+      'expected a size of at least 1mb (like 20gb) or a share of the free disk (like 25%), got "1kb"',
+    );
+    for (const [given, seconds] of [
+      ["90s", 90],
+      ["30m", 1800],
+      ["12h", 43_200],
+      ["7D", 604_800],
+      ["3600", 3600],
+    ] as const)
+      expect(agent({ resultTtl: given }).resultTtl, given).toBe(seconds);
     refusal(() => agent({ resultTtl: "soon" }), "--result-ttl / KILN_RESULT_TTL", 'expected a duration like 90s, 30m, 12h or 7d, got "soon"');
     refusal(() => agent({ resultTtl: "59s" }), "--result-ttl / KILN_RESULT_TTL", "must be at least 60s");
   });
@@ -195,15 +246,32 @@ describe("the agent's rules", () => {
     expect(agent({ uploadBudget: "1mb" }).uploadBudget).toEqual({ bytes: 1024 ** 2 });
     expect(agent({ uploadBudget: "12.25%" }).uploadBudget).toEqual({ share: 0.1225 });
     expect(agent({ uploadBudget: "50 %" }).uploadBudget).toEqual({ share: 0.5 });
-    for (const text of ["-5%", "50%x", "50x%"]) refusal(() => agent({ uploadBudget: text }), "--upload-budget / KILN_UPLOAD_BUDGET", `expected a size of at least 1mb (like 20gb) or a share of the free disk (like 25%), got "${text}"`);
-    for (const text of ["-90s", "90 seconds", "x90s"]) refusal(() => agent({ resultTtl: text }), "--result-ttl / KILN_RESULT_TTL", `expected a duration like 90s, 30m, 12h or 7d, got "${text}"`);
+    for (const text of ["-5%", "50%x", "50x%"])
+      refusal(
+        () => agent({ uploadBudget: text }),
+        "--upload-budget / KILN_UPLOAD_BUDGET",
+        `expected a size of at least 1mb (like 20gb) or a share of the free disk (like 25%), got "${text}"`,
+      );
+    for (const text of ["-90s", "90 seconds", "x90s"])
+      refusal(() => agent({ resultTtl: text }), "--result-ttl / KILN_RESULT_TTL", `expected a duration like 90s, 30m, 12h or 7d, got "${text}"`);
   });
   it("a scheduler needs a node token; plaintext only to loopback; TLS flags in pairs", () => {
     expect(agent({ scheduler: "127.0.0.1:5", nodeToken: TOKEN }).scheduler).toEqual([{ host: "127.0.0.1", port: 5 }]);
-    expect(agent({ scheduler: "127.0.0.1:5, [::1]:6", nodeToken: TOKEN }).scheduler).toEqual([{ host: "127.0.0.1", port: 5 }, { host: "::1", port: 6 }]);
-    refusal(() => agent({ scheduler: "127.0.0.1:5,nope", nodeToken: TOKEN }), "--scheduler / KILN_SCHEDULER", 'expected HOST:PORT, or several comma-separated (e.g. 10.0.0.1:50051,10.0.0.2:50051), got "nope"');
+    expect(agent({ scheduler: "127.0.0.1:5, [::1]:6", nodeToken: TOKEN }).scheduler).toEqual([
+      { host: "127.0.0.1", port: 5 },
+      { host: "::1", port: 6 },
+    ]);
+    refusal(
+      () => agent({ scheduler: "127.0.0.1:5,nope", nodeToken: TOKEN }),
+      "--scheduler / KILN_SCHEDULER",
+      'expected HOST:PORT, or several comma-separated (e.g. 10.0.0.1:50051,10.0.0.2:50051), got "nope"',
+    );
     refusal(() => agent({ scheduler: "127.0.0.1:5,127.0.0.1:5", nodeToken: TOKEN }), "--scheduler / KILN_SCHEDULER", "127.0.0.1:5 is named twice");
-    refusal(() => agent({ scheduler: "127.0.0.1:5,10.0.0.9:5", nodeToken: TOKEN }), "--scheduler / KILN_SCHEDULER", /^--scheduler \/ KILN_SCHEDULER: 10\.0\.0\.9 is not a loopback address/);
+    refusal(
+      () => agent({ scheduler: "127.0.0.1:5,10.0.0.9:5", nodeToken: TOKEN }),
+      "--scheduler / KILN_SCHEDULER",
+      /^--scheduler \/ KILN_SCHEDULER: 10\.0\.0\.9 is not a loopback address/,
+    );
     refusal(() => agent({ scheduler: "127.0.0.1:5" }), "--node-token / KILN_NODE_TOKEN", "is required with --scheduler");
     refusal(() => agent({ scheduler: "10.0.0.1:5", nodeToken: TOKEN }), "--scheduler / KILN_SCHEDULER", /^--scheduler \/ KILN_SCHEDULER: 10\.0\.0\.1 is not a loopback address/);
     expect(agent({ scheduler: "10.0.0.1:5", nodeToken: TOKEN, grpcInsecure: "true" }).grpcInsecure).toBe(true);
@@ -221,8 +289,14 @@ describe("the agent's rules", () => {
     refusal(() => agent({ translationModel: "x", serve: ["y=/m.gguf"] }), "--translation-model / KILN_TRANSLATION_MODEL", '"x" is not one of the --serve ids');
     expect(agent({ translationModel: "y", serve: ["y=/m.gguf"] }).serve).toEqual([{ id: "y", path: "/m.gguf" }]);
     expect(agent({ translationModel: "b", serve: ["a=/1.gguf", "b=/2.gguf"] }).translationModel).toBe("b"); // any --serve id, not only the first
-    expect(agent({ serve: "a=/1.gguf,b=/2.gguf" }).serve).toEqual([{ id: "a", path: "/1.gguf" }, { id: "b", path: "/2.gguf" }]);
-    expect(agent({ serve: "a=/1.gguf,,b=/2.gguf," }).serve).toEqual([{ id: "a", path: "/1.gguf" }, { id: "b", path: "/2.gguf" }]); // empty items skipped
+    expect(agent({ serve: "a=/1.gguf,b=/2.gguf" }).serve).toEqual([
+      { id: "a", path: "/1.gguf" },
+      { id: "b", path: "/2.gguf" },
+    ]);
+    expect(agent({ serve: "a=/1.gguf,,b=/2.gguf," }).serve).toEqual([
+      { id: "a", path: "/1.gguf" },
+      { id: "b", path: "/2.gguf" },
+    ]); // empty items skipped
     for (const bad of ["=x", "x=", "nothing"]) refusal(() => agent({ serve: [bad] }), "--serve / KILN_SERVE", `expected ID=GGUF (e.g. famB-v3.1=./model.gguf), got "${bad}"`);
   });
 });

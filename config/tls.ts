@@ -41,7 +41,10 @@ export function schedulerServerCredentials(config: SchedulerConfig, logger: Logg
   const o = SCHEDULER_OPTIONS;
   if (!config.grpcTlsCert || !config.grpcTlsKey) {
     if (!isLoopback(config.grpc.host)) {
-      logger.warn({ grpc: formatHostPort(config.grpc) }, "--grpc-insecure: the gRPC port serves plaintext on a non-loopback address; node tokens and prompts cross the network unencrypted (use --grpc-tls-cert and --grpc-tls-key)");
+      logger.warn(
+        { grpc: formatHostPort(config.grpc) },
+        "--grpc-insecure: the gRPC port serves plaintext on a non-loopback address; node tokens and prompts cross the network unencrypted (use --grpc-tls-cert and --grpc-tls-key)",
+      );
     }
     return grpc.ServerCredentials.createInsecure();
   }
@@ -64,7 +67,10 @@ export function agentChannelCredentials(config: AgentConfig, logger: Logger): gr
   const o = AGENT_OPTIONS;
   if (!config.schedulerCa) {
     for (const scheduler of config.scheduler?.filter((s) => !isLoopback(s.host)) ?? []) {
-      logger.warn({ scheduler: formatHostPort(scheduler) }, "--grpc-insecure: dialing the scheduler in plaintext on a non-loopback address; the node token and prompts cross the network unencrypted (use --scheduler-ca)");
+      logger.warn(
+        { scheduler: formatHostPort(scheduler) },
+        "--grpc-insecure: dialing the scheduler in plaintext on a non-loopback address; the node token and prompts cross the network unencrypted (use --scheduler-ca)",
+      );
     }
     return grpc.credentials.createInsecure();
   }

@@ -78,7 +78,11 @@ export interface ChatMessage {
 }
 
 /** Where a conversation breaks the rule of function calls: the message's index, the field, and why. */
-export interface ToolOrderProblem { index: number; field: string; message: string }
+export interface ToolOrderProblem {
+  index: number;
+  field: string;
+  message: string;
+}
 
 /**
  * OpenAI's rule for function calls in a conversation: the `tool` messages right after an assistant
@@ -90,7 +94,9 @@ export function checkToolOrder(messages: readonly ChatMessage[]): ToolOrderProbl
   let opener = -1;
   const unanswered = (): ToolOrderProblem | undefined => {
     const id = open && [...open].find(([, answered]) => !answered)?.[0];
-    return id === undefined ? undefined : { index: opener, field: "tool_calls", message: `the call ${JSON.stringify(id)} has no tool message answering it (each call is answered by a tool message right after it)` };
+    return id === undefined
+      ? undefined
+      : { index: opener, field: "tool_calls", message: `the call ${JSON.stringify(id)} has no tool message answering it (each call is answered by a tool message right after it)` };
   };
   for (const [index, m] of messages.entries()) {
     if (m.role === "tool") {
@@ -143,7 +149,16 @@ export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 export const AGENT_CAPABILITIES: readonly Capability[] = Object.values(CAPABILITIES);
 
 /** The capabilities a request needs. */
-export function requiredCapabilities(request: { sampling?: Sampling; responseFormat?: ResponseFormat; logprobs?: number; prompt?: string; embed?: unknown; n?: number; tools?: readonly unknown[]; messages?: readonly ChatMessage[] }): Capability[] {
+export function requiredCapabilities(request: {
+  sampling?: Sampling;
+  responseFormat?: ResponseFormat;
+  logprobs?: number;
+  prompt?: string;
+  embed?: unknown;
+  n?: number;
+  tools?: readonly unknown[];
+  messages?: readonly ChatMessage[];
+}): Capability[] {
   const needs: Capability[] = [];
   if ((request.tools?.length ?? 0) > 0 || request.messages?.some((m) => m.role === "tool" || (m.toolCalls?.length ?? 0) > 0)) needs.push(CAPABILITIES.tools);
   if ((request.n ?? 1) > 1) needs.push(CAPABILITIES.choices);

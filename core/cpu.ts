@@ -46,7 +46,9 @@ function cpuinfo(): string {
 
 /** The CPU's feature flags as /proc/cpuinfo names them (empty where there is no /proc). */
 export function cpuFlags(): Set<string> {
-  const line = cpuinfo().split("\n").find((l) => l.startsWith("flags"));
+  const line = cpuinfo()
+    .split("\n")
+    .find((l) => l.startsWith("flags"));
   return new Set((line?.split(":")[1] ?? "").trim().split(/\s+/).filter(Boolean));
 }
 

@@ -8,7 +8,11 @@
 
 /** The base of every error Kiln names: its message is for the operator or the client, never a stack. */
 export class KilnError extends Error {
-  constructor(readonly code: string, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.name = new.target.name;
   }
@@ -16,14 +20,7 @@ export class KilnError extends Error {
 
 /** The `type` values of the error contract. */
 export type ErrorType =
-  | "invalid_request_error"
-  | "authentication_error"
-  | "permission_error"
-  | "not_found_error"
-  | "rate_limit_error"
-  | "service_unavailable_error"
-  | "upstream_error"
-  | "server_error";
+  "invalid_request_error" | "authentication_error" | "permission_error" | "not_found_error" | "rate_limit_error" | "service_unavailable_error" | "upstream_error" | "server_error";
 
 export interface ErrorBody {
   /** `param`: the request field at fault (OpenAI's), on invalid-request errors; null when none is. */
@@ -53,7 +50,11 @@ const FIELD_PREFIX = /^([A-Za-z_][\w-]*(?:\[\d+\]|\.[\w-]+)*):/;
 
 /** 400: malformed JSON, a missing or invalid field, an unknown model. `message` names the field. */
 export class InvalidRequestError extends ApiError {
-  constructor(code: string, message: string, readonly field?: string) {
+  constructor(
+    code: string,
+    message: string,
+    readonly field?: string,
+  ) {
     super(400, "invalid_request_error", code, message);
   }
 
@@ -100,7 +101,11 @@ export class PayloadTooLargeError extends ApiError {
 
 /** 429: the account's requests-per-minute limit is spent; `retryAfterSeconds` goes into `Retry-After`. */
 export class RateLimitError extends ApiError {
-  constructor(message: string, readonly retryAfterSeconds: number, code = "rate_limit_exceeded") {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+    code = "rate_limit_exceeded",
+  ) {
     super(429, "rate_limit_error", code, message, { "Retry-After": String(retryAfterSeconds) });
   }
 }
@@ -142,7 +147,10 @@ export class UpstreamError extends ApiError {
 
 /** A configuration value that fails validation; `key` names it as the user wrote it (flag or env). */
 export class ConfigError extends KilnError {
-  constructor(readonly key: string, message: string) {
+  constructor(
+    readonly key: string,
+    message: string,
+  ) {
     super("invalid_config", `${key}: ${message}`);
   }
 }

@@ -5,24 +5,30 @@ import { checkJsonSchema, MAX_ENUM_VALUES, MAX_SCHEMA_NODES, toGrammarSchema } f
 /** Definitions D1..Dk, each `alternatives` arrays that start with the previous one: nested, overlapping alternatives. */
 function ambiguous(depth: number, alternatives: number) {
   const $defs: Record<string, unknown> = { D0: { type: "string" } };
-  for (let k = 1; k <= depth; k++) $defs[`D${k}`] = { oneOf: Array.from({ length: alternatives }, (_, i) => ({ type: "array", prefixItems: [{ $ref: `#/$defs/D${k - 1}` }, { const: i }] })) };
+  for (let k = 1; k <= depth; k++)
+    $defs[`D${k}`] = { oneOf: Array.from({ length: alternatives }, (_, i) => ({ type: "array", prefixItems: [{ $ref: `#/$defs/D${k - 1}` }, { const: i }] })) };
   return { $ref: `#/$defs/D${depth}`, $defs };
 }
 
 describe("checkJsonSchema", () => {
   it("passes the subset: OpenAI strict-mode shapes, nullable fields, definitions", () => {
-    expect(checkJsonSchema({
-      $schema: "https://json-schema.org/draft/2020-12/schema", title: "T", type: "object",
-      properties: {
-        a: { type: ["string", "null"], maxLength: 5 },
-        b: { anyOf: [{ $ref: "#/$defs/point" }, { type: "null" }] },
-        c: { type: "string", enum: ["x", "y"] },
-        d: { type: "string", format: "date" },
-        e: { type: "array", items: { type: "integer" }, maxItems: 3 },
-      },
-      required: ["a", "b", "c", "d", "e"], additionalProperties: false,
-      $defs: { point: { type: "object", properties: { x: { type: "number" }, y: { type: "number" } }, additionalProperties: false } },
-    })).toBeUndefined();
+    expect(
+      checkJsonSchema({
+        $schema: "https://json-schema.org/draft/2020-12/schema",
+        title: "T",
+        type: "object",
+        properties: {
+          a: { type: ["string", "null"], maxLength: 5 },
+          b: { anyOf: [{ $ref: "#/$defs/point" }, { type: "null" }] },
+          c: { type: "string", enum: ["x", "y"] },
+          d: { type: "string", format: "date" },
+          e: { type: "array", items: { type: "integer" }, maxItems: 3 },
+        },
+        required: ["a", "b", "c", "d", "e"],
+        additionalProperties: false,
+        $defs: { point: { type: "object", properties: { x: { type: "number" }, y: { type: "number" } }, additionalProperties: false } },
+      }),
+    ).toBeUndefined();
     expect(checkJsonSchema(ambiguous(6, 2))).toBeUndefined(); // 2^6 = 64 alternatives at most: allowed
   });
 
@@ -41,7 +47,15 @@ describe("checkJsonSchema", () => {
     // the hostile review's findings
     [ambiguous(2, 10), "$defs.D2", /100 alternatives open at once; at most 64/],
     [ambiguous(7, 2), "$defs.D7", /128 alternatives/],
-    [{ type: "object", properties: { n: { $ref: "#/$defs/node" } }, $defs: { node: { type: "object", properties: { next: { anyOf: [{ type: "null" }, { $ref: "#/$defs/node" }] } } } } }, "$defs.node.properties.next.anyOf[1].$ref", /recursive/],
+    [
+      {
+        type: "object",
+        properties: { n: { $ref: "#/$defs/node" } },
+        $defs: { node: { type: "object", properties: { next: { anyOf: [{ type: "null" }, { $ref: "#/$defs/node" }] } } } },
+      },
+      "$defs.node.properties.next.anyOf[1].$ref",
+      /recursive/,
+    ],
     [{ enum: Array.from({ length: MAX_ENUM_VALUES + 1 }, (_, i) => `v${i}`) }, "enum", /at most 500 enum values/],
     [{ type: "object", properties: Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`p${i}`, { type: "string", description: "x".repeat(100) }])) }, "", /bytes of JSON/],
     [{}, "", /empty schema/],
@@ -69,13 +83,15 @@ describe("checkJsonSchema", () => {
 
 describe("toGrammarSchema", () => {
   it("reads anyOf as oneOf and drops annotations, but never a property that happens to be named like one", () => {
-    expect(toGrammarSchema({ title: "T", type: "object", properties: { title: { type: "string", default: "x" }, v: { anyOf: [{ type: "null" }, { type: "integer" }] } } }))
-      .toEqual({ type: "object", properties: { title: { type: "string" }, v: { oneOf: [{ type: "null" }, { type: "integer" }] } } });
+    expect(toGrammarSchema({ title: "T", type: "object", properties: { title: { type: "string", default: "x" }, v: { anyOf: [{ type: "null" }, { type: "integer" }] } } })).toEqual(
+      { type: "object", properties: { title: { type: "string" }, v: { oneOf: [{ type: "null" }, { type: "integer" }] } } },
+    );
   });
 
   it("turns a list of types into one alternative per type, each with its own keywords (node-llama-cpp would keep only null)", () => {
-    expect(toGrammarSchema({ type: ["object", "null"], properties: { a: { type: "string" } }, additionalProperties: false }))
-      .toEqual({ oneOf: [{ type: "object", properties: { a: { type: "string" } }, additionalProperties: false }, { type: "null" }] });
+    expect(toGrammarSchema({ type: ["object", "null"], properties: { a: { type: "string" } }, additionalProperties: false })).toEqual({
+      oneOf: [{ type: "object", properties: { a: { type: "string" } }, additionalProperties: false }, { type: "null" }],
+    });
     expect(toGrammarSchema({ type: ["string", "null"], maxLength: 2 })).toEqual({ oneOf: [{ type: "string", maxLength: 2 }, { type: "null" }] });
     expect(toGrammarSchema({ type: ["string", "null"], enum: ["a", null] })).toEqual({ enum: ["a", null] });
   });

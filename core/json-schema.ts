@@ -21,10 +21,32 @@
 
 /** Keywords a schema node may have. */
 const KEYWORDS: ReadonlySet<string> = new Set([
-  "type", "description", "title", "default", "examples", "$schema", "$id", "$comment",
-  "properties", "required", "additionalProperties", "minProperties", "maxProperties",
-  "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "format",
-  "enum", "const", "oneOf", "anyOf", "$ref", "$defs",
+  "type",
+  "description",
+  "title",
+  "default",
+  "examples",
+  "$schema",
+  "$id",
+  "$comment",
+  "properties",
+  "required",
+  "additionalProperties",
+  "minProperties",
+  "maxProperties",
+  "items",
+  "prefixItems",
+  "minItems",
+  "maxItems",
+  "minLength",
+  "maxLength",
+  "format",
+  "enum",
+  "const",
+  "oneOf",
+  "anyOf",
+  "$ref",
+  "$defs",
 ]);
 /** Keywords that only annotate a schema: node-llama-cpp's grammar builder is not given them. */
 const ANNOTATIONS: ReadonlySet<string> = new Set(["description", "title", "default", "examples", "$schema", "$id", "$comment"]);
@@ -52,10 +74,16 @@ export const MAX_PARSE_STATES = 64;
 export type JsonSchema = Record<string, unknown>;
 
 /** A refusal: the keyword's path from the schema's root (`properties.name.pattern`; "" for the root itself) and why. */
-export interface SchemaProblem { path: string; message: string }
+export interface SchemaProblem {
+  path: string;
+  message: string;
+}
 
 class Refused extends Error {
-  constructor(readonly path: string, message: string) {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -99,8 +127,10 @@ export function checkJsonSchema(schema: unknown): SchemaProblem | undefined {
       if (!isObject(node)) throw new Refused(path, "expected a schema object");
       if (++nodes > MAX_SCHEMA_NODES) throw new Refused(path, `a schema may hold at most ${MAX_SCHEMA_NODES} nodes`);
       const keys = Object.keys(node);
-      for (const key of keys) if (!KEYWORDS.has(key)) throw new Refused(at(key), "this keyword is not supported by structured output (the grammar could not hold the output to it)");
-      if (!DEFINING.some((k) => k in node)) throw new Refused(path, `a schema must say what it allows (one of ${DEFINING.join(", ")}); an empty schema (any value) is not supported`);
+      for (const key of keys)
+        if (!KEYWORDS.has(key)) throw new Refused(at(key), "this keyword is not supported by structured output (the grammar could not hold the output to it)");
+      if (!DEFINING.some((k) => k in node))
+        throw new Refused(path, `a schema must say what it allows (one of ${DEFINING.join(", ")}); an empty schema (any value) is not supported`);
       const exclusive = EXCLUSIVE.filter((k) => k in node);
       if (exclusive.length > 1) throw new Refused(at(exclusive[1]!), `give one of ${EXCLUSIVE.join(", ")}, not several`);
       if (exclusive.length === 1) {
@@ -114,7 +144,8 @@ export function checkJsonSchema(schema: unknown): SchemaProblem | undefined {
       }
       for (const key of COUNTS) {
         const value = node[key];
-        if (value !== undefined && (!Number.isInteger(value) || (value as number) < 0 || (value as number) > MAX_SCHEMA_COUNT)) throw new Refused(at(key), `expected an integer from 0 to ${MAX_SCHEMA_COUNT}`);
+        if (value !== undefined && (!Number.isInteger(value) || (value as number) < 0 || (value as number) > MAX_SCHEMA_COUNT))
+          throw new Refused(at(key), `expected an integer from 0 to ${MAX_SCHEMA_COUNT}`);
       }
       if ("format" in node) {
         if (typeof node.format !== "string" || !FORMATS.has(node.format)) throw new Refused(at("format"), `expected one of ${[...FORMATS].join(", ")}`);
@@ -142,7 +173,9 @@ export function checkJsonSchema(schema: unknown): SchemaProblem | undefined {
       }
 
       let states = 1;
-      const nested = (value: unknown, where: string) => { states = Math.max(states, visit(value, where)); };
+      const nested = (value: unknown, where: string) => {
+        states = Math.max(states, visit(value, where));
+      };
       if ("properties" in node) {
         if (!isObject(node.properties)) throw new Refused(at("properties"), "expected an object of schemas");
         for (const [name, sub] of Object.entries(node.properties)) nested(sub, `${at("properties")}${segment(name)}`);
@@ -151,7 +184,11 @@ export function checkJsonSchema(schema: unknown): SchemaProblem | undefined {
         const names = node.required;
         if (!Array.isArray(names) || names.some((v) => typeof v !== "string")) throw new Refused(at("required"), "expected an array of property names");
         const missing = names.find((n) => !isObject(node.properties) || !Object.hasOwn(node.properties, n as string));
-        if (missing !== undefined) throw new Refused(at("required"), `names ${JSON.stringify(String(missing).slice(0, 64))}, which is not one of the properties (every property is written, as in OpenAI's strict mode)`);
+        if (missing !== undefined)
+          throw new Refused(
+            at("required"),
+            `names ${JSON.stringify(String(missing).slice(0, 64))}, which is not one of the properties (every property is written, as in OpenAI's strict mode)`,
+          );
       }
       if ("additionalProperties" in node && typeof node.additionalProperties !== "boolean") nested(node.additionalProperties, at("additionalProperties"));
       if ("items" in node) nested(node.items, at("items"));
@@ -173,7 +210,8 @@ export function checkJsonSchema(schema: unknown): SchemaProblem | undefined {
         if (inside.has(name)) throw new Refused(at("$ref"), "recursive schemas are not supported (this reference leads back into its own definition)");
         states = measureDef(name, `$defs${segment(name)}`);
       }
-      if (states > MAX_PARSE_STATES) throw new Refused(path, `keeps up to ${states} alternatives open at once; at most ${MAX_PARSE_STATES} are allowed (fewer or less deeply nested oneOf/anyOf/type lists)`);
+      if (states > MAX_PARSE_STATES)
+        throw new Refused(path, `keeps up to ${states} alternatives open at once; at most ${MAX_PARSE_STATES} are allowed (fewer or less deeply nested oneOf/anyOf/type lists)`);
       return states;
     };
 
@@ -215,7 +253,10 @@ export function documentedBytes(schema: unknown): number {
     let own = 16;
     for (const [key, value] of Object.entries(node)) {
       if ((key === "properties" || key === "$defs") && isObject(value)) {
-        for (const [name, sub] of Object.entries(value)) { own += name.length + 4; stack.push([sub, times]); }
+        for (const [name, sub] of Object.entries(value)) {
+          own += name.length + 4;
+          stack.push([sub, times]);
+        }
       } else if (key === "items" || key === "additionalProperties") {
         const repeats = key === "items" && typeof node.minItems === "number" ? Math.min(Math.max(node.minItems, 0), DOCUMENTED_REPEATS) + 1 : 1;
         stack.push([value, times * repeats]);

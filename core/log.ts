@@ -10,9 +10,21 @@ export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 const REDACT = [
-  "authorization", "*.authorization", "headers.authorization",
-  "token", "*.token", "apiKey", "*.apiKey", "secret", "*.secret", "jwtSecret", "*.jwtSecret",
-  "nodeToken", "*.nodeToken", "nodeTokens", "*.nodeTokens",
+  "authorization",
+  "*.authorization",
+  "headers.authorization",
+  "token",
+  "*.token",
+  "apiKey",
+  "*.apiKey",
+  "secret",
+  "*.secret",
+  "jwtSecret",
+  "*.jwtSecret",
+  "nodeToken",
+  "*.nodeToken",
+  "nodeTokens",
+  "*.nodeTokens",
 ];
 
 /** A root logger; `component` becomes the `name` of every line. */

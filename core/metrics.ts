@@ -22,11 +22,17 @@ export function createHttpMetrics(component: "scheduler" | "agent"): HttpMetrics
   registry.setDefaultLabels({ component });
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({
-    name: `kiln_${component}_http_requests_total`, help: "HTTP requests by method, route and status", labelNames: ["method", "route", "status"] as const, registers: [registry],
+    name: `kiln_${component}_http_requests_total`,
+    help: "HTTP requests by method, route and status",
+    labelNames: ["method", "route", "status"] as const,
+    registers: [registry],
   });
   const duration = new Histogram({
-    name: `kiln_${component}_http_request_duration_seconds`, help: "Time to the response headers, by method and route", labelNames: ["method", "route"] as const,
-    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30], registers: [registry],
+    name: `kiln_${component}_http_request_duration_seconds`,
+    help: "Time to the response headers, by method and route",
+    labelNames: ["method", "route"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    registers: [registry],
   });
   return {
     registry,

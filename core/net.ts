@@ -42,7 +42,5 @@ export function isLoopback(host: string): boolean {
  */
 export function withoutPassword(text: string): string {
   if (!/^[a-z][\w+.-]*:\/\//i.test(text)) return text;
-  return text
-    .replace(/^([a-z][\w+.-]*:\/\/[^:/@?#]*:)(.*)@(?=[^@]*$)/i, "$1***@")
-    .replace(/([?&](?:ssl)?password=)[^&#]*/gi, "$1***");
+  return text.replace(/^([a-z][\w+.-]*:\/\/[^:/@?#]*:)(.*)@(?=[^@]*$)/i, "$1***@").replace(/([?&](?:ssl)?password=)[^&#]*/gi, "$1***");
 }

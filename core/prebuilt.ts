@@ -41,7 +41,6 @@ export function prebuiltCpuBinsDir(): string | undefined {
   return prebuiltBinsDir("cpu");
 }
 
-
 /** Kiln's whisper addon (`native/whisper`), as `build-whisper` installs it in each prebuilt folder. */
 export const WHISPER_ADDON_FILE = "kiln-whisper.node";
 /** The stamp `build-whisper` writes beside it. */

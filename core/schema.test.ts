@@ -9,7 +9,13 @@ const Body = z.looseObject({
   kind: z.enum(["a", "b"], { error: "one of a, b" }).nullish(),
   list: z.union([z.string(), z.array(z.string({ error: "a string" }).max(3)).max(2, { error: "at most 2 items" })], { error: "a string or a list" }).nullish(),
   map: z.record(z.string({ error: "a digit" }).regex(/^\d$/), z.number({ error: "a number" })).nullish(),
-  id: z.string().refine((v) => v === "ok", refusal("not_ok", (i) => `${String(i.input)} is not ok`)).nullish(),
+  id: z
+    .string()
+    .refine(
+      (v) => v === "ok",
+      refusal("not_ok", (i) => `${String(i.input)} is not ok`),
+    )
+    .nullish(),
 });
 
 const refused = (body: unknown) => {

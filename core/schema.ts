@@ -19,8 +19,15 @@ import { describeValue, jsonObject, typeName } from "./validate.js";
 
 /** What a schema without its own `error` expects, by zod's name for the type. */
 const EXPECTED: Record<string, string> = {
-  string: "a string", number: "a number", int: "an integer", boolean: "a boolean", array: "an array", object: "an object",
-  record: "an object", literal: "a fixed value", enum: "one of the allowed values",
+  string: "a string",
+  number: "a number",
+  int: "an integer",
+  boolean: "a boolean",
+  array: "an array",
+  object: "an object",
+  record: "an object",
+  literal: "a fixed value",
+  enum: "one of the allowed values",
 };
 
 /** The default phrase of an issue whose schema gave none. */
@@ -79,7 +86,11 @@ export function issueError(issue: z.core.$ZodIssue): InvalidRequestError {
     // a map's key that is not one (logit_bias's "-1"): the map is the field at fault
     const map = issue.path.slice(0, -1);
     const field = fieldPath(map);
-    return new InvalidRequestError(`invalid_${lastField(map)}`, `${field}: expected keys that are ${issue.issues[0]?.message ?? "valid"}, got ${describeValue(issue.path.at(-1))}`, field);
+    return new InvalidRequestError(
+      `invalid_${lastField(map)}`,
+      `${field}: expected keys that are ${issue.issues[0]?.message ?? "valid"}, got ${describeValue(issue.path.at(-1))}`,
+      field,
+    );
   }
   if (issue.code === "invalid_union") {
     // The alternative the value's type matched failed deeper in (or refused it): that failure is the one to report.

@@ -21,10 +21,42 @@ export const WIRE = {
 } as const;
 
 /** Chat engine codes that are the client's fault: a 400 naming the field, when no text was sent yet. */
-export const CHAT_CLIENT_FAULTS: ReadonlySet<string> = new Set(["context_length_exceeded", "invalid_logit_bias", "invalid_response_format", "invalid_dimensions", "invalid_n", "invalid_input", "invalid_tools"]);
+export const CHAT_CLIENT_FAULTS: ReadonlySet<string> = new Set([
+  "context_length_exceeded",
+  "invalid_logit_bias",
+  "invalid_response_format",
+  "invalid_dimensions",
+  "invalid_n",
+  "invalid_input",
+  "invalid_tools",
+]);
 
 /** Transcription codes that are the client's fault (its file or its form): a 400. */
-export const AUDIO_CLIENT_FAULTS: ReadonlySet<string> = new Set(["invalid_audio", "invalid_model", "invalid_language", "conflicting_language", "translate_disabled", "invalid_boolean", "invalid_integer", "invalid_speakers", "invalid_prompt", "invalid_temperature", "invalid_temperature_increment", "invalid_entropy_threshold", "invalid_logprob_threshold", "invalid_no_speech_threshold", "invalid_vad_threshold", "invalid_min_silence_ms"]);
+export const AUDIO_CLIENT_FAULTS: ReadonlySet<string> = new Set([
+  "invalid_audio",
+  "invalid_model",
+  "invalid_language",
+  "conflicting_language",
+  "translate_disabled",
+  "invalid_boolean",
+  "invalid_integer",
+  "invalid_speakers",
+  "invalid_prompt",
+  "invalid_temperature",
+  "invalid_temperature_increment",
+  "invalid_entropy_threshold",
+  "invalid_logprob_threshold",
+  "invalid_no_speech_threshold",
+  "invalid_vad_threshold",
+  "invalid_min_silence_ms",
+]);
 
 /** Transcription refusals before any of it ran, which another node may take: the agent marks them retryable. */
-export const AUDIO_RETRYABLE: ReadonlySet<string> = new Set(["queue_full", WIRE.draining, "model_not_installed", "diarization_unavailable", "translation_unavailable", "file_too_large"]);
+export const AUDIO_RETRYABLE: ReadonlySet<string> = new Set([
+  "queue_full",
+  WIRE.draining,
+  "model_not_installed",
+  "diarization_unavailable",
+  "translation_unavailable",
+  "file_too_large",
+]);

@@ -15,10 +15,20 @@ const ALIGNMENT = 32;
 
 /** GGUF metadata value types. */
 export const enum GgufType {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
-  BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 }
-
 
 export type MetadataValue =
   | { type: GgufType.UINT32 | GgufType.INT32 | GgufType.FLOAT32 | GgufType.BOOL; value: number | boolean }
@@ -29,24 +39,62 @@ export type MetadataValue =
 class ByteSink {
   private chunks: Buffer[] = [];
   length = 0;
-  push(buf: Buffer): void { this.chunks.push(buf); this.length += buf.length; }
-  u32(v: number): void { const b = Buffer.alloc(4); b.writeUInt32LE(v); this.push(b); }
-  i32(v: number): void { const b = Buffer.alloc(4); b.writeInt32LE(v); this.push(b); }
-  u64(v: number): void { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); this.push(b); }
-  f32(v: number): void { const b = Buffer.alloc(4); b.writeFloatLE(v); this.push(b); }
-  str(s: string): void { const b = Buffer.from(s, "utf8"); this.u64(b.length); this.push(b); }
-  pad(to: number): void { const r = this.length % to; if (r !== 0) this.push(Buffer.alloc(to - r)); }
-  toBuffer(): Buffer { return Buffer.concat(this.chunks); }
+  push(buf: Buffer): void {
+    this.chunks.push(buf);
+    this.length += buf.length;
+  }
+  u32(v: number): void {
+    const b = Buffer.alloc(4);
+    b.writeUInt32LE(v);
+    this.push(b);
+  }
+  i32(v: number): void {
+    const b = Buffer.alloc(4);
+    b.writeInt32LE(v);
+    this.push(b);
+  }
+  u64(v: number): void {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64LE(BigInt(v));
+    this.push(b);
+  }
+  f32(v: number): void {
+    const b = Buffer.alloc(4);
+    b.writeFloatLE(v);
+    this.push(b);
+  }
+  str(s: string): void {
+    const b = Buffer.from(s, "utf8");
+    this.u64(b.length);
+    this.push(b);
+  }
+  pad(to: number): void {
+    const r = this.length % to;
+    if (r !== 0) this.push(Buffer.alloc(to - r));
+  }
+  toBuffer(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
 }
 
 function writeValue(sink: ByteSink, v: MetadataValue): void {
   sink.u32(v.type);
   switch (v.type) {
-    case GgufType.STRING: sink.str(v.value); return;
-    case GgufType.UINT32: sink.u32(Number(v.value)); return;
-    case GgufType.INT32: sink.i32(Number(v.value)); return;
-    case GgufType.FLOAT32: sink.f32(Number(v.value)); return;
-    case GgufType.BOOL: sink.push(Buffer.from([v.value ? 1 : 0])); return;
+    case GgufType.STRING:
+      sink.str(v.value);
+      return;
+    case GgufType.UINT32:
+      sink.u32(Number(v.value));
+      return;
+    case GgufType.INT32:
+      sink.i32(Number(v.value));
+      return;
+    case GgufType.FLOAT32:
+      sink.f32(Number(v.value));
+      return;
+    case GgufType.BOOL:
+      sink.push(Buffer.from([v.value ? 1 : 0]));
+      return;
     case GgufType.ARRAY: {
       sink.u32(v.itemType);
       sink.u64(v.value.length);

@@ -10,7 +10,10 @@ import { writeWithVocabulary } from "./index.js";
 describe("tiny GGUF fabrication", () => {
   it("is byte-identical for the same options and differs with the seed", async () => {
     const dir = tempDir();
-    const hash = (f: string) => createHash("sha256").update(readFileSync(join(dir, f))).digest("hex");
+    const hash = (f: string) =>
+      createHash("sha256")
+        .update(readFileSync(join(dir, f)))
+        .digest("hex");
     await writeTinyLlama(join(dir, "a.gguf"), { seed: 7 });
     await writeTinyLlama(join(dir, "b.gguf"), { seed: 7 });
     await writeTinyLlama(join(dir, "c.gguf"), { seed: 8 });
@@ -32,7 +35,10 @@ describe("tiny GGUF fabrication", () => {
       expect(model.fileInfo.metadata.llama?.attention.head_count_kv).toBe(2);
       const sequence = (await model.createContext({ contextSize: 128 })).getSequence();
       const out: number[] = [];
-      for await (const t of sequence.evaluate(model.tokenize("Once upon a time"), { temperature: 0 })) { out.push(t); if (out.length === 4) break; }
+      for await (const t of sequence.evaluate(model.tokenize("Once upon a time"), { temperature: 0 })) {
+        out.push(t);
+        if (out.length === 4) break;
+      }
       expect(out).toHaveLength(4);
     } finally {
       await llama.dispose();

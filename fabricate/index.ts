@@ -46,7 +46,11 @@ export function defaultModelDir(root = process.cwd()): string {
   return resolve(root, ".kiln", "test-models");
 }
 
-const exists = (path: string) => stat(path).then(() => true, () => false);
+const exists = (path: string) =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
 
 /** Writes a model unless it exists already; returns its path. */
 export async function ensureTestModel(kind: keyof typeof TEST_MODELS, dir = defaultModelDir()): Promise<string> {
@@ -61,8 +65,11 @@ export async function ensureTestModel(kind: keyof typeof TEST_MODELS, dir = defa
 
 /** The fabricated speech models: a whisper directory holding `ggml-base.bin`, and a VAD model. */
 export const TEST_SPEECH = {
-  whisperDir: "whisper", whisperFile: "ggml-base.bin", vad: "energy-vad.onnx",
-  segmentation: "random-segmentation.onnx", embedding: "random-embedding.onnx",
+  whisperDir: "whisper",
+  whisperFile: "ggml-base.bin",
+  vad: "energy-vad.onnx",
+  segmentation: "random-segmentation.onnx",
+  embedding: "random-embedding.onnx",
 } as const;
 
 /** Writes the speech test models unless they exist; returns the whisper directory and the VAD file. */

@@ -5,7 +5,6 @@
  */
 import { onnxModelType } from "../core/onnx.js";
 
-
 /** ONNX element types used here. */
 export const OnnxType = { FLOAT: 1, INT64: 7 } as const;
 const ATTRIBUTE_TYPE = { FLOAT: 1, INT: 2, STRING: 3, FLOATS: 6, INTS: 7 } as const;

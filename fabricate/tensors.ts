@@ -33,7 +33,10 @@ function toHalf(value: number): number {
   const sign = (x >>> 16) & 0x8000;
   let exp = ((x >>> 23) & 0xff) - 127 + 15;
   let mant = (x & 0x7fffff) + 0x1000; // round to nearest
-  if (mant & 0x800000) { mant = 0; exp += 1; } // the rounding carried into the exponent
+  if (mant & 0x800000) {
+    mant = 0;
+    exp += 1;
+  } // the rounding carried into the exponent
   if (exp <= 0) return sign;
   if (exp >= 31) return sign | 0x7c00;
   return sign | (exp << 10) | (mant >>> 13);
@@ -69,9 +72,11 @@ export function normalSource(seed: number): () => number {
 }
 
 /** Fills with seeded normals times `scale`. */
-export const randomFill = (normal: () => number, scale: number) => (out: Float32Array): void => {
-  for (let i = 0; i < out.length; i++) out[i] = normal() * scale;
-};
+export const randomFill =
+  (normal: () => number, scale: number) =>
+  (out: Float32Array): void => {
+    for (let i = 0; i < out.length; i++) out[i] = normal() * scale;
+  };
 
 /**
  * Writes a file atomically: `produce` streams buffers into `path.partial`, which is renamed to

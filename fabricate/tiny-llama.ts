@@ -37,7 +37,10 @@ export const CHATML_TEMPLATE =
   "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 /** Token types of llama.cpp's vocabulary. */
-const TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_BYTE = 6;
+const TOKEN_NORMAL = 1,
+  TOKEN_UNKNOWN = 2,
+  TOKEN_CONTROL = 3,
+  TOKEN_BYTE = 6;
 
 /**
  * The vocabulary: <unk>, <s>, </s>, the 256 byte tokens, "▁" (SentencePiece's escaped space, so that
@@ -147,7 +150,9 @@ export async function writeTinyLlama(path: string, options: TinyLlamaOptions = {
     ...vocabulary.metadata,
   };
 
-  const random = (scale: number) => (out: Float32Array) => { for (let i = 0; i < out.length; i++) out[i] = normal() * scale; };
+  const random = (scale: number) => (out: Float32Array) => {
+    for (let i = 0; i < out.length; i++) out[i] = normal() * scale;
+  };
   const ones = (out: Float32Array) => out.fill(1);
   const w = (name: string, dims: number[], fill: (out: Float32Array) => void, t: TensorType = type): TensorSpec => ({ name, dims, type: t, fill });
   const std = 1 / Math.sqrt(embedding);

@@ -33,7 +33,11 @@ let cached: ProtoGrpcType | undefined;
 export function fleetProto(): ProtoGrpcType {
   cached ??= grpc.loadPackageDefinition(
     protoLoader.loadSync(join(protoRoot(), "kiln", "v1", "fleet.proto"), {
-      keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true,
+      keepCase: true,
+      longs: Number,
+      enums: String,
+      defaults: true,
+      oneofs: true,
     }),
   ) as unknown as ProtoGrpcType;
   return cached;

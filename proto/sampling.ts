@@ -7,12 +7,20 @@ import type { CompletionRequest, CompletionRequest__Output } from "./gen/kiln/v1
 
 /** Each Sampling field and its proto field. */
 const FIELDS = [
-  ["topP", "top_p"], ["topK", "top_k"], ["minP", "min_p"], ["seed", "seed"], ["presencePenalty", "presence_penalty"],
-  ["frequencyPenalty", "frequency_penalty"], ["repeatPenalty", "repeat_penalty"], ["logitBias", "logit_bias"], ["stop", "stop"],
+  ["topP", "top_p"],
+  ["topK", "top_k"],
+  ["minP", "min_p"],
+  ["seed", "seed"],
+  ["presencePenalty", "presence_penalty"],
+  ["frequencyPenalty", "frequency_penalty"],
+  ["repeatPenalty", "repeat_penalty"],
+  ["logitBias", "logit_bias"],
+  ["stop", "stop"],
 ] as const satisfies readonly (readonly [keyof Sampling, keyof CompletionRequest])[];
 
 /** An absent, empty list or empty map field is the engine's default. */
-const isSet = (v: unknown): boolean => v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0) && !(typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0);
+const isSet = (v: unknown): boolean =>
+  v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0) && !(typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0);
 
 /** The proto fields of `sampling` (the scheduler's side). */
 export function samplingToProto(sampling: Sampling = {}): Partial<CompletionRequest> {

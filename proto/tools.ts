@@ -9,7 +9,8 @@ import type { CompletionRequest, CompletionRequest__Output } from "./gen/kiln/v1
 /** The proto messages of a conversation (the scheduler's side). */
 export function messagesToProto(messages: readonly ChatMessage[]): WireMessage[] {
   return messages.map((m) => ({
-    role: m.role, content: m.content,
+    role: m.role,
+    content: m.content,
     ...(m.toolCalls?.length ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })) } : {}),
     ...(m.toolCallId !== undefined ? { tool_call_id: m.toolCallId } : {}),
   }));

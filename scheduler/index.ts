@@ -35,7 +35,10 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   // The certificate files first: a bad one fails the start before anything is opened.
   const grpcCredentials = schedulerServerCredentials(config, logger);
   const db = await openStore(config.db, { poolSize: config.dbPool, logger });
-  const keys = await KeyService.open(db, config.jwtSecret).catch(async (err: unknown) => { await db.close(); throw err; });
+  const keys = await KeyService.open(db, config.jwtSecret).catch(async (err: unknown) => {
+    await db.close();
+    throw err;
+  });
   const usage = new UsageLedger(db, { logger });
   const fleet = new Fleet({ queueSize: config.queueSize, queueTimeoutMs: config.queueTimeout * 1000, heartbeatMs: config.heartbeatMs, logger });
   const grpcServer = createFleetServer({ fleet, nodeTokens: config.nodeTokens, logger });
@@ -51,8 +54,15 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     const swept = await Spool.sweep(resolve(config.spoolDir));
     if (swept > 0) logger.info({ spoolDir: config.spoolDir, files: swept }, "removed uploads a previous run left");
     const mcp = new McpService({
-      store: new McpStore(db), secrets: new AccountSecrets(db, loadSecretsKey(config.secretsKey, config.db)), egress: new EgressPolicy({ allow: config.mcpAllowCidr, resolveTimeoutMs: Math.max(500, config.mcpTimeout * 1000 - 500) }),
-      stdioServers: config.mcpStdioServers, ...(config.mcpFsBase ? { fsBase: config.mcpFsBase } : {}), timeoutMs: config.mcpTimeout * 1000, concurrency: config.mcpConcurrency, totalConcurrency: config.mcpTotalConcurrency, logger,
+      store: new McpStore(db),
+      secrets: new AccountSecrets(db, loadSecretsKey(config.secretsKey, config.db)),
+      egress: new EgressPolicy({ allow: config.mcpAllowCidr, resolveTimeoutMs: Math.max(500, config.mcpTimeout * 1000 - 500) }),
+      stdioServers: config.mcpStdioServers,
+      ...(config.mcpFsBase ? { fsBase: config.mcpFsBase } : {}),
+      timeoutMs: config.mcpTimeout * 1000,
+      concurrency: config.mcpConcurrency,
+      totalConcurrency: config.mcpTotalConcurrency,
+      logger,
     });
     const ready = () => {
       const checks: Record<string, boolean> = { store: db.open };
@@ -68,9 +78,25 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     }
     const tokens = new TokenQuota({ perMinute: config.tokensPerMinute, perDay: config.tokensPerDay, counter: redis ?? new MemoryTokenCounter({ usedOn }) });
     usage.onRecord((row) => tokens.add(row.account, row.promptTokens + row.completionTokens));
-    const app = createHttpApp({ keys, limiter: redis ?? new RateLimiter(), inflight: redis ?? new InflightLimiter(), maxInflight: config.maxInflight, fleet, usage, tokens, logger, maxBodyBytes: config.maxBody,
-      audio: { spoolDir: resolve(config.spoolDir), maxFileBytes: config.maxAudioUpload, maxUploads: config.audioUploads, maxUploadsPerAccount: config.audioUploadsPerAccount }, defaultMaxTokens: config.defaultMaxTokens, standardRpm: config.standardRpm, metrics, ready, corsOrigins: config.corsOrigin,
-      mcp, ...(config.adminToken ? { adminToken: config.adminToken } : {}) });
+    const app = createHttpApp({
+      keys,
+      limiter: redis ?? new RateLimiter(),
+      inflight: redis ?? new InflightLimiter(),
+      maxInflight: config.maxInflight,
+      fleet,
+      usage,
+      tokens,
+      logger,
+      maxBodyBytes: config.maxBody,
+      audio: { spoolDir: resolve(config.spoolDir), maxFileBytes: config.maxAudioUpload, maxUploads: config.audioUploads, maxUploadsPerAccount: config.audioUploadsPerAccount },
+      defaultMaxTokens: config.defaultMaxTokens,
+      standardRpm: config.standardRpm,
+      metrics,
+      ready,
+      corsOrigins: config.corsOrigin,
+      mcp,
+      ...(config.adminToken ? { adminToken: config.adminToken } : {}),
+    });
     http = await listenHttp(app.fetch, config.http, { requestTimeoutMs: uploadTimeoutMs(config.maxAudioUpload) });
     const listener = http;
     const handle: SchedulerHandle = {
@@ -89,7 +115,10 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
         await db.close();
       },
     };
-    logger.info({ http: formatHostPort(handle.http), grpc: formatHostPort(handle.grpc), grpcTls: config.grpcTlsCert ? (config.grpcClientCa ? "mutual" : "server") : "off", db: db.location }, "scheduler listening");
+    logger.info(
+      { http: formatHostPort(handle.http), grpc: formatHostPort(handle.grpc), grpcTls: config.grpcTlsCert ? (config.grpcClientCa ? "mutual" : "server") : "off", db: db.location },
+      "scheduler listening",
+    );
     return handle;
   } catch (err) {
     fleet.close();

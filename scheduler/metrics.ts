@@ -21,14 +21,48 @@ export interface SchedulerMetricsOptions {
 export function createSchedulerMetrics(fleet: Fleet, options: SchedulerMetricsOptions = {}): SchedulerMetrics {
   const http = createHttpMetrics("scheduler");
   const registers = [http.registry];
-  const ttft = new Histogram({ name: "kiln_time_to_first_token_seconds", help: "From dispatch to the first generated text", labelNames: ["model"] as const, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers });
+  const ttft = new Histogram({
+    name: "kiln_time_to_first_token_seconds",
+    help: "From dispatch to the first generated text",
+    labelNames: ["model"] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
   const tokens = new Counter({ name: "kiln_tokens_total", help: "Tokens by model and kind (prompt, completion)", labelNames: ["model", "kind"] as const, registers });
-  const rate = new Histogram({ name: "kiln_generation_tokens_per_second", help: "Completion tokens per second of generation, per request", labelNames: ["model"] as const, buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500], registers });
-  const completions = new Counter({ name: "kiln_completions_total", help: "Finished completions by model and finish reason", labelNames: ["model", "finish_reason"] as const, registers });
-  new Gauge({ name: "kiln_fleet_agents_connected", help: "Agents with an open stream", registers, collect() { this.set(fleet.snapshot().length); } });
-  new Gauge({ name: "kiln_fleet_queue_depth", help: "Requests waiting for a free slot", registers, collect() { this.set(fleet.queued); } });
+  const rate = new Histogram({
+    name: "kiln_generation_tokens_per_second",
+    help: "Completion tokens per second of generation, per request",
+    labelNames: ["model"] as const,
+    buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500],
+    registers,
+  });
+  const completions = new Counter({
+    name: "kiln_completions_total",
+    help: "Finished completions by model and finish reason",
+    labelNames: ["model", "finish_reason"] as const,
+    registers,
+  });
   new Gauge({
-    name: "kiln_fleet_slots", help: "Generation slots (sequences) across the fleet, by state", labelNames: ["state"] as const, registers,
+    name: "kiln_fleet_agents_connected",
+    help: "Agents with an open stream",
+    registers,
+    collect() {
+      this.set(fleet.snapshot().length);
+    },
+  });
+  new Gauge({
+    name: "kiln_fleet_queue_depth",
+    help: "Requests waiting for a free slot",
+    registers,
+    collect() {
+      this.set(fleet.queued);
+    },
+  });
+  new Gauge({
+    name: "kiln_fleet_slots",
+    help: "Generation slots (sequences) across the fleet, by state",
+    labelNames: ["state"] as const,
+    registers,
     collect() {
       const pools = fleet.snapshot().flatMap((a) => a.pools);
       const busy = pools.reduce((n, p) => n + p.inflight, 0);
@@ -36,11 +70,18 @@ export function createSchedulerMetrics(fleet: Fleet, options: SchedulerMetricsOp
       this.set({ state: "free" }, pools.reduce((n, p) => n + p.slots, 0) - busy);
     },
   });
-  const perAccount = options.perAccount ? {
-    requests: new Counter({ name: "kiln_account_requests_total", help: "Answered requests by account and kind (chat, completion, embedding, transcription)", labelNames: ["account", "kind"] as const, registers }),
-    tokens: new Counter({ name: "kiln_account_tokens_total", help: "Tokens by account and kind (prompt, completion)", labelNames: ["account", "kind"] as const, registers }),
-    audio: new Counter({ name: "kiln_account_audio_seconds_total", help: "Seconds of audio transcribed, by account", labelNames: ["account"] as const, registers }),
-  } : undefined;
+  const perAccount = options.perAccount
+    ? {
+        requests: new Counter({
+          name: "kiln_account_requests_total",
+          help: "Answered requests by account and kind (chat, completion, embedding, transcription)",
+          labelNames: ["account", "kind"] as const,
+          registers,
+        }),
+        tokens: new Counter({ name: "kiln_account_tokens_total", help: "Tokens by account and kind (prompt, completion)", labelNames: ["account", "kind"] as const, registers }),
+        audio: new Counter({ name: "kiln_account_audio_seconds_total", help: "Seconds of audio transcribed, by account", labelNames: ["account"] as const, registers }),
+      }
+    : undefined;
   return {
     ...http,
     account(row) {

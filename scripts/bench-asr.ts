@@ -83,7 +83,15 @@ async function main(): Promise<void> {
   const dir = scratchWhisperDir(model);
   /** Kiln's pipeline with whisper on `compute`: a warm-up run, then `rounds` timed ones. */
   const agent = async (compute: WhisperCompute, rounds: number) => {
-    const whisper = new WhisperPool({ dir, compute, memoryBudgetMb: 64 * 1024, parallel, threads: Math.max(1, Math.floor(threads / parallel)), temperatureFallback: false, logger });
+    const whisper = new WhisperPool({
+      dir,
+      compute,
+      memoryBudgetMb: 64 * 1024,
+      parallel,
+      threads: Math.max(1, Math.floor(threads / parallel)),
+      temperatureFallback: false,
+      logger,
+    });
     const backend = await whisper.backend();
     if (compute !== "cpu" && !backend.gpu) throw new Error(`whisper found no GPU through node-llama-cpp's ${compute} binaries`);
     const transcriber = new Transcriber({ whisper, vad: { model: vad }, maxAudioSeconds: 4 * 3600, logger });
@@ -107,12 +115,17 @@ async function main(): Promise<void> {
   const where = gpu ? `CUDA (${onCompute.devices.join(", ")})` : "CPU";
   console.log(`\naudio ${audio} (${duration.toFixed(1)} s), model ${model}, ${threads} threads, agent parallel ${parallel}, ${rounds} rounds (median), on ${where}`);
   console.log(`whisper-cli:          ${c.toFixed(2)} s  RTF ${(c / duration).toFixed(3)}`);
-  console.log(`kiln pipeline:        ${onCompute.seconds.toFixed(2)} s  RTF ${(onCompute.seconds / duration).toFixed(3)}  (ffmpeg decode + VAD + whisper; ${onCompute.words} words)`);
+  console.log(
+    `kiln pipeline:        ${onCompute.seconds.toFixed(2)} s  RTF ${(onCompute.seconds / duration).toFixed(3)}  (ffmpeg decode + VAD + whisper; ${onCompute.words} words)`,
+  );
   if (gpu) console.log(`kiln pipeline on CPU: ${onCpu.seconds.toFixed(2)} s  RTF ${(onCpu.seconds / duration).toFixed(3)}  (1 round)`);
   console.log(`speed ratio (whisper-cli time / kiln time): ${(c / onCompute.seconds).toFixed(2)}×  (target ≥ 1.0)`);
   if (gpu) console.log(`kiln CUDA vs kiln CPU: ${(onCpu.seconds / onCompute.seconds).toFixed(2)}×  (target ≥ 5)`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((err: unknown) => { console.error(err); process.exit(1); });
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
 }

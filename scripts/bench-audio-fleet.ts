@@ -28,9 +28,6 @@ const rounds = Number(argValue(process.argv, "--rounds") ?? "5");
 const skipMemory = process.argv.includes("--skip-memory");
 const NODE_TOKEN = "bench-audio-fleet-node-token-0123456789";
 
-
-
-
 /** Starts `kiln …args`; resolves with the child, the first log line matching `ready`, and its log up to there. */
 function start(args: string[], ready: RegExp, env: Record<string, string> = {}): Promise<{ child: ChildProcess; line: string; log: string }> {
   const child = spawn(process.execPath, [resolve("bin/kiln.js"), ...args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, KILN_LOG_LEVEL: "info", ...env } });
@@ -40,7 +37,11 @@ function start(args: string[], ready: RegExp, env: Record<string, string> = {}):
     const onData = (d: string) => {
       buffered += d;
       const line = buffered.split("\n").find((l) => ready.test(l));
-      if (line) { child.stdout!.off("data", onData); child.stdout!.resume(); ok({ child, line, log: buffered }); }
+      if (line) {
+        child.stdout!.off("data", onData);
+        child.stdout!.resume();
+        ok({ child, line, log: buffered });
+      }
     };
     child.stdout!.on("data", onData);
     child.once("exit", (code) => fail(new Error(`kiln ${args[0]} exited (${code})`)));
@@ -51,13 +52,44 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "kiln-bench-audio-"));
   const speech = await ensureTestSpeechModels();
   const db = join(dir, "kiln.db");
-  const keyOut = execFileSync(process.execPath, [resolve("bin/kiln.js"), "keys", "create", "--db", db, "--account", "bench", "--tier", "enterprise", "--rpm", "100000"], { encoding: "utf8" });
+  const keyOut = execFileSync(process.execPath, [resolve("bin/kiln.js"), "keys", "create", "--db", db, "--account", "bench", "--tier", "enterprise", "--rpm", "100000"], {
+    encoding: "utf8",
+  });
   const key = /key:\s+(\S+)/.exec(keyOut)![1]!;
   const maxUpload = `${Math.ceil((size + MB) / MB)}mb`;
-  const scheduler = await start(["scheduler", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--db", db, "--spool-dir", join(dir, "spool"), "--max-audio-upload", maxUpload], /scheduler listening/, { KILN_NODE_TOKENS: NODE_TOKEN });
+  const scheduler = await start(
+    ["scheduler", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--db", db, "--spool-dir", join(dir, "spool"), "--max-audio-upload", maxUpload],
+    /scheduler listening/,
+    { KILN_NODE_TOKENS: NODE_TOKEN },
+  );
   const { http, grpc } = JSON.parse(scheduler.line) as { http: string; grpc: string };
-  const agent = await start(["agent", "--scheduler", grpc, "--node-id", "bench", "--host", "127.0.0.1", "--port", "0", "--data-dir", join(dir, "agent"), "--whisper-dir", speech.whisperDir, "--vad-model", speech.vadModel,
-    "--max-upload", maxUpload, "--gpu", "cpu", "--asr-parallel", "1"], /registered with the scheduler/, { KILN_NODE_TOKEN: NODE_TOKEN });
+  const agent = await start(
+    [
+      "agent",
+      "--scheduler",
+      grpc,
+      "--node-id",
+      "bench",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--data-dir",
+      join(dir, "agent"),
+      "--whisper-dir",
+      speech.whisperDir,
+      "--vad-model",
+      speech.vadModel,
+      "--max-upload",
+      maxUpload,
+      "--gpu",
+      "cpu",
+      "--asr-parallel",
+      "1",
+    ],
+    /registered with the scheduler/,
+    { KILN_NODE_TOKEN: NODE_TOKEN },
+  );
   const listening = agent.log.split("\n").find((l) => /transcription API listening/.test(l)) ?? "";
   const agentPort = Number(/"http":"[^"]*:(\d+)"/.exec(listening)?.[1]);
   const fleetBase = `http://${http}`;
@@ -86,18 +118,28 @@ async function memory(base: string, key: string, schedulerPid: number, agentPid:
     peak.agent = Math.max(peak.agent, rss(agentPid));
   }, 20);
   const boundary = "kiln-bench-boundary";
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const header = wavHeader(size - 44, 48_000, 2);
   const url = new URL(`${base}/v1/audio/transcriptions`);
   const started = performance.now();
   let uploadedAt = 0;
   const answer = await new Promise<{ status: number; body: string }>((ok, fail) => {
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + size + tail.length } });
+    const req = request({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + size + tail.length },
+    });
     req.on("response", (res) => {
       let body = "";
       res.setEncoding("utf8");
-      res.on("data", (d: string) => { body += d; });
+      res.on("data", (d: string) => {
+        body += d;
+      });
       res.on("end", () => ok({ status: res.statusCode ?? 0, body }));
     });
     req.on("error", fail);
@@ -109,17 +151,25 @@ async function memory(base: string, key: string, schedulerPid: number, agentPid:
       while (sent < size) {
         const n = Math.min(chunk.length, size - sent);
         sent += n;
-        if (!req.write(n === chunk.length ? chunk : chunk.subarray(0, n))) { req.once("drain", pump); return; }
+        if (!req.write(n === chunk.length ? chunk : chunk.subarray(0, n))) {
+          req.once("drain", pump);
+          return;
+        }
       }
-      req.end(tail, () => { uploadedAt = performance.now(); });
+      req.end(tail, () => {
+        uploadedAt = performance.now();
+      });
     };
     pump();
   });
   clearInterval(sampler);
   const growth = { scheduler: peak.scheduler - baseline.scheduler, agent: peak.agent - baseline.agent };
   return {
-    bytes: size, status: answer.status, answer: answer.body.slice(0, 200),
-    uploadSeconds: Math.round((uploadedAt - started) / 100) / 10, totalSeconds: Math.round((performance.now() - started) / 100) / 10,
+    bytes: size,
+    status: answer.status,
+    answer: answer.body.slice(0, 200),
+    uploadSeconds: Math.round((uploadedAt - started) / 100) / 10,
+    totalSeconds: Math.round((performance.now() - started) / 100) / 10,
     schedulerRssMb: { baseline: Math.round(baseline.scheduler / MB), peak: Math.round(peak.scheduler / MB), growth: Math.round(growth.scheduler / MB) },
     agentRssMb: { baseline: Math.round(baseline.agent / MB), peak: Math.round(peak.agent / MB), growth: Math.round(growth.agent / MB) },
     targetGrowthMb: 100,
@@ -163,12 +213,29 @@ async function timing(fleetBase: string, agentBase: string, key: string, dir: st
   const fleet: number[] = [];
   const agent: number[] = [];
   for (let i = 0; i < rounds; i++) {
-    if (i % 2 === 0) { fleet.push(await viaFleet()); agent.push(await viaAgent()); }
-    else { agent.push(await viaAgent()); fleet.push(await viaFleet()); }
+    if (i % 2 === 0) {
+      fleet.push(await viaFleet());
+      agent.push(await viaAgent());
+    } else {
+      agent.push(await viaAgent());
+      fleet.push(await viaFleet());
+    }
   }
   const f = median(fleet);
   const a = median(agent);
-  return { file: file === data ? "jfk.mp3" : "30 s of tone bursts (mp3)", rounds, fleetMedianMs: Math.round(f), agentMedianMs: Math.round(a), agentOverFleet: Math.round((a / f) * 1000) / 1000, target: 0.97, fleetMs: fleet.map(Math.round), agentMs: agent.map(Math.round) };
+  return {
+    file: file === data ? "jfk.mp3" : "30 s of tone bursts (mp3)",
+    rounds,
+    fleetMedianMs: Math.round(f),
+    agentMedianMs: Math.round(a),
+    agentOverFleet: Math.round((a / f) * 1000) / 1000,
+    target: 0.97,
+    fleetMs: fleet.map(Math.round),
+    agentMs: agent.map(Math.round),
+  };
 }
 
-main().catch((err: unknown) => { console.error(err); process.exit(1); });
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

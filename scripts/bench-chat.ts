@@ -64,7 +64,18 @@ import { startRelayFloor } from "./lib/relay-floor.js";
 const MODEL_ID = "famB-v3.1";
 const CONTEXT = 2048;
 
-interface Args { model?: string; benchModel: boolean; gpu: boolean; threads: number; tokens: number; rounds: number; reference: boolean; streams: number[]; intervals: number[]; ttftSamples: number }
+interface Args {
+  model?: string;
+  benchModel: boolean;
+  gpu: boolean;
+  threads: number;
+  tokens: number;
+  rounds: number;
+  reference: boolean;
+  streams: number[];
+  intervals: number[];
+  ttftSamples: number;
+}
 
 function parseArgs(argv: string[]): Args {
   const get = (flag: string) => argValue(argv, flag);
@@ -84,13 +95,25 @@ function parseArgs(argv: string[]): Args {
 }
 
 /** c concurrent streams' results: generated tokens, wall time, each stream's TTFT and generation speed (tokens/s after its first). */
-interface Sample { tokens: number; seconds: number; ttftMs: number[]; genRates: number[] }
+interface Sample {
+  tokens: number;
+  seconds: number;
+  ttftMs: number[];
+  genRates: number[];
+}
 /** One streamed completion of prompt `i` (at most `maxTokens`): tokens, ms to the first text, ms from there to the end. */
 type One = (prompt: number, maxTokens: number) => Promise<Stream>;
-interface Stream { tokens: number; ttft: number; rest: number }
+interface Stream {
+  tokens: number;
+  ttft: number;
+  rest: number;
+}
 
 /** A side under measurement: one streamed completion at a time, and how to shut it down. */
-interface Side { one: One; close: () => Promise<void> }
+interface Side {
+  one: One;
+  close: () => Promise<void>;
+}
 
 const prompt = (i: number) => `Story number ${i}: once upon a time`;
 
@@ -102,22 +125,37 @@ const prompt = (i: number) => `Story number ${i}: once upon a time`;
 async function round(one: One, c: number, r: number, maxTokens: number): Promise<Sample> {
   const results: Stream[] = [];
   const t0 = performance.now();
-  for (let k = 0; k < Math.max(1, Math.round(4 / c)); k++) results.push(...await Promise.all(Array.from({ length: c }, (_, s) => one(r * 8 + s + k * 100, maxTokens))));
+  for (let k = 0; k < Math.max(1, Math.round(4 / c)); k++) results.push(...(await Promise.all(Array.from({ length: c }, (_, s) => one(r * 8 + s + k * 100, maxTokens)))));
   const seconds = (performance.now() - t0) / 1000;
   const timed = results.filter((x) => !Number.isNaN(x.ttft));
   return {
-    tokens: results.reduce((n, x) => n + x.tokens, 0), seconds, ttftMs: timed.map((x) => x.ttft),
+    tokens: results.reduce((n, x) => n + x.tokens, 0),
+    seconds,
+    ttftMs: timed.map((x) => x.ttft),
     genRates: timed.filter((x) => x.tokens > 1 && x.rest > 0).map((x) => (x.tokens - 1) / (x.rest / 1000)),
   };
 }
 
 async function startDirect(modelPath: string, a: Args): Promise<Side> {
-  const engine = await LlmEngine.load({ models: [{ id: MODEL_ID, path: modelPath }], sequences: slots(a), contextSize: CONTEXT, threads: a.threads, gpu: a.gpu ? "cuda" : "cpu", logger: createLogger("bench", "silent") });
+  const engine = await LlmEngine.load({
+    models: [{ id: MODEL_ID, path: modelPath }],
+    sequences: slots(a),
+    contextSize: CONTEXT,
+    threads: a.threads,
+    gpu: a.gpu ? "cuda" : "cpu",
+    logger: createLogger("bench", "silent"),
+  });
   return {
     one: async (i, maxTokens) => {
       const start = performance.now();
       let ttft = NaN;
-      const r = await engine.generate(MODEL_ID, [{ role: "user", content: prompt(i) }], { maxTokens, temperature: 0, onText: () => { if (Number.isNaN(ttft)) ttft = performance.now() - start; } });
+      const r = await engine.generate(MODEL_ID, [{ role: "user", content: prompt(i) }], {
+        maxTokens,
+        temperature: 0,
+        onText: () => {
+          if (Number.isNaN(ttft)) ttft = performance.now() - start;
+        },
+      });
       return { tokens: r.completionTokens, ttft, rest: performance.now() - start - ttft };
     },
     close: () => engine.dispose(),
@@ -128,32 +166,45 @@ async function startDirect(modelPath: string, a: Args): Promise<Side> {
 function sseClient(base: string, key: string, model: string): One {
   const url = new URL(`${base}/chat/completions`);
   const agent = new Agent({ keepAlive: true });
-  const attempt = (i: number, maxTokens: number, retry: boolean): Promise<Stream> => new Promise<Stream>((resolve, reject) => {
-    const body = JSON.stringify({ model, messages: [{ role: "user", content: prompt(i) }], max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } });
-    const fail = (err: Error) => reject(new Error(`${base}: ${err.message}`, { cause: err }));
-    const start = performance.now();
-    const req = request(url, { method: "POST", agent, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
-      let ttft = NaN, text = "";
-      res.setEncoding("utf8");
-      res.on("data", (piece: string) => {
-        text += piece;
-        if (Number.isNaN(ttft) && /"content":"[^"]/.test(text)) ttft = performance.now() - start;
+  const attempt = (i: number, maxTokens: number, retry: boolean): Promise<Stream> =>
+    new Promise<Stream>((resolve, reject) => {
+      const body = JSON.stringify({
+        model,
+        messages: [{ role: "user", content: prompt(i) }],
+        max_tokens: maxTokens,
+        temperature: 0,
+        stream: true,
+        stream_options: { include_usage: true },
       });
-      res.on("error", fail);
-      res.on("end", () => {
-        if (res.statusCode !== 200) return fail(new Error(`HTTP ${res.statusCode} ${text}`));
-        const usage = /"completion_tokens":(\d+)/.exec(text);
-        resolve({ tokens: usage ? Number(usage[1]) : 0, ttft, rest: performance.now() - start - ttft });
+      const fail = (err: Error) => reject(new Error(`${base}: ${err.message}`, { cause: err }));
+      const start = performance.now();
+      const req = request(
+        url,
+        { method: "POST", agent, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+        (res) => {
+          let ttft = NaN,
+            text = "";
+          res.setEncoding("utf8");
+          res.on("data", (piece: string) => {
+            text += piece;
+            if (Number.isNaN(ttft) && /"content":"[^"]/.test(text)) ttft = performance.now() - start;
+          });
+          res.on("error", fail);
+          res.on("end", () => {
+            if (res.statusCode !== 200) return fail(new Error(`HTTP ${res.statusCode} ${text}`));
+            const usage = /"completion_tokens":(\d+)/.exec(text);
+            resolve({ tokens: usage ? Number(usage[1]) : 0, ttft, rest: performance.now() - start - ttft });
+          });
+        },
+      );
+      req.on("error", (err: NodeJS.ErrnoException) => {
+        // An idle keep-alive socket the server closed just as it was reused (the rounds pause while
+        // llama-bench runs, longer than the servers' 5 s keep-alive): Node's documented case for one retry.
+        if (retry && req.reusedSocket && err.code === "ECONNRESET") attempt(i, maxTokens, false).then(resolve, reject);
+        else fail(err);
       });
+      req.end(body);
     });
-    req.on("error", (err: NodeJS.ErrnoException) => {
-      // An idle keep-alive socket the server closed just as it was reused (the rounds pause while
-      // llama-bench runs, longer than the servers' 5 s keep-alive): Node's documented case for one retry.
-      if (retry && req.reusedSocket && err.code === "ECONNRESET") attempt(i, maxTokens, false).then(resolve, reject);
-      else fail(err);
-    });
-    req.end(body);
-  });
   return (i, maxTokens) => attempt(i, maxTokens, true);
 }
 
@@ -167,16 +218,48 @@ function stop(child: ChildProcess): Promise<void> {
 
 /** `kiln dev` serving the model; `streamInterval` overrides its `--stream-interval` default. */
 async function startFleet(modelPath: string, a: Args, streamInterval?: number): Promise<Side> {
-  const child = spawn(process.execPath, [resolve("bin/kiln.js"), "dev", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--port", "0",
-    "--db", join(mkdtempSync(join(tmpdir(), "kiln-bench-")), "kiln.db"), "--serve", `${MODEL_ID}=${modelPath}`,
-    "--sequences", String(slots(a)), "--context-size", String(CONTEXT), "--threads", String(a.threads), "--gpu", a.gpu ? "cuda" : "cpu", "--log-level", "warn",
-    ...(streamInterval !== undefined ? ["--stream-interval", String(streamInterval)] : [])], { stdio: ["ignore", "pipe", "inherit"] });
-  let base = "", key = "";
+  const child = spawn(
+    process.execPath,
+    [
+      resolve("bin/kiln.js"),
+      "dev",
+      "--http",
+      "127.0.0.1:0",
+      "--grpc",
+      "127.0.0.1:0",
+      "--port",
+      "0",
+      "--db",
+      join(mkdtempSync(join(tmpdir(), "kiln-bench-")), "kiln.db"),
+      "--serve",
+      `${MODEL_ID}=${modelPath}`,
+      "--sequences",
+      String(slots(a)),
+      "--context-size",
+      String(CONTEXT),
+      "--threads",
+      String(a.threads),
+      "--gpu",
+      a.gpu ? "cuda" : "cpu",
+      "--log-level",
+      "warn",
+      ...(streamInterval !== undefined ? ["--stream-interval", String(streamInterval)] : []),
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  let base = "",
+    key = "";
   for await (const line of createInterface({ input: child.stdout! })) {
     if (line.includes("API base:")) base = line.split("API base:")[1]!.trim();
-    if (line.includes("Dev key:")) { key = line.split("Dev key:")[1]!.trim(); break; }
+    if (line.includes("Dev key:")) {
+      key = line.split("Dev key:")[1]!.trim();
+      break;
+    }
   }
-  if (!key) { await stop(child); throw new Error("kiln dev exited before printing its dev key"); }
+  if (!key) {
+    await stop(child);
+    throw new Error("kiln dev exited before printing its dev key");
+  }
   return { one: sseClient(base, key, MODEL_ID), close: () => stop(child) };
 }
 
@@ -186,8 +269,12 @@ async function startFleet(modelPath: string, a: Args, streamInterval?: number): 
  * past the servers' own timeouts, and the next request would find them closed.
  */
 async function llamaBench(bin: string, modelPath: string, threads: number[], tokens: number, gpu: boolean): Promise<Map<number, number>> {
-  const res = await promisify(execFile)(bin, ["-m", modelPath, "-t", threads.join(","), "-p", "0", "-n", String(tokens), "-r", "1", "-o", "json", ...(gpu ? ["-ngl", "99"] : [])], { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 })
-    .catch((err: Error & { stderr?: string }) => { throw new Error(`llama-bench failed: ${err.stderr ?? err.message}`); });
+  const res = await promisify(execFile)(bin, ["-m", modelPath, "-t", threads.join(","), "-p", "0", "-n", String(tokens), "-r", "1", "-o", "json", ...(gpu ? ["-ngl", "99"] : [])], {
+    encoding: "utf8",
+    maxBuffer: 16 * 1024 * 1024,
+  }).catch((err: Error & { stderr?: string }) => {
+    throw new Error(`llama-bench failed: ${err.stderr ?? err.message}`);
+  });
   const rows = JSON.parse(res.stdout) as { n_threads: number; n_gen: number; avg_ts: number }[];
   return new Map(rows.filter((r) => r.n_gen > 0).map((r) => [r.n_threads, r.avg_ts]));
 }
@@ -195,20 +282,50 @@ async function llamaBench(bin: string, modelPath: string, threads: number[], tok
 /** llama-server with as many slots as the fleet (context 2048 each), streamed like the fleet. */
 async function startLlamaServer(bin: string, modelPath: string, a: Args): Promise<Side> {
   const port = await freePort();
-  const child = spawn(bin, ["-m", modelPath, "-np", String(slots(a)), "-c", String(slots(a) * CONTEXT), "-t", String(a.threads), "--host", "127.0.0.1", "--port", String(port), "--no-webui", ...(a.gpu ? ["-ngl", "99"] : [])], { stdio: "ignore" });
+  const child = spawn(
+    bin,
+    [
+      "-m",
+      modelPath,
+      "-np",
+      String(slots(a)),
+      "-c",
+      String(slots(a) * CONTEXT),
+      "-t",
+      String(a.threads),
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--no-webui",
+      ...(a.gpu ? ["-ngl", "99"] : []),
+    ],
+    { stdio: "ignore" },
+  );
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`llama-server exited (${child.exitCode})`);
-    const ok = await fetch(`${base}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${base}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
-    if (i > 600) { await stop(child); throw new Error("llama-server did not become ready in 60 s"); }
+    if (i > 600) {
+      await stop(child);
+      throw new Error("llama-server did not become ready in 60 s");
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return { one: sseClient(`${base}/v1`, "none", "model"), close: () => stop(child) };
 }
 
 const rate = (s: Sample) => s.tokens / s.seconds;
-const add = (x: Sample, y: Sample): Sample => ({ tokens: x.tokens + y.tokens, seconds: x.seconds + y.seconds, ttftMs: [...x.ttftMs, ...y.ttftMs], genRates: [...x.genRates, ...y.genRates] });
+const add = (x: Sample, y: Sample): Sample => ({
+  tokens: x.tokens + y.tokens,
+  seconds: x.seconds + y.seconds,
+  ttftMs: [...x.ttftMs, ...y.ttftMs],
+  genRates: [...x.genRates, ...y.genRates],
+});
 const mean = (xs: number[]) => xs.reduce((n, x) => n + x, 0) / xs.length;
 const spread = (xs: number[]) => `median ${median(xs).toFixed(3)}, rounds ${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`;
 
@@ -236,7 +353,9 @@ async function main(): Promise<void> {
   if (a.gpu && tools?.cudaBackend) provideCudaBackend(tools.cudaBackend);
   const modelPath = a.model ?? (a.gpu ? await realisticModel(tools!.quantize) : await ensureTestModel(a.benchModel ? "bench" : "tiny"));
   const backend = installedCpuBackend();
-  console.log(`model ${modelPath}\n${a.gpu ? "CUDA (-ngl 99 for llama.cpp's tools)" : "CPU"}; threads ${a.threads} (${cpus().length} cores; CPU backend: ${backend ? "Kiln's shared-threadpool build" : "node-llama-cpp's prebuilt"}; addon: ${installedAddon(a.gpu ? "cuda" : "cpu") ? "Kiln's build, sampling in the decode worker" : "node-llama-cpp's prebuilt"}), ${a.tokens} tokens per stream, ${a.rounds} rounds per point, ${slots(a)} sequences, sides interleaved round by round\n`);
+  console.log(
+    `model ${modelPath}\n${a.gpu ? "CUDA (-ngl 99 for llama.cpp's tools)" : "CPU"}; threads ${a.threads} (${cpus().length} cores; CPU backend: ${backend ? "Kiln's shared-threadpool build" : "node-llama-cpp's prebuilt"}; addon: ${installedAddon(a.gpu ? "cuda" : "cpu") ? "Kiln's build, sampling in the decode worker" : "node-llama-cpp's prebuilt"}), ${a.tokens} tokens per stream, ${a.rounds} rounds per point, ${slots(a)} sequences, sides interleaved round by round\n`,
+  );
 
   const sides = new Map<string, Side>();
   let floor: Side | undefined;
@@ -244,7 +363,9 @@ async function main(): Promise<void> {
     sides.set("direct", await startDirect(modelPath, a));
     // What node-llama-cpp really loaded in this process (its memory map), not what the install stamped.
     const loaded = loadedBinaries();
-    console.log(`loaded: addon ${loaded.addon ?? "none"} (${loaded.kilnAddon ? "Kiln's build, sampling in the decode worker" : "node-llama-cpp's own"}; folder ${loaded.folder ?? "?"}), ggml backends ${loaded.backends.join(", ") || "none"}\n`);
+    console.log(
+      `loaded: addon ${loaded.addon ?? "none"} (${loaded.kilnAddon ? "Kiln's build, sampling in the decode worker" : "node-llama-cpp's own"}; folder ${loaded.folder ?? "?"}), ggml backends ${loaded.backends.join(", ") || "none"}\n`,
+    );
     sides.set("fleet", await startFleet(modelPath, a));
     for (const ms of a.intervals) sides.set(`fleet ${ms} ms`, await startFleet(modelPath, a, ms));
     if (tools) sides.set("llama-server", await startLlamaServer(tools.server, modelPath, a));
@@ -263,7 +384,10 @@ async function main(): Promise<void> {
       for (const c of a.streams) {
         for (let k = 0; k < names.length; k++) {
           const name = names[(r + k) % names.length]!;
-          samples.get(name)!.get(c)!.push(await round(sides.get(name)!.one, c, r, a.tokens));
+          samples
+            .get(name)!
+            .get(c)!
+            .push(await round(sides.get(name)!.one, c, r, a.tokens));
         }
       }
       for (let k = 0; k < a.ttftSamples; k++) {
@@ -284,44 +408,63 @@ async function main(): Promise<void> {
     /** Per-round ratios of two sides' tokens/s at c streams. */
     const ratios = (x: string, y: string, c: number) => of(x, c).map((s, r) => rate(s) / rate(of(y, c)[r]!));
     const server = sides.has("llama-server");
-    console.table(a.streams.map((c) => {
-      const d = total("direct", c), f = total("fleet", c), s = server ? total("llama-server", c) : undefined;
-      return {
-        streams: c,
-        "direct tok/s": rate(d).toFixed(1),
-        "fleet tok/s": rate(f).toFixed(1),
-        "fleet ÷ direct": (rate(f) / rate(d)).toFixed(3),
-        ...(s ? { "llama-server tok/s": rate(s).toFixed(1), "fleet ÷ llama-server": (rate(f) / rate(s)).toFixed(3) } : {}),
-        "direct TTFT ms": median(d.ttftMs).toFixed(2),
-        "fleet TTFT ms": median(f.ttftMs).toFixed(2),
-        "added TTFT ms": (median(f.ttftMs) - median(d.ttftMs)).toFixed(2),
-        ...(s ? { "llama-server TTFT ms": median(s.ttftMs).toFixed(2) } : {}),
-      };
-    }));
+    console.table(
+      a.streams.map((c) => {
+        const d = total("direct", c),
+          f = total("fleet", c),
+          s = server ? total("llama-server", c) : undefined;
+        return {
+          streams: c,
+          "direct tok/s": rate(d).toFixed(1),
+          "fleet tok/s": rate(f).toFixed(1),
+          "fleet ÷ direct": (rate(f) / rate(d)).toFixed(3),
+          ...(s ? { "llama-server tok/s": rate(s).toFixed(1), "fleet ÷ llama-server": (rate(f) / rate(s)).toFixed(3) } : {}),
+          "direct TTFT ms": median(d.ttftMs).toFixed(2),
+          "fleet TTFT ms": median(f.ttftMs).toFixed(2),
+          "added TTFT ms": (median(f.ttftMs) - median(d.ttftMs)).toFixed(2),
+          ...(s ? { "llama-server TTFT ms": median(s.ttftMs).toFixed(2) } : {}),
+        };
+      }),
+    );
 
     if (a.streams.includes(1)) {
-      const f1 = total("fleet", 1), d1 = total("direct", 1);
+      const f1 = total("fleet", 1),
+        d1 = total("direct", 1);
       console.log(`\n1 stream: fleet ÷ direct = ${(rate(f1) / rate(d1)).toFixed(3)} (target ≥ 0.98; ${spread(ratios("fleet", "direct", 1))})`);
       if (ttftTriples.length) {
-        const direct = ttftTriples.map((p) => p[0]), fleet = ttftTriples.map((p) => p[1]), relay = ttftTriples.map((p) => p[2]);
+        const direct = ttftTriples.map((p) => p[0]),
+          fleet = ttftTriples.map((p) => p[1]),
+          relay = ttftTriples.map((p) => p[2]);
         const added = median(fleet) - median(direct);
-        console.log(`1 stream: added median TTFT = ${added.toFixed(2)} ms (target < 2 ms; fleet ${median(fleet).toFixed(2)} ms, direct ${median(direct).toFixed(2)} ms over ${ttftTriples.length} short requests each, taking turns; median of the triples' differences ${median(ttftTriples.map((p) => p[1] - p[0])).toFixed(2)} ms)`);
-        console.log(`1 stream: relay floor TTFT = ${median(relay).toFixed(2)} ms (the four trips between processes with no Kiln code, echo agent; p25 ${quantile(relay, 0.25).toFixed(2)}, p75 ${quantile(relay, 0.75).toFixed(2)}); Kiln's own share of the added TTFT = ${(added - median(relay)).toFixed(2)} ms`);
+        console.log(
+          `1 stream: added median TTFT = ${added.toFixed(2)} ms (target < 2 ms; fleet ${median(fleet).toFixed(2)} ms, direct ${median(direct).toFixed(2)} ms over ${ttftTriples.length} short requests each, taking turns; median of the triples' differences ${median(ttftTriples.map((p) => p[1] - p[0])).toFixed(2)} ms)`,
+        );
+        console.log(
+          `1 stream: relay floor TTFT = ${median(relay).toFixed(2)} ms (the four trips between processes with no Kiln code, echo agent; p25 ${quantile(relay, 0.25).toFixed(2)}, p75 ${quantile(relay, 0.75).toFixed(2)}); Kiln's own share of the added TTFT = ${(added - median(relay)).toFixed(2)} ms`,
+        );
       }
       const gen = (name: string) => of(name, 1).map((s) => mean(s.genRates));
-      console.log(`1 stream, generation speed (tokens after the first ÷ time after the first, mean of rounds): direct ${mean(gen("direct")).toFixed(1)}, fleet ${mean(gen("fleet")).toFixed(1)} tok/s${server ? `, llama-server ${mean(gen("llama-server")).toFixed(1)} (fleet ÷ llama-server ${(mean(gen("fleet")) / mean(gen("llama-server"))).toFixed(3)}: both sample and detokenize every token, which llama-bench does not)` : ""}`);
+      console.log(
+        `1 stream, generation speed (tokens after the first ÷ time after the first, mean of rounds): direct ${mean(gen("direct")).toFixed(1)}, fleet ${mean(gen("fleet")).toFixed(1)} tok/s${server ? `, llama-server ${mean(gen("llama-server")).toFixed(1)} (fleet ÷ llama-server ${(mean(gen("fleet")) / mean(gen("llama-server"))).toFixed(3)}: both sample and detokenize every token, which llama-bench does not)` : ""}`,
+      );
       if (benchRounds.length) {
         const threads = [...benchRounds[0]!.keys()];
         const benchMean = (t: number) => mean(benchRounds.map((m) => m.get(t)!));
         const best = threads.reduce((x, y) => (benchMean(y) > benchMean(x) ? y : x));
-        console.log(`llama-bench tg${a.tokens}: ${threads.map((t) => `${t} thread${t > 1 ? "s" : ""} ${benchMean(t).toFixed(1)} tok/s`).join(", ")} (mean of ${benchRounds.length} runs, one per round)`);
+        console.log(
+          `llama-bench tg${a.tokens}: ${threads.map((t) => `${t} thread${t > 1 ? "s" : ""} ${benchMean(t).toFixed(1)} tok/s`).join(", ")} (mean of ${benchRounds.length} runs, one per round)`,
+        );
         const perRound = gen("fleet").map((g, r) => g / benchRounds[r]!.get(best)!);
-        console.log(`1 stream: fleet generation speed ÷ llama-bench (best, ${best} thread${best > 1 ? "s" : ""}) = ${(mean(gen("fleet")) / benchMean(best)).toFixed(3)} (target ≥ 0.9; ${spread(perRound)}); end to end, with the prompt and the trip: ${(rate(f1) / benchMean(best)).toFixed(3)}`);
+        console.log(
+          `1 stream: fleet generation speed ÷ llama-bench (best, ${best} thread${best > 1 ? "s" : ""}) = ${(mean(gen("fleet")) / benchMean(best)).toFixed(3)} (target ≥ 0.9; ${spread(perRound)}); end to end, with the prompt and the trip: ${(rate(f1) / benchMean(best)).toFixed(3)}`,
+        );
       }
     }
     if (server) {
       for (const c of a.streams.filter((n) => n === 8 || (a.gpu && n === 32))) {
-        console.log(`${c} streams: fleet ÷ llama-server -np ${slots(a)} = ${(rate(total("fleet", c)) / rate(total("llama-server", c))).toFixed(3)} (target ≥ ${a.gpu ? "1.2" : "1.0"}; ${spread(ratios("fleet", "llama-server", c))})`);
+        console.log(
+          `${c} streams: fleet ÷ llama-server -np ${slots(a)} = ${(rate(total("fleet", c)) / rate(total("llama-server", c))).toFixed(3)} (target ≥ ${a.gpu ? "1.2" : "1.0"}; ${spread(ratios("fleet", "llama-server", c))})`,
+        );
       }
       if (a.gpu && a.streams.includes(1)) {
         const gen = (name: string) => of(name, 1).map((s) => mean(s.genRates));
@@ -330,12 +473,28 @@ async function main(): Promise<void> {
     }
     if (a.intervals.length) {
       console.log("\nThe fleet at other --stream-interval values (the same rounds):");
-      console.table(a.streams.map((c) => Object.fromEntries([["streams", c], ["fleet tok/s", rate(total("fleet", c)).toFixed(1)],
-        ...a.intervals.flatMap((ms) => [[`${ms} ms tok/s`, rate(total(`fleet ${ms} ms`, c)).toFixed(1)], [`${ms} ms ÷ fleet (median of rounds)`, median(ratios(`fleet ${ms} ms`, "fleet", c)).toFixed(3)]])])));
+      console.table(
+        a.streams.map((c) =>
+          Object.fromEntries([
+            ["streams", c],
+            ["fleet tok/s", rate(total("fleet", c)).toFixed(1)],
+            ...a.intervals.flatMap((ms) => [
+              [`${ms} ms tok/s`, rate(total(`fleet ${ms} ms`, c)).toFixed(1)],
+              [`${ms} ms ÷ fleet (median of rounds)`, median(ratios(`fleet ${ms} ms`, "fleet", c)).toFixed(3)],
+            ]),
+          ]),
+        ),
+      );
     }
   } finally {
     for (const side of [...sides.values(), ...(floor ? [floor] : [])]) await side.close();
   }
 }
 
-main().then(() => process.exit(0), (err: unknown) => { console.error(err); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -34,9 +34,12 @@ const SECRETS_KEY = "5a".repeat(32);
 
 /** Starts `kiln scheduler`; resolves with the child and its HTTP port once it listens. */
 function startScheduler(db: string, redisUrl: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [resolve("bin/kiln.js"), "scheduler", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--db", db, "--redis", redisUrl],
+  const child = spawn(
+    process.execPath,
+    [resolve("bin/kiln.js"), "scheduler", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--db", db, "--redis", redisUrl],
     // logs at info, as deployed; read (and dropped) as they come, so the pipe never fills
-    { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, KILN_LOG_LEVEL: "info", KILN_NODE_TOKENS: NODE_TOKEN, KILN_SECRETS_KEY: SECRETS_KEY } });
+    { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, KILN_LOG_LEVEL: "info", KILN_NODE_TOKENS: NODE_TOKEN, KILN_SECRETS_KEY: SECRETS_KEY } },
+  );
   return new Promise((ok, fail) => {
     child.once("exit", (code) => fail(new Error(`kiln scheduler exited (${code}) before listening`)));
     child.stdout!.setEncoding("utf8");
@@ -53,7 +56,13 @@ function startScheduler(db: string, redisUrl: string): Promise<{ child: ChildPro
   });
 }
 
-interface Run { requests: number; rps: number; p50: number; p99: number; statuses: Record<number, number> }
+interface Run {
+  requests: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  statuses: Record<number, number>;
+}
 
 /** CONCURRENCY clients, each sending one request after another to the next port in turn, for SECONDS. */
 async function load(ports: number[], key: string): Promise<Run> {
@@ -63,16 +72,23 @@ async function load(ports: number[], key: string): Promise<Run> {
   const statuses: Record<number, number> = {};
   const end = performance.now() + seconds * 1000;
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (performance.now() < end) {
-      const port = ports[next++ % ports.length]!;
-      const t = performance.now();
-      const res = await request(`http://127.0.0.1:${port}/v1/chat/completions`, { method: "POST", dispatcher, body, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" } });
-      await res.body.dump();
-      latencies.push(performance.now() - t);
-      statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const port = ports[next++ % ports.length]!;
+        const t = performance.now();
+        const res = await request(`http://127.0.0.1:${port}/v1/chat/completions`, {
+          method: "POST",
+          dispatcher,
+          body,
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        });
+        await res.body.dump();
+        latencies.push(performance.now() - t);
+        statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
+      }
+    }),
+  );
   await dispatcher.close();
   return { requests: latencies.length, rps: Math.round(latencies.length / seconds), p50: round(quantile(latencies, 0.5)), p99: round(quantile(latencies, 0.99)), statuses };
 }
@@ -88,9 +104,11 @@ async function revocationBite(keys: KeyService, port: number): Promise<number> {
     await res.body.dump();
     return res.statusCode;
   };
-  for (let i = 0; i < 20; i++) if (await send() !== 200) throw new Error("the key was refused before its revocation");
+  for (let i = 0; i < 20; i++) if ((await send()) !== 200) throw new Error("the key was refused before its revocation");
   let revokedAt = 0;
-  const revoking = keys.revoke(id).then(() => { revokedAt = performance.now(); });
+  const revoking = keys.revoke(id).then(() => {
+    revokedAt = performance.now();
+  });
   for (;;) {
     const status = await send();
     if (status === 401 && revokedAt) break;
@@ -122,14 +140,21 @@ async function main(): Promise<void> {
     const bites: number[] = [];
     for (let i = 0; i < 5; i++) bites.push(await revocationBite(keys, b.port));
     await store.close();
-    console.log(JSON.stringify({
-      machine: { cores: cpus().length },
-      seconds, concurrency,
-      oneScheduler: one,
-      twoSchedulers: two,
-      twoOverOne: round(two.rps / one.rps),
-      revocationBiteMs: { runs: bites, max: Math.max(...bites) },
-    }, null, 2));
+    console.log(
+      JSON.stringify(
+        {
+          machine: { cores: cpus().length },
+          seconds,
+          concurrency,
+          oneScheduler: one,
+          twoSchedulers: two,
+          twoOverOne: round(two.rps / one.rps),
+          revocationBiteMs: { runs: bites, max: Math.max(...bites) },
+        },
+        null,
+        2,
+      ),
+    );
   } finally {
     for (const c of children) c.kill("SIGKILL");
     redis.stop();

@@ -22,13 +22,31 @@ import { ensureTestSpeechModels } from "../fabricate/index.js";
 const size = parseSize(argValue(process.argv, "--size") ?? "1gb");
 const rateMbps = Number(argValue(process.argv, "--rate-mbps") ?? "0");
 
-
-
-
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), "kiln-bench-upload-"));
   const speech = await ensureTestSpeechModels();
-  const child = spawn(process.execPath, [resolve("bin/kiln.js"), "agent", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--whisper-dir", speech.whisperDir, "--vad-model", speech.vadModel, "--max-upload", `${Math.ceil((size + MB) / MB)}mb`, "--log-level", "info"], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(
+    process.execPath,
+    [
+      resolve("bin/kiln.js"),
+      "agent",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--data-dir",
+      dataDir,
+      "--whisper-dir",
+      speech.whisperDir,
+      "--vad-model",
+      speech.vadModel,
+      "--max-upload",
+      `${Math.ceil((size + MB) / MB)}mb`,
+      "--log-level",
+      "info",
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   const port = await new Promise<number>((ok, fail) => {
     child.stdout!.setEncoding("utf8");
     let buffered = "";
@@ -44,15 +62,26 @@ async function main(): Promise<void> {
   const baseline = rss(child.pid!);
 
   let peak = baseline;
-  const sampler = setInterval(() => { peak = Math.max(peak, rss(child.pid!)); }, 20);
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rss(child.pid!));
+  }, 20);
   const boundary = "kiln-bench-boundary";
   const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="audio"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const header = wavHeader(size - 44);
   const started = performance.now();
   const status = await new Promise<number>((ok, fail) => {
-    const req = request({ host: "127.0.0.1", port, path: "/api/process", method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + size + tail.length } });
-    req.on("response", (res) => { res.resume(); ok(res.statusCode ?? 0); });
+    const req = request({
+      host: "127.0.0.1",
+      port,
+      path: "/api/process",
+      method: "POST",
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + size + tail.length },
+    });
+    req.on("response", (res) => {
+      res.resume();
+      ok(res.statusCode ?? 0);
+    });
     req.on("error", fail);
     const chunk = Buffer.alloc(256 * 1024);
     let sent = 0;
@@ -64,8 +93,14 @@ async function main(): Promise<void> {
         const n = Math.min(chunk.length, size - sent);
         sent += n;
         const more = req.write(n === chunk.length ? chunk : chunk.subarray(0, n));
-        if (rateMbps > 0) { setTimeout(pump, (n / MB / rateMbps) * 1000); return; }
-        if (!more) { req.once("drain", pump); return; }
+        if (rateMbps > 0) {
+          setTimeout(pump, (n / MB / rateMbps) * 1000);
+          return;
+        }
+        if (!more) {
+          req.once("drain", pump);
+          return;
+        }
       }
       req.end(tail);
     };
@@ -78,7 +113,22 @@ async function main(): Promise<void> {
   rmSync(dataDir, { recursive: true, force: true });
 
   const growth = peak - baseline;
-  console.log(JSON.stringify({ bytes: size, status, seconds: Math.round(seconds * 10) / 10, mbPerSecond: Math.round(size / MB / seconds), baselineRssMb: Math.round(baseline / MB), peakRssMb: Math.round(peak / MB), growthMb: Math.round(growth / MB), targetMb: 100, growthOverTarget: Math.round((growth / MB / 100) * 100) / 100 }));
+  console.log(
+    JSON.stringify({
+      bytes: size,
+      status,
+      seconds: Math.round(seconds * 10) / 10,
+      mbPerSecond: Math.round(size / MB / seconds),
+      baselineRssMb: Math.round(baseline / MB),
+      peakRssMb: Math.round(peak / MB),
+      growthMb: Math.round(growth / MB),
+      targetMb: 100,
+      growthOverTarget: Math.round((growth / MB / 100) * 100) / 100,
+    }),
+  );
 }
 
-main().catch((err: unknown) => { console.error(err); process.exit(1); });
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -75,7 +75,6 @@ function source(name: string, patch?: string): string {
   return dir;
 }
 
-
 const COMMON_CMAKE = ["-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF"];
 
 /** Builds the patched CPU backend module; returns its path and stamp. */
@@ -83,10 +82,26 @@ export function buildCpuBackend(): { file: string; stamp: CpuBackendStamp } {
   const features = x86Features();
   const src = source("llama.cpp-kiln", PATCH);
   const build = join(src, "build-cpu");
-  run("cmake", ["-S", src, "-B", build, ...COMMON_CMAKE, "-DLLAMA_BUILD_TOOLS=OFF", "-DLLAMA_BUILD_SERVER=OFF",
-    "-DBUILD_SHARED_LIBS=ON", "-DGGML_BACKEND_DL=ON", "-DGGML_NATIVE=OFF", "-DGGML_OPENMP=OFF",
-    // node-llama-cpp's libggml-base.so has an unversioned soname; link against the same name.
-    "-DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON", ...features.map((f) => `-D${f}=ON`)], { log: LOG });
+  run(
+    "cmake",
+    [
+      "-S",
+      src,
+      "-B",
+      build,
+      ...COMMON_CMAKE,
+      "-DLLAMA_BUILD_TOOLS=OFF",
+      "-DLLAMA_BUILD_SERVER=OFF",
+      "-DBUILD_SHARED_LIBS=ON",
+      "-DGGML_BACKEND_DL=ON",
+      "-DGGML_NATIVE=OFF",
+      "-DGGML_OPENMP=OFF",
+      // node-llama-cpp's libggml-base.so has an unversioned soname; link against the same name.
+      "-DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON",
+      ...features.map((f) => `-D${f}=ON`),
+    ],
+    { log: LOG },
+  );
   run("cmake", ["--build", build, "-j", String(cpus().length), "--target", "ggml-cpu"], { log: LOG });
   return { file: join(build, "bin", "libggml-cpu.so"), stamp: { release: bundledRelease(), patch: sha256File(PATCH), features } };
 }
@@ -130,11 +145,27 @@ function addonSourcesDir(): string {
 export function buildAddon(dir: string, sources: string, buildName = "build-addon"): { file: string; stamp: AddonStamp } {
   const { nodeInclude, napiInclude } = addonHeaders();
   // the libraries the prebuilt addon links: libllama[.cuda|.vulkan].<release>.so, libllama-common.so, libggml[.cuda|.vulkan].<release>.so, libggml-base.so
-  const libraries = readdirSync(dir).filter((f) => /^lib(llama|llama-common|ggml|ggml-base)(\.(cuda|vulkan))?(\.v[\w.-]+)?\.so$/.test(f)).map((f) => join(dir, f));
+  const libraries = readdirSync(dir)
+    .filter((f) => /^lib(llama|llama-common|ggml|ggml-base)(\.(cuda|vulkan))?(\.v[\w.-]+)?\.so$/.test(f))
+    .map((f) => join(dir, f));
   const src = source("llama.cpp-kiln", PATCH); // its headers are the release's own: the patch changes two .c/.cpp files
   const build = join(CACHE_DIR, buildName);
-  run("cmake", ["-S", join(ROOT, "scripts", "llama-addon"), "-B", build, "-DCMAKE_BUILD_TYPE=Release", `-DNLC_ADDON_DIR=${addonSourcesDir()}`,
-    `-DLLAMA_SOURCE=${src}`, `-DNODE_INCLUDE=${nodeInclude}`, `-DNAPI_INCLUDE=${napiInclude}`, `-DLINK_LIBRARIES=${libraries.join(";")}`], { log: LOG });
+  run(
+    "cmake",
+    [
+      "-S",
+      join(ROOT, "scripts", "llama-addon"),
+      "-B",
+      build,
+      "-DCMAKE_BUILD_TYPE=Release",
+      `-DNLC_ADDON_DIR=${addonSourcesDir()}`,
+      `-DLLAMA_SOURCE=${src}`,
+      `-DNODE_INCLUDE=${nodeInclude}`,
+      `-DNAPI_INCLUDE=${napiInclude}`,
+      `-DLINK_LIBRARIES=${libraries.join(";")}`,
+    ],
+    { log: LOG },
+  );
   run("cmake", ["--build", build, "-j", String(cpus().length)], { log: LOG });
   const file = join(build, ADDON_FILE);
   checkLoads(file, dir);
@@ -163,7 +194,8 @@ export function ggmlHeaders(): string {
  */
 export function checkLoads(file: string, dir: string): void {
   const check = spawnSync(process.execPath, ["-e", `process.dlopen({ exports: {} }, ${JSON.stringify(file)})`], {
-    env: { ...process.env, LD_LIBRARY_PATH: dir, LD_BIND_NOW: "1" }, encoding: "utf8",
+    env: { ...process.env, LD_LIBRARY_PATH: dir, LD_BIND_NOW: "1" },
+    encoding: "utf8",
   });
   if (check.status !== 0) throw new Error(`the built addon ${file} does not load: ${check.stderr.trim().split("\n")[0]}`);
 }
@@ -199,12 +231,16 @@ export function buildTools(options: { cuda?: boolean } = {}): LlamaTools {
   const build = join(src, options.cuda ? "build-cuda" : "build");
   const bin = join(build, "bin");
   const tools: LlamaTools = {
-    bench: join(bin, "llama-bench"), server: join(bin, "llama-server"), quantize: join(bin, "llama-quantize"),
+    bench: join(bin, "llama-bench"),
+    server: join(bin, "llama-server"),
+    quantize: join(bin, "llama-quantize"),
     ...(options.cuda ? { cudaBackend: join(bin, "libggml-cuda.so") } : {}),
   };
   if ([tools.bench, tools.server, tools.quantize, tools.cudaBackend].every((f) => f === undefined || existsSync(f))) return tools;
   console.log(`build-llama: building llama-bench, llama-server and llama-quantize${options.cuda ? " with CUDA" : ""} from llama.cpp ${bundledRelease()}…`);
-  const cuda = options.cuda ? ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native", "-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON", "-DGGML_NATIVE=OFF", "-DLLAMA_OPENSSL=OFF"] : [];
+  const cuda = options.cuda
+    ? ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native", "-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON", "-DGGML_NATIVE=OFF", "-DLLAMA_OPENSSL=OFF"]
+    : [];
   run("cmake", ["-S", src, "-B", build, ...COMMON_CMAKE, ...cuda], { log: LOG });
   run("cmake", ["--build", build, "-j", String(cpus().length), "--target", "llama-bench", "llama-server", "llama-quantize", ...(options.cuda ? ["ggml-cuda"] : [])], { log: LOG });
   return tools;

@@ -47,7 +47,9 @@ export function whisperVersion(): string {
 
 /** The libraries an addon in prebuilt folder `dir` links: its libggml[.cuda|.vulkan].<release>.so and libggml-base.so. */
 function ggmlLibraries(dir: string): string[] {
-  return readdirSync(dir).filter((f) => /^libggml(-base|\.(cuda|vulkan))?(\.v[\w.-]+)?\.so$/.test(f)).map((f) => join(dir, f));
+  return readdirSync(dir)
+    .filter((f) => /^libggml(-base|\.(cuda|vulkan))?(\.v[\w.-]+)?\.so$/.test(f))
+    .map((f) => join(dir, f));
 }
 
 /**
@@ -57,9 +59,23 @@ function ggmlLibraries(dir: string): string[] {
 export function buildWhisperAddons(dirs: ReadonlyMap<PrebuiltKind, string>, flags: string): Map<PrebuiltKind, string> {
   const { nodeInclude, napiInclude } = addonHeaders();
   const build = join(CACHE_DIR, "build-whisper");
-  run("cmake", ["-S", WHISPER_SOURCE, "-B", build, "-DCMAKE_BUILD_TYPE=Release", `-DGGML_INCLUDE=${ggmlHeaders()}`,
-    `-DNODE_INCLUDE=${nodeInclude}`, `-DNAPI_INCLUDE=${napiInclude}`, `-DWHISPER_FLAGS=${flags}`,
-    `-DKINDS=${[...dirs.keys()].join(";")}`, ...[...dirs].map(([kind, dir]) => `-DLINK_${kind}=${ggmlLibraries(dir).join(";")}`)], { log: LOG });
+  run(
+    "cmake",
+    [
+      "-S",
+      WHISPER_SOURCE,
+      "-B",
+      build,
+      "-DCMAKE_BUILD_TYPE=Release",
+      `-DGGML_INCLUDE=${ggmlHeaders()}`,
+      `-DNODE_INCLUDE=${nodeInclude}`,
+      `-DNAPI_INCLUDE=${napiInclude}`,
+      `-DWHISPER_FLAGS=${flags}`,
+      `-DKINDS=${[...dirs.keys()].join(";")}`,
+      ...[...dirs].map(([kind, dir]) => `-DLINK_${kind}=${ggmlLibraries(dir).join(";")}`),
+    ],
+    { log: LOG },
+  );
   run("cmake", ["--build", build, "-j", String(cpus().length)], { log: LOG });
   const built = new Map<PrebuiltKind, string>();
   for (const [kind, dir] of dirs) {
@@ -99,8 +115,20 @@ export function buildWhisperCli(options: { cuda?: boolean } = {}): string {
   if (existsSync(bin)) return bin;
   console.log(`build-whisper: building whisper-cli${options.cuda ? " with CUDA" : ""} from whisper.cpp ${whisperVersion()} and ggml of llama.cpp ${bundledRelease()}…`);
   const cuda = options.cuda ? ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native"] : [];
-  run("cmake", ["-S", join(ROOT, "scripts", "whisper-cli"), "-B", build, "-DCMAKE_BUILD_TYPE=Release", `-DWHISPER_SOURCE=${join(WHISPER_SOURCE, "whisper.cpp")}`,
-    `-DGGML_SOURCE=${ggmlSource()}`, ...cuda], { log: LOG });
+  run(
+    "cmake",
+    [
+      "-S",
+      join(ROOT, "scripts", "whisper-cli"),
+      "-B",
+      build,
+      "-DCMAKE_BUILD_TYPE=Release",
+      `-DWHISPER_SOURCE=${join(WHISPER_SOURCE, "whisper.cpp")}`,
+      `-DGGML_SOURCE=${ggmlSource()}`,
+      ...cuda,
+    ],
+    { log: LOG },
+  );
   run("cmake", ["--build", build, "-j", String(cpus().length), "--target", "whisper-cli"], { log: LOG });
   return bin;
 }
@@ -116,9 +144,11 @@ function main(): void {
   const flags = args.includes("--native") ? "-march=native" : portableFlags();
   const started = Date.now();
   const built = buildWhisper(flags, args.includes("--force"));
-  console.log(built.length
-    ? `build-whisper: installed whisper.cpp ${whisperVersion()} for ${built.join(", ")} (flags: ${flags || "-O3"}) in ${Math.round((Date.now() - started) / 1000)} s`
-    : "build-whisper: the whisper addon is already installed for every prebuilt folder");
+  console.log(
+    built.length
+      ? `build-whisper: installed whisper.cpp ${whisperVersion()} for ${built.join(", ")} (flags: ${flags || "-O3"}) in ${Math.round((Date.now() - started) / 1000)} s`
+      : "build-whisper: the whisper addon is already installed for every prebuilt folder",
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

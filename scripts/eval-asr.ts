@@ -41,7 +41,14 @@ async function main(): Promise<void> {
   }
   const logger = createLogger("eval-asr", "warn");
   const parallel = Math.min(4, cpus().length);
-  const whisper = new WhisperPool({ dir: scratchWhisperDir(model), compute: "auto", memoryBudgetMb: 64 * 1024, parallel, threads: Math.max(1, Math.floor(cpus().length / parallel)), logger });
+  const whisper = new WhisperPool({
+    dir: scratchWhisperDir(model),
+    compute: "auto",
+    memoryBudgetMb: 64 * 1024,
+    parallel,
+    threads: Math.max(1, Math.floor(cpus().length / parallel)),
+    logger,
+  });
   const transcriber = new Transcriber({ whisper, vad: { model: vad }, maxAudioSeconds: 4 * 3600, logger });
   const work = mkdtempSync(join(tmpdir(), "kiln-eval-"));
   mkdirSync(work, { recursive: true });
@@ -59,5 +66,8 @@ async function main(): Promise<void> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((err: unknown) => { console.error(err); process.exit(1); });
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
 }

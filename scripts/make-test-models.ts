@@ -5,7 +5,11 @@ import { mkdir, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { defaultModelDir, ensureTestModel, ensureTestSpeechModels, REALISTIC_LLAMA, TEST_MODELS, TEST_SPEECH, writeWithVocabulary } from "../fabricate/index.js";
 
-const exists = (path: string) => stat(path).then(() => true, () => false);
+const exists = (path: string) =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -31,5 +35,8 @@ async function main(): Promise<void> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((err: unknown) => { console.error(err); process.exit(1); });
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
 }

@@ -60,7 +60,11 @@ function prompt(fields: Record<string, string>): string | undefined {
   const hotwords = fields.hotwords?.trim();
   const text = [fields.prompt?.trim(), hotwords].filter(Boolean).join(" ");
   if (!text) return undefined;
-  if (text.length > MAX_PROMPT_CHARS) throw new InvalidRequestError("invalid_prompt", `prompt${hotwords ? ", hotwords" : ""}: at most ${MAX_PROMPT_CHARS} characters together, got ${text.length} (whisper keeps the last 224 tokens)`);
+  if (text.length > MAX_PROMPT_CHARS)
+    throw new InvalidRequestError(
+      "invalid_prompt",
+      `prompt${hotwords ? ", hotwords" : ""}: at most ${MAX_PROMPT_CHARS} characters together, got ${text.length} (whisper keeps the last 224 tokens)`,
+    );
   if (/[\u0000-\u0008\u000b-\u001f]/.test(text)) throw new InvalidRequestError("invalid_prompt", "prompt: control characters are not allowed");
   return text;
 }
@@ -70,14 +74,19 @@ function decodingOf(fields: Record<string, string>): Pick<JobOptions, "decoding"
   const decoding: NonNullable<JobOptions["decoding"]> = {};
   const text = prompt(fields);
   if (text) decoding.prompt = text;
-  const set = <K extends keyof typeof decoding>(key: K, value: (typeof decoding)[K] | undefined) => { if (value !== undefined) decoding[key] = value; };
+  const set = <K extends keyof typeof decoding>(key: K, value: (typeof decoding)[K] | undefined) => {
+    if (value !== undefined) decoding[key] = value;
+  };
   set("temperature", decimal(fields, "temperature", 0, 1));
   // whisper.cpp lists its fallback temperatures as t, t + step, … up to 1 in single precision: a tiny
   // step never gets there (the list grows until memory runs out), and a small one multiplies the
   // decodes (five per temperature above 0). 0 or 0.2 and up: at most six temperatures.
   const step = decimal(fields, "temperature_increment", 0, 1);
   if (step !== undefined && step !== 0 && step < MIN_TEMPERATURE_STEP) {
-    throw new InvalidRequestError("invalid_temperature_increment", `temperature_increment: expected 0 (no fallback) or a number from ${MIN_TEMPERATURE_STEP} to 1, got "${fields.temperature_increment}"`);
+    throw new InvalidRequestError(
+      "invalid_temperature_increment",
+      `temperature_increment: expected 0 (no fallback) or a number from ${MIN_TEMPERATURE_STEP} to 1, got "${fields.temperature_increment}"`,
+    );
   }
   set("temperatureIncrement", step);
   set("entropyThreshold", decimal(fields, "entropy_threshold", 0, 4));

@@ -48,7 +48,11 @@ describe("cues", () => {
 
 describe("render", () => {
   const transcript: Transcript = {
-    text: "one two", language: "en", duration: 3700, task: "transcribe", model: "base",
+    text: "one two",
+    language: "en",
+    duration: 3700,
+    task: "transcribe",
+    model: "base",
     segments: [{ id: 0, start: 3600.25, end: 3601.5, text: "one two", words: [word("one", 3600.25, 3600.8), word("two", 3600.9, 3601.5)] }],
   };
   it("writes SRT, VTT, TXT and JSON", () => {
@@ -60,7 +64,8 @@ describe("render", () => {
 });
 
 describe("formats, exactly", () => {
-  const transcript = (segments: Segment[]): Transcript => ({ text: segments.map((s) => s.text).join(" "), language: "en", duration: 10, task: "transcribe", model: "base", segments } as Transcript);
+  const transcript = (segments: Segment[]): Transcript =>
+    ({ text: segments.map((s) => s.text).join(" "), language: "en", duration: 10, task: "transcribe", model: "base", segments }) as Transcript;
 
   it("writes each format byte for byte, speakers included", () => {
     const t = transcript([
@@ -150,6 +155,9 @@ describe("formats, exactly", () => {
   });
 
   it("spreads a wordless segment's words, ignoring white space at its ends", () => {
-    expect(buildCues([{ id: 0, start: 0, end: 16, text: " a b ", words: [] }])).toEqual([{ start: 0, end: 7, lines: ["a"] }, { start: 8, end: 15, lines: ["b"] }]);
+    expect(buildCues([{ id: 0, start: 0, end: 16, text: " a b ", words: [] }])).toEqual([
+      { start: 0, end: 7, lines: ["a"] },
+      { start: 8, end: 15, lines: ["b"] },
+    ]);
   });
 });

@@ -30,10 +30,14 @@ const MIN_CUE_SECONDS = 0.04;
 
 export function render(transcript: Transcript, format: OutputFormat): string {
   switch (format) {
-    case "txt": return renderTxt(transcript);
-    case "srt": return renderSrt(transcript);
-    case "vtt": return renderVtt(transcript);
-    case "json": return `${JSON.stringify(transcript, null, 2)}\n`;
+    case "txt":
+      return renderTxt(transcript);
+    case "srt":
+      return renderSrt(transcript);
+    case "vtt":
+      return renderVtt(transcript);
+    case "json":
+      return `${JSON.stringify(transcript, null, 2)}\n`;
   }
 }
 
@@ -43,14 +47,16 @@ function renderTxt(t: Transcript): string {
 }
 
 function renderSrt(t: Transcript): string {
-  return buildCues(t.segments).map((c, i) =>
-    `${i + 1}\n${timestamp(c.start, ",")} --> ${timestamp(c.end, ",")}\n${(c.speaker ? [`${c.speaker}: ${c.lines[0]}`, ...c.lines.slice(1)] : c.lines).join("\n")}\n`,
-  ).join("\n");
+  return buildCues(t.segments)
+    .map(
+      (c, i) => `${i + 1}\n${timestamp(c.start, ",")} --> ${timestamp(c.end, ",")}\n${(c.speaker ? [`${c.speaker}: ${c.lines[0]}`, ...c.lines.slice(1)] : c.lines).join("\n")}\n`,
+    )
+    .join("\n");
 }
 
 function renderVtt(t: Transcript): string {
-  const cues = buildCues(t.segments).map((c) =>
-    `${timestamp(c.start, ".")} --> ${timestamp(c.end, ".")}\n${(c.speaker ? [`<v ${c.speaker}>${c.lines[0]}`, ...c.lines.slice(1)] : c.lines).join("\n")}\n`,
+  const cues = buildCues(t.segments).map(
+    (c) => `${timestamp(c.start, ".")} --> ${timestamp(c.end, ".")}\n${(c.speaker ? [`<v ${c.speaker}>${c.lines[0]}`, ...c.lines.slice(1)] : c.lines).join("\n")}\n`,
   );
   return ["WEBVTT\n", ...cues].join("\n");
 }
@@ -76,7 +82,11 @@ export function wrap(text: string, width = CUE_LINE_CHARS): string[] {
   return lines;
 }
 
-interface TimedWord { word: string; start: number; end: number }
+interface TimedWord {
+  word: string;
+  start: number;
+  end: number;
+}
 
 /** The words of a segment, or its text spread evenly over its time when whisper gave no words. */
 function timedWords(s: Segment): TimedWord[] {

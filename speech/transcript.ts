@@ -60,8 +60,13 @@ const text = z.string().max(1_000_000);
 const wordSchema = z.object({ word: text, start: time, end: time, confidence: z.number().finite(), speaker: z.string().max(64).optional() });
 
 export const segmentSchema = z.object({
-  id: z.number().int().min(0), start: time, end: time, text, words: z.array(wordSchema).max(100_000),
-  speaker: z.string().max(64).optional(), original_text: text.optional(),
+  id: z.number().int().min(0),
+  start: time,
+  end: time,
+  text,
+  words: z.array(wordSchema).max(100_000),
+  speaker: z.string().max(64).optional(),
+  original_text: text.optional(),
 });
 
 /** A transcript as an agent sends it over the fleet link (checked before it is rendered for a client). */
@@ -75,5 +80,8 @@ export const transcriptSchema = z.object({
   segments: z.array(segmentSchema).max(1_000_000),
   transcript_with_speakers: z.array(z.object({ speaker: z.string().max(64), start: time, end: time, text, original_text: text.optional() })).optional(),
   translated_to: z.string().max(16).optional(),
-  original_text: z.string().max(64 * 1024 ** 2).optional(),
+  original_text: z
+    .string()
+    .max(64 * 1024 ** 2)
+    .optional(),
 });

@@ -26,7 +26,10 @@ function rawRequest(port: number, options: RequestOptions, body = ""): Promise<{
   return new Promise((resolve, reject) => {
     const req = request({ host: "127.0.0.1", port, ...options }, (res) => {
       let text = "";
-      res.setEncoding("utf8").on("data", (d: string) => (text += d)).on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res
+        .setEncoding("utf8")
+        .on("data", (d: string) => (text += d))
+        .on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
     });
     req.on("error", reject);
     req.end(body);
@@ -65,8 +68,15 @@ describe("with --agent-token", () => {
   it("answers every /api route with 401 and the Error body when no token is sent", async () => {
     const id = "6f1c7a36-5d9e-4c55-9d7b-2f8a3a8b1e10";
     const routes: [string, string][] = [
-      ["POST", "/api/process"], ["GET", `/api/status/${id}`], ["GET", `/api/result/${id}`], ["GET", "/api/jobs"],
-      ["POST", `/api/jobs/${id}/cancel`], ["DELETE", `/api/jobs/${id}`], ["GET", `/api/jobs/${id}/events`], ["GET", "/api/models"], ["GET", "/api/node"],
+      ["POST", "/api/process"],
+      ["GET", `/api/status/${id}`],
+      ["GET", `/api/result/${id}`],
+      ["GET", "/api/jobs"],
+      ["POST", `/api/jobs/${id}/cancel`],
+      ["DELETE", `/api/jobs/${id}`],
+      ["GET", `/api/jobs/${id}/events`],
+      ["GET", "/api/models"],
+      ["GET", "/api/node"],
     ];
     for (const [method, path] of routes) {
       const res = await fetch(`${t.base}${path}`, { method });
@@ -200,7 +210,12 @@ describe("budgets", () => {
       expect(accepted.length + refused.length).toBe(11);
       expect(accepted.length).toBeGreaterThan(0);
       expect(refused.length).toBeGreaterThan(0);
-      for (const r of refused) expect(r.body.error).toMatchObject({ type: "service_unavailable_error", code: "insufficient_storage", message: expect.stringMatching(/^audio: .*staging budget \(3 MB\)/) });
+      for (const r of refused)
+        expect(r.body.error).toMatchObject({
+          type: "service_unavailable_error",
+          code: "insufficient_storage",
+          message: expect.stringMatching(/^audio: .*staging budget \(3 MB\)/),
+        });
       // Only accepted jobs own upload folders; the budget holds no byte of a refused one.
       for (const dir of readdirSync(t.agent.jobs.uploadsDir)) expect(accepted).toContain(dir);
       expect(t.agent.jobs.budget.usedBytes).toBeLessThanOrEqual(3 * 1024 ** 2);
@@ -218,7 +233,11 @@ describe("budgets", () => {
     try {
       const port = Number(new URL(t.base).port);
       // a few bytes of the 50 MB declared; the answer comes without them
-      const answer = await rawRequest(port, { path: "/api/process", method: "POST", headers: { "content-type": "multipart/form-data; boundary=b", "content-length": String(50 * 1024 ** 2) } }, "--b--\r\n");
+      const answer = await rawRequest(
+        port,
+        { path: "/api/process", method: "POST", headers: { "content-type": "multipart/form-data; boundary=b", "content-length": String(50 * 1024 ** 2) } },
+        "--b--\r\n",
+      );
       expect(answer.status).toBe(413);
       expect(JSON.parse(answer.body).error).toMatchObject({ code: "request_too_large", message: expect.stringMatching(/^Content-Length: 52428800 bytes is more than 10 files/) });
       expect(t.agent.jobs.budget.usedBytes).toBe(0);
@@ -234,14 +253,21 @@ describe("budgets", () => {
       const head = `--${boundary}\r\nContent-Disposition: form-data; name="audio"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`;
       let sent = 0;
       const body = new ReadableStream<Uint8Array>({
-        start(c) { c.enqueue(new TextEncoder().encode(head)); },
+        start(c) {
+          c.enqueue(new TextEncoder().encode(head));
+        },
         pull(c) {
           if (sent >= 8 * 1024 ** 2) return c.close();
           sent += 256 * 1024;
           c.enqueue(new Uint8Array(256 * 1024));
         },
       });
-      const res = await fetch(`${t.base}/api/process`, { method: "POST", body, duplex: "half", headers: { "content-type": `multipart/form-data; boundary=${boundary}` } } as RequestInit);
+      const res = await fetch(`${t.base}/api/process`, {
+        method: "POST",
+        body,
+        duplex: "half",
+        headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
+      } as RequestInit);
       expect(res.status).toBe(507);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe("insufficient_storage");
       expect(readdirSync(t.agent.jobs.uploadsDir)).toEqual([]);
@@ -272,13 +298,22 @@ describe("budgets", () => {
       const port = Number(new URL(t.base).port);
       // A first upload that sends its headers and part of its body, then waits.
       const slow = request({ host: "127.0.0.1", port, path: "/api/process", method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
-      const answered = new Promise<number>((resolve) => slow.on("response", (res) => { res.resume(); resolve(res.statusCode ?? 0); }));
+      const answered = new Promise<number>((resolve) =>
+        slow.on("response", (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        }),
+      );
       slow.write(`--${boundary}\r\nContent-Disposition: form-data; name="audio"; filename="slow.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
       slow.write(Buffer.alloc(64 * 1024));
       await until(() => existsSync(t.agent.jobs.uploadsDir) && readdirSync(t.agent.jobs.uploadsDir).length === 1, 10_000, "the first upload to be staged");
       const second = await upload(t.base, [makeMedia(media, "second.wav", { seconds: 1 })]);
       expect(second.status).toBe(429);
-      expect(second.body.error).toMatchObject({ type: "rate_limit_error", code: "too_many_requests_in_flight", message: expect.stringMatching(/^audio: this address already has 1 uploads in progress/) });
+      expect(second.body.error).toMatchObject({
+        type: "rate_limit_error",
+        code: "too_many_requests_in_flight",
+        message: expect.stringMatching(/^audio: this address already has 1 uploads in progress/),
+      });
       slow.end(`\r\n--${boundary}--\r\n`);
       expect(await answered).toBe(202); // (silence: accepted, it ends in a clear error later)
       expect((await upload(t.base, [makeMedia(media, "third.wav", { seconds: 1 })])).status).toBe(202);
@@ -329,7 +364,10 @@ describe("ffmpeg reads local files in the accepted containers only", () => {
   let hits = 0;
   beforeAll(async () => {
     t = await startTranscription();
-    witness = createServer((_req, res) => { hits++; res.end(); });
+    witness = createServer((_req, res) => {
+      hits++;
+      res.end();
+    });
     await new Promise<void>((resolve) => witness.listen(0, "127.0.0.1", resolve));
   });
   afterAll(async () => {
@@ -340,7 +378,11 @@ describe("ffmpeg reads local files in the accepted containers only", () => {
   it.each([
     ["an HLS playlist naming a URL", "list.m3u8", (url: string) => `#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n${url}/seg.ts\n#EXT-X-ENDLIST\n`],
     ["a concat list naming a file on the host", "list.mp3", () => "ffconcat version 1.0\nfile /etc/passwd\n"],
-    ["an SDP description naming a stream", "stream.wav", (url: string) => `v=0\no=- 0 0 IN IP4 127.0.0.1\ns=x\nc=IN IP4 127.0.0.1\nt=0 0\nm=audio ${new URL(url).port} RTP/AVP 0\n`],
+    [
+      "an SDP description naming a stream",
+      "stream.wav",
+      (url: string) => `v=0\no=- 0 0 IN IP4 127.0.0.1\ns=x\nc=IN IP4 127.0.0.1\nt=0 0\nm=audio ${new URL(url).port} RTP/AVP 0\n`,
+    ],
   ])("%s ends in a clear error and reaches nothing", async (_what, name, body) => {
     const url = `http://127.0.0.1:${(witness.address() as AddressInfo).port}`;
     const file = join(media, name);

@@ -46,7 +46,9 @@ describe("translation and chat on one node", () => {
         await new Promise((r) => setImmediate(r));
       }
     })();
-    const finished = waitForJob(base, job.body.job_id, 120_000).finally(() => { done = true; });
+    const finished = waitForJob(base, job.body.job_id, 120_000).finally(() => {
+      done = true;
+    });
     // One chat after another while the job runs, so some meet a translation holding the only slot.
     const chats: { status: number }[] = [];
     while (!done) chats.push(await chat(`hello ${chats.length}`));
@@ -75,10 +77,14 @@ describe("a crash of a job's engine process", () => {
     const bystander = await upload(base, [makeMedia(media, "bystander.wav", { seconds: 40 })]);
     expect([victim.status, bystander.status]).toEqual([202, 202]);
     let engine: { pid: number } | undefined;
-    await until(() => {
-      engine = agent.whisper.engines().find((e) => e.label === victim.body.job_id);
-      return engine !== undefined && agent.whisper.engines().some((e) => e.label === bystander.body.job_id);
-    }, 60_000, "both jobs to have their engine processes");
+    await until(
+      () => {
+        engine = agent.whisper.engines().find((e) => e.label === victim.body.job_id);
+        return engine !== undefined && agent.whisper.engines().some((e) => e.label === bystander.body.job_id);
+      },
+      60_000,
+      "both jobs to have their engine processes",
+    );
     process.kill(engine!.pid, "SIGKILL");
 
     const answer = await chat("still here?");

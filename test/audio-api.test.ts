@@ -50,8 +50,30 @@ describe("the openai client against kiln dev", () => {
   const agentData = tempDir();
 
   beforeAll(async () => {
-    dev = spawnKiln(["dev", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--db", join(tempDir(), "kiln.db"), "--threads", "1", "--gpu", "cpu",
-      "--asr-parallel", "1", "--asr-threads", "1", "--spool-dir", spool, "--max-audio-upload", "256kb"], { KILN_DATA_DIR: agentData });
+    dev = spawnKiln(
+      [
+        "dev",
+        "--http",
+        "127.0.0.1:0",
+        "--grpc",
+        "127.0.0.1:0",
+        "--db",
+        join(tempDir(), "kiln.db"),
+        "--threads",
+        "1",
+        "--gpu",
+        "cpu",
+        "--asr-parallel",
+        "1",
+        "--asr-threads",
+        "1",
+        "--spool-dir",
+        spool,
+        "--max-audio-upload",
+        "256kb",
+      ],
+      { KILN_DATA_DIR: agentData },
+    );
     base = (await dev.waitFor(/API base:/, 30_000)).split("API base:")[1]!.trim();
     key = (await dev.waitFor(/Dev key:/)).split("Dev key:")[1]!.trim();
     await dev.waitFor(/agent joined/);
@@ -91,14 +113,16 @@ describe("the openai client against kiln dev", () => {
     const vtt = (await client.audio.transcriptions.create({ file: file(), model: "whisper-1", response_format: "vtt" })) as unknown as string;
     const [header, ...cues] = vtt.trim().split(/\n\n/);
     expect(header).toBe("WEBVTT");
-    checkTimes(cues.map((cue) => {
-      const [time, ...lines] = cue.split("\n");
-      const m = VTT_TIME.exec(time!);
-      expect(m, cue).not.toBeNull();
-      expect(lines.length).toBeGreaterThanOrEqual(1);
-      expect(lines.length).toBeLessThanOrEqual(2);
-      return [seconds(m![1]!, m![2]!, m![3]!, m![4]!), seconds(m![5]!, m![6]!, m![7]!, m![8]!)];
-    }));
+    checkTimes(
+      cues.map((cue) => {
+        const [time, ...lines] = cue.split("\n");
+        const m = VTT_TIME.exec(time!);
+        expect(m, cue).not.toBeNull();
+        expect(lines.length).toBeGreaterThanOrEqual(1);
+        expect(lines.length).toBeLessThanOrEqual(2);
+        return [seconds(m![1]!, m![2]!, m![3]!, m![4]!), seconds(m![5]!, m![6]!, m![7]!, m![8]!)];
+      }),
+    );
   });
 
   it("verbose_json: segments, and words with their start and end when asked", async () => {
@@ -130,12 +154,18 @@ describe("the openai client against kiln dev", () => {
     expect(events.at(-1)!.type).toBe("transcript.text.done");
     expect(events.filter((e) => e.type === "transcript.text.done")).toHaveLength(1);
     expect(events.findIndex((e) => e.type === "transcript.text.done")).toBe(events.length - 1);
-    expect(deltas.map((d) => d.delta).join("").trim()).toBe(events.at(-1)!.text!.trim());
+    expect(
+      deltas
+        .map((d) => d.delta)
+        .join("")
+        .trim(),
+    ).toBe(events.at(-1)!.text!.trim());
   });
 
   it("translations: the translate task, in each format", async () => {
     // the fabricated model's noise fails every fallback test: without the fallback (Kiln's extra field) it decodes once
-    const short = () => ({ file: createReadStream(SHORT), model: "whisper-1", temperature_increment: 0 } as unknown as { file: ReturnType<typeof createReadStream>; model: string });
+    const short = () =>
+      ({ file: createReadStream(SHORT), model: "whisper-1", temperature_increment: 0 }) as unknown as { file: ReturnType<typeof createReadStream>; model: string };
     const v = (await client.audio.translations.create({ ...short(), response_format: "verbose_json" })) as { task?: string; text: string };
     expect(v.task).toBe("translate");
     expect(v.text.trim().length).toBeGreaterThan(0);
@@ -144,10 +174,19 @@ describe("the openai client against kiln dev", () => {
   });
 
   it("target_language translates through the node's chat model; diarize is refused where no node has diarization models", async () => {
-    const v = (await client.audio.transcriptions.create({ file: createReadStream(SHORT), model: "whisper-1", response_format: "verbose_json", target_language: "de", temperature_increment: 0 } as never)) as unknown as { translated_to?: string; text: string; segments: unknown[] };
+    const v = (await client.audio.transcriptions.create({
+      file: createReadStream(SHORT),
+      model: "whisper-1",
+      response_format: "verbose_json",
+      target_language: "de",
+      temperature_increment: 0,
+    } as never)) as unknown as { translated_to?: string; text: string; segments: unknown[] };
     expect(v.translated_to).toBe("de");
     expect(v.segments.length).toBeGreaterThan(0);
-    const err = await client.audio.transcriptions.create({ file: createReadStream(SHORT), model: "whisper-1", diarize: true } as never).then(() => undefined, (e: unknown) => e);
+    const err = await client.audio.transcriptions.create({ file: createReadStream(SHORT), model: "whisper-1", diarize: true } as never).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
     expect((err as InstanceType<typeof OpenAI.APIError>).message).toMatch(/with diarization/);
   });
@@ -162,7 +201,10 @@ describe("the openai client against kiln dev", () => {
 
   it("refuses fields it cannot honour with a 400 naming them", async () => {
     const refused = async (body: Record<string, unknown>, param: string) => {
-      const err = await client.audio.transcriptions.create({ file: file(), model: "whisper-1", ...body } as never).then(() => undefined, (e: unknown) => e);
+      const err = await client.audio.transcriptions.create({ file: file(), model: "whisper-1", ...body } as never).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(OpenAI.BadRequestError);
       expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe(param);
     };
@@ -186,7 +228,10 @@ describe("the openai client against kiln dev", () => {
   });
 
   it("an upload over the limit is a 413 while it streams, and neither side keeps any of it", async () => {
-    const err = await client.audio.transcriptions.create({ file: await toFile(createReadStream(LARGE), "large.wav"), model: "whisper-1" }).then(() => undefined, (e: unknown) => e);
+    const err = await client.audio.transcriptions.create({ file: await toFile(createReadStream(LARGE), "large.wav"), model: "whisper-1" }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(413);
     await until(() => readdirSync(spool).length === 0, 5000, "the scheduler's spool to be empty");
@@ -223,7 +268,10 @@ describe("the fleet path with agents of its own", () => {
     const served = agents.map(() => 0);
     agents.forEach((agent, i) => {
       const submit = agent.jobs.submit.bind(agent.jobs);
-      agent.jobs.submit = (uploads, options) => { served[i]! += uploads.length; return submit(uploads, options); };
+      agent.jobs.submit = (uploads, options) => {
+        served[i]! += uploads.length;
+        return submit(uploads, options);
+      };
     });
     const answers = await Promise.all(Array.from({ length: 4 }, () => post("transcriptions", { model: "whisper-1" })));
     for (const res of answers) {
@@ -271,8 +319,26 @@ describe("the fleet path with agents of its own", () => {
   it("an agent killed mid-job fails the request within 5 s", async () => {
     for (const a of agents.splice(0)) await a.close();
     await until(() => scheduler.fleet.snapshot().length === 0, 10_000, "the agents to leave");
-    const proc = spawnKiln(["agent", "--scheduler", `127.0.0.1:${scheduler.grpc.port}`, "--node-id", "audio-doomed", "--whisper-dir", TEST_WHISPER_DIR, "--vad-model", TEST_VAD,
-      "--asr-parallel", "1", "--asr-threads", "1", "--gpu", "cpu"], { KILN_NODE_TOKEN: NODE_TOKEN });
+    const proc = spawnKiln(
+      [
+        "agent",
+        "--scheduler",
+        `127.0.0.1:${scheduler.grpc.port}`,
+        "--node-id",
+        "audio-doomed",
+        "--whisper-dir",
+        TEST_WHISPER_DIR,
+        "--vad-model",
+        TEST_VAD,
+        "--asr-parallel",
+        "1",
+        "--asr-threads",
+        "1",
+        "--gpu",
+        "cpu",
+      ],
+      { KILN_NODE_TOKEN: NODE_TOKEN },
+    );
     try {
       await until(() => scheduler.fleet.transcriptionModels().includes("whisper-1"), 30_000, "the agent to join");
       const long = makeMedia(media, "long2.mp3", { seconds: 200 });
@@ -294,7 +360,7 @@ describe("the fleet path with agents of its own", () => {
 const cache = new Map<string, Buffer>();
 function readFileSyncCached(path: string): Buffer {
   let data = cache.get(path);
-  if (!data) cache.set(path, data = readFileSync(path));
+  if (!data) cache.set(path, (data = readFileSync(path)));
   return data;
 }
 
@@ -306,9 +372,15 @@ describe("the audio uploads one account may hold", () => {
     const { token: other } = await scheduler.keys.create({ account: "neighbour", tier: "pro" });
     const boundary = "kiln-test";
     let push!: ReadableStreamDefaultController<Uint8Array>;
-    const body = new ReadableStream<Uint8Array>({ start(c) { push = c; } });
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        push = c;
+      },
+    });
     const first = fetch(`${httpBase(scheduler)}/v1/audio/transcriptions`, {
-      method: "POST", body, duplex: "half",
+      method: "POST",
+      body,
+      duplex: "half",
       headers: { authorization: `Bearer ${key}`, "content-type": `multipart/form-data; boundary=${boundary}` },
     } as RequestInit).catch(() => undefined);
     push.enqueue(new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\n`));

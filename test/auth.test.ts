@@ -38,7 +38,12 @@ describe("401 authentication_error", () => {
   });
 
   it("wrong signature", async () => {
-    const forged = await new SignJWT({ tier: "enterprise" }).setProtectedHeader({ alg: "HS256" }).setIssuer("kiln").setSubject("mallory").setJti("key_x").sign(new TextEncoder().encode("not-the-scheduler-secret-0123456789abcdef"));
+    const forged = await new SignJWT({ tier: "enterprise" })
+      .setProtectedHeader({ alg: "HS256" })
+      .setIssuer("kiln")
+      .setSubject("mallory")
+      .setJti("key_x")
+      .sign(new TextEncoder().encode("not-the-scheduler-secret-0123456789abcdef"));
     await expect401(await models(`Bearer ${forged}`), "invalid_api_key");
     await expect401(await models("Bearer not.a.jwt"), "invalid_api_key");
   });

@@ -47,7 +47,10 @@ async function streamChat(messages: ReferenceMessage[], maxTokens: number, extra
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
     body: JSON.stringify({ model: MODEL_ID, messages, max_tokens: maxTokens, temperature: 0, stream: true, ...extra }),
   });
-  const events = (await res.text()).split("\n\n").filter(Boolean).map((e) => e.replace(/^data: /, ""));
+  const events = (await res.text())
+    .split("\n\n")
+    .filter(Boolean)
+    .map((e) => e.replace(/^data: /, ""));
   const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
   const text = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
   const finish: unknown = chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0].finish_reason;
@@ -60,7 +63,19 @@ describe("request rules (SPEC request table, DESIGN error table)", () => {
     ["missing messages", { model: MODEL_ID }, 400, "missing_required_field", /^messages:/],
     ["missing role", { model: MODEL_ID, messages: [{ content: "x" }] }, 400, "missing_required_field", /^messages\[0\]\.role:/],
     ["missing content", { model: MODEL_ID, messages: [{ role: "user" }] }, 400, "missing_required_field", /^messages\[0\]\.content:/],
-    ["bad role", { model: MODEL_ID, messages: [{ role: "user", content: "a" }, { role: "bot", content: "x" }] }, 400, "invalid_role", /^messages\[1\]\.role:.*bot/],
+    [
+      "bad role",
+      {
+        model: MODEL_ID,
+        messages: [
+          { role: "user", content: "a" },
+          { role: "bot", content: "x" },
+        ],
+      },
+      400,
+      "invalid_role",
+      /^messages\[1\]\.role:.*bot/,
+    ],
     ["empty messages", { model: MODEL_ID, messages: [] }, 400, "invalid_messages", /^messages:/],
     ["temperature -0.01", { model: MODEL_ID, messages: user(), temperature: -0.01 }, 400, "invalid_temperature", /^temperature:/],
     ["temperature 2.01", { model: MODEL_ID, messages: user(), temperature: 2.01 }, 400, "invalid_temperature", /^temperature:/],
@@ -89,7 +104,12 @@ describe("request rules (SPEC request table, DESIGN error table)", () => {
 
   it("a body over the limit → 413, refused while streaming (no Content-Length)", async () => {
     const big = JSON.stringify({ model: MODEL_ID, messages: user("x".repeat(4096)) });
-    const stream = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(big)); c.close(); } });
+    const stream = new ReadableStream({
+      start(c) {
+        c.enqueue(new TextEncoder().encode(big));
+        c.close();
+      },
+    });
     const res = await postChat(base, key, big);
     expect(res.status).toBe(413);
     expect(res.body.error).toMatchObject({ type: "invalid_request_error", code: "request_too_large", message: expect.stringMatching(/^body:/) });
@@ -233,7 +253,8 @@ describe("completions", () => {
     const answers: { body: string; code?: string; finish?: string }[] = [];
     const receive = scheduler.fleet.receive.bind(scheduler.fleet);
     scheduler.fleet.receive = (nodeId, link, message) => {
-      if (message.body === "error" || message.body === "done") answers.push({ body: message.body, ...(message.error ? { code: message.error.code } : {}), ...(message.done ? { finish: message.done.finish_reason } : {}) });
+      if (message.body === "error" || message.body === "done")
+        answers.push({ body: message.body, ...(message.error ? { code: message.error.code } : {}), ...(message.done ? { finish: message.done.finish_reason } : {}) });
       receive(nodeId, link, message);
     };
     try {

@@ -46,13 +46,21 @@ describe("kiln CLI", () => {
     const bogus = join(dir, "bogus.onnx");
     writeFileSync(bogus, "not a model\n");
     const cases: [string[], RegExp][] = [
-      [["--scheduler", "127.0.0.1:1", "--node-token", "a-node-token-of-16+", "--serve", `famB-v3.1=${join(dir, "missing.gguf")}`], /^kiln: famB-v3\.1: cannot load .*missing\.gguf: no such file\n$/],
+      [
+        ["--scheduler", "127.0.0.1:1", "--node-token", "a-node-token-of-16+", "--serve", `famB-v3.1=${join(dir, "missing.gguf")}`],
+        /^kiln: famB-v3\.1: cannot load .*missing\.gguf: no such file\n$/,
+      ],
       [["--segmentation-model", bogus, "--embedding-model", bogus], /^kiln: segmentation model .*bogus\.onnx is not an ONNX file\n$/],
     ];
     for (const [args, message] of cases) {
       const r = await kiln(["agent", "--host", "127.0.0.1", "--port", "0", "--data-dir", join(dir, "data"), "--log-level", "warn", ...args]);
       expect(r.code).toBe(1);
-      expect(r.stderr.split("\n").filter((l) => l.startsWith("kiln:") || l.startsWith("    at ")).join("\n") + "\n").toMatch(message);
+      expect(
+        r.stderr
+          .split("\n")
+          .filter((l) => l.startsWith("kiln:") || l.startsWith("    at "))
+          .join("\n") + "\n",
+      ).toMatch(message);
     }
   });
 
@@ -77,4 +85,3 @@ describe("kiln CLI", () => {
     expect((await kiln(["scheduler", "--config", file])).stderr).toMatch(/--config \/ KILN_CONFIG: .*scheduler\.json/);
   });
 });
-

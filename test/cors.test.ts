@@ -26,10 +26,13 @@ afterAll(async () => {
 
 const url = (s: SchedulerHandle, path: string) => `http://127.0.0.1:${s.http.port}${path}`;
 /** A browser's preflight for what the openai SDK sends from a page. */
-const SDK_HEADERS = "authorization,content-type,x-stainless-os,x-stainless-arch,x-stainless-lang,x-stainless-runtime,x-stainless-retry-count,x-stainless-timeout,openai-organization";
-const preflight = (s: SchedulerHandle, origin: string) => fetch(url(s, "/v1/chat/completions"), {
-  method: "OPTIONS", headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": SDK_HEADERS },
-});
+const SDK_HEADERS =
+  "authorization,content-type,x-stainless-os,x-stainless-arch,x-stainless-lang,x-stainless-runtime,x-stainless-retry-count,x-stainless-timeout,openai-organization";
+const preflight = (s: SchedulerHandle, origin: string) =>
+  fetch(url(s, "/v1/chat/completions"), {
+    method: "OPTIONS",
+    headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": SDK_HEADERS },
+  });
 
 describe("--cors-origin", () => {
   it("answers an allowed origin's preflight without a key, allowing the headers the openai SDK sends from a browser, never credentials", async () => {
@@ -37,14 +40,21 @@ describe("--cors-origin", () => {
     expect(res.status).toBe(204);
     expect(res.headers.get("access-control-allow-origin")).toBe(APP);
     expect(res.headers.get("access-control-allow-methods")).toContain("POST");
-    const allowed = res.headers.get("access-control-allow-headers")!.toLowerCase().split(/\s*,\s*/);
+    const allowed = res.headers
+      .get("access-control-allow-headers")!
+      .toLowerCase()
+      .split(/\s*,\s*/);
     for (const header of SDK_HEADERS.split(",")) expect(allowed).toContain(header); // the openai SDK's own headers too
     expect(res.headers.get("access-control-allow-credentials")).toBeNull();
   });
 
   it("lets an allowed origin read the answer and its headers, an error's too; another origin gets no grant", async () => {
     const body = JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "hi" }], max_tokens: 2, future: 1 });
-    const ok = await fetch(url(open, "/v1/chat/completions"), { method: "POST", headers: { origin: APP, authorization: `Bearer ${key}`, "content-type": "application/json" }, body });
+    const ok = await fetch(url(open, "/v1/chat/completions"), {
+      method: "POST",
+      headers: { origin: APP, authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body,
+    });
     expect(ok.status).toBe(200);
     expect(ok.headers.get("access-control-allow-origin")).toBe(APP);
     expect(ok.headers.get("access-control-expose-headers")).toContain("x-kiln-ignored-fields");

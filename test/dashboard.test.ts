@@ -33,7 +33,8 @@ describe("dashboard admin API", () => {
   });
 });
 
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 describe("dashboard hardening", () => {
   it("serves the page and its files with the CSP, no framing, no sniffing, no referrer", async () => {
@@ -62,7 +63,11 @@ describe("dashboard hardening", () => {
     const on = await inProcessScheduler({ adminToken: ADMIN });
     try {
       for (const account of ["..", ".", ".hidden", "a/b", "x".repeat(65)]) {
-        const res = await fetch(`${httpBase(on)}/admin/api/keys`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify({ account, tier: "standard" }) });
+        const res = await fetch(`${httpBase(on)}/admin/api/keys`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+          body: JSON.stringify({ account, tier: "standard" }),
+        });
         expect(res.status, account).toBe(400);
         expect((await res.json()).error.code).toBe("invalid_account");
       }
@@ -155,7 +160,10 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     // rows as the ledger writes them, one account's two days and another account's day
     const store = await openStore(db, { logger: createLogger("test", "silent") });
     const row = (day: string, account: string, model: string, prompt: number, completion: number, audio: number) =>
-      store.run("INSERT INTO usage (at, day, account, key_id, model, kind, prompt_tokens, completion_tokens, audio_seconds, request_id) VALUES (?, ?, ?, 'key_x', ?, 'chat', ?, ?, ?, 'r')", [Date.parse(`${day}T12:00:00Z`), day, account, model, prompt, completion, audio]);
+      store.run(
+        "INSERT INTO usage (at, day, account, key_id, model, kind, prompt_tokens, completion_tokens, audio_seconds, request_id) VALUES (?, ?, ?, 'key_x', ?, 'chat', ?, ?, ?, 'r')",
+        [Date.parse(`${day}T12:00:00Z`), day, account, model, prompt, completion, audio],
+      );
     await row("2026-11-20", "metered", "famB-v3.1", 10, 5, 0);
     await row("2026-11-20", "metered", "famB-v3.1", 7, 3, 0);
     await row("2026-11-21", "metered", "whisper-1", 0, 0, 12.5);
@@ -168,7 +176,10 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     await page.click("#usage-form button[type=submit]");
     await page.locator("#usage-table").waitFor();
     const rows = await page.locator("#usage-rows tr").evaluateAll((trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
-    expect(rows).toEqual([["2026-11-20", "famB-v3.1", "2", "17", "8", "25", "0"], ["2026-11-21", "whisper-1", "1", "0", "0", "0", "12.5"]]);
+    expect(rows).toEqual([
+      ["2026-11-20", "famB-v3.1", "2", "17", "8", "25", "0"],
+      ["2026-11-21", "whisper-1", "1", "0", "0", "0", "12.5"],
+    ]);
     expect(await page.locator("#usage-total").evaluate((tr) => [...tr.children].map((td) => td.textContent))).toEqual(["Total", "", "3", "17", "8", "25", "12.5"]);
     await page.fill("#usage-start", "2026-11-23");
     await page.click("#usage-form button[type=submit]");
@@ -179,7 +190,9 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
   it("works under its CSP, and a configuration's __proto__/constructor keys pollute nothing", async () => {
     const page = await browser.newPage();
     const violations: string[] = [];
-    page.on("console", (m) => { if (/Content[- ]Security[- ]Policy|Refused to/i.test(m.text())) violations.push(m.text()); });
+    page.on("console", (m) => {
+      if (/Content[- ]Security[- ]Policy|Refused to/i.test(m.text())) violations.push(m.text());
+    });
     page.on("pageerror", (e) => violations.push(String(e)));
     const res = await page.goto(`${httpBase(scheduler)}/dashboard`);
     expect(res!.headers()["content-security-policy"]).toBe(CSP);
@@ -193,7 +206,10 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
 
     // A configuration (as a tenant could store it) whose keys walk up to Object.prototype.
     await page.selectOption("#mcp-type", "filesystem");
-    await page.fill("#mcp-config", '{"root_path":"docs","__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted2":"yes"}},"a":{"__proto__":{"polluted3":"yes"}},"toString":{"x":"y"}}');
+    await page.fill(
+      "#mcp-config",
+      '{"root_path":"docs","__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted2":"yes"}},"a":{"__proto__":{"polluted3":"yes"}},"toString":{"x":"y"}}',
+    );
     expect(await page.locator("#field-root_path").count()).toBe(1);
     await page.fill("#field-root_path", "docs2"); // rebuilds the configuration from the fields
     await page.fill("#field-toString-x", "z");
@@ -208,4 +224,7 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     await page.close();
   }, 60_000);
 });
-if (!CHROMIUM) describe.skip("dashboard in chromium (skipped: no chromium; apt-get install chromium, or set KILN_CHROMIUM)", () => { it("browser suite", () => undefined); });
+if (!CHROMIUM)
+  describe.skip("dashboard in chromium (skipped: no chromium; apt-get install chromium, or set KILN_CHROMIUM)", () => {
+    it("browser suite", () => undefined);
+  });

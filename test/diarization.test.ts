@@ -15,7 +15,13 @@ let media: string;
 let voices: string;
 
 beforeAll(async () => {
-  t = await startTranscription({ segmentationModel: TEST_SEGMENTATION, embeddingModel: TEST_EMBEDDING, serve: `${MODEL_ID}=${TINY_MODEL}`, threads: "1", contextSize: "2048" } as Record<string, string>);
+  t = await startTranscription({
+    segmentationModel: TEST_SEGMENTATION,
+    embeddingModel: TEST_EMBEDDING,
+    serve: `${MODEL_ID}=${TINY_MODEL}`,
+    threads: "1",
+    contextSize: "2048",
+  } as Record<string, string>);
   plain = await startTranscription();
   media = tempDir();
   voices = makeMedia(media, "voices.wav", { seconds: 24, source: twoVoices(24) });
@@ -25,7 +31,12 @@ afterAll(async () => {
   await plain?.agent.close();
 });
 
-interface Turn { speaker: string; start: number; end: number; text: string }
+interface Turn {
+  speaker: string;
+  start: number;
+  end: number;
+  text: string;
+}
 
 function checkSpeakers(result: any): Set<string> {
   const turns = result.transcript_with_speakers as Turn[];
@@ -148,4 +159,7 @@ describe.skipIf(!realData)("with KILN_TEST_DATA (pyannote-segmentation-3.0, two-
     }
   });
 });
-if (!realData) describe.skip("with KILN_TEST_DATA (skipped: KILN_TEST_DATA is not set or lacks the pyannote segmentation model)", () => { it("two-speakers suite", () => undefined); });
+if (!realData)
+  describe.skip("with KILN_TEST_DATA (skipped: KILN_TEST_DATA is not set or lacks the pyannote segmentation model)", () => {
+    it("two-speakers suite", () => undefined);
+  });

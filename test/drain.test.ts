@@ -40,11 +40,15 @@ describe("drain on SIGTERM", () => {
     // new work while the node's completion still streams, not because the node has left the fleet.
     await sched.proc.waitFor(/"msg":"agent draining"/, 5000);
     let refused: { status: number; body: any } | undefined;
-    await until(async () => {
-      const r = await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "new work" }], max_tokens: 4 });
-      if (r.status === 503) refused = r;
-      return r.status === 503;
-    }, 5000, "new work to be refused while draining");
+    await until(
+      async () => {
+        const r = await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "new work" }], max_tokens: 4 });
+        if (r.status === 503) refused = r;
+        return r.status === 503;
+      },
+      5000,
+      "new work to be refused while draining",
+    );
     expect(sched.proc.lines.some((l) => l.includes('"msg":"agent left"'))).toBe(false);
     expect(refused!.body.error).toMatchObject({ type: "service_unavailable_error", code: "model_unavailable" });
 

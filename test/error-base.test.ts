@@ -10,8 +10,17 @@ describe("one error base", () => {
     const { PathEscapeError } = await import("../scheduler/mcp/filesystem.js");
     const { EgressDeniedError, EgressUnreachableError } = await import("../scheduler/mcp/egress.js");
     const errors = [
-      new UpstreamError("agent_lost", "x"), new ConfigError("--db / KILN_DB", "x"), new LlmEngineError("engine_error", "x"), new ModelNotServedError("famB-v3.1"),
-      new AudioError("x"), new EngineError("x"), new JobAbortedError(), new MissingSecretError("X"), new PathEscapeError("a"), new EgressDeniedError("10.0.0.1"), new EgressUnreachableError("x"),
+      new UpstreamError("agent_lost", "x"),
+      new ConfigError("--db / KILN_DB", "x"),
+      new LlmEngineError("engine_error", "x"),
+      new ModelNotServedError("famB-v3.1"),
+      new AudioError("x"),
+      new EngineError("x"),
+      new JobAbortedError(),
+      new MissingSecretError("X"),
+      new PathEscapeError("a"),
+      new EgressDeniedError("10.0.0.1"),
+      new EgressUnreachableError("x"),
     ];
     for (const e of errors) {
       expect(e, e.name).toBeInstanceOf(KilnError);

@@ -81,7 +81,11 @@ describe("requests per minute count per account", () => {
     for (const { token } of keys) {
       const limited = await chat(token);
       expect(limited.status).toBe(429);
-      expect(limited.body.error).toEqual({ type: "rate_limit_error", code: "rate_limit_exceeded", message: expect.stringMatching(/^rate limit: 10 requests per minute for this account; retry in \d+ s$/) });
+      expect(limited.body.error).toEqual({
+        type: "rate_limit_error",
+        code: "rate_limit_exceeded",
+        message: expect.stringMatching(/^rate limit: 10 requests per minute for this account; retry in \d+ s$/),
+      });
       const retryAfter = Number(limited.headers.get("retry-after"));
       expect(retryAfter).toBeGreaterThanOrEqual(1);
       expect(retryAfter).toBeLessThanOrEqual(60);
@@ -113,7 +117,11 @@ describe("requests per minute count per account", () => {
     const down = await models(token);
     expect(down.status).toBe(429);
     expect(down.headers.get("x-ratelimit-limit-requests")).toBe("5");
-    expect((await scheduler.keys.list()).filter((k) => k.account === "retier").map((k) => [k.tier, k.rpm])).toEqual([["enterprise", 5], ["enterprise", 5], ["enterprise", 5]]);
+    expect((await scheduler.keys.list()).filter((k) => k.account === "retier").map((k) => [k.tier, k.rpm])).toEqual([
+      ["enterprise", 5],
+      ["enterprise", 5],
+      ["enterprise", 5],
+    ]);
   });
 });
 
@@ -126,7 +134,11 @@ describe("completions in flight per account", () => {
     await until(() => fleetState().queued === STANDARD_INFLIGHT - 1, 10_000, "the account's other requests to queue");
     const refused = await chat(key, { stream: true });
     expect(refused.status).toBe(429);
-    expect(refused.body.error).toEqual({ type: "rate_limit_error", code: "too_many_requests_in_flight", message: expect.stringContaining(`at most ${STANDARD_INFLIGHT} chat completions in flight`) });
+    expect(refused.body.error).toEqual({
+      type: "rate_limit_error",
+      code: "too_many_requests_in_flight",
+      message: expect.stringContaining(`at most ${STANDARD_INFLIGHT} chat completions in flight`),
+    });
     // Another account of the same tier still gets in (queued behind the running one).
     const another = chat(other);
     await until(() => fleetState().queued === STANDARD_INFLIGHT, 10_000, "the other account's request to queue");
@@ -198,7 +210,11 @@ describe("the fleet's queue serves accounts in turn", () => {
     const a = (await scheduler.keys.create({ account: "flooder", tier: "pro" })).token;
     const b = (await scheduler.keys.create({ account: "neighbour", tier: "pro" })).token;
     const finished: string[] = [];
-    const track = (name: string, p: Promise<{ status: number }>) => p.then((r) => { expect(r.status, name).toBe(200); finished.push(name); });
+    const track = (name: string, p: Promise<{ status: number }>) =>
+      p.then((r) => {
+        expect(r.status, name).toBe(200);
+        finished.push(name);
+      });
     // A's first request generates (one sequence); its 9 others wait; then B's arrives.
     const ac = new AbortController();
     const first = await openStream(a, 1800, ac.signal);

@@ -9,7 +9,19 @@ import { KeyService } from "../scheduler/auth/index.js";
 import { openStore } from "../scheduler/store/index.js";
 import { testDb } from "./helpers/db.js";
 import type { AgentHandle } from "../agent/index.js";
-import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, NODE_TOKEN, postChat, spawnAgent, spawnScheduler, until, waitForAgents, type KilnProcess } from "./helpers/fleet.js";
+import {
+  httpBase,
+  inProcessAgent,
+  inProcessScheduler,
+  MODEL_ID,
+  NODE_TOKEN,
+  postChat,
+  spawnAgent,
+  spawnScheduler,
+  until,
+  waitForAgents,
+  type KilnProcess,
+} from "./helpers/fleet.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -62,7 +74,13 @@ describe("agent lost mid-flight", () => {
       rest += decoder.decode(value);
     }
     expect(Date.now() - killedAt).toBeLessThan(5000);
-    const lastEvent = JSON.parse(rest.trim().split("\n\n").at(-1)!.replace(/^data: /, ""));
+    const lastEvent = JSON.parse(
+      rest
+        .trim()
+        .split("\n\n")
+        .at(-1)!
+        .replace(/^data: /, ""),
+    );
     expect(lastEvent.error).toMatchObject({ type: "upstream_error", code: "agent_lost" });
     expect(rest).not.toContain("[DONE]");
 
@@ -125,4 +143,3 @@ describe("node tokens", () => {
     expect([low.next(), low.next()]).toEqual([50, 100]);
   });
 });
-

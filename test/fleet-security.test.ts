@@ -39,8 +39,14 @@ function capturingLogger(): { logger: Logger; lines: string[] } {
 // --- certificates --------------------------------------------------------------------------
 
 interface Certs {
-  ca: string; serverCert: string; serverKey: string; clientCert: string; clientKey: string;
-  otherCa: string; otherClientCert: string; otherClientKey: string;
+  ca: string;
+  serverCert: string;
+  serverKey: string;
+  clientCert: string;
+  clientKey: string;
+  otherCa: string;
+  otherClientCert: string;
+  otherClientKey: string;
 }
 let certs: Certs;
 
@@ -48,13 +54,48 @@ function makeCerts(): Certs {
   const dir = tempDir();
   const f = (name: string) => join(dir, name);
   const ssl = (...args: string[]) => execFileSync("openssl", args, { stdio: "pipe" });
-  const ca = (name: string) => ssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-    "-keyout", f(`${name}.key`), "-out", f(`${name}.crt`), "-days", "2", "-subj", `/CN=${name}`,
-    "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
+  const ca = (name: string) =>
+    ssl(
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-keyout",
+      f(`${name}.key`),
+      "-out",
+      f(`${name}.crt`),
+      "-days",
+      "2",
+      "-subj",
+      `/CN=${name}`,
+      "-addext",
+      "basicConstraints=critical,CA:TRUE",
+      "-addext",
+      "keyUsage=critical,keyCertSign,cRLSign",
+    );
   const leaf = (name: string, signer: string, ext: string) => {
     writeFileSync(f(`${name}.ext`), ext);
     ssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", f(`${name}.key`), "-out", f(`${name}.csr`), "-subj", `/CN=${name}`);
-    ssl("x509", "-req", "-in", f(`${name}.csr`), "-CA", f(`${signer}.crt`), "-CAkey", f(`${signer}.key`), "-CAcreateserial", "-out", f(`${name}.crt`), "-days", "2", "-extfile", f(`${name}.ext`));
+    ssl(
+      "x509",
+      "-req",
+      "-in",
+      f(`${name}.csr`),
+      "-CA",
+      f(`${signer}.crt`),
+      "-CAkey",
+      f(`${signer}.key`),
+      "-CAcreateserial",
+      "-out",
+      f(`${name}.crt`),
+      "-days",
+      "2",
+      "-extfile",
+      f(`${name}.ext`),
+    );
   };
   ca("ca");
   ca("other-ca");
@@ -62,12 +103,20 @@ function makeCerts(): Certs {
   leaf("client", "ca", "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n");
   leaf("other-client", "other-ca", "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n");
   return {
-    ca: f("ca.crt"), serverCert: f("server.crt"), serverKey: f("server.key"), clientCert: f("client.crt"), clientKey: f("client.key"),
-    otherCa: f("other-ca.crt"), otherClientCert: f("other-client.crt"), otherClientKey: f("other-client.key"),
+    ca: f("ca.crt"),
+    serverCert: f("server.crt"),
+    serverKey: f("server.key"),
+    clientCert: f("client.crt"),
+    clientKey: f("client.key"),
+    otherCa: f("other-ca.crt"),
+    otherClientCert: f("other-client.crt"),
+    otherClientKey: f("other-client.key"),
   };
 }
 
-beforeAll(() => { certs = makeCerts(); });
+beforeAll(() => {
+  certs = makeCerts();
+});
 
 // --- helpers -------------------------------------------------------------------------------
 
@@ -105,14 +154,24 @@ function rawConnect(scheduler: SchedulerHandle, token: string, nodeId: string): 
   metadata.set(NODE_TOKEN_METADATA, `Bearer ${token}`);
   const call = client.Connect(metadata);
   let settle!: (o: "registered" | grpc.status) => void;
-  const outcome = new Promise<"registered" | grpc.status>((r) => { settle = r; });
+  const outcome = new Promise<"registered" | grpc.status>((r) => {
+    settle = r;
+  });
   const ended = new Promise<grpc.status>((r) => {
-    call.on("status", (s: grpc.StatusObject) => { settle(s.code); r(s.code); });
+    call.on("status", (s: grpc.StatusObject) => {
+      settle(s.code);
+      r(s.code);
+    });
   });
   call.on("error", () => undefined);
-  call.on("data", (m: SchedulerMessage__Output) => { if (m.registered) settle("registered"); });
+  call.on("data", (m: SchedulerMessage__Output) => {
+    if (m.registered) settle("registered");
+  });
   call.write({ register: { node_id: nodeId, agent_version: "test", pools: [{ model_ids: [MODEL_ID], slots: 1, context_size: 2048 }] } });
-  const close = () => { call.cancel(); client.close(); };
+  const close = () => {
+    call.cancel();
+    client.close();
+  };
   cleanups.push(async () => close());
   return { outcome, ended, close };
 }
@@ -130,10 +189,18 @@ async function chatWorks(scheduler: SchedulerHandle): Promise<void> {
 describe("gRPC over TLS", () => {
   it("a chat completion round trip through a TLS fleet (agent with --scheduler-ca) returns text", async () => {
     const { logger, lines } = capturingLogger();
-    const scheduler = await startScheduler(parseSchedulerConfig({
-      http: "127.0.0.1:0", grpc: "127.0.0.1:0", db: join(tempDir(), "kiln.db"), nodeTokens: NODE_TOKEN, heartbeatMs: "500",
-      grpcTlsCert: certs.serverCert, grpcTlsKey: certs.serverKey,
-    }), logger);
+    const scheduler = await startScheduler(
+      parseSchedulerConfig({
+        http: "127.0.0.1:0",
+        grpc: "127.0.0.1:0",
+        db: join(tempDir(), "kiln.db"),
+        nodeTokens: NODE_TOKEN,
+        heartbeatMs: "500",
+        grpcTlsCert: certs.serverCert,
+        grpcTlsKey: certs.serverKey,
+      }),
+      logger,
+    );
     cleanups.push(() => scheduler.close());
     expect(lines.find((l) => l.includes("scheduler listening"))).toContain('"grpcTls":"server"');
     const { agent } = await recordedAgent(scheduler, { nodeId: "tls-node", schedulerCa: certs.ca });
@@ -184,9 +251,16 @@ describe("node tokens", () => {
 
   it("a token bound to gpu-a cannot register gpu-b (PERMISSION_DENIED, warned, token never logged), but registers gpu-a", async () => {
     const { logger, lines } = capturingLogger();
-    const scheduler = await startScheduler(parseSchedulerConfig({
-      http: "127.0.0.1:0", grpc: "127.0.0.1:0", db: join(tempDir(), "kiln.db"), nodeTokens: `gpu-a=${TOKEN_A},rack-*|spare=${TOKEN_B}`, heartbeatMs: "500",
-    }), logger);
+    const scheduler = await startScheduler(
+      parseSchedulerConfig({
+        http: "127.0.0.1:0",
+        grpc: "127.0.0.1:0",
+        db: join(tempDir(), "kiln.db"),
+        nodeTokens: `gpu-a=${TOKEN_A},rack-*|spare=${TOKEN_B}`,
+        heartbeatMs: "500",
+      }),
+      logger,
+    );
     cleanups.push(() => scheduler.close());
 
     expect(await rawConnect(scheduler, TOKEN_A, "gpu-b").outcome).toBe(grpc.status.PERMISSION_DENIED);
@@ -220,7 +294,11 @@ describe("node tokens", () => {
     expect(() => parseSchedulerConfig({ nodeTokens: "gpu-a=short" })).toThrow(/--node-tokens \/ KILN_NODE_TOKENS: each token must be at least 16/);
     // A token never goes into an error message.
     expect(() => parseSchedulerConfig({ nodeTokens: `|=${TOKEN_A}` })).toThrow(/entry 1/);
-    try { parseSchedulerConfig({ nodeTokens: `|=${TOKEN_A}` }); } catch (err) { expect((err as Error).message).not.toContain(TOKEN_A); }
+    try {
+      parseSchedulerConfig({ nodeTokens: `|=${TOKEN_A}` });
+    } catch (err) {
+      expect((err as Error).message).not.toContain(TOKEN_A);
+    }
   });
 });
 
@@ -275,7 +353,9 @@ describe("configuration refusals", () => {
     refuse({ grpc: "0.0.0.0:50051" });
     refuse({ grpc: "0.0.0.0:50051", grpcInsecure: "0" });
     refuse({ grpc: "0.0.0.0:50051", grpcInsecure: "false" });
-    expect(() => parseSchedulerConfig({ ...tokens, grpc: "0.0.0.0:50051" })).toThrow(/--grpc \/ KILN_GRPC: 0\.0\.0\.0 is not a loopback address.*--grpc-tls-cert and --grpc-tls-key.*--grpc-insecure/);
+    expect(() => parseSchedulerConfig({ ...tokens, grpc: "0.0.0.0:50051" })).toThrow(
+      /--grpc \/ KILN_GRPC: 0\.0\.0\.0 is not a loopback address.*--grpc-tls-cert and --grpc-tls-key.*--grpc-insecure/,
+    );
     expect(() => parseSchedulerConfig({ ...tokens, grpc: "0.0.0.0:50051", grpcInsecure: "maybe" })).toThrow(/--grpc-insecure \/ KILN_GRPC_INSECURE: expected true, false, 1 or 0/);
     for (const on of [true, "true", "1"]) expect(parseSchedulerConfig({ ...tokens, grpc: "0.0.0.0:50051", grpcInsecure: on }).grpcInsecure).toBe(true);
     expect(parseSchedulerConfig({ ...tokens, grpc: "0.0.0.0:50051", grpcTlsCert: "c.pem", grpcTlsKey: "k.pem" }).grpcTlsCert).toBe("c.pem");
@@ -284,7 +364,9 @@ describe("configuration refusals", () => {
 
   it("the agent refuses to dial a non-loopback --scheduler in plaintext without --grpc-insecure", () => {
     expect(() => parseAgentConfig({ ...agentBase, scheduler: "10.0.0.5:50051" })).toThrow(ConfigError);
-    expect(() => parseAgentConfig({ ...agentBase, scheduler: "scheduler.example:50051", grpcInsecure: "0" })).toThrow(/--scheduler \/ KILN_SCHEDULER: scheduler\.example is not a loopback address.*--scheduler-ca.*--grpc-insecure/);
+    expect(() => parseAgentConfig({ ...agentBase, scheduler: "scheduler.example:50051", grpcInsecure: "0" })).toThrow(
+      /--scheduler \/ KILN_SCHEDULER: scheduler\.example is not a loopback address.*--scheduler-ca.*--grpc-insecure/,
+    );
     expect(parseAgentConfig({ ...agentBase, scheduler: "10.0.0.5:50051", grpcInsecure: true }).grpcInsecure).toBe(true);
     expect(parseAgentConfig({ ...agentBase, scheduler: "10.0.0.5:50051", schedulerCa: "ca.pem" }).schedulerCa).toBe("ca.pem");
     expect(parseAgentConfig({ ...agentBase, scheduler: "localhost:50051" }).grpcInsecure).toBe(false);
@@ -293,13 +375,15 @@ describe("configuration refusals", () => {
   it("KILN_GRPC_INSECURE=0 is off and a bare --grpc-insecure flag is on (through the CLI's options)", () => {
     const parse = (argv: string[], env: string | undefined) => {
       const saved = process.env.KILN_GRPC_INSECURE;
-      if (env === undefined) delete process.env.KILN_GRPC_INSECURE; else process.env.KILN_GRPC_INSECURE = env;
+      if (env === undefined) delete process.env.KILN_GRPC_INSECURE;
+      else process.env.KILN_GRPC_INSECURE = env;
       try {
         const cmd = addOptions(new Command("scheduler").exitOverride(), SCHEDULER_OPTIONS);
         cmd.parse(["--grpc", "0.0.0.0:50051", "--node-tokens", NODE_TOKEN, ...argv], { from: "user" });
         return cmd.opts();
       } finally {
-        if (saved === undefined) delete process.env.KILN_GRPC_INSECURE; else process.env.KILN_GRPC_INSECURE = saved;
+        if (saved === undefined) delete process.env.KILN_GRPC_INSECURE;
+        else process.env.KILN_GRPC_INSECURE = saved;
       }
     };
     expect(parse(["--grpc-insecure"], undefined).grpcInsecure).toBe(true);
@@ -315,21 +399,35 @@ describe("configuration refusals", () => {
     expect(() => parseSchedulerConfig({ ...tokens, grpcTlsKey: "k.pem" })).toThrow(/--grpc-tls-cert \/ KILN_GRPC_TLS_CERT: is required with --grpc-tls-key/);
     expect(() => parseSchedulerConfig({ ...tokens, grpcClientCa: "ca.pem" })).toThrow(/--grpc-client-ca \/ KILN_GRPC_CLIENT_CA: needs --grpc-tls-cert/);
     expect(() => parseSchedulerConfig({ ...tokens, grpcTlsCert: "c.pem", grpcTlsKey: "k.pem", grpcInsecure: true })).toThrow(/--grpc-insecure \/ KILN_GRPC_INSECURE: contradicts/);
-    expect(() => parseAgentConfig({ ...agentBase, scheduler: "127.0.0.1:1", schedulerCa: "ca.pem", tlsCert: "c.pem" })).toThrow(/--tls-key \/ KILN_TLS_KEY: is required with --tls-cert/);
-    expect(() => parseAgentConfig({ ...agentBase, scheduler: "127.0.0.1:1", schedulerCa: "ca.pem", tlsKey: "k.pem" })).toThrow(/--tls-cert \/ KILN_TLS_CERT: is required with --tls-key/);
-    expect(() => parseAgentConfig({ ...agentBase, scheduler: "127.0.0.1:1", tlsCert: "c.pem", tlsKey: "k.pem" })).toThrow(/--scheduler-ca \/ KILN_SCHEDULER_CA: is required with --tls-cert/);
-    expect(() => parseAgentConfig({ ...agentBase, scheduler: "127.0.0.1:1", schedulerCa: "ca.pem", grpcInsecure: "1" })).toThrow(/--grpc-insecure \/ KILN_GRPC_INSECURE: contradicts/);
+    expect(() => parseAgentConfig({ ...agentBase, scheduler: "127.0.0.1:1", schedulerCa: "ca.pem", tlsCert: "c.pem" })).toThrow(
+      /--tls-key \/ KILN_TLS_KEY: is required with --tls-cert/,
+    );
+    expect(() => parseAgentConfig({ ...agentBase, scheduler: "127.0.0.1:1", schedulerCa: "ca.pem", tlsKey: "k.pem" })).toThrow(
+      /--tls-cert \/ KILN_TLS_CERT: is required with --tls-key/,
+    );
+    expect(() => parseAgentConfig({ ...agentBase, scheduler: "127.0.0.1:1", tlsCert: "c.pem", tlsKey: "k.pem" })).toThrow(
+      /--scheduler-ca \/ KILN_SCHEDULER_CA: is required with --tls-cert/,
+    );
+    expect(() => parseAgentConfig({ ...agentBase, scheduler: "127.0.0.1:1", schedulerCa: "ca.pem", grpcInsecure: "1" })).toThrow(
+      /--grpc-insecure \/ KILN_GRPC_INSECURE: contradicts/,
+    );
   });
 
   it("a missing or unusable certificate file fails the start with a ConfigError naming the flag", async () => {
     const missing = join(tempDir(), "nope.pem");
     const schedulerConfig = (raw: Record<string, string>) => parseSchedulerConfig({ ...tokens, http: "127.0.0.1:0", grpc: "127.0.0.1:0", db: join(tempDir(), "kiln.db"), ...raw });
     const silent = pino({ level: "silent" }) as unknown as Logger;
-    await expect(startScheduler(schedulerConfig({ grpcTlsCert: missing, grpcTlsKey: certs.serverKey }), silent)).rejects.toThrow(/--grpc-tls-cert \/ KILN_GRPC_TLS_CERT: cannot read .*nope\.pem.*ENOENT/);
+    await expect(startScheduler(schedulerConfig({ grpcTlsCert: missing, grpcTlsKey: certs.serverKey }), silent)).rejects.toThrow(
+      /--grpc-tls-cert \/ KILN_GRPC_TLS_CERT: cannot read .*nope\.pem.*ENOENT/,
+    );
     await expect(startScheduler(schedulerConfig({ grpcTlsCert: certs.serverCert, grpcTlsKey: missing }), silent)).rejects.toBeInstanceOf(ConfigError);
-    await expect(startScheduler(schedulerConfig({ grpcTlsCert: certs.serverCert, grpcTlsKey: certs.serverKey, grpcClientCa: missing }), silent)).rejects.toThrow(/--grpc-client-ca \/ KILN_GRPC_CLIENT_CA: cannot read/);
+    await expect(startScheduler(schedulerConfig({ grpcTlsCert: certs.serverCert, grpcTlsKey: certs.serverKey, grpcClientCa: missing }), silent)).rejects.toThrow(
+      /--grpc-client-ca \/ KILN_GRPC_CLIENT_CA: cannot read/,
+    );
     // A key that is not the certificate's.
-    await expect(startScheduler(schedulerConfig({ grpcTlsCert: certs.serverCert, grpcTlsKey: certs.clientKey }), silent)).rejects.toThrow(/--grpc-tls-cert \/ KILN_GRPC_TLS_CERT, --grpc-tls-key \/ KILN_GRPC_TLS_KEY: not usable PEM/);
+    await expect(startScheduler(schedulerConfig({ grpcTlsCert: certs.serverCert, grpcTlsKey: certs.clientKey }), silent)).rejects.toThrow(
+      /--grpc-tls-cert \/ KILN_GRPC_TLS_CERT, --grpc-tls-key \/ KILN_GRPC_TLS_KEY: not usable PEM/,
+    );
     const agentConfig = (raw: Record<string, string>) => parseAgentConfig({ ...agentBase, scheduler: "127.0.0.1:1", host: "127.0.0.1", port: "0", dataDir: tempDir(), ...raw });
     await expect(startAgent(agentConfig({ schedulerCa: missing }), silent)).rejects.toThrow(/--scheduler-ca \/ KILN_SCHEDULER_CA: cannot read/);
     await expect(startAgent(agentConfig({ schedulerCa: certs.ca, tlsCert: certs.clientCert, tlsKey: missing }), silent)).rejects.toThrow(/--tls-key \/ KILN_TLS_KEY: cannot read/);
@@ -353,7 +451,16 @@ describe("configuration refusals", () => {
   });
 
   it("the options are declared with their KILN_* twins and defaults in their descriptions", () => {
-    for (const spec of [SCHEDULER_OPTIONS.grpcTlsCert, SCHEDULER_OPTIONS.grpcTlsKey, SCHEDULER_OPTIONS.grpcClientCa, SCHEDULER_OPTIONS.grpcInsecure, AGENT_OPTIONS.schedulerCa, AGENT_OPTIONS.tlsCert, AGENT_OPTIONS.tlsKey, AGENT_OPTIONS.grpcInsecure]) {
+    for (const spec of [
+      SCHEDULER_OPTIONS.grpcTlsCert,
+      SCHEDULER_OPTIONS.grpcTlsKey,
+      SCHEDULER_OPTIONS.grpcClientCa,
+      SCHEDULER_OPTIONS.grpcInsecure,
+      AGENT_OPTIONS.schedulerCa,
+      AGENT_OPTIONS.tlsCert,
+      AGENT_OPTIONS.tlsKey,
+      AGENT_OPTIONS.grpcInsecure,
+    ]) {
       expect(spec.env).toMatch(/^KILN_[A-Z_]+$/);
       expect(spec.description).toMatch(/\(default: /);
     }
@@ -378,16 +485,28 @@ describe("function calls from an agent", () => {
       call.write({ done: { request_id: id, finish_reason: "tool_calls", usage: { prompt_tokens: 1, completion_tokens: 1 } } });
     });
     call.write({ register: { node_id: "hostile", agent_version: "test", pools: [{ model_ids: [MODEL_ID], slots: 1, context_size: 2048, capabilities: ["tools"] }] } });
-    cleanups.push(async () => { call.cancel(); client.close(); });
+    cleanups.push(async () => {
+      call.cancel();
+      client.close();
+    });
   }
 
   it("opens calls in order only: a piece at index 1e9 (which sized an array and aborted the scheduler) is dropped; calls on a request without tools are dropped", async () => {
     const scheduler = await inProcessScheduler({ nodeTokens: NODE_TOKEN });
     cleanups.push(() => scheduler.close());
-    callingAgent(scheduler, [{ index: 0, name: "f", arguments: "{" }, { index: 1_000_000_000, name: "g", arguments: "{}" }, { index: 3, name: "g", arguments: "{}" }, { index: 0, arguments: "}" }, { index: 7, arguments: "x" }]);
+    callingAgent(scheduler, [
+      { index: 0, name: "f", arguments: "{" },
+      { index: 1_000_000_000, name: "g", arguments: "{}" },
+      { index: 3, name: "g", arguments: "{}" },
+      { index: 0, arguments: "}" },
+      { index: 7, arguments: "x" },
+    ]);
     await waitForAgents(scheduler, 1);
     const key = (await scheduler.keys.create({ account: "t", tier: "pro" })).token;
-    const tools = [{ type: "function", function: { name: "f" } }, { type: "function", function: { name: "g" } }];
+    const tools = [
+      { type: "function", function: { name: "f" } },
+      { type: "function", function: { name: "g" } },
+    ];
     for (const stream of [false, true]) {
       const res = await postChat(httpBase(scheduler), key, { model: MODEL_ID, messages: [{ role: "user", content: "go" }], tools, stream });
       expect(res.status).toBe(200);

@@ -22,8 +22,13 @@ const REDIS = redisBin();
 /** Reads an SSE stream to its end: the text, the finish reason, whether it ended with [DONE], and the usage. */
 async function readStream(res: Response): Promise<{ text: string; finish: string | null; done: boolean; usage?: { prompt_tokens: number; completion_tokens: number } }> {
   const body = await res.text();
-  const events = body.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6));
-  const chunks = events.filter((e) => e !== "[DONE]").map((e) => JSON.parse(e) as { choices: { delta: { content?: string }; finish_reason: string | null }[]; usage?: { prompt_tokens: number; completion_tokens: number } });
+  const events = body
+    .split("\n")
+    .filter((l) => l.startsWith("data: "))
+    .map((l) => l.slice(6));
+  const chunks = events
+    .filter((e) => e !== "[DONE]")
+    .map((e) => JSON.parse(e) as { choices: { delta: { content?: string }; finish_reason: string | null }[]; usage?: { prompt_tokens: number; completion_tokens: number } });
   return {
     text: chunks.map((c) => c.choices[0]?.delta.content ?? "").join(""),
     finish: chunks.map((c) => c.choices[0]?.finish_reason).find((f) => f) ?? null,
@@ -64,7 +69,12 @@ describe.skipIf(!PG || !REDIS)("two schedulers on PostgreSQL and Redis, one agen
     const ask = (i: number, n: number) => postChat(base(i), key, { model: MODEL_ID, messages: [{ role: "user", content: `question ${n}` }], max_tokens: 24, temperature: 0 });
     // what the node took on at once, all links together (a node that queued work inside would hold more than its slot)
     let mostHeld = 0;
-    const sampler = setInterval(() => { mostHeld = Math.max(mostHeld, agent.links!.links.reduce((n, l) => n + l.holds(0), 0)); }, 1);
+    const sampler = setInterval(() => {
+      mostHeld = Math.max(
+        mostHeld,
+        agent.links!.links.reduce((n, l) => n + l.holds(0), 0),
+      );
+    }, 1);
     const answers = await Promise.all([ask(0, 1), ask(1, 2), ask(0, 3), ask(1, 4), ask(1, 5), ask(0, 6)]).finally(() => clearInterval(sampler));
     expect(mostHeld).toBe(1);
     for (const a of answers) {
@@ -75,11 +85,19 @@ describe.skipIf(!PG || !REDIS)("two schedulers on PostgreSQL and Redis, one agen
   });
 
   it("a scheduler killed mid-stream fails only its own stream; the other's runs to its end, and the agent stays linked to it", async () => {
-    const open = (i: number) => fetch(`${base(i)}/v1/chat/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "tell me a long story" }], max_tokens: 1500, temperature: 0, stream: true, stream_options: { include_usage: true } }),
-    });
+    const open = (i: number) =>
+      fetch(`${base(i)}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          model: MODEL_ID,
+          messages: [{ role: "user", content: "tell me a long story" }],
+          max_tokens: 1500,
+          temperature: 0,
+          stream: true,
+          stream_options: { include_usage: true },
+        }),
+      });
     await new Promise((r) => setTimeout(r, 1500)); // A's ledger rows so far are written (every second) before A is killed
     // one slot: the stream through B runs first; the one through A waits in A's queue for the slot
     const survivor = await open(1);
@@ -125,4 +143,7 @@ describe.skipIf(!PG || !REDIS)("two schedulers on PostgreSQL and Redis, one agen
   });
 });
 
-if (!PG || !REDIS) describe.skip("two schedulers on PostgreSQL and Redis (skipped: needs Debian's postgresql and redis-server)", () => { it("many schedulers", () => undefined); });
+if (!PG || !REDIS)
+  describe.skip("two schedulers on PostgreSQL and Redis (skipped: needs Debian's postgresql and redis-server)", () => {
+    it("many schedulers", () => undefined);
+  });

@@ -22,9 +22,16 @@ const LOOPBACK = /^(127\.|::1$|::ffff:127\.|localhost$)/;
 const realConnect = net.Socket.prototype.connect;
 net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
   const first = args[0];
-  const host = typeof first === "object" && first !== null
-    ? (first as { host?: string; path?: string }).path ? undefined : (first as { host?: string }).host ?? "localhost"
-    : typeof args[1] === "string" ? args[1] : typeof first === "string" && !/^\d+$/.test(first) ? undefined : "localhost";
+  const host =
+    typeof first === "object" && first !== null
+      ? (first as { host?: string; path?: string }).path
+        ? undefined
+        : ((first as { host?: string }).host ?? "localhost")
+      : typeof args[1] === "string"
+        ? args[1]
+        : typeof first === "string" && !/^\d+$/.test(first)
+          ? undefined
+          : "localhost";
   if (host !== undefined && !LOOPBACK.test(host)) {
     outside.push(host);
     process.nextTick(() => this.destroy(new Error(`test witness: refused a connection to ${host}`)));
@@ -36,10 +43,25 @@ net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
 // --- servers the tenant points at ---------------------------------------------------------------
 
 /** A TCP server that counts connections and how many are still open; without `onConnection` it never answers. */
-interface Counted { port: number; connections: number; open: number; close(): void }
+interface Counted {
+  port: number;
+  connections: number;
+  open: number;
+  close(): void;
+}
 async function countingServer(host: string, onConnection: (socket: net.Socket) => void = () => undefined): Promise<Counted> {
   const sockets = new Set<net.Socket>();
-  const state = { port: 0, connections: 0, get open() { return sockets.size; }, close: () => { for (const s of sockets) s.destroy(); server.close(); } };
+  const state = {
+    port: 0,
+    connections: 0,
+    get open() {
+      return sockets.size;
+    },
+    close: () => {
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
   const server = net.createServer((socket) => {
     state.connections++;
     sockets.add(socket);
@@ -55,10 +77,14 @@ async function countingServer(host: string, onConnection: (socket: net.Socket) =
 
 /** Answers a PostgreSQL startup with AuthenticationOk and ReadyForQuery, then never answers a query. */
 function postgresThatHangs(socket: net.Socket): void {
-  socket.once("data", () => socket.write(Buffer.concat([
-    Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 0]), // 'R' AuthenticationOk
-    Buffer.from([0x5a, 0, 0, 0, 5, 0x49]), // 'Z' ReadyForQuery (idle)
-  ])));
+  socket.once("data", () =>
+    socket.write(
+      Buffer.concat([
+        Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 0]), // 'R' AuthenticationOk
+        Buffer.from([0x5a, 0, 0, 0, 5, 0x49]), // 'Z' ReadyForQuery (idle)
+      ]),
+    ),
+  );
 }
 
 /** Every connector, configured to reach `host:port` (a URL host is bracketed for IPv6). */
@@ -117,8 +143,14 @@ describe("a hostile tenant with a standard key", () => {
     await new Promise<void>((r) => redirector.listen(0, "127.0.0.2", () => r()));
     redirectorPort = (redirector.address() as AddressInfo).port;
     scheduler = await inProcessScheduler({
-      db, mcpTimeout: "1", mcpConcurrency: "4", mcpAllowCidr: "127.0.0.2/32", mcpFsBase: fsBase, mcpStdioServers: join(dir, "stdio.json"),
-      adminToken: "dashboard-admin-token-0123", standardRpm: "100000",
+      db,
+      mcpTimeout: "1",
+      mcpConcurrency: "4",
+      mcpAllowCidr: "127.0.0.2/32",
+      mcpFsBase: fsBase,
+      mcpStdioServers: join(dir, "stdio.json"),
+      adminToken: "dashboard-admin-token-0123",
+      standardRpm: "100000",
     });
     base = httpBase(scheduler);
     mallory = (await scheduler.keys.create({ account: "mallory", tier: "standard" })).token;
@@ -132,7 +164,11 @@ describe("a hostile tenant with a standard key", () => {
   });
 
   async function api(key: string, method: string, path: string, body?: unknown, prefix = "/v1/mcp"): Promise<{ status: number; body: any }> {
-    const res = await fetch(`${base}${prefix}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const res = await fetch(`${base}${prefix}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   }
@@ -148,12 +184,20 @@ describe("a hostile tenant with a standard key", () => {
 
   describe("no tenant-supplied programs", () => {
     const evil = { transport: "stdio", command: process.execPath, args: ["-e", ""] };
-    beforeAll(() => { evil.args[1] = `require("fs").writeFileSync(${JSON.stringify(marker)}, "ran")`; });
+    beforeAll(() => {
+      evil.args[1] = `require("fs").writeFileSync(${JSON.stringify(marker)}, "ran")`;
+    });
 
     it("a stdio configuration with a command is refused on create, update and the dashboard, and never runs", async () => {
       const created = await api(mallory, "POST", "/servers", { name: "evil", server_type: "mcp", config: evil });
       expect(created.status).toBe(400);
-      expect(created.body.error).toMatchObject({ type: "invalid_request_error", code: "invalid_config", message: expect.stringMatching(/^config\.command: tenants cannot run programs on the scheduler; pick one of the operator's stdio servers with config\.server \(available: echo\)/) });
+      expect(created.body.error).toMatchObject({
+        type: "invalid_request_error",
+        code: "invalid_config",
+        message: expect.stringMatching(
+          /^config\.command: tenants cannot run programs on the scheduler; pick one of the operator's stdio servers with config\.server \(available: echo\)/,
+        ),
+      });
       const ok = await api(mallory, "POST", "/servers", { name: "fine", server_type: "mcp", config: { transport: "stdio", server: "echo" } });
       expect(ok.status).toBe(201);
       const updated = await api(mallory, "PUT", `/servers/${ok.body.id}`, { name: "fine", server_type: "mcp", config: evil });
@@ -171,18 +215,35 @@ describe("a hostile tenant with a standard key", () => {
     it("*_env naming a scheduler variable, another account's secret or a missing one is refused at save time", async () => {
       expect((await api(alice, "PUT", "/secrets/ALICE_TOKEN", { value: "alice-secret-value" })).status).toBe(200);
       for (const name of ["KILN_HOSTILE_OPERATOR_SECRET", "KILN_ADMIN_TOKEN", "KILN_NODE_TOKENS", "ALICE_TOKEN", "NEVER_SET"]) {
-        const res = await api(mallory, "POST", "/servers", { name: "steal", server_type: "github", config: { base_url: `http://127.0.0.2:${allowed.port}`, authentication: { type: "token", token_env: name } } });
+        const res = await api(mallory, "POST", "/servers", {
+          name: "steal",
+          server_type: "github",
+          config: { base_url: `http://127.0.0.2:${allowed.port}`, authentication: { type: "token", token_env: name } },
+        });
         expect(res.status, name).toBe(400);
-        expect(res.body.error).toEqual({ type: "invalid_request_error", code: "unknown_secret", message: `config.authentication.token_env: this account has no secret named ${name}; set it first (PUT /v1/mcp/secrets/${name})`, param: "config.authentication.token_env" });
+        expect(res.body.error).toEqual({
+          type: "invalid_request_error",
+          code: "unknown_secret",
+          message: `config.authentication.token_env: this account has no secret named ${name}; set it first (PUT /v1/mcp/secrets/${name})`,
+          param: "config.authentication.token_env",
+        });
       }
-      const viaEnvFrom = await api(mallory, "POST", "/servers", { name: "steal", server_type: "mcp", config: { transport: "stdio", server: "echo", env_from: { ECHO_NAME: "ALICE_TOKEN" } } });
+      const viaEnvFrom = await api(mallory, "POST", "/servers", {
+        name: "steal",
+        server_type: "mcp",
+        config: { transport: "stdio", server: "echo", env_from: { ECHO_NAME: "ALICE_TOKEN" } },
+      });
       expect(viaEnvFrom.status).toBe(400);
     });
 
     it("the tenant's own secret reaches its own server, and only its own", async () => {
       expect((await api(alice, "PUT", "/secrets/GH_TOKEN", { value: "alice-own-token" })).status).toBe(200);
       seenByAllowed.length = 0;
-      await storeAndTest(mallory, "github", { base_url: `http://127.0.0.2:${allowed.port}`, authentication: { type: "token", token_env: "GH_TOKEN" }, resources: { repositories: ["acme/app"] } });
+      await storeAndTest(mallory, "github", {
+        base_url: `http://127.0.0.2:${allowed.port}`,
+        authentication: { type: "token", token_env: "GH_TOKEN" },
+        resources: { repositories: ["acme/app"] },
+      });
       const request = seenByAllowed.join("\n");
       expect(request).toMatch(/authorization: token mallory-own-token/i);
       expect(request).not.toContain("alice-own-token");
@@ -215,13 +276,21 @@ describe("a hostile tenant with a standard key", () => {
         const before = { inside: inside.connections, outside: outside.length };
         const res = await storeAndTest(mallory, type, config);
         expect(res.status, JSON.stringify(res.body)).toBe(403);
-        expect(res.body.error).toMatchObject({ type: "permission_error", code: "mcp_egress_denied", message: expect.stringMatching(/refused to connect: .* is not a public address/) });
+        expect(res.body.error).toMatchObject({
+          type: "permission_error",
+          code: "mcp_egress_denied",
+          message: expect.stringMatching(/refused to connect: .* is not a public address/),
+        });
         expect(inside.connections).toBe(before.inside);
         expect(outside.length).toBe(before.outside);
       });
     }
 
-    it.each(connectors("127.0.0.2", 0).filter(([, type]) => ["rest_api", "github", "slack", "websocket", "mcp"].includes(type)).map(([label]) => [label]))("%s answered with a redirect to loopback → 403, the loopback server sees no request", async (label) => {
+    it.each(
+      connectors("127.0.0.2", 0)
+        .filter(([, type]) => ["rest_api", "github", "slack", "websocket", "mcp"].includes(type))
+        .map(([label]) => [label]),
+    )("%s answered with a redirect to loopback → 403, the loopback server sees no request", async (label) => {
       const [, type, config] = connectors("127.0.0.2", redirectorPort).find(([l]) => l === label)!;
       const before = inside.connections;
       const res = await storeAndTest(mallory, type, config);
@@ -234,7 +303,10 @@ describe("a hostile tenant with a standard key", () => {
       for (const [label, type, config] of connectors("127.0.0.2", allowed.port).filter(([, t]) => ["mcp", "github", "slack"].includes(t))) {
         const res = await storeAndTest(mallory, type, config);
         expect(res.status, label).toBe(502);
-        expect(res.body.error, label).toMatchObject({ code: "mcp_unreachable", message: expect.stringMatching(/is unreachable or failed the MCP handshake \(details are in the scheduler's log/) });
+        expect(res.body.error, label).toMatchObject({
+          code: "mcp_unreachable",
+          message: expect.stringMatching(/is unreachable or failed the MCP handshake \(details are in the scheduler's log/),
+        });
         expect(JSON.stringify(res.body), label).not.toContain("INTERNAL-BODY-MUST-NOT-LEAK");
       }
     });
@@ -258,7 +330,11 @@ describe("a hostile tenant with a standard key", () => {
       const results = await Promise.all(Array.from({ length: 5 }, () => api(mallory, "POST", "/test", { server_id: created.body.id })));
       const statuses = results.map((r) => r.status).sort();
       expect(statuses).toEqual([429, 502, 502, 502, 502]);
-      expect(results.find((r) => r.status === 429)!.body.error).toMatchObject({ type: "rate_limit_error", code: "too_many_requests_in_flight", message: expect.stringMatching(/^server_id: this account already has 4 MCP tests running/) });
+      expect(results.find((r) => r.status === 429)!.body.error).toMatchObject({
+        type: "rate_limit_error",
+        code: "too_many_requests_in_flight",
+        message: expect.stringMatching(/^server_id: this account already has 4 MCP tests running/),
+      });
       expect((await api(mallory, "POST", "/test", { server_id: created.body.id })).status).toBe(502); // places freed
     });
 
@@ -266,14 +342,20 @@ describe("a hostile tenant with a standard key", () => {
       const small = await inProcessScheduler({ mcpTimeout: "1", mcpConcurrency: "4", mcpTotalConcurrency: "5", mcpAllowCidr: "127.0.0.2/32", standardRpm: "100000" });
       try {
         const call = async (key: string, path: string, body: unknown) => {
-          const res = await fetch(`${httpBase(small)}/v1/mcp${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
-          return { status: res.status, body: await res.json() as any };
+          const res = await fetch(`${httpBase(small)}/v1/mcp${path}`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+            body: JSON.stringify(body),
+          });
+          return { status: res.status, body: (await res.json()) as any };
         };
-        const runs = await Promise.all(["one", "two"].map(async (account) => {
-          const key = (await small.keys.create({ account, tier: "standard" })).token;
-          const created = await call(key, "/servers", { name: "slow", server_type: "rest_api", config: connectors("127.0.0.2", silent.port)[0]![2] });
-          return { key, id: created.body.id as string };
-        }));
+        const runs = await Promise.all(
+          ["one", "two"].map(async (account) => {
+            const key = (await small.keys.create({ account, tier: "standard" })).token;
+            const created = await call(key, "/servers", { name: "slow", server_type: "rest_api", config: connectors("127.0.0.2", silent.port)[0]![2] });
+            return { key, id: created.body.id as string };
+          }),
+        );
         const results = await Promise.all(runs.flatMap(({ key, id }) => Array.from({ length: 4 }, () => call(key, "/test", { server_id: id }))));
         expect(results.filter((r) => r.status === 503).map((r) => r.body.error.code)).toEqual(["mcp_busy", "mcp_busy", "mcp_busy"]);
         expect(results.filter((r) => r.status === 502)).toHaveLength(5);
@@ -284,7 +366,8 @@ describe("a hostile tenant with a standard key", () => {
 
     it("an account keeps at most 100 configurations", async () => {
       const other = (await scheduler.keys.create({ account: "hoarder", tier: "standard" })).token;
-      for (let i = 0; i < 100; i++) expect((await api(other, "POST", "/servers", { name: `c${i}`, server_type: "mcp", config: { transport: "stdio", server: "echo" } })).status).toBe(201);
+      for (let i = 0; i < 100; i++)
+        expect((await api(other, "POST", "/servers", { name: `c${i}`, server_type: "mcp", config: { transport: "stdio", server: "echo" } })).status).toBe(201);
       const over = await api(other, "POST", "/servers", { name: "c100", server_type: "mcp", config: { transport: "stdio", server: "echo" } });
       expect(over.status).toBe(400);
       expect(over.body.error.code).toBe("mcp_server_limit");
@@ -297,14 +380,23 @@ describe("a hostile tenant with a standard key", () => {
       const dir = tempDir();
       writeFileSync(join(dir, "pgpass"), "*:*:*:*:pgpass-file-secret\n", { mode: 0o600 });
       const saved = { ...process.env };
-      Object.assign(process.env, { PGPASSWORD: "operator-pg-secret", PGUSER: "operator_admin", PGPASSFILE: join(dir, "pgpass"), PGOPTIONS: "-c search_path=secret", PGDATABASE: "operator_db" });
+      Object.assign(process.env, {
+        PGPASSWORD: "operator-pg-secret",
+        PGUSER: "operator_admin",
+        PGPASSFILE: join(dir, "pgpass"),
+        PGOPTIONS: "-c search_path=secret",
+        PGDATABASE: "operator_db",
+      });
       const seen: Buffer[] = [];
       // A server that asks for a cleartext password and records what comes.
       const fake = await countingServer("127.0.0.2", (socket) => {
         socket.once("data", (startup) => {
           seen.push(startup);
           socket.write(Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 3])); // 'R' AuthenticationCleartextPassword
-          socket.once("data", (password) => { seen.push(password); socket.end(); });
+          socket.once("data", (password) => {
+            seen.push(password);
+            socket.end();
+          });
         });
       });
       try {
@@ -321,10 +413,16 @@ describe("a hostile tenant with a standard key", () => {
     });
 
     it("slack: a 429 with a huge Retry-After fails the test at once instead of leaving a wait behind", async () => {
-      const limited = createHttpServer((req, res) => { req.resume(); res.writeHead(429, { "retry-after": "2000000", "content-type": "application/json" }).end('{"ok":false,"error":"ratelimited"}'); });
+      const limited = createHttpServer((req, res) => {
+        req.resume();
+        res.writeHead(429, { "retry-after": "2000000", "content-type": "application/json" }).end('{"ok":false,"error":"ratelimited"}');
+      });
       await new Promise<void>((r) => limited.listen(0, "127.0.0.2", () => r()));
       try {
-        const res = await storeAndTest(mallory, "slack", { base_url: `http://127.0.0.2:${(limited.address() as AddressInfo).port}/api`, authentication: { type: "oauth", bot_token_env: "GH_TOKEN" } });
+        const res = await storeAndTest(mallory, "slack", {
+          base_url: `http://127.0.0.2:${(limited.address() as AddressInfo).port}/api`,
+          authentication: { type: "oauth", bot_token_env: "GH_TOKEN" },
+        });
         expect(res.status).toBe(502);
         expect(res.body.error.code).toBe("mcp_unreachable"); // refused, not left waiting until mcp_timeout
       } finally {
@@ -346,7 +444,15 @@ describe("a hostile tenant with a standard key", () => {
         req.resume();
         res.writeHead(200, { "content-type": "application/json" });
         const chunk = Buffer.alloc(1024 * 1024, 0x20);
-        const pump = () => { while (sent < 64 && res.write(chunk)) sent++; if (sent < 64) res.once("drain", () => { sent++; pump(); }); else res.end("{}"); };
+        const pump = () => {
+          while (sent < 64 && res.write(chunk)) sent++;
+          if (sent < 64)
+            res.once("drain", () => {
+              sent++;
+              pump();
+            });
+          else res.end("{}");
+        };
         pump();
       });
       await new Promise<void>((r) => huge.listen(0, "127.0.0.2", () => r()));
@@ -379,7 +485,11 @@ describe("a hostile tenant with a standard key", () => {
 
     it("an account whose name is not a plain folder name cannot be created (kiln keys, the dashboard)", async () => {
       for (const account of ["..", "../alice", "a/b", ".hidden", ""]) {
-        await expect(scheduler.keys.create({ account, tier: "standard" }), account).rejects.toMatchObject({ status: 400, code: "invalid_account", message: expect.stringMatching(/^account: /) });
+        await expect(scheduler.keys.create({ account, tier: "standard" }), account).rejects.toMatchObject({
+          status: 400,
+          code: "invalid_account",
+          message: expect.stringMatching(/^account: /),
+        });
       }
       expect((await scheduler.keys.list()).map((k) => k.account)).not.toContain("../alice");
     });
@@ -388,7 +498,11 @@ describe("a hostile tenant with a standard key", () => {
       const plain = await inProcessScheduler();
       try {
         const key = (await plain.keys.create({ account: "x", tier: "standard" })).token;
-        const res = await fetch(`${httpBase(plain)}/v1/mcp/servers`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ name: "fs", server_type: "filesystem", config: { root_path: "docs" } }) });
+        const res = await fetch(`${httpBase(plain)}/v1/mcp/servers`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({ name: "fs", server_type: "filesystem", config: { root_path: "docs" } }),
+        });
         expect(res.status).toBe(400);
         expect((await res.json()).error).toMatchObject({ code: "mcp_filesystem_disabled", message: expect.stringMatching(/^server_type: filesystem servers are off/) });
       } finally {

@@ -25,7 +25,11 @@ import { mariadbBin, postgresBin, startMariadb, startPostgres, type Mariadb, typ
 
 /** Calls `/v1/mcp{path}` on a scheduler with a key; `body` is the parsed answer (null for 204). */
 async function mcpApi(base: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${base}/v1/mcp${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  const res = await fetch(`${base}/v1/mcp${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
   return { status: res.status, body: res.status === 204 ? null : await res.json() };
 }
 
@@ -56,19 +60,35 @@ async function client(server: { connect: (t: InMemoryTransport) => Promise<void>
 }
 
 const GOOD: Record<string, Record<string, unknown>> = {
-  github: { authentication: { type: "app", app_id: 1, private_key_env: "GH_KEY", installation_id: 2 }, base_url: "https://api.github.com", resources: { repositories: ["acme/app"], include_issues: true } },
+  github: {
+    authentication: { type: "app", app_id: 1, private_key_env: "GH_KEY", installation_id: 2 },
+    base_url: "https://api.github.com",
+    resources: { repositories: ["acme/app"], include_issues: true },
+  },
   slack: { authentication: { type: "oauth", bot_token_env: "SLACK_BOT_TOKEN", scopes: ["channels:read"] }, resources: { channels: ["general"], history_limit: 100 } },
-  postgresql: { connection: { host: "db", port: 5432, database: "app", ssl_mode: "require" }, authentication: { type: "credentials", username: "ro", password_env: "PG_PASSWORD" }, permissions: { read_only: true, row_limit: 100, query_timeout: 5 } },
+  postgresql: {
+    connection: { host: "db", port: 5432, database: "app", ssl_mode: "require" },
+    authentication: { type: "credentials", username: "ro", password_env: "PG_PASSWORD" },
+    permissions: { read_only: true, row_limit: 100, query_timeout: 5 },
+  },
   mysql: { connection: { host: "db", port: 3306, database: "app" }, authentication: { type: "credentials", username: "ro", password_env: "MYSQL_PASSWORD" } },
   mongodb: { connection: { uri: "mongodb://db:27017/app" }, permissions: { allowed_collections: ["users"], document_limit: 50 } },
-  rest_api: { base_url: "https://api.example.com", authentication: { type: "api_key", key_env: "API_KEY", header: "Authorization", prefix: "Bearer " }, endpoints: [{ name: "list_users", method: "GET", path: "/users" }] },
+  rest_api: {
+    base_url: "https://api.example.com",
+    authentication: { type: "api_key", key_env: "API_KEY", header: "Authorization", prefix: "Bearer " },
+    endpoints: [{ name: "list_users", method: "GET", path: "/users" }],
+  },
   filesystem: { root_path: "docs", permissions: { read_only: true, allowed_extensions: [".md"], max_file_size: 1000 }, indexing: { enable_search: true } },
   websocket: { url: "wss://feed.example.com/ws", subscription: { topics: ["prices"], buffer_size: 100 } },
   mcp: { transport: "stdio", server: "echo", env_from: { ECHO_NAME: "MY_NAME" } },
 };
 
 /** What the validation knows of a scheduler: one operator stdio server, filesystem on, the account's secrets. */
-const CONTEXT = { stdioServers: { echo: { tenant_env: ["ECHO_NAME"] } }, filesystem: true, secrets: ["GH_KEY", "SLACK_BOT_TOKEN", "PG_PASSWORD", "MYSQL_PASSWORD", "API_KEY", "MY_NAME"] };
+const CONTEXT = {
+  stdioServers: { echo: { tenant_env: ["ECHO_NAME"] } },
+  filesystem: true,
+  secrets: ["GH_KEY", "SLACK_BOT_TOKEN", "PG_PASSWORD", "MYSQL_PASSWORD", "API_KEY", "MY_NAME"],
+};
 
 describe("MCP configuration validation", () => {
   it.each(Object.entries(GOOD))("accepts a good %s configuration", (server_type, config) => {
@@ -96,9 +116,14 @@ describe("MCP configuration validation", () => {
     [{ name: "a", server_type: "mcp", config: { transport: "stdio", command: "node", args: ["-e", "evil()"] } }, "config.command: tenants cannot run programs"],
     [{ name: "a", server_type: "mcp", config: { transport: "stdio", server: "other" } }, "config.server:"],
     [{ name: "a", server_type: "mcp", config: { transport: "stdio", server: "echo", env_from: { PATH: "MY_NAME" } } }, "config.env_from.PATH:"],
-    [{ name: "a", server_type: "github", config: { authentication: { type: "token", token_env: "KILN_ADMIN_TOKEN" } } }, "config.authentication.token_env: this account has no secret named KILN_ADMIN_TOKEN"],
+    [
+      { name: "a", server_type: "github", config: { authentication: { type: "token", token_env: "KILN_ADMIN_TOKEN" } } },
+      "config.authentication.token_env: this account has no secret named KILN_ADMIN_TOKEN",
+    ],
   ])("refuses %j naming %s", (body, member) => {
-    expect(() => validateMcpConfig(body, CONTEXT)).toThrow(expect.objectContaining({ status: 400, message: expect.stringMatching(new RegExp(`^${member.replace(/[.]/g, "\\.")}`)) }));
+    expect(() => validateMcpConfig(body, CONTEXT)).toThrow(
+      expect.objectContaining({ status: 400, message: expect.stringMatching(new RegExp(`^${member.replace(/[.]/g, "\\.")}`)) }),
+    );
   });
 
   it.each([
@@ -108,7 +133,9 @@ describe("MCP configuration validation", () => {
     [{ authentication: { type: "token", token: "ghp_abc" } }, "config.authentication.token"],
     [{ connection: { uri: "postgres://app:pa55@db/app" } }, "config.connection.uri"],
   ])("refuses an inlined secret (%j) naming %s", (config, member) => {
-    expect(() => validateMcpConfig({ name: "a", server_type: "postgresql", config }, CONTEXT)).toThrow(expect.objectContaining({ status: 400, code: "inlined_secret", message: expect.stringContaining(`${member}: holds a secret value`) }));
+    expect(() => validateMcpConfig({ name: "a", server_type: "postgresql", config }, CONTEXT)).toThrow(
+      expect.objectContaining({ status: 400, code: "inlined_secret", message: expect.stringContaining(`${member}: holds a secret value`) }),
+    );
   });
 });
 
@@ -161,10 +188,19 @@ describe("filesystem integration", () => {
     expect((await call(c, "read_file", { path: "sub/b.md" })).content[0]!.text).toBe("# beta");
     expect((await call(c, "read_file", { path: "./sub//b.md" })).content[0]!.text).toBe("# beta");
     for (const path of [
-      "../outside.txt", "../../../outside/outside.txt", "sub/../../../../outside/outside.txt", "../../other/docs/theirs.txt", "../../../docs/above.txt",
-      "/etc/passwd", join(outside, "outside.txt"), "\\etc\\passwd",
-      "a.txt\0.md", "link-out.txt\0",
-      "link-out.txt", "dir-out/outside.txt", "sub/inner-link/outside.txt",
+      "../outside.txt",
+      "../../../outside/outside.txt",
+      "sub/../../../../outside/outside.txt",
+      "../../other/docs/theirs.txt",
+      "../../../docs/above.txt",
+      "/etc/passwd",
+      join(outside, "outside.txt"),
+      "\\etc\\passwd",
+      "a.txt\0.md",
+      "link-out.txt\0",
+      "link-out.txt",
+      "dir-out/outside.txt",
+      "sub/inner-link/outside.txt",
       "c.bin",
     ]) {
       const r = await call(c, "read_file", { path });
@@ -189,12 +225,27 @@ describe("filesystem integration", () => {
   });
 
   it("refuses a root_path or account that leaves the account's folder", async () => {
-    for (const root_path of ["..", "../other/docs", "docs/../../other/docs", "../../docs", "../../outside", "/", outside, join(base, "other", "docs"), "docs\0", "linked", "docs/sub/inner-link", "docs/dir-out"]) {
+    for (const root_path of [
+      "..",
+      "../other/docs",
+      "docs/../../other/docs",
+      "../../docs",
+      "../../outside",
+      "/",
+      outside,
+      join(base, "other", "docs"),
+      "docs\0",
+      "linked",
+      "docs/sub/inner-link",
+      "docs/dir-out",
+    ]) {
       await expect(createFilesystemServer({ root_path }, { base, account: "acme" }), JSON.stringify(root_path)).rejects.toBeInstanceOf(PathEscapeError);
     }
     for (const account of ["..", ".", "", "a/b", "../acme", "acme/../other", "/tmp", "a\0b", ".hidden", "x".repeat(65)]) {
       expect(isValidAccountName(account), JSON.stringify(account)).toBe(false);
-      await expect(createFilesystemServer({ root_path: "docs", permissions: { read_only: true } }, { base, account }), JSON.stringify(account)).rejects.toBeInstanceOf(PathEscapeError);
+      await expect(createFilesystemServer({ root_path: "docs", permissions: { read_only: true } }, { base, account }), JSON.stringify(account)).rejects.toBeInstanceOf(
+        PathEscapeError,
+      );
     }
     // A well-formed name whose folder is a link out of the base.
     await expect(createFilesystemServer({ root_path: "" }, { base, account: "evil" })).rejects.toBeInstanceOf(PathEscapeError);
@@ -260,12 +311,22 @@ describe("POST /v1/mcp/test", () => {
     grandchildPidFile = join(dir, "grandchild.pid");
     hogMarker = join(dir, "hog-allocated");
     const spawnGrandchild = `const c = require("child_process").spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" }); require("fs").writeFileSync(${JSON.stringify(grandchildPidFile)}, String(c.pid)); setTimeout(() => {}, 60000)`;
-    writeFileSync(join(dir, "stdio.json"), JSON.stringify({
-      echo: { command: process.execPath, args: [resolve("test/fixtures/echo-mcp-server.mjs")], env: { ECHO_ENV_DUMP: dump }, tenant_env: ["ECHO_NAME"] },
-      silent: { command: process.execPath, args: ["-e", spawnGrandchild] },
-      gone: { command: "/nonexistent/mcp-server" },
-      hog: { command: process.execPath, args: ["-e", `const a = []; for (let i = 0; i < 40; i++) a.push(Buffer.alloc(8 * 1024 * 1024, 1)); require("fs").writeFileSync(${JSON.stringify(hogMarker)}, "allocated 320 MB")`], memory_mb: 128 },
-    }));
+    writeFileSync(
+      join(dir, "stdio.json"),
+      JSON.stringify({
+        echo: { command: process.execPath, args: [resolve("test/fixtures/echo-mcp-server.mjs")], env: { ECHO_ENV_DUMP: dump }, tenant_env: ["ECHO_NAME"] },
+        silent: { command: process.execPath, args: ["-e", spawnGrandchild] },
+        gone: { command: "/nonexistent/mcp-server" },
+        hog: {
+          command: process.execPath,
+          args: [
+            "-e",
+            `const a = []; for (let i = 0; i < 40; i++) a.push(Buffer.alloc(8 * 1024 * 1024, 1)); require("fs").writeFileSync(${JSON.stringify(hogMarker)}, "allocated 320 MB")`,
+          ],
+          memory_mb: 128,
+        },
+      }),
+    );
     process.env.KILN_TEST_SCHEDULER_SECRET = "the-schedulers-own-secret-value";
     scheduler = await inProcessScheduler({ mcpTimeout: "2", mcpFsBase: fsBase, mcpStdioServers: join(dir, "stdio.json"), mcpAllowCidr: "127.0.0.1/32" });
     base = httpBase(scheduler);
@@ -293,7 +354,11 @@ describe("POST /v1/mcp/test", () => {
 
   it("starts an operator's stdio server with only its declared variables, in a scratch folder, and the tenant's secret", async () => {
     expect((await call(standard, "PUT", "/secrets/MY_NAME", { value: "kiln" })).status).toBe(200);
-    const created = await call(standard, "POST", "/servers", { name: "echo", server_type: "mcp", config: { transport: "stdio", server: "echo", env_from: { ECHO_NAME: "MY_NAME" } } });
+    const created = await call(standard, "POST", "/servers", {
+      name: "echo",
+      server_type: "mcp",
+      config: { transport: "stdio", server: "echo", env_from: { ECHO_NAME: "MY_NAME" } },
+    });
     expect(created.status).toBe(201);
     const test = await call(standard, "POST", "/test", { server_id: created.body.id });
     expect(test.status).toBe(200);
@@ -342,7 +407,11 @@ describe("POST /v1/mcp/test", () => {
     const big = await call(standard, "POST", "/servers", { name: "big", server_type: "filesystem", config: { root_path: "a".repeat(5 * 1024 * 1024) } });
     expect(big.status).toBe(413);
     expect(big.body.error).toMatchObject({ type: "invalid_request_error", code: "request_too_large", message: expect.stringMatching(/^body:/) });
-    const large = await call(standard, "POST", "/servers", { name: "large", server_type: "rest_api", config: { base_url: "https://api.example.com", endpoints: Array.from({ length: 2000 }, (_, i) => ({ name: `e${i}`, method: "GET", path: `/${"p".repeat(30)}` })) } });
+    const large = await call(standard, "POST", "/servers", {
+      name: "large",
+      server_type: "rest_api",
+      config: { base_url: "https://api.example.com", endpoints: Array.from({ length: 2000 }, (_, i) => ({ name: `e${i}`, method: "GET", path: `/${"p".repeat(30)}` })) },
+    });
     expect(large.status).toBe(400);
     expect(large.body.error).toMatchObject({ code: "config_too_large", message: expect.stringMatching(/^config: \d+ bytes of JSON; a configuration holds at most 65536/) });
   });
@@ -367,7 +436,18 @@ describe("POST /v1/mcp/test", () => {
     expect(slow.status).toBe(502);
     expect(slow.body.error.code).toBe("mcp_timeout");
     const grandchild = Number(readFileSync(grandchildPidFile, "utf8"));
-    await until(() => { try { process.kill(grandchild, 0); return false; } catch { return true; } }, 3000, "the server's own child to be killed with its group");
+    await until(
+      () => {
+        try {
+          process.kill(grandchild, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      3000,
+      "the server's own child to be killed with its group",
+    );
   });
 });
 
@@ -407,7 +487,10 @@ describe("rest_api and websocket integrations", () => {
     const config = {
       base_url: apiBase,
       authentication: { type: "api_key", key_env: "API_KEY", header: "Authorization", prefix: "Bearer " },
-      endpoints: [{ name: "get_user", method: "GET", path: "/users/{id}" }, { name: "create_user", method: "POST", path: "/users" }],
+      endpoints: [
+        { name: "get_user", method: "GET", path: "/users/{id}" },
+        { name: "create_user", method: "POST", path: "/users" },
+      ],
     };
     const scope = direct({ API_KEY: "test-api-key-value" });
     const c = await client(createRestApiServer(config, scope.context));
@@ -445,11 +528,18 @@ describe("rest_api and websocket integrations", () => {
       expect((await post("/test", { server_id: rest.body.id })).body.tools.map((t: { name: string }) => t.name)).toEqual(["ping"]);
       const ws = await post("/servers", { name: "feed", server_type: "websocket", config: { url: wsUrl, subscription: { topics: ["prices", "other"] } } });
       expect((await post("/test", { server_id: ws.body.id })).body.resources.map((r: { name: string }) => r.name)).toEqual(["prices", "other"]);
-      const dead = await post("/servers", { name: "dead", server_type: "rest_api", config: { base_url: "http://127.0.0.1:9/v1", endpoints: [{ name: "x", method: "GET", path: "/x" }] } });
+      const dead = await post("/servers", {
+        name: "dead",
+        server_type: "rest_api",
+        config: { base_url: "http://127.0.0.1:9/v1", endpoints: [{ name: "x", method: "GET", path: "/x" }] },
+      });
       const failed = await post("/test", { server_id: dead.body.id });
       expect(failed.status).toBe(502);
       expect(failed.body.error).toMatchObject({ code: "mcp_unreachable", message: expect.stringMatching(/is unreachable/) });
-      for (const [type, port] of [["mysql", 9], ["mongodb", 9]] as const) {
+      for (const [type, port] of [
+        ["mysql", 9],
+        ["mongodb", 9],
+      ] as const) {
         const created = await post("/servers", { name: type, server_type: type, config: { connection: { host: "127.0.0.1", port, database: "x" } } });
         const started = Date.now();
         const down = await post("/test", { server_id: created.body.id });
@@ -469,17 +559,24 @@ describe.skipIf(!PG_BIN)("postgresql integration (a real PostgreSQL server)", ()
   let db: Postgres;
   beforeAll(async () => {
     db = await startPostgres(PG_BIN!);
-    db.sql("CREATE TABLE users (id serial PRIMARY KEY, name text NOT NULL); INSERT INTO users (name) SELECT 'user' || g FROM generate_series(1, 30) g; CREATE TABLE secrets (v text); CREATE SCHEMA audit; CREATE TABLE audit.log (at timestamptz)");
+    db.sql(
+      "CREATE TABLE users (id serial PRIMARY KEY, name text NOT NULL); INSERT INTO users (name) SELECT 'user' || g FROM generate_series(1, 30) g; CREATE TABLE secrets (v text); CREATE SCHEMA audit; CREATE TABLE audit.log (at timestamptz)",
+    );
   }, 60_000);
   afterAll(() => db?.stop());
 
   it("lists allowed tables as resources, answers a read-only query with row_limit, and refuses a write", async () => {
     const scope = direct({ PG_PASSWORD: "unused-with-trust-auth" });
-    const c = await client(await createPostgresServer({
-      connection: { host: "127.0.0.1", port: db.port, database: "app" },
-      authentication: { type: "credentials", username: "postgres", password_env: "PG_PASSWORD" },
-      permissions: { read_only: true, allowed_schemas: ["public"], allowed_tables: ["users"], row_limit: 5, query_timeout: 2 },
-    }, scope.context));
+    const c = await client(
+      await createPostgresServer(
+        {
+          connection: { host: "127.0.0.1", port: db.port, database: "app" },
+          authentication: { type: "credentials", username: "postgres", password_env: "PG_PASSWORD" },
+          permissions: { read_only: true, allowed_schemas: ["public"], allowed_tables: ["users"], row_limit: 5, query_timeout: 2 },
+        },
+        scope.context,
+      ),
+    );
     expect((await c.listResources()).resources.map((r) => r.name)).toEqual(["public.users"]);
     const columns = await c.readResource({ uri: (await c.listResources()).resources[0]!.uri });
     expect(JSON.parse((columns.contents[0] as { text: string }).text).map((col: { column_name: string }) => col.column_name)).toEqual(["id", "name"]);
@@ -503,7 +600,11 @@ describe.skipIf(!PG_BIN)("postgresql integration (a real PostgreSQL server)", ()
       const key = (await scheduler.keys.create({ account: "pg", tier: "enterprise", rpm: 100 })).token;
       const post = async (path: string, body: unknown) => (await mcpApi(httpBase(scheduler), key, "POST", path, body)).body;
       await setSecret(httpBase(scheduler), key, "PG_PASSWORD", "unused-with-trust-auth");
-      const created = await post("/servers", { name: "app-db", server_type: "postgresql", config: { connection: { host: "127.0.0.1", port: db.port, database: "app" }, authentication: { type: "credentials", username: "postgres", password_env: "PG_PASSWORD" } } });
+      const created = await post("/servers", {
+        name: "app-db",
+        server_type: "postgresql",
+        config: { connection: { host: "127.0.0.1", port: db.port, database: "app" }, authentication: { type: "credentials", username: "postgres", password_env: "PG_PASSWORD" } },
+      });
       const test = await post("/test", { server_id: created.id });
       expect(test.resources.map((r: { name: string }) => r.name)).toEqual(["public.secrets", "public.users"]);
       expect(test.tools.map((t: { name: string }) => t.name)).toEqual(["query"]);
@@ -512,7 +613,10 @@ describe.skipIf(!PG_BIN)("postgresql integration (a real PostgreSQL server)", ()
     }
   });
 });
-if (!PG_BIN) describe.skip("postgresql integration (skipped: no PostgreSQL server binaries; apt-get install postgresql)", () => { it("postgres", () => undefined); });
+if (!PG_BIN)
+  describe.skip("postgresql integration (skipped: no PostgreSQL server binaries; apt-get install postgresql)", () => {
+    it("postgres", () => undefined);
+  });
 
 describe("github and slack integrations (official clients against local API servers)", () => {
   const auths: string[] = [];
@@ -521,9 +625,18 @@ describe("github and slack integrations (official clients against local API serv
   beforeAll(async () => {
     const routes: Record<string, unknown> = {
       "GET /gh/repos/acme/app": { full_name: "acme/app", description: "The app", private: false },
-      "GET /gh/repos/acme/app/issues": [{ number: 1, title: "bug", state: "open" }, { number: 2, title: "a PR", state: "open", pull_request: {} }],
+      "GET /gh/repos/acme/app/issues": [
+        { number: 1, title: "bug", state: "open" },
+        { number: 2, title: "a PR", state: "open", pull_request: {} },
+      ],
       "GET /gh/repos/acme/app/pulls": [{ number: 2, title: "a PR", state: "open" }],
-      "POST /slack/api/conversations.list": { ok: true, channels: [{ id: "C1", name: "general", purpose: { value: "Talk" } }, { id: "C2", name: "random" }] },
+      "POST /slack/api/conversations.list": {
+        ok: true,
+        channels: [
+          { id: "C1", name: "general", purpose: { value: "Talk" } },
+          { id: "C2", name: "random" },
+        ],
+      },
       "POST /slack/api/conversations.history": { ok: true, messages: [{ user: "U1", text: "hello", ts: "1.0" }] },
       "POST /slack/api/auth.test": { ok: true, user_id: "B1" },
     };
@@ -545,10 +658,16 @@ describe("github and slack integrations (official clients against local API serv
 
   it("github: repositories as resources, tools by include flags, the token from the account's secret, base_url honoured", async () => {
     const scope = direct({ GH_TOKEN: "gh-test-token" }, 2000);
-    const c = await client(await createGithubServer({
-      base_url: `${base}/gh`, authentication: { type: "token", token_env: "GH_TOKEN" },
-      resources: { repositories: ["acme/app"], include_issues: true, include_prs: true },
-    }, scope.context));
+    const c = await client(
+      await createGithubServer(
+        {
+          base_url: `${base}/gh`,
+          authentication: { type: "token", token_env: "GH_TOKEN" },
+          resources: { repositories: ["acme/app"], include_issues: true, include_prs: true },
+        },
+        scope.context,
+      ),
+    );
     expect((await c.listResources()).resources.map((r) => [r.name, r.description])).toEqual([["acme/app", "The app"]]);
     expect((await c.listTools()).tools.map((t) => t.name)).toEqual(["list_repositories", "list_issues", "list_pull_requests"]);
     const issues = (await c.callTool({ name: "list_issues", arguments: { repo: "acme/app" } })) as { content: { text: string }[] };
@@ -562,10 +681,16 @@ describe("github and slack integrations (official clients against local API serv
 
   it("slack: configured channels as resources, history within history_limit, the bot token from the account's secret", async () => {
     const scope = direct({ SLACK_TOKEN: "xoxb-test-token" }, 2000);
-    const c = await client(await createSlackServer({
-      base_url: `${base}/slack/api`, authentication: { type: "oauth", bot_token_env: "SLACK_TOKEN", scopes: ["channels:read", "channels:history"] },
-      resources: { channels: ["general"], history_limit: 10 },
-    }, scope.context));
+    const c = await client(
+      await createSlackServer(
+        {
+          base_url: `${base}/slack/api`,
+          authentication: { type: "oauth", bot_token_env: "SLACK_TOKEN", scopes: ["channels:read", "channels:history"] },
+          resources: { channels: ["general"], history_limit: 10 },
+        },
+        scope.context,
+      ),
+    );
     expect((await c.listResources()).resources.map((r) => r.name)).toEqual(["#general"]);
     const history = (await c.callTool({ name: "channel_history", arguments: { channel: "#general" } })) as { content: { text: string }[] };
     expect(JSON.parse(history.content[0]!.text)).toEqual([{ user: "U1", text: "hello", ts: "1.0" }]);
@@ -573,8 +698,9 @@ describe("github and slack integrations (official clients against local API serv
     expect(refused.isError).toBe(true);
     expect(auths).toContain("Bearer xoxb-test-token");
     await c.close();
-    await expect(createSlackServer({ base_url: `${base}/slack/api`, authentication: { type: "oauth", bot_token_env: "SLACK_TOKEN", scopes: ["chat:write"] } }, scope.context))
-      .rejects.toThrow(/lacks the configured scopes chat:write/);
+    await expect(
+      createSlackServer({ base_url: `${base}/slack/api`, authentication: { type: "oauth", bot_token_env: "SLACK_TOKEN", scopes: ["chat:write"] } }, scope.context),
+    ).rejects.toThrow(/lacks the configured scopes chat:write/);
     await scope.close();
   });
 });
@@ -582,12 +708,19 @@ describe("github and slack integrations (official clients against local API serv
 const MARIADB = mariadbBin();
 describe.skipIf(!MARIADB)("mysql integration (a real MariaDB server)", () => {
   let db: Mariadb;
-  beforeAll(async () => { db = await startMariadb(MARIADB!); }, 60_000);
+  beforeAll(async () => {
+    db = await startMariadb(MARIADB!);
+  }, 60_000);
   afterAll(() => db?.stop());
 
   it("lists tables as resources, answers a read-only query with row_limit, refuses a write", async () => {
     const setup = direct();
-    const admin = await client(await createMysqlServer({ connection: { host: "127.0.0.1", port: db.port }, authentication: { type: "credentials", username: "root" }, permissions: { read_only: false } }, setup.context));
+    const admin = await client(
+      await createMysqlServer(
+        { connection: { host: "127.0.0.1", port: db.port }, authentication: { type: "credentials", username: "root" }, permissions: { read_only: false } },
+        setup.context,
+      ),
+    );
     for (const sql of ["CREATE DATABASE app", "CREATE TABLE app.users (id INT PRIMARY KEY, name TEXT)", "INSERT INTO app.users VALUES (1,'a'),(2,'b'),(3,'c')"]) {
       const r = (await admin.callTool({ name: "query", arguments: { sql } })) as { isError?: boolean; content: { text: string }[] };
       expect(r.isError, r.content[0]?.text).toBeFalsy();
@@ -596,7 +729,16 @@ describe.skipIf(!MARIADB)("mysql integration (a real MariaDB server)", () => {
     await setup.close();
 
     const scope = direct();
-    const c = await client(await createMysqlServer({ connection: { host: "127.0.0.1", port: db.port, database: "app" }, authentication: { type: "credentials", username: "root" }, permissions: { read_only: true, row_limit: 2 } }, scope.context));
+    const c = await client(
+      await createMysqlServer(
+        {
+          connection: { host: "127.0.0.1", port: db.port, database: "app" },
+          authentication: { type: "credentials", username: "root" },
+          permissions: { read_only: true, row_limit: 2 },
+        },
+        scope.context,
+      ),
+    );
     expect((await c.listResources()).resources.map((r) => r.name)).toEqual(["app.users"]);
     const q = async (sql: string) => (await c.callTool({ name: "query", arguments: { sql } })) as { isError?: boolean; content: { text: string }[] };
     expect(JSON.parse((await q("SELECT name FROM users ORDER BY id")).content[0]!.text)).toEqual({ rows: [{ name: "a" }, { name: "b" }], truncated: true });
@@ -607,7 +749,10 @@ describe.skipIf(!MARIADB)("mysql integration (a real MariaDB server)", () => {
     await scope.close();
   });
 });
-if (!MARIADB) describe.skip("mysql integration (skipped: no MariaDB server; apt-get install mariadb-server)", () => { it("mysql", () => undefined); });
+if (!MARIADB)
+  describe.skip("mysql integration (skipped: no MariaDB server; apt-get install mariadb-server)", () => {
+    it("mysql", () => undefined);
+  });
 
 describe("mcp over streamable HTTP", () => {
   it("lists a standard MCP server's tools through POST /v1/mcp/test", async () => {
@@ -618,7 +763,10 @@ describe("mcp over streamable HTTP", () => {
       const mcp = new McpServer({ name: "http-test", version: "1" });
       mcp.registerTool("ping", { description: "Answers pong" }, async () => ({ content: [{ type: "text", text: "pong" }] }));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-      res.on("close", () => { void transport.close(); void mcp.close(); });
+      res.on("close", () => {
+        void transport.close();
+        void mcp.close();
+      });
       await mcp.connect(transport);
       await transport.handleRequest(req, res);
     });
@@ -627,7 +775,11 @@ describe("mcp over streamable HTTP", () => {
     try {
       const key = (await scheduler.keys.create({ account: "h", tier: "pro" })).token;
       const post = async (path: string, body: unknown) => (await mcpApi(httpBase(scheduler), key, "POST", path, body)).body;
-      const created = await post("/servers", { name: "remote", server_type: "mcp", config: { transport: "http", url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` } });
+      const created = await post("/servers", {
+        name: "remote",
+        server_type: "mcp",
+        config: { transport: "http", url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` },
+      });
       const test = await post("/test", { server_id: created.id });
       expect(test).toMatchObject({ status: "ok", tools: [{ name: "ping", description: "Answers pong" }], resources: [] });
     } finally {
@@ -636,4 +788,3 @@ describe("mcp over streamable HTTP", () => {
     }
   });
 });
-

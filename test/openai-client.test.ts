@@ -13,7 +13,20 @@ import { GreedyReference, type ReferenceAnswer, type ReferenceMessage } from "./
 const STORIES = process.env.KILN_TEST_DATA ? join(process.env.KILN_TEST_DATA, "models", "stories260K.gguf") : undefined;
 
 async function startDev(serve?: string): Promise<{ proc: KilnProcess; client: OpenAI }> {
-  const proc = spawnKiln(["dev", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--db", join(tempDir(), "kiln.db"), "--threads", "1", "--gpu", "cpu", ...(serve ? ["--serve", serve] : [])]);
+  const proc = spawnKiln([
+    "dev",
+    "--http",
+    "127.0.0.1:0",
+    "--grpc",
+    "127.0.0.1:0",
+    "--db",
+    join(tempDir(), "kiln.db"),
+    "--threads",
+    "1",
+    "--gpu",
+    "cpu",
+    ...(serve ? ["--serve", serve] : []),
+  ]);
   const base = (await proc.waitFor(/API base:/, 30_000)).split("API base:")[1]!.trim();
   const key = (await proc.waitFor(/Dev key:/)).split("Dev key:")[1]!.trim();
   await proc.waitFor(/agent joined/);
@@ -48,7 +61,10 @@ function clientSuite(name: string, model: string, serve: () => string | undefine
     }
 
     it("a completion", async () => {
-      const messages: ReferenceMessage[] = [{ role: "system", content: "Be brief." }, { role: "user", content: "Once upon a time" }];
+      const messages: ReferenceMessage[] = [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "Once upon a time" },
+      ];
       const want = await expected(messages, 16);
       const c = await dev.client.chat.completions.create({ model, messages, max_tokens: 16, temperature: 0 });
       expect(c.id).toMatch(/^chatcmpl-/);
@@ -97,7 +113,11 @@ function clientSuite(name: string, model: string, serve: () => string | undefine
     });
 
     it("errors surface as the client's typed errors", async () => {
-      await expect(dev.client.chat.completions.create({ model, messages: [{ role: "user", content: "x" }], temperature: 2.5 })).rejects.toMatchObject({ status: 400, code: "invalid_temperature", type: "invalid_request_error" });
+      await expect(dev.client.chat.completions.create({ model, messages: [{ role: "user", content: "x" }], temperature: 2.5 })).rejects.toMatchObject({
+        status: 400,
+        code: "invalid_temperature",
+        type: "invalid_request_error",
+      });
     });
   });
 }
@@ -108,4 +128,7 @@ const realData = STORIES && existsSync(STORIES);
 describe.skipIf(!realData)("with KILN_TEST_DATA (stories260K.gguf)", () => {
   clientSuite("openai client → kiln dev (stories260K.gguf)", "famB-v3.1", () => `famB-v3.1=${STORIES}`);
 });
-if (!realData) describe.skip("with KILN_TEST_DATA (skipped: KILN_TEST_DATA is not set or has no models/stories260K.gguf)", () => { it("stories260K suite", () => undefined); });
+if (!realData)
+  describe.skip("with KILN_TEST_DATA (skipped: KILN_TEST_DATA is not set or has no models/stories260K.gguf)", () => {
+    it("stories260K suite", () => undefined);
+  });

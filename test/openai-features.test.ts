@@ -125,10 +125,29 @@ describe("honoured", () => {
   });
 
   it("developer messages, text content parts and names are the system message, the text they hold, and the text's first words", async () => {
-    const plain = await client.chat.completions.create({ model: MODEL, max_tokens: 12, temperature: 0, messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Hello there" }] });
+    const plain = await client.chat.completions.create({
+      model: MODEL,
+      max_tokens: 12,
+      temperature: 0,
+      messages: [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "Hello there" },
+      ],
+    });
     const parts = await client.chat.completions.create({
-      model: MODEL, max_tokens: 12, temperature: 0,
-      messages: [{ role: "developer", content: [{ type: "text", text: "Be brief." }] }, { role: "user", content: [{ type: "text", text: "Hello " }, { type: "text", text: "there" }] }],
+      model: MODEL,
+      max_tokens: 12,
+      temperature: 0,
+      messages: [
+        { role: "developer", content: [{ type: "text", text: "Be brief." }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "Hello " },
+            { type: "text", text: "there" },
+          ],
+        },
+      ],
     });
     expect(plain.choices[0]!.message.content).not.toBe("");
     expect(parts.choices[0]!.message.content).toBe(plain.choices[0]!.message.content);
@@ -147,7 +166,14 @@ describe("honoured", () => {
       additionalProperties: false,
     };
     const validate = new Ajv().compile(schema);
-    const body = { model: MODEL, messages: user("Answer in JSON"), max_tokens: 200, temperature: 1, logit_bias: await partialUtf8Tokens(), response_format: { type: "json_schema" as const, json_schema: { name: "answer", schema, strict: true } } };
+    const body = {
+      model: MODEL,
+      messages: user("Answer in JSON"),
+      max_tokens: 200,
+      temperature: 1,
+      logit_bias: await partialUtf8Tokens(),
+      response_format: { type: "json_schema" as const, json_schema: { name: "answer", schema, strict: true } },
+    };
     for (const seed of [1, 2, 3]) {
       const c = await client.chat.completions.create({ ...body, seed });
       expect(c.choices[0]!.finish_reason).toBe("stop");
@@ -160,7 +186,15 @@ describe("honoured", () => {
 
   it("the openai client's zod helper: the schema it sends is honoured and the reply comes back parsed", async () => {
     const Answer = z.object({ verdict: z.enum(["good", "bad"]), sure: z.boolean(), notes: z.array(z.string().max(10)).max(2), source: z.string().max(10).nullable() });
-    const c = await client.chat.completions.parse({ model: MODEL, messages: user("Judge it"), max_tokens: 200, temperature: 1, seed: 5, logit_bias: await partialUtf8Tokens(), response_format: zodResponseFormat(Answer, "judgement") });
+    const c = await client.chat.completions.parse({
+      model: MODEL,
+      messages: user("Judge it"),
+      max_tokens: 200,
+      temperature: 1,
+      seed: 5,
+      logit_bias: await partialUtf8Tokens(),
+      response_format: zodResponseFormat(Answer, "judgement"),
+    });
     expect(c.choices[0]!.finish_reason).toBe("stop");
     expect(Answer.parse(c.choices[0]!.message.parsed)).toEqual(c.choices[0]!.message.parsed);
   });
@@ -174,7 +208,14 @@ describe("honoured", () => {
     } finally {
       await model.dispose();
     }
-    const c = await client.chat.completions.create({ model: MODEL, messages: user("JSON please"), max_tokens: 50, temperature: 0, logit_bias, response_format: { type: "json_object" } });
+    const c = await client.chat.completions.create({
+      model: MODEL,
+      messages: user("JSON please"),
+      max_tokens: 50,
+      temperature: 0,
+      logit_bias,
+      response_format: { type: "json_object" },
+    });
     expect(c.choices[0]!.finish_reason).toBe("stop");
     expect(JSON.parse(c.choices[0]!.message.content!)).toEqual({});
   });
@@ -190,7 +231,8 @@ describe("honoured", () => {
     expect(cached).toBeLessThan(second.usage!.prompt_tokens);
 
     const chunks = [];
-    for await (const chunk of await client.chat.completions.create({ model: MODEL, messages: user("Hi"), max_tokens: 4, stream: true, stream_options: { include_usage: true } })) chunks.push(chunk);
+    for await (const chunk of await client.chat.completions.create({ model: MODEL, messages: user("Hi"), max_tokens: 4, stream: true, stream_options: { include_usage: true } }))
+      chunks.push(chunk);
     const last = chunks.at(-1)!;
     expect(last.choices).toEqual([]);
     expect(last.usage).toMatchObject({ total_tokens: expect.any(Number), prompt_tokens_details: { cached_tokens: expect.any(Number) } });
@@ -221,7 +263,11 @@ describe("honoured", () => {
     expect(plain.choices[0]!.logprobs).toBeNull();
     // a character the model writes in byte tokens: each token's bytes are its raw ones, and together they are the text's UTF-8
     const accented = await client.chat.completions.create({
-      model: MODEL, messages: user("Say it"), max_tokens: 20, temperature: 0, logprobs: true,
+      model: MODEL,
+      messages: user("Say it"),
+      max_tokens: 20,
+      temperature: 0,
+      logprobs: true,
       response_format: { type: "json_schema", json_schema: { name: "word", schema: { enum: ["héllo"] } } },
     });
     const tokens = accented.choices[0]!.logprobs!.content!;
@@ -274,7 +320,11 @@ describe("honoured", () => {
     viaFloat.data.forEach((d, i) => d.embedding.forEach((x, j) => expect(x).toBeCloseTo(viaBase64.data[i]!.embedding[j]!, 5)));
     expect(viaFloat.usage.prompt_tokens).toBeGreaterThan(0);
     const size = viaFloat.data[0]!.embedding.length;
-    await expect(client.embeddings.create({ model: MODEL, input: "x", dimensions: size + 1 })).rejects.toMatchObject({ status: 400, param: "dimensions", code: "invalid_dimensions" });
+    await expect(client.embeddings.create({ model: MODEL, input: "x", dimensions: size + 1 })).rejects.toMatchObject({
+      status: 400,
+      param: "dimensions",
+      code: "invalid_dimensions",
+    });
     await expect(client.embeddings.create({ model: MODEL, input: [] })).rejects.toMatchObject({ status: 400, param: "input" });
   });
 
@@ -304,8 +354,11 @@ describe("honoured", () => {
   it("GET /v1/models/{id} returns the model; an unknown id is a 404; the list marks each model's capabilities", async () => {
     expect(await client.models.retrieve(MODEL)).toMatchObject({ id: MODEL, object: "model" });
     await expect(client.models.retrieve("gpt-nope")).rejects.toMatchObject({ status: 404, code: "model_not_found" });
-    const list = await client.get("/models") as { models: { id: string; status: string; capabilities: string[] }[] };
-    expect(list.models.find((m) => m.id === MODEL)).toMatchObject({ status: "available", capabilities: ["chat", "completions", "embeddings", "logprobs", "n", "response_format", "sampling", "tools"] });
+    const list = (await client.get("/models")) as { models: { id: string; status: string; capabilities: string[] }[] };
+    expect(list.models.find((m) => m.id === MODEL)).toMatchObject({
+      status: "available",
+      capabilities: ["chat", "completions", "embeddings", "logprobs", "n", "response_format", "sampling", "tools"],
+    });
     expect(list.models.find((m) => m.status === "unavailable")!.capabilities).toEqual([]);
   });
 
@@ -320,8 +373,14 @@ describe("function calling", () => {
   const weather: OpenAI.Chat.ChatCompletionFunctionTool = {
     type: "function",
     function: {
-      name: "get_weather", description: "The weather in a city",
-      parameters: { type: "object", properties: { city: { type: "string", enum: ["Paris", "Rome"] }, days: { type: "integer" } }, required: ["city", "days"], additionalProperties: false },
+      name: "get_weather",
+      description: "The weather in a city",
+      parameters: {
+        type: "object",
+        properties: { city: { type: "string", enum: ["Paris", "Rome"] }, days: { type: "integer" } },
+        required: ["city", "days"],
+        additionalProperties: false,
+      },
     },
   };
   const ajv = new Ajv();
@@ -342,7 +401,11 @@ describe("function calling", () => {
     expect(new Set(calls.map((c) => c.id)).size).toBe(calls.length);
 
     const answered = await client.chat.completions.create({
-      model: MODEL, max_tokens: 8, seed: 3, tools: [weather], tool_choice: "none",
+      model: MODEL,
+      max_tokens: 8,
+      seed: 3,
+      tools: [weather],
+      tool_choice: "none",
       messages: [...question, choice.message, ...calls.map((c) => ({ role: "tool" as const, tool_call_id: c.id, content: '{"sky":"clear"}' }))],
     });
     expect(answered.choices[0]!.message.tool_calls).toBeUndefined();
@@ -353,10 +416,20 @@ describe("function calling", () => {
   });
 
   it("streams a named call as OpenAI does: the first delta with id, type and name, then argument fragments; the client's accumulator rebuilds it", async () => {
-    const body = { model: MODEL, messages: question, tools: [weather], tool_choice: { type: "function" as const, function: { name: "get_weather" } }, parallel_tool_calls: false, seed: 5, max_tokens: 200 };
+    const body = {
+      model: MODEL,
+      messages: question,
+      tools: [weather],
+      tool_choice: { type: "function" as const, function: { name: "get_weather" } },
+      parallel_tool_calls: false,
+      seed: 5,
+      max_tokens: 200,
+    };
     const stream = client.chat.completions.stream(body);
     const deltas: OpenAI.Chat.ChatCompletionChunk.Choice.Delta.ToolCall[] = [];
-    stream.on("chunk", (chunk) => { for (const c of chunk.choices[0]?.delta.tool_calls ?? []) deltas.push(c); });
+    stream.on("chunk", (chunk) => {
+      for (const c of chunk.choices[0]?.delta.tool_calls ?? []) deltas.push(c);
+    });
     const final = await stream.finalChatCompletion();
     expect(deltas[0]).toMatchObject({ index: 0, id: expect.stringMatching(/^call_/), type: "function", function: { name: "get_weather" } });
     expect(deltas.length).toBeGreaterThan(2);
@@ -370,7 +443,13 @@ describe("function calling", () => {
     expect(whole.choices[0]!.message.tool_calls![0]).toMatchObject({ function: call.function }); // the same seed: the same call
 
     // the round trip, streamed: the result goes back, the answer streams as text
-    const answer = await streamed({ model: MODEL, max_tokens: 8, seed: 5, tools: [weather], messages: [...question, final.choices[0]!.message, { role: "tool", tool_call_id: call.id, content: "sunny, 21 C" }] });
+    const answer = await streamed({
+      model: MODEL,
+      max_tokens: 8,
+      seed: 5,
+      tools: [weather],
+      messages: [...question, final.choices[0]!.message, { role: "tool", tool_call_id: call.id, content: "sunny, 21 C" }],
+    });
     expect(answer.finish).toBe("length");
     expect(answer.text.length).toBeGreaterThan(0);
   });
@@ -379,17 +458,38 @@ describe("function calling", () => {
 describe("refused with a 400 naming the field", () => {
   it.each([
     ["top_logprobs", { top_logprobs: 2 }, "invalid_top_logprobs"],
-    ["response_format.json_schema.schema.properties.code.pattern", { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { code: { type: "string", pattern: "^a" } } } } } }, "invalid_response_format"],
+    [
+      "response_format.json_schema.schema.properties.code.pattern",
+      { response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { code: { type: "string", pattern: "^a" } } } } } },
+      "invalid_response_format",
+    ],
     ["response_format.type", { response_format: { type: "yaml" } }, "invalid_response_format"],
     ["tools[0].function.parameters", { tools: [{ type: "function", function: { name: "get_time", parameters: {} } }] }, "invalid_tools"],
-    ["tool_choice.function.name", { tools: [{ type: "function", function: { name: "get_time" } }], tool_choice: { type: "function", function: { name: "get_date" } } }, "invalid_tool_choice"],
-    ["messages[1].tool_call_id", { messages: [{ role: "user", content: "hi" }, { role: "tool", tool_call_id: "call_x", content: "42" }] }, "invalid_messages"],
+    [
+      "tool_choice.function.name",
+      { tools: [{ type: "function", function: { name: "get_time" } }], tool_choice: { type: "function", function: { name: "get_date" } } },
+      "invalid_tool_choice",
+    ],
+    [
+      "messages[1].tool_call_id",
+      {
+        messages: [
+          { role: "user", content: "hi" },
+          { role: "tool", tool_call_id: "call_x", content: "42" },
+        ],
+      },
+      "invalid_messages",
+    ],
     ["messages[0].content[0]", { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://example.com/a.png" } }] }] }, "unsupported_content"],
     ["stop", { stop: ["a", "b", "c", "d", "e"] }, "invalid_stop"],
     ["logit_bias", { logit_bias: { "99999999": 5 } }, "invalid_logit_bias"], // not in the tiny model's vocabulary: refused by the agent
   ])("%s", async (param, extra, code) => {
-    const err = await client.chat.completions.create({ model: MODEL, messages: user("hi"), max_tokens: 2, ...(extra as object) } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming)
-      .then(() => undefined, (e: unknown) => e);
+    const err = await client.chat.completions
+      .create({ model: MODEL, messages: user("hi"), max_tokens: 2, ...(extra as object) } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect(err).toMatchObject({ status: 400, param, code });
   });

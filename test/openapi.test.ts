@@ -29,13 +29,40 @@ async function fullApp() {
   const db = new SqliteStore(join(tempDir(), "kiln.db")); // routes are listed, never called: the engine does not matter
   const fleet = new Fleet({ queueSize: 1, queueTimeoutMs: 1000, heartbeatMs: 60_000, logger });
   const usage = new UsageLedger(db, { logger });
-  const mcp = new McpService({ store: new McpStore(db), secrets: new AccountSecrets(db, randomBytes(32)), egress: new EgressPolicy(), timeoutMs: 1000, concurrency: 1, totalConcurrency: 1, logger });
-  const app = createHttpApp({
-    keys: await KeyService.open(db), limiter: new RateLimiter(), inflight: new InflightLimiter(), maxInflight: { free: 1, standard: 1, pro: 1, enterprise: 1 }, fleet, logger,
-    maxBodyBytes: 1 << 20, standardRpm: 60, metrics: createSchedulerMetrics(fleet), mcp, adminToken: "a".repeat(32), ready: () => ({ ready: true, checks: {} }),
-    audio: { spoolDir: tempDir(), maxFileBytes: 1 << 20, maxUploads: 1, maxUploadsPerAccount: 1 }, usage, tokens: new TokenQuota({ perMinute: DEFAULT_TOKENS_PER_MINUTE, perDay: DEFAULT_TOKENS_PER_DAY, counter: new MemoryTokenCounter({ usedOn: () => 0 }) }),
+  const mcp = new McpService({
+    store: new McpStore(db),
+    secrets: new AccountSecrets(db, randomBytes(32)),
+    egress: new EgressPolicy(),
+    timeoutMs: 1000,
+    concurrency: 1,
+    totalConcurrency: 1,
+    logger,
   });
-  return { app, close: async () => { fleet.close(); await usage.close(); await db.close(); } };
+  const app = createHttpApp({
+    keys: await KeyService.open(db),
+    limiter: new RateLimiter(),
+    inflight: new InflightLimiter(),
+    maxInflight: { free: 1, standard: 1, pro: 1, enterprise: 1 },
+    fleet,
+    logger,
+    maxBodyBytes: 1 << 20,
+    standardRpm: 60,
+    metrics: createSchedulerMetrics(fleet),
+    mcp,
+    adminToken: "a".repeat(32),
+    ready: () => ({ ready: true, checks: {} }),
+    audio: { spoolDir: tempDir(), maxFileBytes: 1 << 20, maxUploads: 1, maxUploadsPerAccount: 1 },
+    usage,
+    tokens: new TokenQuota({ perMinute: DEFAULT_TOKENS_PER_MINUTE, perDay: DEFAULT_TOKENS_PER_DAY, counter: new MemoryTokenCounter({ usedOn: () => 0 }) }),
+  });
+  return {
+    app,
+    close: async () => {
+      fleet.close();
+      await usage.close();
+      await db.close();
+    },
+  };
 }
 
 type Document = { openapi: string; paths: Record<string, Record<string, unknown>> };
@@ -50,7 +77,7 @@ beforeAll(async () => {
   await waitForAgents(scheduler, 1);
   const res = await fetch(`http://127.0.0.1:${scheduler.http.port}/v1/openapi.json`); // no key
   expect(res.status).toBe(200);
-  doc = await res.json() as Document;
+  doc = (await res.json()) as Document;
 }, 60_000);
 afterAll(async () => {
   await agent?.close();
@@ -80,8 +107,11 @@ describe("GET /v1/openapi.json", () => {
   });
 
   it("documents the chat request from the schema validation runs: its fields, refusals and extensions", () => {
-    const schema = (doc.paths["/v1/chat/completions"]!.post as { requestBody: { content: { "application/json": { schema: { $ref: string } } } } }).requestBody.content["application/json"].schema;
-    const request = (doc as unknown as { components: { schemas: Record<string, { properties: Record<string, { description?: string; maximum?: number }>; required: string[] }> } }).components.schemas[schema.$ref.split("/").at(-1)!]!;
+    const schema = (doc.paths["/v1/chat/completions"]!.post as { requestBody: { content: { "application/json": { schema: { $ref: string } } } } }).requestBody.content[
+      "application/json"
+    ].schema;
+    const request = (doc as unknown as { components: { schemas: Record<string, { properties: Record<string, { description?: string; maximum?: number }>; required: string[] }> } })
+      .components.schemas[schema.$ref.split("/").at(-1)!]!;
     expect(request.required).toEqual(["model", "messages"]);
     expect(request.properties.temperature!.maximum).toBe(2);
     expect(request.properties.top_k!.description).toMatch(/llama\.cpp extension/);
@@ -92,28 +122,48 @@ describe("GET /v1/openapi.json", () => {
     const { token } = await scheduler.keys.create({ account: "openapi", tier: "standard" });
     const base = `http://127.0.0.1:${scheduler.http.port}/v1`;
     const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-    const completion = await fetch(`${base}/chat/completions`, { method: "POST", headers, body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "hi" }], max_tokens: 3 }) });
+    const completion = await fetch(`${base}/chat/completions`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "hi" }], max_tokens: 3 }),
+    });
     expect(completion.status).toBe(200);
     expect(ChatCompletionResponse.safeParse(await completion.json()).error).toBeUndefined();
-    const streamed = await fetch(`${base}/chat/completions`, { method: "POST", headers, body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "hi" }], max_tokens: 3, stream: true, stream_options: { include_usage: true } }) });
-    const events = (await streamed.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice("data: ".length)) as unknown);
+    const streamed = await fetch(`${base}/chat/completions`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "hi" }], max_tokens: 3, stream: true, stream_options: { include_usage: true } }),
+    });
+    const events = (await streamed.text())
+      .split("\n\n")
+      .filter((e) => e.startsWith("data: {"))
+      .map((e) => JSON.parse(e.slice("data: ".length)) as unknown);
     expect(events.length).toBeGreaterThan(2);
     for (const event of events) expect(ChatCompletionChunk.safeParse(event).error).toBeUndefined();
     const tools = [{ type: "function", function: { name: "get_time", parameters: { type: "object", properties: { zone: { enum: ["UTC", "CET"] } } } } }];
     const called = { model: MODEL_ID, messages: [{ role: "user", content: "time?" }], tools, tool_choice: "required", max_tokens: 64 };
-    const call = await (await fetch(`${base}/chat/completions`, { method: "POST", headers, body: JSON.stringify(called) })).json() as { choices: { finish_reason: string }[] };
+    const call = (await (await fetch(`${base}/chat/completions`, { method: "POST", headers, body: JSON.stringify(called) })).json()) as { choices: { finish_reason: string }[] };
     expect(call.choices[0]!.finish_reason).toBe("tool_calls");
     expect(ChatCompletionResponse.safeParse(call).error).toBeUndefined();
     const callEvents = (await (await fetch(`${base}/chat/completions`, { method: "POST", headers, body: JSON.stringify({ ...called, stream: true }) })).text())
-      .split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice("data: ".length)) as { choices: { delta: { tool_calls?: unknown[] } }[] });
+      .split("\n\n")
+      .filter((e) => e.startsWith("data: {"))
+      .map((e) => JSON.parse(e.slice("data: ".length)) as { choices: { delta: { tool_calls?: unknown[] } }[] });
     expect(callEvents.some((e) => e.choices[0]?.delta.tool_calls)).toBe(true);
     for (const event of callEvents) expect(ChatCompletionChunk.safeParse(event).error).toBeUndefined();
     for (const extra of [{ logprobs: 1 }, { echo: true }]) {
       const legacy = await fetch(`${base}/completions`, { method: "POST", headers, body: JSON.stringify({ model: MODEL_ID, prompt: "Once", max_tokens: 3, ...extra }) });
       expect(TextCompletion.safeParse(await legacy.json()).error).toBeUndefined();
     }
-    const legacyStream = await fetch(`${base}/completions`, { method: "POST", headers, body: JSON.stringify({ model: MODEL_ID, prompt: "Once", max_tokens: 3, stream: true, stream_options: { include_usage: true } }) });
-    const legacyEvents = (await legacyStream.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice("data: ".length)) as unknown);
+    const legacyStream = await fetch(`${base}/completions`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ model: MODEL_ID, prompt: "Once", max_tokens: 3, stream: true, stream_options: { include_usage: true } }),
+    });
+    const legacyEvents = (await legacyStream.text())
+      .split("\n\n")
+      .filter((e) => e.startsWith("data: {"))
+      .map((e) => JSON.parse(e.slice("data: ".length)) as unknown);
     for (const event of legacyEvents) expect(TextCompletion.safeParse(event).error).toBeUndefined();
     for (const encoding_format of ["float", "base64"]) {
       const embeddings = await fetch(`${base}/embeddings`, { method: "POST", headers, body: JSON.stringify({ model: MODEL_ID, input: ["a", "b"], encoding_format }) });

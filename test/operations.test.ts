@@ -25,18 +25,19 @@ function parseMetrics(text: string): Map<string, number> {
   return samples;
 }
 
-const sum = (samples: Map<string, number>, prefix: string, filter = "") =>
-  [...samples].filter(([k]) => k.startsWith(prefix) && k.includes(filter)).reduce((a, [, v]) => a + v, 0);
+const sum = (samples: Map<string, number>, prefix: string, filter = "") => [...samples].filter(([k]) => k.startsWith(prefix) && k.includes(filter)).reduce((a, [, v]) => a + v, 0);
 
 function grpcHealth(port: number, name: string): Promise<string> {
   const Client = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, "Health");
   const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
     check(req: { service: string }, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void): void;
   };
-  return new Promise((resolve) => client.check({ service: name }, (err, res) => {
-    client.close();
-    resolve(err ? `error:${grpc.status[err.code]}` : String(res!.status));
-  }));
+  return new Promise((resolve) =>
+    client.check({ service: name }, (err, res) => {
+      client.close();
+      resolve(err ? `error:${grpc.status[err.code]}` : String(res!.status));
+    }),
+  );
 }
 
 describe("health and metrics", () => {
@@ -64,7 +65,9 @@ describe("health and metrics", () => {
     expect(hw).toMatchObject({ compute: "cpu", gpus: [], cuda_available: false });
     expect(Number(hw.disk_total_bytes)).toBeGreaterThan(0);
     expect(Number(hw.memory_total_bytes)).toBeGreaterThan(0);
-    const models = await (await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json() as { models: { id: string; gpu_type: string; memory_gb: number }[] };
+    const models = (await (await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+      models: { id: string; gpu_type: string; memory_gb: number }[];
+    };
     expect(models.models.find((x) => x.id === MODEL_ID)).toMatchObject({ gpu_type: "none (CPU)", memory_gb: expect.any(Number) });
 
     m = parseMetrics(await (await fetch(`${base}/metrics`)).text());
@@ -95,7 +98,7 @@ describe("health and metrics", () => {
     await scheduler.close();
     schedulerOpen = false;
     await until(async () => (await fetch(`${base}/readyz`)).status === 503, 10_000, "the agent to notice the scheduler is gone");
-    const body = await (await fetch(`${base}/readyz`)).json() as { checks: Record<string, boolean> };
+    const body = (await (await fetch(`${base}/readyz`)).json()) as { checks: Record<string, boolean> };
     expect(body.checks.scheduler_connected).toBe(false);
   });
 });

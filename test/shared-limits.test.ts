@@ -74,4 +74,7 @@ describe.skipIf(!REDIS)("two schedulers sharing a database and Redis", () => {
   });
 });
 
-if (!REDIS) describe.skip("two schedulers sharing a database and Redis (skipped: redis-server is not installed; apt-get install redis-server)", () => { it("shared limits", () => undefined); });
+if (!REDIS)
+  describe.skip("two schedulers sharing a database and Redis (skipped: redis-server is not installed; apt-get install redis-server)", () => {
+    it("shared limits", () => undefined);
+  });

@@ -15,8 +15,20 @@ describe.skipIf(!analyze)("systemd units", () => {
 
   it.each(UNITS)("%s restarts with a back-off, runs as kiln with an env file, and is hardened", (unit) => {
     const text = readFileSync(unit, "utf8");
-    for (const line of ["Restart=on-failure", "RestartSec=", "StartLimitBurst=", "User=kiln", "EnvironmentFile=/etc/kiln/", "NoNewPrivileges=yes",
-      "ProtectSystem=strict", "ReadWritePaths=/var/lib/kiln", "PrivateTmp=yes", "ProtectHome=yes", "StandardOutput=journal", "KillSignal=SIGTERM"]) {
+    for (const line of [
+      "Restart=on-failure",
+      "RestartSec=",
+      "StartLimitBurst=",
+      "User=kiln",
+      "EnvironmentFile=/etc/kiln/",
+      "NoNewPrivileges=yes",
+      "ProtectSystem=strict",
+      "ReadWritePaths=/var/lib/kiln",
+      "PrivateTmp=yes",
+      "ProtectHome=yes",
+      "StandardOutput=journal",
+      "KillSignal=SIGTERM",
+    ]) {
       expect(text, line).toContain(line);
     }
     if (unit.includes("agent")) {
@@ -27,4 +39,7 @@ describe.skipIf(!analyze)("systemd units", () => {
     }
   });
 });
-if (!analyze) describe.skip("systemd units (skipped: systemd-analyze is not installed)", () => { it("verify", () => undefined); });
+if (!analyze)
+  describe.skip("systemd units (skipped: systemd-analyze is not installed)", () => {
+    it("verify", () => undefined);
+  });

@@ -19,7 +19,9 @@ const realData = Boolean(DATA) && existsSync(SILERO) && existsSync(audio("jfk.wa
 
 describe.skipIf(!realData)("with KILN_TEST_DATA (silero_vad.onnx, jfk, en-60s)", () => {
   let t: Transcription;
-  beforeAll(async () => { t = await startTranscription({ vadModel: SILERO }); });
+  beforeAll(async () => {
+    t = await startTranscription({ vadModel: SILERO });
+  });
   afterAll(() => t?.agent.close());
 
   it("runs jfk.wav and jfk.mp3 end to end", async () => {
@@ -53,7 +55,10 @@ describe.skipIf(!realData)("with KILN_TEST_DATA (silero_vad.onnx, jfk, en-60s)",
     const covered = seconds(pieces.reduce((a, p) => a + p.end - p.start, 0));
     expect(covered).toBeLessThan(seconds(samples) - 3);
     expect(covered).toBeGreaterThan(40);
-    const gaps = spans.slice(1).map((s, i) => ({ start: spans[i]!.end, end: s.start })).filter((g) => seconds(g.end - g.start) > 1);
+    const gaps = spans
+      .slice(1)
+      .map((s, i) => ({ start: spans[i]!.end, end: s.start }))
+      .filter((g) => seconds(g.end - g.start) > 1);
     expect(gaps.length).toBeGreaterThan(0);
     for (const g of gaps) {
       const mid = (g.start + g.end) / 2;
@@ -61,4 +66,7 @@ describe.skipIf(!realData)("with KILN_TEST_DATA (silero_vad.onnx, jfk, en-60s)",
     }
   });
 });
-if (!realData) describe.skip("with KILN_TEST_DATA (skipped: KILN_TEST_DATA is not set or lacks silero_vad.onnx / jfk.wav)", () => { it("real speech suite", () => undefined); });
+if (!realData)
+  describe.skip("with KILN_TEST_DATA (skipped: KILN_TEST_DATA is not set or lacks silero_vad.onnx / jfk.wav)", () => {
+    it("real speech suite", () => undefined);
+  });

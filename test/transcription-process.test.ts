@@ -26,15 +26,19 @@ function streamUpload(base: string, size: number): Promise<{ status: number; bod
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const block = Buffer.alloc(1024 * 1024, 7);
   return new Promise((resolve, reject) => {
-    const req = request(`${base}/api/process`, {
-      method: "POST",
-      headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + size + tail.length },
-    }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-    });
+    const req = request(
+      `${base}/api/process`,
+      {
+        method: "POST",
+        headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + size + tail.length },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      },
+    );
     req.on("error", reject);
     let sent = 0;
     const pump = () => {
@@ -58,7 +62,9 @@ describe("transcription agent process", () => {
     const pid = proc.child.pid!;
     const before = rssBytes(pid);
     let peak = before;
-    const sampler = setInterval(() => { peak = Math.max(peak, rssBytes(pid)); }, 50);
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssBytes(pid));
+    }, 50);
     const res = await streamUpload(base, 1024 ** 3 + 1).finally(() => clearInterval(sampler));
     expect(res.status).toBe(413);
     expect(res.body.error).toMatchObject({ type: "invalid_request_error", code: "file_too_large" });
@@ -122,4 +128,3 @@ describe("transcription agent process", () => {
     for (const job of [running!, queued!]) expect((await waitForJob(agent.base, job.job_id, 120_000)).view.status).toBe("completed");
   }, 240_000);
 });
-

@@ -25,10 +25,7 @@ const VIDEO = ["mp4", "avi", "mov"];
 
 describe("POST /api/process", () => {
   it("transcribes every accepted format, ten files in one request, with monotonic progress and an integer ETA", async () => {
-    const files = [
-      ...FORMATS.map((f) => makeMedia(media, `audio.${f}`, { seconds: 3 })),
-      ...VIDEO.map((f) => makeMedia(media, `video.${f}`, { video: true, seconds: 3 })),
-    ];
+    const files = [...FORMATS.map((f) => makeMedia(media, `audio.${f}`, { seconds: 3 })), ...VIDEO.map((f) => makeMedia(media, `video.${f}`, { video: true, seconds: 3 }))];
     // no temperature fallback: the random-weight model would re-decode every window (this test is about formats)
     const res = await upload(t.base, files, { model: "base", temperature_increment: "0" });
     expect(res.status).toBe(202);
@@ -82,7 +79,10 @@ describe("POST /api/process", () => {
 
   it("refuses 11 files with a 400", async () => {
     const file = makeMedia(media, "short.wav", { seconds: 1 });
-    const res = await upload(t.base, Array.from({ length: 11 }, () => file));
+    const res = await upload(
+      t.base,
+      Array.from({ length: 11 }, () => file),
+    );
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ type: "invalid_request_error", code: "too_many_files" });
     expect(res.body.error.message).toMatch(/^audio:/);
@@ -113,7 +113,10 @@ describe("POST /api/process", () => {
   it.each([
     ["inside an audio part", `${"--b\r\n"}Content-Disposition: form-data; name="audio"; filename="a.wav"\r\n\r\nRIFF`],
     ["inside an ignored file part", `${"--b\r\n"}Content-Disposition: form-data; name="other"; filename="x.bin"\r\n\r\nxyz`],
-    ["inside the second audio part", `--b\r\nContent-Disposition: form-data; name="audio"; filename="a.wav"\r\n\r\nRIFF\r\n--b\r\nContent-Disposition: form-data; name="audio"; filename="b.wav"\r\n\r\nRIFF`],
+    [
+      "inside the second audio part",
+      `--b\r\nContent-Disposition: form-data; name="audio"; filename="a.wav"\r\n\r\nRIFF\r\n--b\r\nContent-Disposition: form-data; name="audio"; filename="b.wav"\r\n\r\nRIFF`,
+    ],
   ])("refuses a body that ends %s with a 400, keeps no file and serves on", async (_, body) => {
     const res = await fetch(`${t.base}/api/process`, { method: "POST", headers: { "content-type": "multipart/form-data; boundary=b" }, body });
     expect(res.status).toBe(400);
@@ -224,7 +227,13 @@ describe("KILN_AGENT_TOKEN", () => {
 describe("a whisper model file that cannot load", () => {
   it.each([
     ["not a model", (file: string) => writeFileSync(file, "not a whisper model\n")],
-    ["a model cut in half", (file: string) => { const whole = readFileSync(join(TEST_WHISPER_DIR, "ggml-base.bin")); writeFileSync(file, whole.subarray(0, whole.length >> 1)); }],
+    [
+      "a model cut in half",
+      (file: string) => {
+        const whole = readFileSync(join(TEST_WHISPER_DIR, "ggml-base.bin"));
+        writeFileSync(file, whole.subarray(0, whole.length >> 1));
+      },
+    ],
   ])("(%s) ends the job in an error, and the agent serves on", async (_, write) => {
     const dir = tempDir();
     write(join(dir, "ggml-base.bin"));
@@ -251,7 +260,6 @@ describe("metrics", () => {
     expect(value(/^kiln_asr_realtime_factor_count\{[^}]*\} (\d+)/m)).toBeGreaterThanOrEqual(11);
   });
 });
-
 
 describe("partial results", () => {
   /** The server-sent events of a job's stream, parsed as they arrive (each with when it came), until it ends. */
@@ -289,30 +297,38 @@ describe("partial results", () => {
     expect(refused.status).toBe(429);
     expect((await refused.json()).error).toMatchObject({ code: "too_many_watchers" });
     extra.abort();
-    await until(async () => {
-      const again = await fetchJob(`${t.base}/api/jobs/${id}/events`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
-      const ok = again?.status === 200;
-      await again?.body?.cancel().catch(() => undefined);
-      return ok;
-    }, 10_000, "a place freed by the closed streams");
+    await until(
+      async () => {
+        const again = await fetchJob(`${t.base}/api/jobs/${id}/events`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
+        const ok = again?.status === 200;
+        await again?.body?.cancel().catch(() => undefined);
+        return ok;
+      },
+      10_000,
+      "a place freed by the closed streams",
+    );
     const seen: number[] = [];
     let view: any;
     let completedAt = 0;
     let tail: number[] | undefined;
-    await until(async () => {
-      view = (await getJson(`${t.base}/api/status/${id}`)).body;
-      if (view.status === "processing") {
-        seen.push(view.segments.length);
-        if (view.segments.length >= 2 && !tail) {
-          // the segments after one it has: the rest, from the next id on
-          const after = view.segments.length - 2;
-          tail = (await getJson(`${t.base}/api/status/${id}?segments_after=${after}`)).body.segments.map((s: { id: number }) => s.id);
-          expect(tail![0]).toBe(after + 1);
-          for (let k = 1; k < tail!.length; k++) expect(tail![k]).toBe(tail![k - 1]! + 1);
-        }
-      } else completedAt = performance.now();
-      return view.status !== "processing";
-    }, 120_000, `job ${id}`);
+    await until(
+      async () => {
+        view = (await getJson(`${t.base}/api/status/${id}`)).body;
+        if (view.status === "processing") {
+          seen.push(view.segments.length);
+          if (view.segments.length >= 2 && !tail) {
+            // the segments after one it has: the rest, from the next id on
+            const after = view.segments.length - 2;
+            tail = (await getJson(`${t.base}/api/status/${id}?segments_after=${after}`)).body.segments.map((s: { id: number }) => s.id);
+            expect(tail![0]).toBe(after + 1);
+            for (let k = 1; k < tail!.length; k++) expect(tail![k]).toBe(tail![k - 1]! + 1);
+          }
+        } else completedAt = performance.now();
+        return view.status !== "processing";
+      },
+      120_000,
+      `job ${id}`,
+    );
     expect(view.status).toBe("completed");
     for (let k = 1; k < seen.length; k++) expect(seen[k]!).toBeGreaterThanOrEqual(seen[k - 1]!);
     expect(seen.some((n) => n > 0 && n < view.result.segments.length)).toBe(true); // words seen before the end

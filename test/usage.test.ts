@@ -13,7 +13,15 @@ import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, postChat, spawn
 import { testDb } from "./helpers/db.js";
 import { makeMedia, TEST_VAD, TEST_WHISPER_DIR } from "./helpers/speech.js";
 
-interface UsageDay { date: string; model: string; requests: number; prompt_tokens: number; completion_tokens: number; total_tokens: number; audio_seconds: number }
+interface UsageDay {
+  date: string;
+  model: string;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  audio_seconds: number;
+}
 
 async function usage(base: string, key: string, query = ""): Promise<{ status: number; body: any }> {
   const res = await fetch(`${base}/v1/usage${query}`, { headers: { authorization: `Bearer ${key}` } });
@@ -49,10 +57,14 @@ describe("GET /v1/usage", () => {
     }
     // a streamed one, its usage in the last chunk
     const stream = await fetch(`${base}/v1/chat/completions`, {
-      method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "stream" }], max_tokens: 5, stream: true, stream_options: { include_usage: true } }),
     });
-    const chunks = (await stream.text()).split("\n\n").filter((b) => b.startsWith("data: {")).map((b) => JSON.parse(b.slice(6)));
+    const chunks = (await stream.text())
+      .split("\n\n")
+      .filter((b) => b.startsWith("data: {"))
+      .map((b) => JSON.parse(b.slice(6)));
     const last = chunks.at(-1)!.usage;
     told.prompt += last.prompt_tokens;
     told.completion += last.completion_tokens;
@@ -109,7 +121,9 @@ describe("GET /v1/usage", () => {
     expect(forced.status).toBe(200);
     const ac = new AbortController();
     const res = await fetch(`${base}/v1/chat/completions`, {
-      method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, signal: ac.signal,
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      signal: ac.signal,
       body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "go on" }], max_tokens: 2000, stream: true, logit_bias: { "100": 100 } }),
     });
     const reader = res.body!.getReader();
@@ -131,12 +145,23 @@ describe("GET /v1/usage", () => {
 
   it("refuses dates that are not days, a range backwards or longer than a year, naming the field", async () => {
     const { token: key } = await scheduler.keys.create({ account: "dates", tier: "free" });
-    for (const [query, field] of [["?start_date=2026-02-30", "start_date"], ["?end_date=yesterday", "end_date"], ["?start_date=2026-05-02&end_date=2026-05-01", "start_date"], ["?start_date=2024-01-01&end_date=2026-01-01", "start_date"]] as const) {
+    for (const [query, field] of [
+      ["?start_date=2026-02-30", "start_date"],
+      ["?end_date=yesterday", "end_date"],
+      ["?start_date=2026-05-02&end_date=2026-05-01", "start_date"],
+      ["?start_date=2024-01-01&end_date=2026-01-01", "start_date"],
+    ] as const) {
       const { status, body } = await usage(base, key, query);
       expect(status, query).toBe(400);
       expect(body.error.param, query).toBe(field);
     }
-    expect((await usage(base, key, "?start_date=2026-01-01&end_date=2026-01-31")).body).toEqual({ object: "list", account: "dates", start_date: "2026-01-01", end_date: "2026-01-31", data: [] });
+    expect((await usage(base, key, "?start_date=2026-01-01&end_date=2026-01-31")).body).toEqual({
+      object: "list",
+      account: "dates",
+      start_date: "2026-01-01",
+      end_date: "2026-01-31",
+      data: [],
+    });
   });
 });
 
@@ -147,15 +172,22 @@ describe("the ledger across a crash", () => {
     const agent = await inProcessAgent({ grpc: { host: "127.0.0.1", port: scheduler.grpc } });
     try {
       const { execFileSync } = await import("node:child_process");
-      const key = /key:\s+(\S+)/.exec(execFileSync(process.execPath, ["bin/kiln.js", "keys", "create", "--db", db, "--account", "crash", "--tier", "pro"], { encoding: "utf8" }))![1]!;
+      const key = /key:\s+(\S+)/.exec(
+        execFileSync(process.execPath, ["bin/kiln.js", "keys", "create", "--db", db, "--account", "crash", "--tier", "pro"], { encoding: "utf8" }),
+      )![1]!;
       const base = `http://127.0.0.1:${scheduler.http}`;
       const deadline = Date.now() + 15_000;
-      while ((await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json()) as { models: { id: string; status: string }[] }).models.find((m) => m.id === MODEL_ID)?.status !== "available") {
+      while (
+        ((await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json())) as { models: { id: string; status: string }[] }).models.find(
+          (m) => m.id === MODEL_ID,
+        )?.status !== "available"
+      ) {
         if (Date.now() > deadline) throw new Error("the agent never joined");
         await new Promise((r) => setTimeout(r, 100));
       }
       let completion = 0;
-      for (let i = 0; i < 3; i++) completion += (await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: `hi ${i}` }], max_tokens: 3 })).body.usage.completion_tokens;
+      for (let i = 0; i < 3; i++)
+        completion += (await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: `hi ${i}` }], max_tokens: 3 })).body.usage.completion_tokens;
       await new Promise((r) => setTimeout(r, 1500));
       await scheduler.proc.stop("SIGKILL");
       const store = await openStore(db, { logger: createLogger("test", "silent") });

@@ -77,11 +77,15 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
     const row = page.locator(".job").first();
     const partial = row.locator(".partial");
     // words shown while the job still runs: one look at the page, so that its end cannot slip in between
-    await page.waitForFunction(() => {
-      const job = document.querySelector(".job");
-      const words = job?.querySelector<HTMLElement>(".partial");
-      return Boolean(words && !words.hidden && words.textContent!.trim() && job!.querySelector(".status")!.textContent!.startsWith("Processing"));
-    }, undefined, { timeout: 60_000 });
+    await page.waitForFunction(
+      () => {
+        const job = document.querySelector(".job");
+        const words = job?.querySelector<HTMLElement>(".partial");
+        return Boolean(words && !words.hidden && words.textContent!.trim() && job!.querySelector(".status")!.textContent!.startsWith("Processing"));
+      },
+      undefined,
+      { timeout: 60_000 },
+    );
     await row.locator(".status", { hasText: "Completed · 100 %" }).waitFor({ timeout: 120_000 });
     expect(await partial.isHidden()).toBe(true);
     await page.locator("#result").waitFor({ state: "visible" });
@@ -103,7 +107,9 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
     const bySpeaker = new Map(colours.map((c) => c.split("=") as [string, string]));
     expect(bySpeaker.size).toBe(2);
     expect(new Set(bySpeaker.values()).size).toBe(2);
-    const words = await page.locator("#transcript .word").evaluateAll((els) => els.map((e) => ({ low: e.classList.contains("low"), c: Number(e.getAttribute("title")!.split(" ")[1]) })));
+    const words = await page
+      .locator("#transcript .word")
+      .evaluateAll((els) => els.map((e) => ({ low: e.classList.contains("low"), c: Number(e.getAttribute("title")!.split(" ")[1]) })));
     expect(words.length).toBeGreaterThan(0);
     for (const w of words) expect(w.low).toBe(w.c < 0.5);
     await page.close();
@@ -119,7 +125,10 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
     await page.locator(".job.error .status", { hasText: "notes.mp3 is not an audio or video file" }).waitFor({ timeout: 30_000 });
 
     const one = makeMedia(media, "one.wav", { seconds: 1 });
-    await page.setInputFiles("#audio", Array.from({ length: 11 }, (_, i) => ({ name: `f${i}.wav`, mimeType: "audio/wav", buffer: readFileSync(one) })));
+    await page.setInputFiles(
+      "#audio",
+      Array.from({ length: 11 }, (_, i) => ({ name: `f${i}.wav`, mimeType: "audio/wav", buffer: readFileSync(one) })),
+    );
     await page.click("#submit");
     expect(await page.locator("#err-audio").textContent()).toMatch(/At most 10 files/);
     await page.close();
@@ -146,11 +155,15 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
   it("passes an accessibility check: labelled controls, landmarks and roles, focus in reading order", async () => {
     const page = await open();
     await expect.poll(() => page.locator("#model option").count()).toBe(5);
-    const unlabelled = await page.evaluate(() => [...document.querySelectorAll("input, select, textarea, button, progress")]
-      .filter((e) => {
-        const named = (e as HTMLInputElement).labels?.length || e.getAttribute("aria-label") || e.getAttribute("aria-labelledby") || (e.tagName === "BUTTON" && e.textContent?.trim());
-        return !named;
-      }).map((e) => e.id || e.outerHTML.slice(0, 60)));
+    const unlabelled = await page.evaluate(() =>
+      [...document.querySelectorAll("input, select, textarea, button, progress")]
+        .filter((e) => {
+          const named =
+            (e as HTMLInputElement).labels?.length || e.getAttribute("aria-label") || e.getAttribute("aria-labelledby") || (e.tagName === "BUTTON" && e.textContent?.trim());
+          return !named;
+        })
+        .map((e) => e.id || e.outerHTML.slice(0, 60)),
+    );
     expect(unlabelled).toEqual([]);
     expect(await page.locator("main").count()).toBe(1);
     expect(await page.locator("html[lang]").count()).toBe(1);
@@ -169,4 +182,7 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
     await page.close();
   });
 });
-if (!CHROMIUM) describe.skip("web UI in chromium (skipped: no chromium; apt-get install chromium, or set KILN_CHROMIUM)", () => { it("browser suite", () => undefined); });
+if (!CHROMIUM)
+  describe.skip("web UI in chromium (skipped: no chromium; apt-get install chromium, or set KILN_CHROMIUM)", () => {
+    it("browser suite", () => undefined);
+  });

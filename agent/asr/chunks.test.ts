@@ -9,7 +9,10 @@ describe("planChunks", () => {
   it("pads each span by 0.2 s, clipped to the audio, and merges spans that then overlap", () => {
     const chunks = planChunks([s(1, 2), s(2.3, 3), s(0.1, 0.5)], 3.1 * SR);
     expect(chunks).toHaveLength(1);
-    expect(chunks[0]!.pieces).toEqual([{ start: 0, end: 0.7 * SR }, { start: 0.8 * SR, end: 3.1 * SR }]);
+    expect(chunks[0]!.pieces).toEqual([
+      { start: 0, end: 0.7 * SR },
+      { start: 0.8 * SR, end: 3.1 * SR },
+    ]);
     expect(chunks[0]!.samples).toBe(0.7 * SR + 2.3 * SR);
     expect(chunks[0]!.index).toBe(0);
   });
@@ -53,7 +56,14 @@ describe("planChunks", () => {
 });
 
 describe("chunkTimeToOriginal", () => {
-  const chunk = { index: 0, pieces: [{ start: 10 * SR, end: 12 * SR }, { start: 20 * SR, end: 25 * SR }], samples: 7 * SR };
+  const chunk = {
+    index: 0,
+    pieces: [
+      { start: 10 * SR, end: 12 * SR },
+      { start: 20 * SR, end: 25 * SR },
+    ],
+    samples: 7 * SR,
+  };
   it("maps a time on the chunk's timeline into the piece it falls in", () => {
     expect(chunkTimeToOriginal(chunk, 0)).toBe(10);
     expect(chunkTimeToOriginal(chunk, 1.5)).toBe(11.5);

@@ -66,30 +66,46 @@ function run(args: string[], options: RunOptions = {}): Promise<{ code: number |
     let lastProgress = Date.now();
     let stalled = false;
     const stallMs = options.stallMs ?? DEFAULT_STALL_MS;
-    const watchdog = setInterval(() => {
-      void (async () => {
-        const written = options.output ? await stat(options.output).then((s) => s.size, () => 0) : 0;
-        const now = stderr.length + written;
-        if (now > seen) {
-          seen = now;
-          lastProgress = Date.now();
-        } else if (Date.now() - lastProgress >= stallMs && child.exitCode === null && !stalled) {
-          stalled = true;
-          child.kill("SIGKILL");
-        }
-      })();
-    }, Math.min(1000, Math.max(50, stallMs / 4)));
+    const watchdog = setInterval(
+      () => {
+        void (async () => {
+          const written = options.output
+            ? await stat(options.output).then(
+                (s) => s.size,
+                () => 0,
+              )
+            : 0;
+          const now = stderr.length + written;
+          if (now > seen) {
+            seen = now;
+            lastProgress = Date.now();
+          } else if (Date.now() - lastProgress >= stallMs && child.exitCode === null && !stalled) {
+            stalled = true;
+            child.kill("SIGKILL");
+          }
+        })();
+      },
+      Math.min(1000, Math.max(50, stallMs / 4)),
+    );
     child.stderr.setEncoding("utf8");
     child.stderr.on("data", (d: string) => {
       if (stderr.length < 65_536) stderr += d;
     });
-    child.on("error", (err) => { clearInterval(watchdog); reject(err); });
-    child.on("close", (code) => { clearInterval(watchdog); resolve({ code, stderr, stalled }); });
+    child.on("error", (err) => {
+      clearInterval(watchdog);
+      reject(err);
+    });
+    child.on("close", (code) => {
+      clearInterval(watchdog);
+      resolve({ code, stderr, stalled });
+    });
   });
 }
 
 function stallError(displayName: string, stallMs: number | undefined): AudioError {
-  return new AudioError(`${displayName} could not be read: ffmpeg made no progress for ${Math.round((stallMs ?? DEFAULT_STALL_MS) / 1000)} s and was stopped (is the file complete?)`);
+  return new AudioError(
+    `${displayName} could not be read: ffmpeg made no progress for ${Math.round((stallMs ?? DEFAULT_STALL_MS) / 1000)} s and was stopped (is the file complete?)`,
+  );
 }
 
 /**
@@ -97,7 +113,13 @@ function stallError(displayName: string, stallMs: number | undefined): AudioErro
  * machine's folders) replaced by the name the user knows.
  */
 function lastLine(stderr: string, paths: readonly string[], displayName: string): string {
-  let line = stderr.trim().split("\n").map((l) => l.trim()).filter(Boolean).pop() ?? "";
+  let line =
+    stderr
+      .trim()
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .pop() ?? "";
   for (const p of paths) line = line.split(p).join(displayName);
   return line;
 }
@@ -131,8 +153,35 @@ export async function probeAudio(file: string, displayName: string, options: { s
  * Returns the number of samples written.
  */
 export async function decodeToPcm(file: string, out: string, options: { maxSeconds: number; displayName: string; signal?: AbortSignal; stallMs?: number }): Promise<number> {
-  const args = ["-hide_banner", "-nostdin", "-loglevel", "error", "-y", ...INPUT_GUARD, "-i", file, "-map", "0:a:0", "-vn", "-ac", "1", "-ar", String(SAMPLE_RATE), "-t", String(options.maxSeconds + 1), "-f", "f32le", "-acodec", "pcm_f32le", out];
-  const { code, stderr, stalled } = await run(args, { output: out, ...(options.signal ? { signal: options.signal } : {}), ...(options.stallMs !== undefined ? { stallMs: options.stallMs } : {}) });
+  const args = [
+    "-hide_banner",
+    "-nostdin",
+    "-loglevel",
+    "error",
+    "-y",
+    ...INPUT_GUARD,
+    "-i",
+    file,
+    "-map",
+    "0:a:0",
+    "-vn",
+    "-ac",
+    "1",
+    "-ar",
+    String(SAMPLE_RATE),
+    "-t",
+    String(options.maxSeconds + 1),
+    "-f",
+    "f32le",
+    "-acodec",
+    "pcm_f32le",
+    out,
+  ];
+  const { code, stderr, stalled } = await run(args, {
+    output: out,
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.stallMs !== undefined ? { stallMs: options.stallMs } : {}),
+  });
   if (stalled) throw stallError(options.displayName, options.stallMs);
   if (code !== 0) throw new AudioError(`${options.displayName} could not be decoded (${lastLine(stderr, [file, out], options.displayName) || `ffmpeg exited with ${code}`})`);
   const samples = (await stat(out)).size / 4;

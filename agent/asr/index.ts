@@ -5,4 +5,3 @@ export { WhisperPool, WhisperSession, type WhisperPoolOptions, type WhisperModel
 export { checkVadModel, detectSpeech, type VadOptions, type SpeechSpan } from "./vad/index.js";
 
 export { AudioError, EngineError, JobAbortedError } from "./errors.js";
-

@@ -2,7 +2,10 @@
 import { open, type FileHandle } from "node:fs/promises";
 
 export class PcmFile {
-  private constructor(private readonly handle: FileHandle, readonly samples: number) {}
+  private constructor(
+    private readonly handle: FileHandle,
+    readonly samples: number,
+  ) {}
 
   static async open(path: string): Promise<PcmFile> {
     const handle = await open(path, "r");

@@ -105,7 +105,12 @@ export class Transcriber {
         throw new AudioError(`${request.displayName} lasts ${formatDuration(probe.durationSeconds)}, over the ${this.options.maxAudioSeconds / 3600}-hour limit`);
       }
       report(0.01, (probe.durationSeconds ?? 60) * rtf);
-      const samples = await decodeToPcm(request.input, pcmPath, { maxSeconds: this.options.maxAudioSeconds, displayName: request.displayName, ...stall, ...(signal ? { signal } : {}) });
+      const samples = await decodeToPcm(request.input, pcmPath, {
+        maxSeconds: this.options.maxAudioSeconds,
+        displayName: request.displayName,
+        ...stall,
+        ...(signal ? { signal } : {}),
+      });
       const duration = samples / SAMPLE_RATE;
       report(DECODE_SHARE, duration * rtf);
       if (signal?.aborted) throw new JobAbortedError();
@@ -139,7 +144,10 @@ export class Transcriber {
       };
       if (request.translateTo) await this.translate(transcript, request.translateTo, signal);
       report(1, 0);
-      logger.info({ input: request.displayName, model: request.model, duration, speech, chunks: chunks.length, ms: Date.now() - started, parallel: whisper.parallel }, "transcribed");
+      logger.info(
+        { input: request.displayName, model: request.model, duration, speech, chunks: chunks.length, ms: Date.now() - started, parallel: whisper.parallel },
+        "transcribed",
+      );
       return transcript;
     } catch (err) {
       // Whatever a stopped run threw (ffmpeg's AbortError, the chat engine's), it was stopped, not failed.
@@ -170,7 +178,10 @@ export class Transcriber {
     }
     for (const turn of transcript.transcript_with_speakers ?? []) {
       turn.original_text = turn.text;
-      turn.text = transcript.segments.filter((s) => s.speaker === turn.speaker && s.end > turn.start && s.start < turn.end).map((s) => s.text).join(" ");
+      turn.text = transcript.segments
+        .filter((s) => s.speaker === turn.speaker && s.end > turn.start && s.start < turn.end)
+        .map((s) => s.text)
+        .join(" ");
     }
     transcript.original_text = transcript.text;
     transcript.text = transcript.segments.map((s) => s.text).join(" ");
@@ -178,8 +189,14 @@ export class Transcriber {
   }
 
   private async decodeChunks(
-    request: TranscribeRequest, pcmPath: string, chunks: Chunk[], speech: number, initialRtf: number,
-    report: (progress: number, eta: number) => void, signal?: AbortSignal, onSegments?: (segments: Segment[]) => void,
+    request: TranscribeRequest,
+    pcmPath: string,
+    chunks: Chunk[],
+    speech: number,
+    initialRtf: number,
+    report: (progress: number, eta: number) => void,
+    signal?: AbortSignal,
+    onSegments?: (segments: Segment[]) => void,
   ): Promise<{ list: Segment[]; languages: Map<string, number>; probabilities: Map<string, { sum: number; seconds: number }> }> {
     const { whisper } = this.options;
     // This run's own whisper engine process: a native crash there fails this job alone.
@@ -214,33 +231,44 @@ export class Transcriber {
     // Bounds the chunks held in memory by this job to what whisper can decode at once.
     const inFlight = new Semaphore(whisper.parallel);
     try {
-      await Promise.all(chunks.map(async (chunk) => {
-        const release = await inFlight.acquire();
-        try {
-          if (signal?.aborted) throw new JobAbortedError();
-          const audio = await readChunk(pcm, chunk);
-          const seconds = chunk.samples / SAMPLE_RATE;
-          const decoded: WhisperSegment[] = await session.decode(request.model, audio, {
-            translate: request.translate,
-            ...(request.language ? { language: request.language } : {}),
-            ...(request.decoding ? { decoding: request.decoding } : {}),
-          }, (seg) => { partial.set(chunk.index, Math.min(seconds, seg.to / 1000)); update(); }, signal ? { signal } : {});
-          partial.delete(chunk.index);
-          done += seconds;
-          const first = decoded.find((s) => s.lang);
-          const lang = first?.lang;
-          if (lang) languages.set(lang, (languages.get(lang) ?? 0) + seconds);
-          if (lang && first.langProb !== undefined) {
-            const p = probabilities.get(lang) ?? { sum: 0, seconds: 0 };
-            probabilities.set(lang, { sum: p.sum + first.langProb * seconds, seconds: p.seconds + seconds });
+      await Promise.all(
+        chunks.map(async (chunk) => {
+          const release = await inFlight.acquire();
+          try {
+            if (signal?.aborted) throw new JobAbortedError();
+            const audio = await readChunk(pcm, chunk);
+            const seconds = chunk.samples / SAMPLE_RATE;
+            const decoded: WhisperSegment[] = await session.decode(
+              request.model,
+              audio,
+              {
+                translate: request.translate,
+                ...(request.language ? { language: request.language } : {}),
+                ...(request.decoding ? { decoding: request.decoding } : {}),
+              },
+              (seg) => {
+                partial.set(chunk.index, Math.min(seconds, seg.to / 1000));
+                update();
+              },
+              signal ? { signal } : {},
+            );
+            partial.delete(chunk.index);
+            done += seconds;
+            const first = decoded.find((s) => s.lang);
+            const lang = first?.lang;
+            if (lang) languages.set(lang, (languages.get(lang) ?? 0) + seconds);
+            if (lang && first.langProb !== undefined) {
+              const p = probabilities.get(lang) ?? { sum: 0, seconds: 0 };
+              probabilities.set(lang, { sum: p.sum + first.langProb * seconds, seconds: p.seconds + seconds });
+            }
+            perChunk[chunk.index] = segmentsFromChunk(chunk, decoded);
+            releaseInOrder();
+            update();
+          } finally {
+            release();
           }
-          perChunk[chunk.index] = segmentsFromChunk(chunk, decoded);
-          releaseInOrder();
-          update();
-        } finally {
-          release();
-        }
-      }));
+        }),
+      );
     } finally {
       void session.close(); // once its last decode ends, the engine serves the next run
       await pcm.close();
@@ -250,7 +278,10 @@ export class Transcriber {
       const previous = this.rtf.get(request.model);
       this.rtf.set(request.model, previous === undefined ? measured : 0.7 * previous + 0.3 * measured);
     }
-    const list = perChunk.flat().sort((a, b) => a.start - b.start).map((s, id) => ({ id, ...s }));
+    const list = perChunk
+      .flat()
+      .sort((a, b) => a.start - b.start)
+      .map((s, id) => ({ id, ...s }));
     return { list, languages, probabilities };
   }
 }

@@ -16,9 +16,15 @@ function speakerAt(turns: readonly DiarizationSegment[], start: number, end: num
   let nearestGap = Infinity;
   for (const t of turns) {
     const overlap = Math.min(end, t.end) - Math.max(start, t.start);
-    if (overlap > bestOverlap) { bestOverlap = overlap; best = t.speaker; }
+    if (overlap > bestOverlap) {
+      bestOverlap = overlap;
+      best = t.speaker;
+    }
     const gap = overlap > 0 ? 0 : Math.max(t.start - end, start - t.end);
-    if (gap < nearestGap) { nearestGap = gap; nearest = t.speaker; }
+    if (gap < nearestGap) {
+      nearestGap = gap;
+      nearest = t.speaker;
+    }
   }
   return best ?? nearest;
 }

@@ -64,7 +64,12 @@ describe("WhisperPool", () => {
       const bystander = pool.session("job-b");
       const [victimPid, bystanderPid] = [victim.pid!, bystander.pid!];
       expect(victimPid).not.toBe(bystanderPid);
-      expect(pool.engines()).toEqual(expect.arrayContaining([{ pid: victimPid, label: "job-a" }, { pid: bystanderPid, label: "job-b" }]));
+      expect(pool.engines()).toEqual(
+        expect.arrayContaining([
+          { pid: victimPid, label: "job-a" },
+          { pid: bystanderPid, label: "job-b" },
+        ]),
+      );
 
       const survived = bystander.decode("base", tone(3), params);
       // Killed once whisper runs on the 30 s tone, which takes far longer than the kill.
@@ -99,7 +104,9 @@ describe("WhisperPool", () => {
     const pool = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 1024, parallel: 1, threads: 1, logger });
     const session = pool.session("job");
     let started!: () => void;
-    const inFlight = new Promise<void>((resolve) => { started = resolve; });
+    const inFlight = new Promise<void>((resolve) => {
+      started = resolve;
+    });
     const decoding = session.decode("base", tone(30), params, undefined, { onStarted: started });
     decoding.catch(() => undefined);
     await inFlight;

@@ -103,16 +103,23 @@ export class WhisperPool {
   }
 
   async isInstalled(name: WhisperModelName): Promise<boolean> {
-    return stat(this.path(name)).then((s) => s.isFile() && s.size > 0, () => false);
+    return stat(this.path(name)).then(
+      (s) => s.isFile() && s.size > 0,
+      () => false,
+    );
   }
 
   async status(): Promise<WhisperModelStatus[]> {
     const loaded = new Set([...this.live].flatMap((e) => e.loaded));
-    return Promise.all(WHISPER_MODELS.map(async (m) => ({
-      name: m.name, size: m.size, languages: m.languages,
-      installed: await this.isInstalled(m.name),
-      loaded: loaded.has(m.name),
-    })));
+    return Promise.all(
+      WHISPER_MODELS.map(async (m) => ({
+        name: m.name,
+        size: m.size,
+        languages: m.languages,
+        installed: await this.isInstalled(m.name),
+        loaded: loaded.has(m.name),
+      })),
+    );
   }
 
   /** The prebuilt folder whisper runs on, chosen (by probing) when first asked. */
@@ -220,7 +227,11 @@ export class WhisperPool {
 export class WhisperSession {
   private closing: Promise<void> | undefined;
 
-  constructor(readonly label: string, private readonly engine: WhisperEngine, private readonly host: SessionHost) {}
+  constructor(
+    readonly label: string,
+    private readonly engine: WhisperEngine,
+    private readonly host: SessionHost,
+  ) {}
 
   /** The leased engine process's id. */
   get pid(): number | undefined {
@@ -231,7 +242,13 @@ export class WhisperSession {
    * Decodes one chunk (16 kHz mono) and returns whisper's segments with token timestamps.
    * Waits for a free decoding slot; `onSegment` sees each segment as whisper finishes it.
    */
-  async decode(name: WhisperModelName, pcm: Float32Array, params: DecodeParams, onSegment?: (segment: WhisperSegment) => void, options: DecodeOptions = {}): Promise<WhisperSegment[]> {
+  async decode(
+    name: WhisperModelName,
+    pcm: Float32Array,
+    params: DecodeParams,
+    onSegment?: (segment: WhisperSegment) => void,
+    options: DecodeOptions = {},
+  ): Promise<WhisperSegment[]> {
     const { signal, onStarted } = options;
     this.check(signal);
     const release = await this.host.slot();

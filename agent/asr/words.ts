@@ -38,13 +38,18 @@ export function segmentsFromChunk(chunk: Chunk, decoded: readonly WhisperSegment
 
 /** Groups tokens into words, timed inside [segStart, segEnd] and never going backwards. */
 export function wordsFromTokens(tokens: readonly WhisperToken[], segStart: number, segEnd: number, toOriginal: (ms: number) => number): Word[] {
-  interface Draft { text: string; start?: number; end?: number; probs: number[] }
+  interface Draft {
+    text: string;
+    start?: number;
+    end?: number;
+    probs: number[];
+  }
   const drafts: Draft[] = [];
   for (const token of tokens) {
     if (isSpecialToken(token) || token.text === "") continue;
     const current = drafts[drafts.length - 1];
     const startsWord = !current || (/^\s/.test(token.text) && !WORDLESS.test(token.text));
-    const target = startsWord ? { text: "", probs: [] } as Draft : current;
+    const target = startsWord ? ({ text: "", probs: [] } as Draft) : current;
     if (startsWord) drafts.push(target);
     target.text += token.text;
     target.probs.push(token.p);

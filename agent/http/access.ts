@@ -19,14 +19,14 @@ export interface AccessVariables {
   credential: string | undefined;
 }
 
-const MISSING = () => new AuthenticationError("missing_api_key", "Authorization: this instance needs \"Bearer <token>\"");
+const MISSING = () => new AuthenticationError("missing_api_key", 'Authorization: this instance needs "Bearer <token>"');
 
 /** Reads the caller's bearer; with a token configured, routes not about one job need that token. */
 export function access(token: string | undefined, isJobRoute: (path: string) => boolean): MiddlewareHandler<{ Variables: AccessVariables }> {
   return async (c, next) => {
     const header = c.req.header("authorization");
     const credential = parseBearer(header);
-    if (header && !credential) throw new AuthenticationError("invalid_api_key", "Authorization: expected \"Bearer <token>\"");
+    if (header && !credential) throw new AuthenticationError("invalid_api_key", 'Authorization: expected "Bearer <token>"');
     const operator = token !== undefined && credential !== undefined && sameSecret(credential, token);
     c.set("guarded", token !== undefined);
     c.set("operator", operator);
@@ -43,7 +43,11 @@ export function access(token: string | undefined, isJobRoute: (path: string) => 
 export function requireJob(c: { var: AccessVariables }, jobs: JobService, id: string): void {
   if (c.var.operator) return;
   const credential = c.var.credential;
-  if (!credential) throw new AuthenticationError("missing_job_handle", "Authorization: reading a job needs \"Bearer <handle>\" (the handle returned when it was submitted) or the instance's token");
+  if (!credential)
+    throw new AuthenticationError(
+      "missing_job_handle",
+      'Authorization: reading a job needs "Bearer <handle>" (the handle returned when it was submitted) or the instance\'s token',
+    );
   if (!jobs.ownsJob(id, credential)) throw new AuthenticationError("invalid_job_handle", `Authorization: not the handle of job "${id}" (nor the instance's token)`);
 }
 

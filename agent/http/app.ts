@@ -85,7 +85,10 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
   });
   app.get("/metrics", () => deps.metrics.handler());
   if (deps.loopbackHostsOnly) app.use("*", loopbackHostsOnly());
-  app.use("/api/*", access(deps.token, (path) => JOB_ROUTE.test(path)));
+  app.use(
+    "/api/*",
+    access(deps.token, (path) => JOB_ROUTE.test(path)),
+  );
 
   /** The most a request may declare: every file at the size limit, plus room for the form's framing and fields. */
   const largestRequest = deps.limits.files * deps.limits.fileBytes + 8 * 1024 ** 2;
@@ -134,9 +137,10 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
       const options = parseJobFields(upload.fields);
       await checkRunnable(options, deps.whisper, deps.capabilities);
       const jobs = deps.jobs.submit(upload.files, options);
-      const body = jobs.length === 1
-        ? { job_id: jobs[0]!.job_id, status: jobs[0]!.status, handle: jobs[0]!.handle }
-        : { jobs: jobs.map((j) => ({ job_id: j.job_id, status: j.status, file_name: j.file_name, handle: j.handle })) };
+      const body =
+        jobs.length === 1
+          ? { job_id: jobs[0]!.job_id, status: jobs[0]!.status, handle: jobs[0]!.handle }
+          : { jobs: jobs.map((j) => ({ job_id: j.job_id, status: j.status, file_name: j.file_name, handle: j.handle })) };
       return c.json(body, 202);
     } catch (err) {
       await deps.jobs.discard(upload.files);
@@ -173,7 +177,8 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     // `segments_after=N`: only the segments after id N, for a client that polls (the list grows with the job)
     const raw = c.req.query("segments_after");
     if (raw !== undefined) {
-      if (!/^(-1|\d{1,9})$/.test(raw)) throw new InvalidRequestError("invalid_segments_after", `segments_after: expected a segment id (a whole number, or -1), got "${raw.slice(0, 40)}"`);
+      if (!/^(-1|\d{1,9})$/.test(raw))
+        throw new InvalidRequestError("invalid_segments_after", `segments_after: expected a segment id (a whole number, or -1), got "${raw.slice(0, 40)}"`);
       view.segments = view.segments.filter((s) => s.id > Number(raw));
     }
     return c.json(view);
@@ -189,15 +194,23 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     const queue: JobEvent[] = [];
     let wake: (() => void) | undefined;
     // subscribed before the stream starts, so that a 404 or 429 is an HTTP error, not an event
-    const unsubscribe = await deps.jobs.watch(id, (event) => {
-      // only the latest progress waits: a slow reader never holds a backlog of them
-      if (event.type === "progress" && queue.at(-1)?.type === "progress") queue[queue.length - 1] = event;
-      else queue.push(event);
-      wake?.();
-    }, after);
+    const unsubscribe = await deps.jobs.watch(
+      id,
+      (event) => {
+        // only the latest progress waits: a slow reader never holds a backlog of them
+        if (event.type === "progress" && queue.at(-1)?.type === "progress") queue[queue.length - 1] = event;
+        else queue.push(event);
+        wake?.();
+      },
+      after,
+    );
     return streamSSE(c, async (stream) => {
       let open = true;
-      stream.onAbort(() => { open = false; unsubscribe(); wake?.(); });
+      stream.onAbort(() => {
+        open = false;
+        unsubscribe();
+        wake?.();
+      });
       try {
         while (open) {
           const event = queue.shift();
@@ -205,7 +218,10 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
             // a comment now and then: idle connections are closed after --http-idle (a queued job, a long chunk)
             const ping = await new Promise<boolean>((resolve) => {
               const timer = setTimeout(() => resolve(true), EVENTS_PING_MS);
-              wake = () => { clearTimeout(timer); resolve(false); };
+              wake = () => {
+                clearTimeout(timer);
+                resolve(false);
+              };
             });
             wake = undefined;
             if (ping && open) await stream.write(": ping\n\n");
@@ -256,7 +272,10 @@ export function clientKey(remote: string | undefined): string {
   if (!remote || !ipaddr.isValid(remote)) return remote ?? "unknown";
   const addr = ipaddr.process(remote);
   if (addr.kind() === "ipv4") return addr.toString();
-  return `${(addr as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(":")}::/64`;
+  return `${(addr as ipaddr.IPv6).parts
+    .slice(0, 4)
+    .map((p) => p.toString(16))
+    .join(":")}::/64`;
 }
 
 const LOOPBACK_HOST = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d{1,5})?$/i;
@@ -266,7 +285,10 @@ function loopbackHostsOnly(): MiddlewareHandler {
   return async (c, next) => {
     const host = c.req.header("host") ?? "";
     if (!LOOPBACK_HOST.test(host)) {
-      throw new PermissionError("host_not_allowed", `Host: "${host.slice(0, 100)}" is not a loopback name; this instance has no --agent-token and answers only 127.0.0.1, [::1] and localhost`);
+      throw new PermissionError(
+        "host_not_allowed",
+        `Host: "${host.slice(0, 100)}" is not a loopback name; this instance has no --agent-token and answers only 127.0.0.1, [::1] and localhost`,
+      );
     }
     await next();
   };

@@ -16,16 +16,23 @@ describe("parseUpload", () => {
     const discarded: string[] = [];
     let failure: ApiError | undefined;
     const server = createServer((req, res) => {
-      parseUpload(req, { fileBytes: 1024 ** 2, files: 10 }, {
-        // a path in a folder that does not exist: the write fails with ENOENT
-        stage: async (fileName): Promise<StagedUpload> => ({ id: "x", path: join(dir, "missing", "input"), fileName, bytes: 0, ticket: { prepaid: 0 } }),
-        charge: async () => undefined,
-        discard: async (files) => void discarded.push(...files.map((f) => f.fileName)),
-      }).then(() => res.end("parsed"), (err: ApiError) => {
-        failure = err;
-        res.statusCode = err.status;
-        res.end(err.code);
-      });
+      parseUpload(
+        req,
+        { fileBytes: 1024 ** 2, files: 10 },
+        {
+          // a path in a folder that does not exist: the write fails with ENOENT
+          stage: async (fileName): Promise<StagedUpload> => ({ id: "x", path: join(dir, "missing", "input"), fileName, bytes: 0, ticket: { prepaid: 0 } }),
+          charge: async () => undefined,
+          discard: async (files) => void discarded.push(...files.map((f) => f.fileName)),
+        },
+      ).then(
+        () => res.end("parsed"),
+        (err: ApiError) => {
+          failure = err;
+          res.statusCode = err.status;
+          res.end(err.code);
+        },
+      );
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     try {

@@ -74,7 +74,12 @@ class Upload {
   private audioParts = 0;
   private rejectReceiving: (err: ApiError) => void = () => undefined;
 
-  constructor(private readonly req: IncomingMessage, private readonly parser: busboy.Busboy, private readonly limits: UploadLimits, private readonly staging: UploadStaging) {}
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly parser: busboy.Busboy,
+    private readonly limits: UploadLimits,
+    private readonly staging: UploadStaging,
+  ) {}
 
   async run(): Promise<ParsedUpload> {
     try {
@@ -87,7 +92,7 @@ class Upload {
       throw storageFailure(err);
     }
     const files = this.staged();
-    if (files.length === 0) throw new InvalidRequestError("missing_audio", "audio: required (a file part named \"audio\")");
+    if (files.length === 0) throw new InvalidRequestError("missing_audio", 'audio: required (a file part named "audio")');
     return { files, fields: this.fields };
   }
 
@@ -137,7 +142,10 @@ class Upload {
     const staging = this.staging;
     const meter = new Transform({
       transform(chunk: Buffer, _encoding, done) {
-        staging.charge(staged, chunk.length).then(() => done(null, chunk), (err: unknown) => done(err as Error));
+        staging.charge(staged, chunk.length).then(
+          () => done(null, chunk),
+          (err: unknown) => done(err as Error),
+        );
       },
     });
     try {
@@ -174,4 +182,3 @@ function storageFailure(err: unknown): ApiError {
   if (code === "ENOSPC" || code === "EDQUOT") return new InsufficientStorageError("audio: this instance's disk is full; try again later");
   return new ServiceUnavailableError("upload_failed", `audio: the upload could not be stored (${code ?? "write failed"}); try again later`);
 }
-

@@ -23,7 +23,6 @@ export interface StagingBudgetOptions {
   floorBytes?: number;
 }
 
-
 export class StagingBudget {
   private used = 0;
   /** Bytes reserved at admission and not written yet: the disk must still have room for them. */
@@ -104,7 +103,9 @@ export class StagingBudget {
   }
 
   private overBudget(): InsufficientStorageError {
-    return new InsufficientStorageError(`audio: the uploads in progress and the jobs waiting already hold this instance's staging budget (${formatMb(this.options.limitBytes)}); try again later`);
+    return new InsufficientStorageError(
+      `audio: the uploads in progress and the jobs waiting already hold this instance's staging budget (${formatMb(this.options.limitBytes)}); try again later`,
+    );
   }
 }
 

@@ -23,6 +23,9 @@ export async function checkRunnable(options: JobOptions, whisper: WhisperPool, c
     throw new InvalidRequestError("diarization_unavailable", "speaker_diarization: this instance has no speaker-diarization models (--segmentation-model, --embedding-model)");
   }
   if (options.translate && options.targetLanguage && options.targetLanguage !== "en" && !capabilities.translation) {
-    throw new InvalidRequestError("translation_unavailable", `target_language: translation into "${options.targetLanguage}" needs a chat model on this instance (--serve); without one it translates into en only`);
+    throw new InvalidRequestError(
+      "translation_unavailable",
+      `target_language: translation into "${options.targetLanguage}" needs a chat model on this instance (--serve); without one it translates into en only`,
+    );
   }
 }

@@ -80,7 +80,14 @@ describe("JobService.recover", () => {
     mkdirSync(join(dataDir, "uploads", "fleet-job"), { recursive: true });
     writeFileSync(input, "bytes of a tenant's upload");
     const store = new JobStore(join(dataDir, "jobs.db"));
-    store.insert({ id: "fleet-job", fileName: "a.mp3", inputPath: input, options: { model: "base", translate: false, speakerDiarization: false, fleet: true }, eta: 0, handleHash: "x" });
+    store.insert({
+      id: "fleet-job",
+      fileName: "a.mp3",
+      inputPath: input,
+      options: { model: "base", translate: false, speakerDiarization: false, fleet: true },
+      eta: 0,
+      handleHash: "x",
+    });
     store.close();
     const whisper = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 256, parallel: 1, threads: 1, logger });
     const transcriber = new Transcriber({ whisper, vad: { model: TEST_VAD }, maxAudioSeconds: 3600, logger });

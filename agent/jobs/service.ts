@@ -101,7 +101,6 @@ interface Running {
   cancel: AbortController;
 }
 
-
 interface Live {
   progress: number;
   eta: number;
@@ -195,10 +194,12 @@ export class JobService {
 
   /** Removes staged uploads that did not become jobs (a rejected request). */
   async discard(uploads: readonly StagedUpload[]): Promise<void> {
-    await Promise.all(uploads.map(async (u) => {
-      await rm(dirname(u.path), { recursive: true, force: true });
-      if (this.staging.delete(u.id)) this.budget.release(u.bytes);
-    }));
+    await Promise.all(
+      uploads.map(async (u) => {
+        await rm(dirname(u.path), { recursive: true, force: true });
+        if (this.staging.delete(u.id)) this.budget.release(u.bytes);
+      }),
+    );
   }
 
   /** Throws a 503 unless `count` more jobs fit in the queue. */
@@ -213,11 +214,13 @@ export class JobService {
   submit(uploads: readonly StagedUpload[], options: JobOptions): SubmittedJob[] {
     this.ensureRoom(uploads.length);
     // All rows or none: a failure leaves no queued job whose upload the caller then discards.
-    const handles = this.store.transaction(() => uploads.map((u) => {
-      const handle = `jh_${randomBytes(24).toString("base64url")}`;
-      this.store.insert({ id: u.id, fileName: u.fileName, inputPath: u.path, options, eta: 0, handleHash: sha256Hex(handle) });
-      return handle;
-    }));
+    const handles = this.store.transaction(() =>
+      uploads.map((u) => {
+        const handle = `jh_${randomBytes(24).toString("base64url")}`;
+        this.store.insert({ id: u.id, fileName: u.fileName, inputPath: u.path, options, eta: 0, handleHash: sha256Hex(handle) });
+        return handle;
+      }),
+    );
     return uploads.map((u, i) => {
       this.staging.delete(u.id);
       this.held.set(u.id, u.bytes);
@@ -235,7 +238,10 @@ export class JobService {
   /** Resumes or ends the jobs a previous run left in `processing`. */
   async recover(): Promise<void> {
     for (const job of this.store.processing()) {
-      const kept = await stat(job.inputPath).then((s) => (s.isFile() ? s : undefined), () => undefined);
+      const kept = await stat(job.inputPath).then(
+        (s) => (s.isFile() ? s : undefined),
+        () => undefined,
+      );
       if (job.options.fleet) {
         // its scheduler request ended with the link: the result would reach no one
         this.store.fail(job.id, "the agent restarted while this fleet job was processing; the scheduler's request has ended");
@@ -395,7 +401,7 @@ export class JobService {
     const now = this.view(id);
     if (!now) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`); // removed meanwhile
     listener({ type: "progress", progress: now.progress, estimated_time_remaining: now.estimated_time_remaining });
-    const segments = now.status === "completed" ? view.result?.segments ?? [] : now.segments;
+    const segments = now.status === "completed" ? (view.result?.segments ?? []) : now.segments;
     for (const segment of segments) if (segment.id > after) listener({ type: "segment", segment });
     if (now.status !== "processing") listener({ type: "done", status: now.status, ...(now.error ? { error: now.error } : {}) });
     // registered until the caller unsubscribes, ended or not: the cap counts every open stream
@@ -431,9 +437,11 @@ export class JobService {
     const row = this.store.get(id);
     if (!row) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`);
     if (row.status !== "completed" || !row.resultPath) {
-      throw row.status === "error" ? new ConflictError("job_failed", `job_id: job "${id}" ended in error: ${row.error ?? "unknown"}`)
-        : row.status === "cancelled" ? new ConflictError("job_cancelled", `job_id: job "${id}" was cancelled`)
-        : new ConflictError("job_not_completed", `job_id: job "${id}" is still processing`);
+      throw row.status === "error"
+        ? new ConflictError("job_failed", `job_id: job "${id}" ended in error: ${row.error ?? "unknown"}`)
+        : row.status === "cancelled"
+          ? new ConflictError("job_cancelled", `job_id: job "${id}" was cancelled`)
+          : new ConflictError("job_not_completed", `job_id: job "${id}" is still processing`);
     }
     const text = await readFile(row.resultPath, "utf8").catch((err: NodeJS.ErrnoException) => {
       if (err.code === "ENOENT") throw new NotFoundError("job_not_found", `job_id: the result of job "${id}" is gone (deleted or expired)`);
@@ -460,12 +468,14 @@ export class JobService {
     while (!this.closed && this.running.size < this.options.concurrency && this.queue.length) {
       const id = this.queue.shift()!;
       const cancel = new AbortController();
-      const done = withContext({ job: id }, () => this.execute(id, cancel.signal)).catch((err: unknown) => {
-        this.options.logger.error({ job: id, err }, "transcription job runner failed");
-      }).finally(() => {
-        this.running.delete(id);
-        this.pump();
-      });
+      const done = withContext({ job: id }, () => this.execute(id, cancel.signal))
+        .catch((err: unknown) => {
+          this.options.logger.error({ job: id, err }, "transcription job runner failed");
+        })
+        .finally(() => {
+          this.running.delete(id);
+          this.pump();
+        });
       this.running.set(id, { done, cancel });
     }
   }
@@ -479,36 +489,45 @@ export class JobService {
     const live = this.live.get(id) ?? { progress: 0, eta: 0, persistedAt: 0, segments: [] };
     this.live.set(id, live);
     try {
-      const transcript = await this.options.transcriber.run({
-        label: id,
-        input: row.inputPath,
-        displayName: row.fileName,
-        workDir: join(this.options.dataDir, "work", id),
-        model: row.options.model as WhisperModelName,
-        // Whisper's own translate task goes into English only; other targets translate afterwards.
-        translate: row.options.translate && (row.options.targetLanguage ?? "en") === "en",
-        ...(row.options.language ? { language: row.options.language } : {}),
-        ...(row.options.speakerDiarization ? { diarization: {
-          ...(row.options.minSpeakers !== undefined ? { minSpeakers: row.options.minSpeakers } : {}),
-          ...(row.options.maxSpeakers !== undefined ? { maxSpeakers: row.options.maxSpeakers } : {}),
-        } } : {}),
-        ...(row.options.translate && row.options.targetLanguage && row.options.targetLanguage !== "en" ? { translateTo: row.options.targetLanguage } : {}),
-        ...(row.options.decoding ? { decoding: row.options.decoding } : {}),
-        ...(row.options.vad ? { vad: row.options.vad } : {}),
-      }, ({ progress, etaSeconds }) => {
-        live.progress = Math.max(live.progress, progress);
-        live.eta = etaSeconds;
-        this.emit(id, { type: "progress", progress: live.progress, estimated_time_remaining: live.eta });
-        if (Date.now() - live.persistedAt >= PERSIST_EVERY_MS) {
-          live.persistedAt = Date.now();
-          this.guarded(id, "progress", () => this.store.progress(id, live.progress, live.eta));
-        }
-      }, AbortSignal.any([this.abort.signal, cancelled]), (segments) => {
-        for (const segment of segments) {
-          live.segments.push(segment);
-          this.emit(id, { type: "segment", segment });
-        }
-      });
+      const transcript = await this.options.transcriber.run(
+        {
+          label: id,
+          input: row.inputPath,
+          displayName: row.fileName,
+          workDir: join(this.options.dataDir, "work", id),
+          model: row.options.model as WhisperModelName,
+          // Whisper's own translate task goes into English only; other targets translate afterwards.
+          translate: row.options.translate && (row.options.targetLanguage ?? "en") === "en",
+          ...(row.options.language ? { language: row.options.language } : {}),
+          ...(row.options.speakerDiarization
+            ? {
+                diarization: {
+                  ...(row.options.minSpeakers !== undefined ? { minSpeakers: row.options.minSpeakers } : {}),
+                  ...(row.options.maxSpeakers !== undefined ? { maxSpeakers: row.options.maxSpeakers } : {}),
+                },
+              }
+            : {}),
+          ...(row.options.translate && row.options.targetLanguage && row.options.targetLanguage !== "en" ? { translateTo: row.options.targetLanguage } : {}),
+          ...(row.options.decoding ? { decoding: row.options.decoding } : {}),
+          ...(row.options.vad ? { vad: row.options.vad } : {}),
+        },
+        ({ progress, etaSeconds }) => {
+          live.progress = Math.max(live.progress, progress);
+          live.eta = etaSeconds;
+          this.emit(id, { type: "progress", progress: live.progress, estimated_time_remaining: live.eta });
+          if (Date.now() - live.persistedAt >= PERSIST_EVERY_MS) {
+            live.persistedAt = Date.now();
+            this.guarded(id, "progress", () => this.store.progress(id, live.progress, live.eta));
+          }
+        },
+        AbortSignal.any([this.abort.signal, cancelled]),
+        (segments) => {
+          for (const segment of segments) {
+            live.segments.push(segment);
+            this.emit(id, { type: "segment", segment });
+          }
+        },
+      );
       const resultPath = join(this.options.dataDir, "results", `${id}.json`);
       await mkdir(dirname(resultPath), { recursive: true });
       await writeFile(`${resultPath}.partial`, JSON.stringify(transcript));

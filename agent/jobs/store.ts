@@ -10,9 +10,6 @@ export type { JobOptions };
 
 export type JobStatus = "processing" | "completed" | "error" | "cancelled";
 
-
-
-
 export interface JobRow {
   id: string;
   status: JobStatus;
@@ -76,15 +73,37 @@ const MIGRATIONS = [
 ];
 
 interface RawRow {
-  id: string; status: JobStatus; progress: number; eta: number; error: string | null; file_name: string;
-  input_path: string; options: string; result_path: string | null; attempts: number; handle_hash: string | null;
-  created_at: number; updated_at: number; finished_at: number | null;
+  id: string;
+  status: JobStatus;
+  progress: number;
+  eta: number;
+  error: string | null;
+  file_name: string;
+  input_path: string;
+  options: string;
+  result_path: string | null;
+  attempts: number;
+  handle_hash: string | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
 }
 
 const fromRaw = (r: RawRow): JobRow => ({
-  id: r.id, status: r.status, progress: r.progress, eta: r.eta, error: r.error, fileName: r.file_name,
-  inputPath: r.input_path, options: JSON.parse(r.options) as JobOptions, resultPath: r.result_path,
-  attempts: r.attempts, handleHash: r.handle_hash, createdAt: r.created_at, updatedAt: r.updated_at, finishedAt: r.finished_at,
+  id: r.id,
+  status: r.status,
+  progress: r.progress,
+  eta: r.eta,
+  error: r.error,
+  fileName: r.file_name,
+  inputPath: r.input_path,
+  options: JSON.parse(r.options) as JobOptions,
+  resultPath: r.result_path,
+  attempts: r.attempts,
+  handleHash: r.handle_hash,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  finishedAt: r.finished_at,
 });
 
 /** One page of `list`, newest first. */
@@ -102,8 +121,11 @@ export class JobStore {
 
   insert(job: { id: string; fileName: string; inputPath: string; options: JobOptions; eta: number; handleHash: string }): void {
     const now = Date.now();
-    this.db.prepare(`INSERT INTO jobs (id, status, progress, eta, file_name, input_path, options, handle_hash, created_at, updated_at)
-                     VALUES (?, 'processing', 0, ?, ?, ?, ?, ?, ?, ?)`)
+    this.db
+      .prepare(
+        `INSERT INTO jobs (id, status, progress, eta, file_name, input_path, options, handle_hash, created_at, updated_at)
+                     VALUES (?, 'processing', 0, ?, ?, ?, ?, ?, ?, ?)`,
+      )
       .run(job.id, job.eta, job.fileName, job.inputPath, JSON.stringify(job.options), job.handleHash, now, now);
   }
 
@@ -119,22 +141,29 @@ export class JobStore {
 
   /** Up to `limit` jobs, newest first, starting after the job `after` (a cursor from the previous page). */
   list(limit: number, after?: JobRow): JobPage {
-    const rows = (after
-      ? this.db.prepare("SELECT * FROM jobs WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?").all(after.createdAt, after.id, limit + 1)
-      : this.db.prepare("SELECT * FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?").all(limit + 1)) as RawRow[];
+    const rows = (
+      after
+        ? this.db.prepare("SELECT * FROM jobs WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?").all(after.createdAt, after.id, limit + 1)
+        : this.db.prepare("SELECT * FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?").all(limit + 1)
+    ) as RawRow[];
     return { jobs: rows.slice(0, limit).map(fromRaw), hasMore: rows.length > limit };
   }
 
   /** Finished jobs that ended before `before`, and past the newest `keep` finished ones. */
   expired(before: number, keep: number): JobRow[] {
-    return (this.db.prepare(`SELECT * FROM jobs WHERE finished_at IS NOT NULL AND (finished_at < ? OR id NOT IN (
-                               SELECT id FROM jobs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC, id DESC LIMIT ?))`)
-      .all(before, keep) as RawRow[]).map(fromRaw);
+    return (
+      this.db
+        .prepare(
+          `SELECT * FROM jobs WHERE finished_at IS NOT NULL AND (finished_at < ? OR id NOT IN (
+                               SELECT id FROM jobs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC, id DESC LIMIT ?))`,
+        )
+        .all(before, keep) as RawRow[]
+    ).map(fromRaw);
   }
 
   /** Every job id, for finding files no row owns. */
   ids(): Set<string> {
-    return new Set((this.db.prepare("SELECT id FROM jobs").pluck().all() as string[]));
+    return new Set(this.db.prepare("SELECT id FROM jobs").pluck().all() as string[]);
   }
 
   progress(id: string, progress: number, eta: number): void {

@@ -14,7 +14,9 @@ describe("Backoff", () => {
 
   it("starts over after a reset", () => {
     const b = new Backoff(100, 1000, () => 0);
-    b.next(); b.next(); b.next();
+    b.next();
+    b.next();
+    b.next();
     b.reset();
     expect(b.next()).toBe(50);
   });

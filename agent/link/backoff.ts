@@ -6,7 +6,11 @@ export class Backoff {
    * @param initialMs first step (default 250 ms)
    * @param maxMs ceiling of a step (default 30 s)
    */
-  constructor(private readonly initialMs = 250, private readonly maxMs = 30_000, private readonly random: () => number = Math.random) {}
+  constructor(
+    private readonly initialMs = 250,
+    private readonly maxMs = 30_000,
+    private readonly random: () => number = Math.random,
+  ) {}
 
   /** The delay before the next attempt. */
   next(): number {

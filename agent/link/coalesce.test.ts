@@ -3,7 +3,10 @@ import { ChunkBatcher, type Piece } from "./coalesce.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Blocks the event loop for `ms`: time passes, but no timer can fire. */
-const busy = (ms: number) => { const until = performance.now() + ms; while (performance.now() < until); };
+const busy = (ms: number) => {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+};
 const texts = (sent: Piece[][]) => sent.map((pieces) => pieces.map((p) => `${p.request_id}:${p.text}`).join(" "));
 
 describe("ChunkBatcher", () => {
@@ -49,7 +52,16 @@ describe("ChunkBatcher", () => {
       b.push("a", "late text");
       b.end("a");
       expect(sent.slice(2)).toEqual([
-        [{ request_id: "a", text: " moment.", tool_calls: [{ index: 0, name: "get_weather", arguments: '{"city":"Paris"}' }, { index: 1, name: "get_time", arguments: "{}" }] }],
+        [
+          {
+            request_id: "a",
+            text: " moment.",
+            tool_calls: [
+              { index: 0, name: "get_weather", arguments: '{"city":"Paris"}' },
+              { index: 1, name: "get_time", arguments: "{}" },
+            ],
+          },
+        ],
         [{ request_id: "a", text: "late text" }],
       ]);
     } finally {
@@ -89,7 +101,12 @@ describe("ChunkBatcher", () => {
     b.push("y", "y2");
     b.push("z", "");
     await sleep(50);
-    expect(sent.slice(4)).toEqual([[{ request_id: "y", text: "y1y2" }, { request_id: "x", text: "x1" }]]);
+    expect(sent.slice(4)).toEqual([
+      [
+        { request_id: "y", text: "y1y2" },
+        { request_id: "x", text: "x1" },
+      ],
+    ]);
   });
 
   it("sends every piece with an interval of 0; discards a failed completion's pending text", async () => {
@@ -132,7 +149,15 @@ describe("ChunkBatcher", () => {
     b.push("a", "a2");
     b.push("b", "b1"); // both wait for the same flush
     await sleep(50);
-    expect(sent).toEqual([[{ request_id: "a", text: "a0" }], [{ request_id: "b", text: "b0" }], [{ request_id: "a", text: "a1" }], [{ request_id: "a", text: "a2" }, { request_id: "b", text: "b1" }]]);
+    expect(sent).toEqual([
+      [{ request_id: "a", text: "a0" }],
+      [{ request_id: "b", text: "b0" }],
+      [{ request_id: "a", text: "a1" }],
+      [
+        { request_id: "a", text: "a2" },
+        { request_id: "b", text: "b1" },
+      ],
+    ]);
     expect(sent.every((pieces) => pieces.length > 0)).toBe(true);
   });
 

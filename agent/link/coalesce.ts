@@ -47,28 +47,41 @@ export class ChunkBatcher {
    * @param send receives each flush: one piece per completion, in order.
    * @param intervalMs the longest a piece waits; 0 sends every piece as it comes.
    */
-  constructor(private readonly send: (pieces: Piece[]) => void, private readonly intervalMs: number) {}
+  constructor(
+    private readonly send: (pieces: Piece[]) => void,
+    private readonly intervalMs: number,
+  ) {}
 
   push(requestId: string, text: string, logprobs?: WireLogprob[], index = 0): void {
     if (!text) return;
-    this.add(requestId, index, () => ({ request_id: requestId, text, ...(logprobs ? { logprobs: [...logprobs] } : {}), ...(index > 0 ? { index } : {}) }), (gathered) => {
-      if (gathered.tool_calls) return false; // text after calls: sent after them, not merged before them
-      gathered.text += text;
-      if (logprobs) (gathered.logprobs ??= []).push(...logprobs);
-      return true;
-    });
+    this.add(
+      requestId,
+      index,
+      () => ({ request_id: requestId, text, ...(logprobs ? { logprobs: [...logprobs] } : {}), ...(index > 0 ? { index } : {}) }),
+      (gathered) => {
+        if (gathered.tool_calls) return false; // text after calls: sent after them, not merged before them
+        gathered.text += text;
+        if (logprobs) (gathered.logprobs ??= []).push(...logprobs);
+        return true;
+      },
+    );
   }
 
   /** A piece of a function call of the completion's (first) choice, sent after the text gathered before it. */
   pushToolCall(requestId: string, delta: ToolCallDelta): void {
     const wire = { index: delta.index, ...(delta.name !== undefined ? { name: delta.name } : {}), arguments: delta.arguments };
-    this.add(requestId, 0, () => ({ request_id: requestId, text: "", tool_calls: [wire] }), (gathered) => {
-      const calls = (gathered.tool_calls ??= []);
-      const last = calls.at(-1);
-      if (last && last.index === wire.index && wire.name === undefined) last.arguments += wire.arguments;
-      else calls.push(wire);
-      return true;
-    });
+    this.add(
+      requestId,
+      0,
+      () => ({ request_id: requestId, text: "", tool_calls: [wire] }),
+      (gathered) => {
+        const calls = (gathered.tool_calls ??= []);
+        const last = calls.at(-1);
+        if (last && last.index === wire.index && wire.name === undefined) last.arguments += wire.arguments;
+        else calls.push(wire);
+        return true;
+      },
+    );
   }
 
   /**

@@ -19,7 +19,9 @@ type Call = grpc.ServerDuplexStream<AgentMessage__Output, SchedulerMessage>;
 async function scheduler(acceptsChunks: boolean | undefined, requests: number): Promise<{ port: number; messages: Promise<AgentMessage__Output[]>; close: () => void }> {
   const server = new grpc.Server();
   let resolve!: (m: AgentMessage__Output[]) => void;
-  const messages = new Promise<AgentMessage__Output[]>((ok) => { resolve = ok; });
+  const messages = new Promise<AgentMessage__Output[]>((ok) => {
+    resolve = ok;
+  });
   server.addService(fleetProto().kiln.v1.Fleet.service, {
     Connect: (call: Call) => {
       const seen: AgentMessage__Output[] = [];
@@ -29,7 +31,16 @@ async function scheduler(acceptsChunks: boolean | undefined, requests: number): 
           // An older scheduler's Registered has no accepts_chunks field at all.
           call.write({ registered: { node_id: m.register.node_id, heartbeat_interval_ms: 60_000, ...(acceptsChunks === undefined ? {} : { accepts_chunks: acceptsChunks }) } });
           for (let i = 0; i < requests; i++) {
-            call.write({ completion: { request_id: `r${i}`, trace_id: `t${i}`, model: "famB-v3.1", messages: [{ role: "user", content: `Story ${i}: once upon a time` }], max_tokens: 48, temperature: 0 } });
+            call.write({
+              completion: {
+                request_id: `r${i}`,
+                trace_id: `t${i}`,
+                model: "famB-v3.1",
+                messages: [{ role: "user", content: `Story ${i}: once upon a time` }],
+                max_tokens: 48,
+                temperature: 0,
+              },
+            });
           }
         }
         if (seen.filter((x) => x.done || x.error).length === requests) resolve(seen);
@@ -52,14 +63,26 @@ function texts(messages: AgentMessage__Output[]): Map<string, string> {
 describe("FleetLink and the scheduler's Registered", () => {
   let engine: LlmEngine;
   beforeAll(async () => {
-    engine = await LlmEngine.load({ models: [{ id: "famB-v3.1", path: TINY_MODEL }], sequences: 3, contextSize: 512, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
+    engine = await LlmEngine.load({
+      models: [{ id: "famB-v3.1", path: TINY_MODEL }],
+      sequences: 3,
+      contextSize: 512,
+      threads: 1,
+      gpu: "cpu",
+      logger: createLogger("test", "silent"),
+    });
   });
-  afterAll(async () => { await engine?.dispose(); });
+  afterAll(async () => {
+    await engine?.dispose();
+  });
 
   async function run(acceptsChunks: boolean | undefined): Promise<AgentMessage__Output[]> {
     const s = await scheduler(acceptsChunks, 3);
     const link = new FleetLink({
-      scheduler: { host: "127.0.0.1", port: s.port }, nodeToken: "t", nodeId: "n", engine,
+      scheduler: { host: "127.0.0.1", port: s.port },
+      nodeToken: "t",
+      nodeId: "n",
+      engine,
       hardware: { compute: "cpu", gpus: [], cpu_model: "test", cpu_cores: 2, memory_total_bytes: 0, cuda_available: false, disk_path: "", disk_total_bytes: 0 },
       logger: createLogger("test", "silent"),
       // Short enough that 48 tokens span several flushes, each carrying the text of all three completions.

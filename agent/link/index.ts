@@ -9,7 +9,16 @@ import { freemem, totalmem } from "node:os";
 import * as grpc from "@grpc/grpc-js";
 import { formatHostPort, type HostPort } from "../../config/index.js";
 import type { Logger } from "../../core/log.js";
-import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type CompletionRequest__Output, type EmbeddingRequest__Output, type FleetClient, type Hardware, type SchedulerMessage__Output } from "../../proto/index.js";
+import {
+  fleetProto,
+  NODE_TOKEN_METADATA,
+  type AgentMessage,
+  type CompletionRequest__Output,
+  type EmbeddingRequest__Output,
+  type FleetClient,
+  type Hardware,
+  type SchedulerMessage__Output,
+} from "../../proto/index.js";
 import { AGENT_CAPABILITIES, CHAT_ROLES, type ChatMessage, FLEET_MESSAGE_BYTES, isChatRole, MAX_TOP_LOGPROBS, type ResponseFormat, type ToolCallDelta } from "../../core/chat.js";
 import type { ChatMessage__Output } from "../../proto/gen/kiln/v1/ChatMessage.js";
 import { responseFormatFromProto, samplingFromProto } from "../../proto/sampling.js";
@@ -116,15 +125,23 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         node_id: nodeId,
         agent_version: KILN_VERSION,
         hardware,
-        pools: engine.modelPools.map((p) => ({ model_ids: p.modelIds, slots: p.slots, context_size: p.contextSize, fingerprint: p.fingerprint, capabilities: [...AGENT_CAPABILITIES] })),
+        pools: engine.modelPools.map((p) => ({
+          model_ids: p.modelIds,
+          slots: p.slots,
+          context_size: p.contextSize,
+          fingerprint: p.fingerprint,
+          capabilities: [...AGENT_CAPABILITIES],
+        })),
         ...(transcription?.models?.length ? { transcription } : {}),
       },
     });
     stream.on("data", (message: SchedulerMessage__Output) => this.onMessage(stream, message));
     stream.on("error", (err: grpc.ServiceError) => {
       if (err.code === grpc.status.UNAUTHENTICATED) this.options.logger.error({ details: err.details }, "the scheduler refused this node's token; check --node-token");
-      else if (err.code === grpc.status.PERMISSION_DENIED) this.options.logger.error({ details: err.details, node: nodeId }, "the scheduler refused this node id for this token; check --node-id and the scheduler's --node-tokens");
-      else if (err.code === grpc.status.ALREADY_EXISTS) this.options.logger.error({ details: err.details, node: nodeId }, "another agent is connected under this node id with another token; check --node-id");
+      else if (err.code === grpc.status.PERMISSION_DENIED)
+        this.options.logger.error({ details: err.details, node: nodeId }, "the scheduler refused this node id for this token; check --node-id and the scheduler's --node-tokens");
+      else if (err.code === grpc.status.ALREADY_EXISTS)
+        this.options.logger.error({ details: err.details, node: nodeId }, "another agent is connected under this node id with another token; check --node-id");
       else if (err.code !== grpc.status.CANCELLED) this.options.logger.warn({ code: err.code, details: err.details }, "scheduler stream failed");
       this.onClosed(stream);
     });
@@ -148,7 +165,10 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     if (stream && !stream.destroyed) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 1000);
-        stream.once("finish", () => { clearTimeout(timer); resolve(); });
+        stream.once("finish", () => {
+          clearTimeout(timer);
+          resolve();
+        });
         stream.end();
       });
     }
@@ -186,7 +206,9 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         this.options.transcriptions?.cancel(message.cancel!.request_id, this);
         return;
       case "transcription": {
-        const send = (m: AgentMessage): void => { if (this.stream === stream && !stream.destroyed) stream.write(m); };
+        const send = (m: AgentMessage): void => {
+          if (this.stream === stream && !stream.destroyed) stream.write(m);
+        };
         const transcriptions = this.options.transcriptions;
         if (transcriptions) void transcriptions.start(message.transcription!, send, this.draining, this);
         else send({ error: { request_id: message.transcription!.request_id, code: WIRE.transcriptionUnavailable, message: "this node takes no transcriptions", retryable: true } });
@@ -211,8 +233,17 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
    * `failed` runs before an error is sent and tells whether any of the request's output already went
    * out (then it cannot be retried elsewhere).
    */
-  private async serve(stream: Stream, id: string, what: string, trace: string, work: (signal: AbortSignal) => Promise<{ answer: AgentMessage; log: object }>, failed: () => boolean = () => false): Promise<void> {
-    const send = (m: AgentMessage): void => { if (this.stream === stream && !stream.destroyed) stream.write(m); };
+  private async serve(
+    stream: Stream,
+    id: string,
+    what: string,
+    trace: string,
+    work: (signal: AbortSignal) => Promise<{ answer: AgentMessage; log: object }>,
+    failed: () => boolean = () => false,
+  ): Promise<void> {
+    const send = (m: AgentMessage): void => {
+      if (this.stream === stream && !stream.destroyed) stream.write(m);
+    };
     if (this.draining) {
       send({ error: { request_id: id, code: WIRE.draining, message: "the node is draining", retryable: true } });
       return;
@@ -229,7 +260,15 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       const e = err instanceof LlmEngineError ? err : new LlmEngineError("engine_error", (err as Error).message);
       if (e.code !== WIRE.cancelled) this.options.logger.warn({ requestId: trace, code: e.code, err: e.message }, `${what} failed`);
       const used = e instanceof GenerationAbortedError ? e.usage : undefined;
-      send({ error: { request_id: id, code: e.code, message: e.message, retryable: e.retryable && !sentOutput, ...(used ? { usage: { prompt_tokens: used.promptTokens, completion_tokens: used.completionTokens } } : {}) } });
+      send({
+        error: {
+          request_id: id,
+          code: e.code,
+          message: e.message,
+          retryable: e.retryable && !sentOutput,
+          ...(used ? { usage: { prompt_tokens: used.promptTokens, completion_tokens: used.completionTokens } } : {}),
+        },
+      });
     } finally {
       this.running.delete(id);
     }
@@ -249,7 +288,10 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       const taken = p.localBusy + this.holds(pool) + peers.othersHold(this, pool);
       if (taken + slots > p.slots) {
         this.writeHeartbeat(stream);
-        if (this.stream === stream && !stream.destroyed) stream.write({ error: { request_id: id, code: WIRE.nodeBusy, message: `the node's ${p.slots} slots for ${req.model} are taken (other schedulers' work)`, retryable: true } });
+        if (this.stream === stream && !stream.destroyed)
+          stream.write({
+            error: { request_id: id, code: WIRE.nodeBusy, message: `the node's ${p.slots} slots for ${req.model} are taken (other schedulers' work)`, retryable: true },
+          });
         return;
       }
     }
@@ -265,32 +307,41 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
 
   private complete(stream: Stream, req: CompletionRequest__Output, chunks: ChunkBatcher): Promise<void> {
     const id = req.request_id;
-    return this.serve(stream, id, "completion", req.trace_id, async (signal) => {
-      const input = req.prompt !== undefined ? { prompt: req.prompt } : req.messages.map(toTurn);
-      const tools = withTools(req);
-      const result = await this.options.engine.generate(req.model, input, {
-        ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
-        ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
-        sampling: samplingFromProto(req),
-        ...withFormat(req),
-        ...(req.logprobs ? { logprobs: Math.min(req.top_logprobs, MAX_TOP_LOGPROBS) } : {}),
-        cacheScope: req.cache_scope,
-        signal,
-        ...(req.n > 1 ? { n: req.n } : {}),
-        ...(tools ? { ...tools, onToolCall: (delta: ToolCallDelta) => chunks.pushToolCall(id, delta) } : {}),
-        onText: (text, logprobs, index) => chunks.push(id, text, logprobs?.map(toWireLogprob), index),
-      });
-      chunks.end(id);
-      return {
-        answer: {
-          done: {
-            request_id: id, finish_reason: result.finishReason, usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, cached_tokens: result.cachedTokens },
-            ...(result.choices.length > 1 ? { finish_reasons: result.choices.map((c) => c.finishReason) } : {}),
+    return this.serve(
+      stream,
+      id,
+      "completion",
+      req.trace_id,
+      async (signal) => {
+        const input = req.prompt !== undefined ? { prompt: req.prompt } : req.messages.map(toTurn);
+        const tools = withTools(req);
+        const result = await this.options.engine.generate(req.model, input, {
+          ...(req.max_tokens !== undefined ? { maxTokens: req.max_tokens } : {}),
+          ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+          sampling: samplingFromProto(req),
+          ...withFormat(req),
+          ...(req.logprobs ? { logprobs: Math.min(req.top_logprobs, MAX_TOP_LOGPROBS) } : {}),
+          cacheScope: req.cache_scope,
+          signal,
+          ...(req.n > 1 ? { n: req.n } : {}),
+          ...(tools ? { ...tools, onToolCall: (delta: ToolCallDelta) => chunks.pushToolCall(id, delta) } : {}),
+          onText: (text, logprobs, index) => chunks.push(id, text, logprobs?.map(toWireLogprob), index),
+        });
+        chunks.end(id);
+        return {
+          answer: {
+            done: {
+              request_id: id,
+              finish_reason: result.finishReason,
+              usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, cached_tokens: result.cachedTokens },
+              ...(result.choices.length > 1 ? { finish_reasons: result.choices.map((c) => c.finishReason) } : {}),
+            },
           },
-        },
-        log: { model: req.model, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason },
-      };
-    }, () => chunks.discard(id));
+          log: { model: req.model, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason },
+        };
+      },
+      () => chunks.discard(id),
+    );
   }
 
   private embed(stream: Stream, req: EmbeddingRequest__Output): Promise<void> {
@@ -313,7 +364,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     if (pool < 0) return;
     this.holding[pool] = this.holds(pool) + slots;
     let mine = this.streamHolding.get(stream);
-    if (!mine) this.streamHolding.set(stream, mine = this.holding.map(() => 0));
+    if (!mine) this.streamHolding.set(stream, (mine = this.holding.map(() => 0)));
     mine[pool] = (mine[pool] ?? 0) + slots;
     if (mine.every((n) => n === 0)) this.streamHolding.delete(stream);
   }
@@ -344,7 +395,9 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         busy_slots: this.options.engine.modelPools.map((p) => p.busy),
         // slots this scheduler (this registration) did not fill: the agent's own work, what other schedulers
         // sent, and what this link's earlier streams sent that is still ending
-        local_busy_slots: this.options.engine.modelPools.map((p, i) => p.localBusy + (this.options.peers?.othersHold(this, i) ?? 0) + this.holds(i) - (this.streamHolding.get(stream)?.[i] ?? 0)),
+        local_busy_slots: this.options.engine.modelPools.map(
+          (p, i) => p.localBusy + (this.options.peers?.othersHold(this, i) ?? 0) + this.holds(i) - (this.streamHolding.get(stream)?.[i] ?? 0),
+        ),
         memory_used_bytes: totalmem() - freemem(),
         memory_free_bytes: freemem(),
         device_memory_used_bytes: this.measured.device.used,

@@ -154,7 +154,8 @@ export class FleetTranscriptions {
 
   /** A link went down: nothing can be delivered to its scheduler, so its requests go (the scheduler retries or fails them); none: every request. */
   dropAll(link?: object): void {
-    for (const t of this.transfers.values()) if (!t.ended && (link === undefined || t.link === link)) void this.fail(t, new UpstreamError(WIRE.cancelled, "the scheduler link went down"), false);
+    for (const t of this.transfers.values())
+      if (!t.ended && (link === undefined || t.link === link)) void this.fail(t, new UpstreamError(WIRE.cancelled, "the scheduler link went down"), false);
   }
 
   private async submit(t: Transfer): Promise<void> {
@@ -165,7 +166,8 @@ export class FleetTranscriptions {
     t.staged = undefined; // the job owns the file now
     this.options.logger.info({ requestId: t.trace, job: t.jobId, bytes: t.received }, "fleet transcription queued");
     const unsubscribe = await this.options.jobs.watch(t.jobId, (event) => void this.onJobEvent(t, event).catch((err: unknown) => this.fail(t, err)));
-    if (t.ended) unsubscribe(); // it ended while the watch began
+    if (t.ended)
+      unsubscribe(); // it ended while the watch began
     else t.unsubscribe = unsubscribe;
   }
 

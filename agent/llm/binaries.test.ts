@@ -48,7 +48,8 @@ describe("loadedBinaries", () => {
       const dir = prebuiltBinsDir(kind)!;
       expect(installedAddon(kind), kind).toMatchObject({ release: expect.stringMatching(/^v?\d/) });
       const check = spawnSync(process.execPath, ["-e", `process.dlopen({ exports: {} }, ${JSON.stringify(join(dir, "llama-addon.node"))})`], {
-        env: { ...process.env, LD_LIBRARY_PATH: dir, LD_BIND_NOW: "1" }, encoding: "utf8",
+        env: { ...process.env, LD_LIBRARY_PATH: dir, LD_BIND_NOW: "1" },
+        encoding: "utf8",
       });
       expect(check.status, `${kind}: ${check.stderr}`).toBe(0);
     }
@@ -76,7 +77,12 @@ import { getLlama } from "node-llama-cpp";
     const probe = resolve(".cache", "vulkan-probe.mjs");
     writeFileSync(probe, script);
     const child = spawnSync(process.execPath, [probe], { encoding: "utf8", timeout: 120_000 });
-    const result = JSON.parse(child.stdout.trim().split("\n").pop() ?? "{}") as { unavailable?: string; gpu?: string; loaded?: { folder: string; kilnAddon: boolean; backends: string[] }; tokens?: number };
+    const result = JSON.parse(child.stdout.trim().split("\n").pop() ?? "{}") as {
+      unavailable?: string;
+      gpu?: string;
+      loaded?: { folder: string; kilnAddon: boolean; backends: string[] };
+      tokens?: number;
+    };
     if (result.unavailable) return ctx.skip(`no Vulkan device here: ${result.unavailable}`);
     expect(result).toMatchObject({ gpu: "vulkan", tokens: 8, loaded: { folder: "linux-x64-vulkan", kilnAddon: true } });
     expect(result.loaded!.backends).toContain("libggml-vulkan.so");

@@ -21,9 +21,17 @@ export interface LoadedBinaries {
 
 /** Reads the loaded binaries from `maps` (default: this process's `/proc/self/maps`; empty elsewhere). */
 export function loadedBinaries(maps = readMaps()): LoadedBinaries {
-  const files = new Set(maps.split("\n").map((line) => line.slice(line.indexOf("/"))).filter((f) => f.startsWith("/")));
+  const files = new Set(
+    maps
+      .split("\n")
+      .map((line) => line.slice(line.indexOf("/")))
+      .filter((f) => f.startsWith("/")),
+  );
   const addon = [...files].find((f) => basename(f) === ADDON_FILE || basename(f) === STOCK_ADDON_FILE);
-  const backends = [...files].map((f) => basename(f)).filter((f) => /^libggml-(?!base)[\w-]+\.so$/.test(f)).sort();
+  const backends = [...files]
+    .map((f) => basename(f))
+    .filter((f) => /^libggml-(?!base)[\w-]+\.so$/.test(f))
+    .sort();
   return {
     ...(addon ? { addon, folder: basename(dirname(addon)) } : {}),
     // Kiln's install renames node-llama-cpp's addon to llama-addon.stock.node and stamps the folder.

@@ -22,58 +22,77 @@ describe("CPU backend", () => {
   });
 
   const installed = installedCpuBackend();
-  it.skipIf(!installed)(`node-llama-cpp loads Kiln's shared-threadpool backend over its own variants${installed ? "" : " (skipped: not installed here; npm install builds it on Linux x86-64 with cmake and git)"}`, async () => {
-    const loaded: string[] = [];
-    const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.debug, logger: (_level, message) => { if (message.includes("loaded CPU backend")) loaded.push(message); } });
-    await llama.dispose();
-    expect(loaded.join("\n")).toContain(CPU_BACKEND_FILE);
-  });
+  it.skipIf(!installed)(
+    `node-llama-cpp loads Kiln's shared-threadpool backend over its own variants${installed ? "" : " (skipped: not installed here; npm install builds it on Linux x86-64 with cmake and git)"}`,
+    async () => {
+      const loaded: string[] = [];
+      const llama = await getLlama({
+        gpu: false,
+        build: "never",
+        logLevel: LlamaLogLevel.debug,
+        logger: (_level, message) => {
+          if (message.includes("loaded CPU backend")) loaded.push(message);
+        },
+      });
+      await llama.dispose();
+      expect(loaded.join("\n")).toContain(CPU_BACKEND_FILE);
+    },
+  );
 
   const addon = installedAddon();
-  it.skipIf(!addon)(`the decode worker samples the next token (Kiln's build of the addon), as the separate sampling call would${addon ? "" : " (skipped: not installed here; npm install builds it on Linux with cmake and Node's headers)"}`, async () => {
-    const llama = await getLlama({ gpu: false, build: "never" });
-    try {
-      const model = await llama.loadModel({ modelPath: TINY_MODEL });
-      const context = await model.createContext({ contextSize: 256, sequences: 1, threads: 1 });
-      const calls = { sampleToken: 0, presampled: 0 };
-      watchBinding(context, ["sampleToken", "decodeBatch"], (name, _args, result) => {
-        if (name === "sampleToken") calls.sampleToken++;
-        else void (result as Promise<unknown>).then((tokens) => { if (Array.isArray(tokens)) calls.presampled += tokens.length; }, () => undefined);
-      });
-      const sequence = context.getSequence();
-      type Options = { temperature: number; seed?: number; repeatPenalty?: { penalty: number; punishTokens: () => Token[] } };
-      const generate = async (makeOptions: (tokens: Token[]) => Options, viaSampleToken: boolean): Promise<Token[]> => {
-        await sequence.clearHistory();
-        const tokens: Token[] = [];
-        const options = makeOptions(tokens);
-        // asking for the confidence takes node-llama-cpp's own path: one sampleToken call per token
-        const iterator = viaSampleToken
-          ? sequence.evaluateWithMetadata(model.tokenize("once upon"), { confidence: true }, { ...options, yieldEogToken: true })
-          : sequence.evaluate(model.tokenize("once upon"), { ...options, yieldEogToken: true });
-        for await (const item of iterator) {
-          tokens.push(typeof item === "number" ? item : item.token);
-          if (tokens.length === 40) break;
+  it.skipIf(!addon)(
+    `the decode worker samples the next token (Kiln's build of the addon), as the separate sampling call would${addon ? "" : " (skipped: not installed here; npm install builds it on Linux with cmake and Node's headers)"}`,
+    async () => {
+      const llama = await getLlama({ gpu: false, build: "never" });
+      try {
+        const model = await llama.loadModel({ modelPath: TINY_MODEL });
+        const context = await model.createContext({ contextSize: 256, sequences: 1, threads: 1 });
+        const calls = { sampleToken: 0, presampled: 0 };
+        watchBinding(context, ["sampleToken", "decodeBatch"], (name, _args, result) => {
+          if (name === "sampleToken") calls.sampleToken++;
+          else
+            void (result as Promise<unknown>).then(
+              (tokens) => {
+                if (Array.isArray(tokens)) calls.presampled += tokens.length;
+              },
+              () => undefined,
+            );
+        });
+        const sequence = context.getSequence();
+        type Options = { temperature: number; seed?: number; repeatPenalty?: { penalty: number; punishTokens: () => Token[] } };
+        const generate = async (makeOptions: (tokens: Token[]) => Options, viaSampleToken: boolean): Promise<Token[]> => {
+          await sequence.clearHistory();
+          const tokens: Token[] = [];
+          const options = makeOptions(tokens);
+          // asking for the confidence takes node-llama-cpp's own path: one sampleToken call per token
+          const iterator = viaSampleToken
+            ? sequence.evaluateWithMetadata(model.tokenize("once upon"), { confidence: true }, { ...options, yieldEogToken: true })
+            : sequence.evaluate(model.tokenize("once upon"), { ...options, yieldEogToken: true });
+          for await (const item of iterator) {
+            tokens.push(typeof item === "number" ? item : item.token);
+            if (tokens.length === 40) break;
+          }
+          return tokens;
+        };
+        const cases: ((tokens: Token[]) => Options)[] = [
+          () => ({ temperature: 0 }),
+          () => ({ temperature: 0.8, seed: 42 }),
+          // a function node-llama-cpp calls for every token: the configuration is applied again each time
+          (tokens) => ({ temperature: 0, repeatPenalty: { penalty: 1.5, punishTokens: () => tokens.slice(-8) } }),
+        ];
+        for (const makeOptions of cases) {
+          const before = { ...calls };
+          const presampled = await generate(makeOptions, false);
+          expect(calls.sampleToken - before.sampleToken).toBe(0);
+          expect(calls.presampled - before.presampled).toBe(40);
+          const sampled = await generate(makeOptions, true);
+          expect(calls.sampleToken - before.sampleToken).toBe(40);
+          expect(presampled).toEqual(sampled);
         }
-        return tokens;
-      };
-      const cases: ((tokens: Token[]) => Options)[] = [
-        () => ({ temperature: 0 }),
-        () => ({ temperature: 0.8, seed: 42 }),
-        // a function node-llama-cpp calls for every token: the configuration is applied again each time
-        (tokens) => ({ temperature: 0, repeatPenalty: { penalty: 1.5, punishTokens: () => tokens.slice(-8) } }),
-      ];
-      for (const makeOptions of cases) {
-        const before = { ...calls };
-        const presampled = await generate(makeOptions, false);
-        expect(calls.sampleToken - before.sampleToken).toBe(0);
-        expect(calls.presampled - before.presampled).toBe(40);
-        const sampled = await generate(makeOptions, true);
-        expect(calls.sampleToken - before.sampleToken).toBe(40);
-        expect(presampled).toEqual(sampled);
+        await context.dispose();
+      } finally {
+        await llama.dispose();
       }
-      await context.dispose();
-    } finally {
-      await llama.dispose();
-    }
-  });
+    },
+  );
 });

@@ -11,8 +11,15 @@ let engine: LlmEngine;
 
 beforeAll(async () => {
   engine = await LlmEngine.load({
-    models: [{ id: "famB-v3.1", path: TINY_MODEL }, { id: "famC-k2", path: TINY_MODEL }],
-    sequences: 2, contextSize: 512, threads: 1, gpu: "auto", logger: createLogger("test", "silent"),
+    models: [
+      { id: "famB-v3.1", path: TINY_MODEL },
+      { id: "famC-k2", path: TINY_MODEL },
+    ],
+    sequences: 2,
+    contextSize: 512,
+    threads: 1,
+    gpu: "auto",
+    logger: createLogger("test", "silent"),
   });
 });
 afterAll(() => engine?.dispose());
@@ -27,7 +34,13 @@ describe("LlmEngine", () => {
 
   it("generates for either id, streaming text", async () => {
     let streamed = "";
-    const r = await engine.generate("famC-k2", [{ role: "user", content: "hi" }], { maxTokens: 10, temperature: 0, onText: (t) => { streamed += t; } });
+    const r = await engine.generate("famC-k2", [{ role: "user", content: "hi" }], {
+      maxTokens: 10,
+      temperature: 0,
+      onText: (t) => {
+        streamed += t;
+      },
+    });
     expect(r).toMatchObject({ finishReason: "length", completionTokens: 10 });
     expect(r.text).toBe(streamed);
   });
@@ -45,9 +58,15 @@ describe("LlmEngine", () => {
     expect(pool.maxTokenBytes).toBe(12);
     const bound = pool.contextSize * pool.maxTokenBytes;
     // One character per token here: at the bound it is tokenized, and found to be too many tokens.
-    const atBound = engine.generate("famB-v3.1", [{ role: "system", content: "a".repeat(bound - 1) }, { role: "user", content: "b" }]);
+    const atBound = engine.generate("famB-v3.1", [
+      { role: "system", content: "a".repeat(bound - 1) },
+      { role: "user", content: "b" },
+    ]);
     await expect(atBound).rejects.toBeInstanceOf(ContextLengthExceededError);
-    await expect(atBound).rejects.toMatchObject({ code: "context_length_exceeded", message: expect.stringMatching(/^messages: the prompt is \d+ tokens; this model's context holds 512$/) });
+    await expect(atBound).rejects.toMatchObject({
+      code: "context_length_exceeded",
+      message: expect.stringMatching(/^messages: the prompt is \d+ tokens; this model's context holds 512$/),
+    });
     // A byte more (a two-byte character) and it is refused on its length alone: 6 MB would take minutes to tokenize on this vocabulary.
     for (const content of ["a".repeat(bound - 1) + "é", "a".repeat(6_000_000)]) {
       await expect(engine.generate("famB-v3.1", [{ role: "user", content }])).rejects.toMatchObject({
@@ -60,8 +79,24 @@ describe("LlmEngine", () => {
 
   it.each([
     ["a missing file", () => "/nonexistent/model.gguf", /^famB-v3\.1: cannot load \/nonexistent\/model\.gguf: no such file$/],
-    ["a text file", () => { const f = join(tempDir(), "notes.gguf"); writeFileSync(f, "not a model\n"); return f; }, /: cannot load .*notes\.gguf: Invalid GGUF magic/],
-    ["a bare GGUF magic", () => { const f = join(tempDir(), "magic.gguf"); writeFileSync(f, "GGUF"); return f; }, /: cannot load .*magic\.gguf: not a readable GGUF file/],
+    [
+      "a text file",
+      () => {
+        const f = join(tempDir(), "notes.gguf");
+        writeFileSync(f, "not a model\n");
+        return f;
+      },
+      /: cannot load .*notes\.gguf: Invalid GGUF magic/,
+    ],
+    [
+      "a bare GGUF magic",
+      () => {
+        const f = join(tempDir(), "magic.gguf");
+        writeFileSync(f, "GGUF");
+        return f;
+      },
+      /: cannot load .*magic\.gguf: not a readable GGUF file/,
+    ],
     ["a directory", () => tempDir(), /: cannot load .*: it is a directory$/],
   ])("refuses to load %s with a ModelLoadError naming the id and the path", async (_, path, message) => {
     const load = LlmEngine.load({ models: [{ id: "famB-v3.1", path: path() }], sequences: 1, contextSize: 256, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
@@ -77,19 +112,29 @@ describe("LlmEngine", () => {
 describe("LlmEngine under load", () => {
   let busy: LlmEngine;
   beforeAll(async () => {
-    busy = await LlmEngine.load({ models: [{ id: "famB-v3.1", path: TINY_MODEL }], sequences: 3, contextSize: 1024, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
+    busy = await LlmEngine.load({
+      models: [{ id: "famB-v3.1", path: TINY_MODEL }],
+      sequences: 3,
+      contextSize: 1024,
+      threads: 1,
+      gpu: "cpu",
+      logger: createLogger("test", "silent"),
+    });
   });
   afterAll(() => busy?.dispose());
 
   it("starts a request on a slot with an old conversation while two others keep generating (patches/npm: node-llama-cpp's batch loop)", async () => {
-    const ask = (text: string, maxTokens: number, onText?: () => void) => busy.generate("famB-v3.1", [{ role: "user", content: text }], { maxTokens, temperature: 0, ...(onText ? { onText } : {}) });
+    const ask = (text: string, maxTokens: number, onText?: () => void) =>
+      busy.generate("famB-v3.1", [{ role: "user", content: text }], { maxTokens, temperature: 0, ...(onText ? { onText } : {}) });
     // every slot holds a conversation, so the next request on any of them must first erase its tokens
     await Promise.all(["one", "two", "three"].map((t) => ask(t, 4)));
     let longDone = 0;
     const long = [ask("a long story", 600).then(() => longDone++), ask("another long story", 600).then(() => longDone++)];
     await new Promise((r) => setTimeout(r, 30));
     let firstText = -1;
-    await ask("a short answer", 2, () => { if (firstText < 0) firstText = longDone; });
+    await ask("a short answer", 2, () => {
+      if (firstText < 0) firstText = longDone;
+    });
     await Promise.all(long);
     // Without the patch, the batch loop held the context lock while either long request had a
     // decode queued, and the short one could only start once both were done.
@@ -118,8 +163,9 @@ describe("LlmEngine under load", () => {
     });
     try {
       const tokens = 48;
-      const results = await Promise.all(["first tale", "second tale", "third tale"].map((text) =>
-        busy.generate("famB-v3.1", [{ role: "user", content: text }], { maxTokens: tokens, temperature: 0 })));
+      const results = await Promise.all(
+        ["first tale", "second tale", "third tale"].map((text) => busy.generate("famB-v3.1", [{ role: "user", content: text }], { maxTokens: tokens, temperature: 0 })),
+      );
       expect(results.map((r) => r.completionTokens)).toEqual([tokens, tokens, tokens]);
       // One batch per generated token plus the prompts. Without the patch, the last sequence to be
       // sampled missed each next batch: about tokens × 3 / 2 batches.
@@ -153,7 +199,15 @@ describe("structured output", () => {
     const logitBias: Record<string, number> = {};
     for (const token of model.iterateAllTokens()) if (model.detokenize([token], true).includes('"')) logitBias[String(token)] = -100;
     let streamed = "";
-    const r = await engine.generate("famB-v3.1", [{ role: "user", content: "Give me JSON" }], { maxTokens: 200, temperature: 0, sampling: { logitBias }, responseFormat: { type: "json_object" }, onText: (t) => { streamed += t; } });
+    const r = await engine.generate("famB-v3.1", [{ role: "user", content: "Give me JSON" }], {
+      maxTokens: 200,
+      temperature: 0,
+      sampling: { logitBias },
+      responseFormat: { type: "json_object" },
+      onText: (t) => {
+        streamed += t;
+      },
+    });
     expect(r.finishReason).toBe("stop");
     expect(r.text).toBe(streamed);
     expect(r.text).toBe(r.text.trimEnd());
@@ -163,7 +217,12 @@ describe("structured output", () => {
 
   it("json_schema: sampled replies parse and hold to the schema", async () => {
     for (const seed of [1, 2, 3]) {
-      const r = await engine.generate("famB-v3.1", [{ role: "user", content: "Answer" }], { maxTokens: 300, temperature: 1, sampling: { seed }, responseFormat: { type: "json_schema", schema } });
+      const r = await engine.generate("famB-v3.1", [{ role: "user", content: "Answer" }], {
+        maxTokens: 300,
+        temperature: 1,
+        sampling: { seed },
+        responseFormat: { type: "json_schema", schema },
+      });
       expect(r.finishReason).toBe("stop");
       const value = JSON.parse(r.text) as Record<string, unknown>;
       expect(Object.keys(value).sort()).toEqual(["answer", "count", "note", "tags"]);
@@ -177,8 +236,10 @@ describe("structured output", () => {
 
   it("refuses a schema keyword the grammar cannot hold, naming its path", async () => {
     const bad = { type: "object", properties: { code: { type: "string", pattern: "^[a-z]+$" } } };
-    await expect(engine.generate("famB-v3.1", [{ role: "user", content: "x" }], { maxTokens: 5, responseFormat: { type: "json_schema", schema: bad } }))
-      .rejects.toMatchObject({ code: "invalid_response_format", message: expect.stringMatching(/^response_format\.json_schema\.schema\.properties\.code\.pattern: /) });
+    await expect(engine.generate("famB-v3.1", [{ role: "user", content: "x" }], { maxTokens: 5, responseFormat: { type: "json_schema", schema: bad } })).rejects.toMatchObject({
+      code: "invalid_response_format",
+      message: expect.stringMatching(/^response_format\.json_schema\.schema\.properties\.code\.pattern: /),
+    });
   });
 });
 
@@ -200,7 +261,10 @@ describe("embeddings", () => {
     const size = engine.modelPools[0]!.model.embeddingVectorSize;
     await expect(engine.embed("famB-v3.1", ["a"], { dimensions: size + 1 })).rejects.toMatchObject({ code: "invalid_dimensions", message: expect.stringMatching(/^dimensions: /) });
     expect((await engine.embed("famB-v3.1", ["a"], { dimensions: size })).vectors).toHaveLength(1);
-    await expect(engine.embed("famB-v3.1", ["ok", "word ".repeat(2000)])).rejects.toMatchObject({ code: "context_length_exceeded", message: expect.stringMatching(/^input\[1\]: /) });
+    await expect(engine.embed("famB-v3.1", ["ok", "word ".repeat(2000)])).rejects.toMatchObject({
+      code: "context_length_exceeded",
+      message: expect.stringMatching(/^input\[1\]: /),
+    });
   });
 });
 
@@ -221,11 +285,22 @@ describe("n choices", () => {
   it("evaluates the prompt once for n choices (the others copy its KV cache), each choice with its own seed and its own text stream", async () => {
     const pool = engine.modelPools[0]!;
     let evaluated = 0;
-    const unwatch = watchBinding(pool.context, ["addToBatch"], (_name, args) => { evaluated += (args[2] as Uint32Array).length; });
+    const unwatch = watchBinding(pool.context, ["addToBatch"], (_name, args) => {
+      evaluated += (args[2] as Uint32Array).length;
+    });
     const messages = [{ role: "user" as const, content: "Tell me a story about a fox and a crow, please" }];
     try {
       const streamed = ["", ""];
-      const r = await engine.generate("famB-v3.1", messages, { n: 2, maxTokens: 1, temperature: 1.5, sampling: { seed: 7 }, cacheScope: "n-test", onText: (t, _l, i) => { streamed[i] += t; } });
+      const r = await engine.generate("famB-v3.1", messages, {
+        n: 2,
+        maxTokens: 1,
+        temperature: 1.5,
+        sampling: { seed: 7 },
+        cacheScope: "n-test",
+        onText: (t, _l, i) => {
+          streamed[i] += t;
+        },
+      });
       expect(r.choices).toHaveLength(2);
       expect(evaluated).toBeLessThanOrEqual(r.promptTokens + 2); // once, plus each choice's last prompt token (for its logits)
       expect(streamed).toEqual(r.choices.map((c) => c.text));
@@ -264,12 +339,20 @@ describe("embedding limits", () => {
     const long = "word ".repeat(100); // a few hundred tokens each, within the context
     const perInput = engine.modelPools[0]!.model.tokenize(long).length;
     const count = Math.floor(300_000 / perInput) + 1;
-    await expect(engine.embed("famB-v3.1", Array.from({ length: count }, () => long))).rejects.toMatchObject({ code: "invalid_input", message: expect.stringMatching(/^input: the texts up to input\[\d+\] hold more than 300000 tokens/) });
+    await expect(
+      engine.embed(
+        "famB-v3.1",
+        Array.from({ length: count }, () => long),
+      ),
+    ).rejects.toMatchObject({ code: "invalid_input", message: expect.stringMatching(/^input: the texts up to input\[\d+\] hold more than 300000 tokens/) });
   });
 
   it("does nothing for a request cancelled while it waited for the one before it", async () => {
     const ac = new AbortController();
-    const first = engine.embed("famB-v3.1", Array.from({ length: 20 }, (_, i) => `text ${i}`));
+    const first = engine.embed(
+      "famB-v3.1",
+      Array.from({ length: 20 }, (_, i) => `text ${i}`),
+    );
     const second = engine.embed("famB-v3.1", ["never embedded"], { signal: ac.signal });
     ac.abort();
     await first;

@@ -5,13 +5,33 @@
  */
 import { createHash, randomInt } from "node:crypto";
 import { resolve } from "node:path";
-import { getLlama, LlamaLogLevel, type ChatHistoryItem, type ChatModelFunctions, type Llama, type LlamaContextSequence, type LlamaGpuType, type LlamaGrammar, type Token } from "node-llama-cpp";
+import {
+  getLlama,
+  LlamaLogLevel,
+  type ChatHistoryItem,
+  type ChatModelFunctions,
+  type Llama,
+  type LlamaContextSequence,
+  type LlamaGpuType,
+  type LlamaGrammar,
+  type Token,
+} from "node-llama-cpp";
 import { checkToolOrder, type ChatMessage, type ChatRole, type ResponseFormat, type Sampling, type ToolCallDelta, type ToolChoice, type ToolFunction } from "../../core/chat.js";
 import { checkJsonSchema, checkToolParameters, documentedBytes, FUNCTION_NAME, toGrammarSchema } from "../../core/json-schema.js";
 import type { Logger } from "../../core/log.js";
 import type { GpuKind } from "../../core/prebuilt.js";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
-import { ContextLengthExceededError, GenerationAbortedError, InvalidChoicesError, InvalidLogitBiasError, InvalidResponseFormatError, InvalidToolsError, LlmEngineError, ModelLoadError, ModelNotServedError } from "./errors.js";
+import {
+  ContextLengthExceededError,
+  GenerationAbortedError,
+  InvalidChoicesError,
+  InvalidLogitBiasError,
+  InvalidResponseFormatError,
+  InvalidToolsError,
+  LlmEngineError,
+  ModelLoadError,
+  ModelNotServedError,
+} from "./errors.js";
 import { loadedBinaries } from "./binaries.js";
 import { modelFingerprint } from "./fingerprint.js";
 import { ModelPool, type Slot } from "./pool.js";
@@ -129,7 +149,9 @@ export class LlmEngine {
         let pool = byPath.get(file);
         if (!pool) {
           const started = performance.now();
-          const model = await llama.loadModel({ modelPath: file }).catch((err: unknown) => { throw new ModelLoadError(id, file, err); });
+          const model = await llama.loadModel({ modelPath: file }).catch((err: unknown) => {
+            throw new ModelLoadError(id, file, err);
+          });
           const build = `${llama.llamaCppRelease.release}/${llama.gpu || "cpu"}/${folder ?? "?"}${kilnAddon ? "+kiln" : ""}`;
           pool = await ModelPool.create(file, model, { ...options, fingerprint: await modelFingerprint(file, build) });
           byPath.set(file, pool);
@@ -174,7 +196,9 @@ export class LlmEngine {
   async generate(modelId: string, input: ChatMessage[] | { prompt: string }, options: GenerateOptions = {}): Promise<GenerateResult> {
     const pool = this.pool(modelId);
     const tools = toolsOf(input, options);
-    const textBytes = Array.isArray(input) ? input.reduce((n, m) => n + Buffer.byteLength(m.content) + (m.toolCalls ?? []).reduce((k, c) => k + Buffer.byteLength(c.arguments), 0), 0) : Buffer.byteLength(input.prompt);
+    const textBytes = Array.isArray(input)
+      ? input.reduce((n, m) => n + Buffer.byteLength(m.content) + (m.toolCalls ?? []).reduce((k, c) => k + Buffer.byteLength(c.arguments), 0), 0)
+      : Buffer.byteLength(input.prompt);
     // the tools' documentation is counted as rendered, not as sent (nested arrays are written out several times)
     const toolBytes = tools ? options.tools!.reduce((n, t) => n + t.name.length + Buffer.byteLength(t.description ?? "") + documentedBytes(t.parameters), 0) : 0;
     pool.refuseUnfittable(textBytes + toolBytes);
@@ -208,8 +232,12 @@ export class LlmEngine {
       }
       if (tools) {
         const turn = await generateToolTurn(slots[0]!.sequence, pool.chatWrapper, history!, tools.functions, prompt.tokens, {
-          tools: options.tools!, toolChoice: tools.choice, parallelToolCalls: options.parallelToolCalls ?? true,
-          maxTokens, temperature: options.temperature ?? 1, sampling,
+          tools: options.tools!,
+          toolChoice: tools.choice,
+          parallelToolCalls: options.parallelToolCalls ?? true,
+          maxTokens,
+          temperature: options.temperature ?? 1,
+          sampling,
           ...(options.signal ? { signal: options.signal } : {}),
           ...(options.onText ? { onText: (text: string) => options.onText!(text, undefined, 0) } : {}),
           ...(options.onToolCall ? { onToolCall: options.onToolCall } : {}),
@@ -217,24 +245,35 @@ export class LlmEngine {
         if (turn.stopReason === "abort") throw new GenerationAbortedError({ promptTokens, completionTokens: turn.completionTokens });
         const finishReason: FinishReason = turn.stopReason === "eog" ? "stop" : turn.stopReason;
         return {
-          text: turn.text, finishReason, promptTokens, cachedTokens: turn.cachedTokens, completionTokens: turn.completionTokens,
+          text: turn.text,
+          finishReason,
+          promptTokens,
+          cachedTokens: turn.cachedTokens,
+          completionTokens: turn.completionTokens,
           choices: [{ text: turn.text, finishReason, completionTokens: turn.completionTokens, ...(turn.toolCalls.length > 0 ? { toolCalls: turn.toolCalls } : {}) }],
         };
       }
       const cachedTokens = slots.length > 1 ? await sharePrompt(slots, prompt.tokens) : 0;
-      const turns = await Promise.all(slots.map((slot, index) => generateTurn(slot.sequence, prompt, {
-        maxTokens,
-        temperature: options.temperature ?? 1,
-        sampling: n > 1 ? { ...sampling, seed: choiceSeed(sampling.seed, index) } : sampling,
-        ...(grammar ? { grammar } : {}),
-        ...(options.logprobs !== undefined ? { logprobs: options.logprobs } : {}),
-        ...(options.signal ? { signal: options.signal } : {}),
-        ...(options.onText ? { onText: (text: string, logprobs?: TokenLogprob[]) => options.onText!(text, logprobs, index) } : {}),
-      })));
+      const turns = await Promise.all(
+        slots.map((slot, index) =>
+          generateTurn(slot.sequence, prompt, {
+            maxTokens,
+            temperature: options.temperature ?? 1,
+            sampling: n > 1 ? { ...sampling, seed: choiceSeed(sampling.seed, index) } : sampling,
+            ...(grammar ? { grammar } : {}),
+            ...(options.logprobs !== undefined ? { logprobs: options.logprobs } : {}),
+            ...(options.signal ? { signal: options.signal } : {}),
+            ...(options.onText ? { onText: (text: string, logprobs?: TokenLogprob[]) => options.onText!(text, logprobs, index) } : {}),
+          }),
+        ),
+      );
       if (turns.some((t) => t.stopReason === "abort")) throw new GenerationAbortedError({ promptTokens, completionTokens: turns.reduce((sum, t) => sum + t.completionTokens, 0) });
-      const choices = turns.map((t) => ({ text: t.text, finishReason: t.stopReason === "length" ? "length" as const : "stop" as const, completionTokens: t.completionTokens }));
+      const choices = turns.map((t) => ({ text: t.text, finishReason: t.stopReason === "length" ? ("length" as const) : ("stop" as const), completionTokens: t.completionTokens }));
       return {
-        text: choices[0]!.text, finishReason: choices[0]!.finishReason, choices, promptTokens,
+        text: choices[0]!.text,
+        finishReason: choices[0]!.finishReason,
+        choices,
+        promptTokens,
         cachedTokens: n > 1 ? cachedTokens : turns[0]!.cachedTokens,
         completionTokens: choices.reduce((sum, c) => sum + c.completionTokens, 0),
       };
@@ -265,11 +304,12 @@ export class LlmEngine {
         const problem = checkJsonSchema(format.schema);
         if (problem) return Promise.reject(new InvalidResponseFormatError(`response_format.json_schema.schema${problem.path ? `.${problem.path}` : ""}: ${problem.message}`));
       }
-      const building: Promise<LlamaGrammar> = (format.type === "json_object" ? llama.getGrammarFor("json") : llama.createGrammarForJsonSchema(toGrammarSchema(format.schema) as never))
-        .catch((err: unknown) => {
-          if (this.grammars.get(key) === building) this.grammars.delete(key);
-          throw new InvalidResponseFormatError(`the grammar for it could not be built (${(err as Error).message})`);
-        });
+      const building: Promise<LlamaGrammar> = (
+        format.type === "json_object" ? llama.getGrammarFor("json") : llama.createGrammarForJsonSchema(toGrammarSchema(format.schema) as never)
+      ).catch((err: unknown) => {
+        if (this.grammars.get(key) === building) this.grammars.delete(key);
+        throw new InvalidResponseFormatError(`the grammar for it could not be built (${(err as Error).message})`);
+      });
       grammar = building;
       if (this.grammars.size >= GRAMMAR_CACHE) this.grammars.delete(this.grammars.keys().next().value!);
     }
@@ -352,7 +392,8 @@ function toolsOf(input: ChatMessage[] | { prompt: string }, options: GenerateOpt
   if ((options.n ?? 1) > 1 || options.logprobs !== undefined || options.responseFormat) throw new InvalidToolsError("tools: not with n > 1, logprobs or response_format");
   const names = new Set<string>();
   for (const [i, tool] of options.tools.entries()) {
-    if (!FUNCTION_NAME.test(tool.name) || names.has(tool.name)) throw new InvalidToolsError(`tools[${i}].function.name: ${JSON.stringify(tool.name.slice(0, 64))} is not a unique name of 1 to 64 letters, digits, _ or -`);
+    if (!FUNCTION_NAME.test(tool.name) || names.has(tool.name))
+      throw new InvalidToolsError(`tools[${i}].function.name: ${JSON.stringify(tool.name.slice(0, 64))} is not a unique name of 1 to 64 letters, digits, _ or -`);
     names.add(tool.name);
     const problem = tool.parameters ? checkToolParameters(tool.parameters) : undefined;
     if (problem) throw new InvalidToolsError(`tools[${i}].function.parameters${problem.path ? `.${problem.path}` : ""}: ${problem.message}`);
@@ -372,13 +413,19 @@ export function toHistory(messages: ChatMessage[]): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = [];
   for (const [i, m] of messages.entries()) {
     if (m.role === "tool") continue;
-    if (m.role !== "assistant") { history.push({ type: m.role, text: m.content }); continue; }
+    if (m.role !== "assistant") {
+      history.push({ type: m.role, text: m.content });
+      continue;
+    }
     // its calls are answered by the tool messages right after it (checkToolOrder), each parsed once:
     // ids may repeat from turn to turn (call_0 every time), so a result belongs to the message before it
     const results = new Map<string, string>();
     for (let j = i + 1; messages[j]?.role === "tool"; j++) results.set(messages[j]!.toolCallId!, messages[j]!.content);
     const calls = (m.toolCalls ?? []).map((call, j) => ({
-      type: "functionCall" as const, name: call.name, params: parseJson(call.arguments, `messages[${i}].tool_calls[${j}].function.arguments`), result: jsonOrText(results.get(call.id)!),
+      type: "functionCall" as const,
+      name: call.name,
+      params: parseJson(call.arguments, `messages[${i}].tool_calls[${j}].function.arguments`),
+      result: jsonOrText(results.get(call.id)!),
     }));
     history.push({ type: "model", response: [...(m.content || calls.length === 0 ? [m.content] : []), ...calls] });
   }
@@ -416,7 +463,12 @@ function jsonOrText(text: string): unknown {
 const SOFTWARE_DEVICE = /llvmpipe|lavapipe|softpipe|swiftshader/i;
 
 async function loadBackend(gpu: LlmEngineOptions["gpu"], threads: number, log: Logger): Promise<Llama> {
-  const common = { build: "never", maxThreads: threads, logLevel: LlamaLogLevel.warn, logger: (level: LlamaLogLevel, message: string) => log.debug({ level }, message.trim()) } as const;
+  const common = {
+    build: "never",
+    maxThreads: threads,
+    logLevel: LlamaLogLevel.warn,
+    logger: (level: LlamaLogLevel, message: string) => log.debug({ level }, message.trim()),
+  } as const;
   if (gpu === "cpu") return getLlama({ ...common, gpu: false });
   try {
     const llama = await getLlama({ ...common, gpu });

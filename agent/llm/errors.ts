@@ -3,7 +3,11 @@ import { KilnError } from "../../core/errors.js";
 import { WIRE } from "../../core/wire-codes.js";
 /** Errors of the chat engine. `code` travels to the scheduler in CompletionError. */
 export class LlmEngineError extends KilnError {
-  constructor(code: string, message: string, readonly retryable = false) {
+  constructor(
+    code: string,
+    message: string,
+    readonly retryable = false,
+  ) {
     super(code, message);
   }
 }
@@ -26,7 +30,10 @@ export class ContextLengthExceededError extends LlmEngineError {
 
   /** The messages' text is too long to fit even if every token were the vocabulary's longest (it is not tokenized). */
   static text(textBytes: number, contextSize: number, maxTokenBytes: number, field = "messages"): ContextLengthExceededError {
-    return new ContextLengthExceededError(`${field === "messages" ? "the messages hold" : "holds"} ${textBytes} bytes of text, more than this model's context of ${contextSize} tokens can hold (its longest token is ${maxTokenBytes} bytes)`, field);
+    return new ContextLengthExceededError(
+      `${field === "messages" ? "the messages hold" : "holds"} ${textBytes} bytes of text, more than this model's context of ${contextSize} tokens can hold (its longest token is ${maxTokenBytes} bytes)`,
+      field,
+    );
   }
 }
 
@@ -61,7 +68,10 @@ export class InvalidDimensionsError extends LlmEngineError {
 /** An embeddings request whose vectors would be more than MAX_EMBEDDING_BYTES. */
 export class TooManyEmbeddingsError extends LlmEngineError {
   constructor(inputs: number, size: number) {
-    super("invalid_input", `input: ${inputs} texts of ${size} dimensions make ${Math.ceil(inputs * size * 4 / 1024 / 1024)} MB of vectors; send at most ${Math.floor(MAX_EMBEDDING_BYTES / (size * 4))} texts per request to this model`);
+    super(
+      "invalid_input",
+      `input: ${inputs} texts of ${size} dimensions make ${Math.ceil((inputs * size * 4) / 1024 / 1024)} MB of vectors; send at most ${Math.floor(MAX_EMBEDDING_BYTES / (size * 4))} texts per request to this model`,
+    );
   }
 }
 

@@ -9,14 +9,20 @@ describe("modelFingerprint", () => {
   it("tells files and builds apart", async () => {
     const dir = tempDir();
     const big = Buffer.alloc(9 * 1024 * 1024, 7);
-    const file = (name: string, bytes: Buffer) => { const path = join(dir, name); writeFileSync(path, bytes); return path; };
+    const file = (name: string, bytes: Buffer) => {
+      const path = join(dir, name);
+      writeFileSync(path, bytes);
+      return path;
+    };
     const base = await modelFingerprint(file("a", big), "b1");
     expect(base).toMatch(/^fp_[0-9a-f]{12}$/);
     expect(await modelFingerprint(file("same", big), "b1")).toBe(base);
     expect(await modelFingerprint(file("same", big), "b2")).not.toBe(base);
-    const tail = Buffer.from(big); tail[tail.length - 1] = 8;
+    const tail = Buffer.from(big);
+    tail[tail.length - 1] = 8;
     expect(await modelFingerprint(file("tail", tail), "b1")).not.toBe(base);
-    const head = Buffer.from(big); head[0] = 8;
+    const head = Buffer.from(big);
+    head[0] = 8;
     expect(await modelFingerprint(file("head", head), "b1")).not.toBe(base);
     expect(await modelFingerprint(file("small", Buffer.from("gguf")), "b1")).not.toBe(base);
   });

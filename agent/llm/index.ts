@@ -1,3 +1,11 @@
 export { LlmEngine, type LlmEngineOptions, type ChatRole, type GenerateOptions, type GenerateResult, type Compute } from "./engine.js";
-export { LlmEngineError, ContextLengthExceededError, ModelLoadError, ModelNotServedError, GenerationAbortedError, InvalidResponseFormatError, InvalidToolsError } from "./errors.js";
+export {
+  LlmEngineError,
+  ContextLengthExceededError,
+  ModelLoadError,
+  ModelNotServedError,
+  GenerationAbortedError,
+  InvalidResponseFormatError,
+  InvalidToolsError,
+} from "./errors.js";
 export type { TokenLogprob } from "./turn.js";

@@ -4,7 +4,16 @@
  * time. A slot keeps its KV cache between requests, so a conversation that grows by a turn only
  * evaluates the new tokens when it lands on the same slot.
  */
-import { resolveChatWrapper, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
+import {
+  resolveChatWrapper,
+  type ChatHistoryItem,
+  type ChatModelFunctions,
+  type ChatWrapper,
+  type LlamaContext,
+  type LlamaContextSequence,
+  type LlamaEmbeddingContext,
+  type LlamaModel,
+} from "node-llama-cpp";
 import { MAX_EMBEDDING_BYTES, MAX_EMBEDDING_TOKENS } from "../../core/chat.js";
 import { ContextLengthExceededError, GenerationAbortedError, InvalidDimensionsError, TooManyEmbeddingsError, TooManyEmbeddingTokensError } from "./errors.js";
 import { renderPrompt, renderRawPrompt, type RenderedPrompt } from "./turn.js";
@@ -58,7 +67,11 @@ export class ModelPool {
     this.vocabularySize = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? 0; // what iterateAllTokens() counts
   }
 
-  static async create(path: string, model: LlamaModel, options: { sequences: number; contextSize: number; threads: number; batchSize?: number; fingerprint: string }): Promise<ModelPool> {
+  static async create(
+    path: string,
+    model: LlamaModel,
+    options: { sequences: number; contextSize: number; threads: number; batchSize?: number; fingerprint: string },
+  ): Promise<ModelPool> {
     const context = await model.createContext({
       sequences: options.sequences,
       contextSize: Math.min(options.contextSize, model.trainContextSize),
@@ -122,8 +135,10 @@ export class ModelPool {
         if (total > MAX_EMBEDDING_TOKENS) throw new TooManyEmbeddingTokensError(i);
         return tokens;
       });
-      this.embeddingContext ??= this.model.createEmbeddingContext(this.embeddingOptions)
-        .catch((err: unknown) => { this.embeddingContext = undefined; throw err; }); // the next request tries again
+      this.embeddingContext ??= this.model.createEmbeddingContext(this.embeddingOptions).catch((err: unknown) => {
+        this.embeddingContext = undefined;
+        throw err;
+      }); // the next request tries again
       const context = await this.embeddingContext;
       const vectors: number[][] = [];
       for (const tokens of tokenized) {
@@ -147,7 +162,10 @@ export class ModelPool {
     if (slot) return Promise.resolve(this.took(slot));
     return new Promise((resolve, reject) => {
       const waiter = {
-        resolve: (s: Slot) => { signal?.removeEventListener("abort", onAbort); resolve(s); },
+        resolve: (s: Slot) => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve(s);
+        },
         reject,
       };
       const onAbort = (): void => {

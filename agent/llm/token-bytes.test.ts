@@ -29,7 +29,10 @@ function bytesOf(model: LlamaModel, tokens: Token[]): number[] {
 }
 
 describe("rawTokenBytes", () => {
-  it.each([["byte-level BPE (Llama 3)", () => bpe], ["SentencePiece byte tokens", () => spm]])("%s: the tokens of text with characters split across tokens give back its UTF-8", (_name, model) => {
+  it.each([
+    ["byte-level BPE (Llama 3)", () => bpe],
+    ["SentencePiece byte tokens", () => spm],
+  ])("%s: the tokens of text with characters split across tokens give back its UTF-8", (_name, model) => {
     const text = "é 🦊 𝔘 ∑ 頁";
     const tokens = model().tokenize(text);
     expect(tokens.some((t) => model().detokenize([t], false).includes("\uFFFD"))).toBe(true); // some character is split

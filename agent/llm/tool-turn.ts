@@ -11,12 +11,20 @@
  * Plain turns stay on turn.ts (faster per token, log probabilities, `n`, structured output); this one
  * is used only when tools are offered.
  */
-import { LlamaChat, LlamaText, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type ChatWrapperGenerateContextStateOptions, type LlamaContextSequence, type Token } from "node-llama-cpp";
+import {
+  LlamaChat,
+  LlamaText,
+  type ChatHistoryItem,
+  type ChatModelFunctions,
+  type ChatWrapper,
+  type ChatWrapperGenerateContextStateOptions,
+  type LlamaContextSequence,
+  type Token,
+} from "node-llama-cpp";
 import type { Sampling, ToolCallDelta, ToolChoice, ToolFunction } from "../../core/chat.js";
 import { toGrammarSchema } from "../../core/json-schema.js";
 import { InvalidToolsError } from "./errors.js";
 import { PENALTY_LAST_N, tokenBiasOf, type TurnResult } from "./turn.js";
-
 
 export interface ToolTurnOptions {
   tools: readonly ToolFunction[];
@@ -69,7 +77,10 @@ function forcingCall(wrapper: ChatWrapper): ChatWrapper {
       if (key === "generateContextState") {
         return (options: ChatWrapperGenerateContextStateOptions) => {
           const state = target.generateContextState(options);
-          if (state.functionCall) throw new InvalidToolsError(`tool_choice: this model's chat template (${target.wrapperName}) lets the model answer without a call, so a call cannot be forced; use "auto"`);
+          if (state.functionCall)
+            throw new InvalidToolsError(
+              `tool_choice: this model's chat template (${target.wrapperName}) lets the model answer without a call, so a call cannot be forced; use "auto"`,
+            );
           const own = state.prefixTriggers?.find((t) => t.type === "functionCall");
           return { ...state, prefixTriggers: undefined, noPrefixTrigger: { type: "functionCall", inject: own?.inject ?? LlamaText([]) } };
         };
@@ -85,7 +96,14 @@ function forcingCall(wrapper: ChatWrapper): ChatWrapper {
  * offered. The caller owns the sequence for the duration. `promptTokens` is the prompt as rendered
  * with the tools (renderPrompt), for the cached-token count.
  */
-export async function generateToolTurn(sequence: LlamaContextSequence, wrapper: ChatWrapper, history: ChatHistoryItem[], functions: ChatModelFunctions, promptTokens: readonly Token[], options: ToolTurnOptions): Promise<ToolTurnResult> {
+export async function generateToolTurn(
+  sequence: LlamaContextSequence,
+  wrapper: ChatWrapper,
+  history: ChatHistoryItem[],
+  functions: ChatModelFunctions,
+  promptTokens: readonly Token[],
+  options: ToolTurnOptions,
+): Promise<ToolTurnResult> {
   const model = sequence.model;
   const held = sequence.contextTokens;
   let cachedTokens = 0;
@@ -129,36 +147,52 @@ export async function generateToolTurn(sequence: LlamaContextSequence, wrapper: 
   const before = sequence.tokenMeter.getState();
   const chat = new LlamaChat({ contextSequence: sequence, chatWrapper: forced ? forcingCall(wrapper) : wrapper, autoDisposeSequence: false });
   try {
-    const result = await chat.generateResponse(history, {
-      functions,
-      documentFunctionParams: true,
-      ...(options.parallelToolCalls ? {} : { maxParallelFunctionCalls: 1 }),
-      maxTokens: options.maxTokens,
-      temperature: options.temperature,
-      ...(sampling.topP !== undefined ? { topP: sampling.topP } : {}),
-      ...(sampling.topK !== undefined ? { topK: sampling.topK } : {}),
-      ...(sampling.minP !== undefined ? { minP: sampling.minP } : {}),
-      ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
-      // LlamaChat's own default is a repeat penalty of 1.1, which OpenAI's API does not have
-      repeatPenalty: penalties ? {
-        lastTokens: PENALTY_LAST_N, penalty: repeatPenalty ?? 1,
-        ...(presencePenalty !== undefined ? { presencePenalty } : {}),
-        ...(frequencyPenalty !== undefined ? { frequencyPenalty } : {}),
-      } : false,
-      ...(bias ? { tokenBias: bias } : {}),
-      ...(sampling.stop?.length ? { customStopTriggers: sampling.stop } : {}),
-      signal: stop.signal,
-      stopOnAbortSignal: true,
-      // a full context ends the turn (finish_reason "length"), as on the plain path; LlamaChat would
-      // otherwise erase the conversation's start and go on (the calls' syntax is not in max_tokens)
-      contextShift: { strategy: ({ chatHistory }) => { contextFull = true; stop.abort(); return { chatHistory: [...chatHistory], metadata: null }; } },
-      onTextChunk: (chunk) => { if (chunk) { text += chunk; options.onText?.(chunk); } },
-      onFunctionCallParamsChunk: (chunk) => piece(chunk.callIndex, chunk.functionName, chunk.paramsChunk),
-      onFunctionCall: (call) => callDone(call.functionName),
-    }).catch((err: unknown) => {
-      if (contextFull) return undefined;
-      throw err;
-    });
+    const result = await chat
+      .generateResponse(history, {
+        functions,
+        documentFunctionParams: true,
+        ...(options.parallelToolCalls ? {} : { maxParallelFunctionCalls: 1 }),
+        maxTokens: options.maxTokens,
+        temperature: options.temperature,
+        ...(sampling.topP !== undefined ? { topP: sampling.topP } : {}),
+        ...(sampling.topK !== undefined ? { topK: sampling.topK } : {}),
+        ...(sampling.minP !== undefined ? { minP: sampling.minP } : {}),
+        ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
+        // LlamaChat's own default is a repeat penalty of 1.1, which OpenAI's API does not have
+        repeatPenalty: penalties
+          ? {
+              lastTokens: PENALTY_LAST_N,
+              penalty: repeatPenalty ?? 1,
+              ...(presencePenalty !== undefined ? { presencePenalty } : {}),
+              ...(frequencyPenalty !== undefined ? { frequencyPenalty } : {}),
+            }
+          : false,
+        ...(bias ? { tokenBias: bias } : {}),
+        ...(sampling.stop?.length ? { customStopTriggers: sampling.stop } : {}),
+        signal: stop.signal,
+        stopOnAbortSignal: true,
+        // a full context ends the turn (finish_reason "length"), as on the plain path; LlamaChat would
+        // otherwise erase the conversation's start and go on (the calls' syntax is not in max_tokens)
+        contextShift: {
+          strategy: ({ chatHistory }) => {
+            contextFull = true;
+            stop.abort();
+            return { chatHistory: [...chatHistory], metadata: null };
+          },
+        },
+        onTextChunk: (chunk) => {
+          if (chunk) {
+            text += chunk;
+            options.onText?.(chunk);
+          }
+        },
+        onFunctionCallParamsChunk: (chunk) => piece(chunk.callIndex, chunk.functionName, chunk.paramsChunk),
+        onFunctionCall: (call) => callDone(call.functionName),
+      })
+      .catch((err: unknown) => {
+        if (contextFull) return undefined;
+        throw err;
+      });
     const used = sequence.tokenMeter.getState();
     const completionTokens = used.usedOutputTokens - before.usedOutputTokens;
     // calls LlamaChat returned without telling onFunctionCall end here, in order

@@ -12,13 +12,25 @@ import { GenerationAbortedError, LlmEngine } from "./index.js";
 let engine: LlmEngine;
 // the tiny vocabulary is one character per token: the tools' documentation takes about a thousand
 beforeAll(async () => {
-  engine = await LlmEngine.load({ models: [{ id: "famB-v3.1", path: TINY_MODEL }], sequences: 2, contextSize: 2048, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
+  engine = await LlmEngine.load({
+    models: [{ id: "famB-v3.1", path: TINY_MODEL }],
+    sequences: 2,
+    contextSize: 2048,
+    threads: 1,
+    gpu: "cpu",
+    logger: createLogger("test", "silent"),
+  });
 });
 afterAll(() => engine?.dispose());
 
 const weather: ToolFunction = {
-  name: "get_weather", description: "The weather in a city",
-  parameters: { type: "object", properties: { city: { enum: ["Paris", "Rome", "Oslo"] }, days: { type: "integer" }, units: { enum: ["C", "F"] } }, required: ["city", "days", "units"] },
+  name: "get_weather",
+  description: "The weather in a city",
+  parameters: {
+    type: "object",
+    properties: { city: { enum: ["Paris", "Rome", "Oslo"] }, days: { type: "integer" }, units: { enum: ["C", "F"] } },
+    required: ["city", "days", "units"],
+  },
 };
 const time: ToolFunction = { name: "get_time", description: "The time now" };
 const ask = [{ role: "user" as const, content: "What is the weather in Paris?" }];
@@ -27,10 +39,21 @@ const ask = [{ role: "user" as const, content: "What is the weather in Paris?" }
 async function callWith(options: Parameters<LlmEngine["generate"]>[2], messages: Parameters<LlmEngine["generate"]>[1] = ask) {
   const streamed: ToolCallDelta[] = [];
   let text = "";
-  const result = await engine.generate("famB-v3.1", messages, { maxTokens: 120, temperature: 0.8, ...options, onToolCall: (d) => streamed.push(d), onText: (t) => { text += t; } });
+  const result = await engine.generate("famB-v3.1", messages, {
+    maxTokens: 120,
+    temperature: 0.8,
+    ...options,
+    onToolCall: (d) => streamed.push(d),
+    onText: (t) => {
+      text += t;
+    },
+  });
   const joined = new Map<number, { name: string; arguments: string }>();
   for (const d of streamed) {
-    if (d.name !== undefined) { expect(joined.has(d.index)).toBe(false); joined.set(d.index, { name: d.name, arguments: "" }); }
+    if (d.name !== undefined) {
+      expect(joined.has(d.index)).toBe(false);
+      joined.set(d.index, { name: d.name, arguments: "" });
+    }
     joined.get(d.index)!.arguments += d.arguments;
   }
   return { result, streamed, joined: [...joined.values()], text };
@@ -38,7 +61,11 @@ async function callWith(options: Parameters<LlmEngine["generate"]>[2], messages:
 
 describe("function calling", () => {
   it("required: the reply is calls of offered functions, arguments that parse and hold to the parameters, streamed in pieces that join to them", async () => {
-    for (const [seed, tools] of [[1, [weather]], [2, [weather]], [3, [weather, time]]] as const) {
+    for (const [seed, tools] of [
+      [1, [weather]],
+      [2, [weather]],
+      [3, [weather, time]],
+    ] as const) {
       const { result, streamed, joined } = await callWith({ tools: [...tools], toolChoice: "required", sampling: { seed } });
       const choice = result.choices[0]!;
       expect(choice.finishReason).toBe("tool_calls");
@@ -71,7 +98,10 @@ describe("function calling", () => {
   });
 
   it("calls tools named __proto__ and constructor like any other (the functions are kept in a prototype-free object)", async () => {
-    const hostile = [{ ...weather, name: "__proto__" }, { name: "constructor", description: "c" }];
+    const hostile = [
+      { ...weather, name: "__proto__" },
+      { name: "constructor", description: "c" },
+    ];
     const { result } = await callWith({ tools: hostile, toolChoice: { name: "__proto__" }, sampling: { seed: 7 } });
     expect(result.choices[0]!.toolCalls![0]!.name).toBe("__proto__");
     expect(Object.keys(JSON.parse(result.choices[0]!.toolCalls![0]!.arguments) as object).sort()).toEqual(["city", "days", "units"]);
@@ -121,7 +151,11 @@ describe("function calling", () => {
 
   it("documents each function with its parameters' descriptions for the model", () => {
     const pool = engine.modelPools[0]!;
-    const described: ToolFunction = { name: "book", description: "Books a table", parameters: { type: "object", properties: { guests: { type: "integer", description: "HOW-MANY-PEOPLE" } } } };
+    const described: ToolFunction = {
+      name: "book",
+      description: "Books a table",
+      parameters: { type: "object", properties: { guests: { type: "integer", description: "HOW-MANY-PEOPLE" } } },
+    };
     const prompt = pool.model.detokenize(pool.render(toHistory(ask), functionsFor([described], "auto")).tokens, true);
     expect(prompt).toContain("Books a table");
     expect(prompt).toContain("HOW-MANY-PEOPLE");
@@ -132,7 +166,10 @@ describe("function calling", () => {
     for (let i = 0; i < 7; i++) nested = { type: "array", items: nested, minItems: 9, maxItems: 9 };
     const tool: ToolFunction = { name: "boom", parameters: { type: "object", properties: { x: nested } } };
     expect(JSON.stringify(tool.parameters).length).toBeLessThan(500);
-    await expect(engine.generate("famB-v3.1", ask, { tools: [tool] })).rejects.toMatchObject({ code: "invalid_tools", message: expect.stringMatching(/^tools\[0\]\.function\.parameters: documented for the model, these parameters would take about \d+ bytes/) });
+    await expect(engine.generate("famB-v3.1", ask, { tools: [tool] })).rejects.toMatchObject({
+      code: "invalid_tools",
+      message: expect.stringMatching(/^tools\[0\]\.function\.parameters: documented for the model, these parameters would take about \d+ bytes/),
+    });
     expect(engine.modelPools[0]!.busy).toBe(0);
   });
 
@@ -158,8 +195,12 @@ describe("function calling", () => {
       const written = pool.model.detokenize(slot.sequence.contextTokens, true);
       expect(written.slice(written.lastIndexOf("<|start|>assistant"))).toMatch(/^<\|start\|>assistant<\|channel\|>commentary to=functions\.get_weather/);
       const functionary = new FunctionaryChatWrapper();
-      await expect(generateToolTurn(slot.sequence, functionary, history, functions, renderPrompt(pool.model, functionary, history, functions).tokens, options))
-        .rejects.toMatchObject({ code: "invalid_tools", message: expect.stringMatching(/^tool_choice: this model's chat template \(Functionary\) lets the model answer without a call/) });
+      await expect(
+        generateToolTurn(slot.sequence, functionary, history, functions, renderPrompt(pool.model, functionary, history, functions).tokens, options),
+      ).rejects.toMatchObject({
+        code: "invalid_tools",
+        message: expect.stringMatching(/^tool_choice: this model's chat template \(Functionary\) lets the model answer without a call/),
+      });
     } finally {
       pool.release(slot);
     }
@@ -167,9 +208,17 @@ describe("function calling", () => {
 
   it("refuses what cannot go with tools, and tool messages that answer no call", async () => {
     await expect(engine.generate("famB-v3.1", ask, { tools: [weather], n: 2 })).rejects.toMatchObject({ code: "invalid_tools" });
-    await expect(engine.generate("famB-v3.1", ask, { tools: [weather], toolChoice: { name: "nope" } })).rejects.toMatchObject({ code: "invalid_tools", message: 'tool_choice: "nope" is not one of the tools' });
-    await expect(engine.generate("famB-v3.1", [...ask, { role: "tool", content: "x", toolCallId: "call_Z" }])).rejects.toMatchObject({ code: "invalid_request", message: expect.stringMatching(/^messages\[1\]\.tool_call_id: /) });
-    await expect(engine.generate("famB-v3.1", ask, { tools: [{ name: "f", parameters: { type: "object", properties: { a: { type: "string", pattern: "x" } } } }] })).rejects.toMatchObject({ code: "invalid_tools", message: expect.stringMatching(/^tools\[0\]\.function\.parameters\.properties\.a\.pattern: /) });
+    await expect(engine.generate("famB-v3.1", ask, { tools: [weather], toolChoice: { name: "nope" } })).rejects.toMatchObject({
+      code: "invalid_tools",
+      message: 'tool_choice: "nope" is not one of the tools',
+    });
+    await expect(engine.generate("famB-v3.1", [...ask, { role: "tool", content: "x", toolCallId: "call_Z" }])).rejects.toMatchObject({
+      code: "invalid_request",
+      message: expect.stringMatching(/^messages\[1\]\.tool_call_id: /),
+    });
+    await expect(
+      engine.generate("famB-v3.1", ask, { tools: [{ name: "f", parameters: { type: "object", properties: { a: { type: "string", pattern: "x" } } } }] }),
+    ).rejects.toMatchObject({ code: "invalid_tools", message: expect.stringMatching(/^tools\[0\]\.function\.parameters\.properties\.a\.pattern: /) });
     expect(engine.modelPools[0]!.busy).toBe(0);
   });
 

@@ -24,7 +24,10 @@ afterAll(async () => {
   await llama?.dispose();
 });
 
-const history = (text: string): ChatHistoryItem[] => [{ type: "system", text: "You tell stories." }, { type: "user", text }];
+const history = (text: string): ChatHistoryItem[] => [
+  { type: "system", text: "You tell stories." },
+  { type: "user", text },
+];
 
 describe("generateTurn", () => {
   it("renders the GGUF's ChatML template and reads its stop triggers", () => {
@@ -48,7 +51,13 @@ describe("generateTurn", () => {
         await sequence.clearHistory();
         const prompt = renderPrompt(model, wrapper, history(text));
         let streamed = "";
-        const ours = await generateTurn(sequence, prompt, { maxTokens: 40, temperature: 0, onText: (t) => { streamed += t; } });
+        const ours = await generateTurn(sequence, prompt, {
+          maxTokens: 40,
+          temperature: 0,
+          onText: (t) => {
+            streamed += t;
+          },
+        });
         // The random model emits stray bytes; LlamaChat drops an undecodable tail, Kiln sends it as U+FFFD.
         expect(ours.text.startsWith(theirs.response)).toBe(true);
         expect(streamed).toBe(ours.text);
@@ -103,7 +112,15 @@ describe("generateTurn", () => {
     try {
       const run = async (grammar: LlamaGrammar) => {
         let streamed = "";
-        const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("go")), { maxTokens: 40, temperature: 1, sampling: { seed: 7 }, grammar, onText: (t) => { streamed += t; } });
+        const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("go")), {
+          maxTokens: 40,
+          temperature: 1,
+          sampling: { seed: 7 },
+          grammar,
+          onText: (t) => {
+            streamed += t;
+          },
+        });
         expect(streamed).toBe(r.text);
         await sequence.clearHistory();
         return r;
@@ -125,13 +142,26 @@ describe("generateTurn", () => {
       const logitBias: Record<string, number> = {};
       for (const token of model.iterateAllTokens()) if (model.detokenize([token], true).includes("\uFFFD")) logitBias[String(token)] = -100;
       const pieces: { text: string; logprobs: TokenLogprob[] }[] = [];
-      const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("Once upon a time")), { maxTokens: 12, temperature: 0, logprobs: 3, sampling: { logitBias }, onText: (text, logprobs) => pieces.push({ text, logprobs: logprobs! }) });
+      const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("Once upon a time")), {
+        maxTokens: 12,
+        temperature: 0,
+        logprobs: 3,
+        sampling: { logitBias },
+        onText: (text, logprobs) => pieces.push({ text, logprobs: logprobs! }),
+      });
       const entries = pieces.flatMap((p) => p.logprobs);
       expect(r.stopReason).toBe("length");
       expect(entries).toHaveLength(12);
       expect(entries.map((e) => e.token).join("")).toBe(r.text);
       for (const p of pieces) expect(p.logprobs.map((e) => e.token).join("")).toBe(p.text); // each piece with its own tokens
-      entries.forEach((e, i) => expect(e.offset).toBe(entries.slice(0, i).map((x) => x.token).join("").length)); // where each starts in the reply
+      entries.forEach((e, i) =>
+        expect(e.offset).toBe(
+          entries
+            .slice(0, i)
+            .map((x) => x.token)
+            .join("").length,
+        ),
+      ); // where each starts in the reply
       for (const e of entries) {
         expect(e.top).toHaveLength(3);
         expect(e.top[0]).toEqual({ token: e.token, logprob: e.logprob }); // greedy: the most likely token
@@ -141,12 +171,24 @@ describe("generateTurn", () => {
       }
       await sequence.clearHistory();
       // cut by a stop text at a token boundary: the tokens after it are not reported
-      const cuts = entries.map((_, k) => entries.slice(0, k).map((e) => e.token).join("").length);
+      const cuts = entries.map(
+        (_, k) =>
+          entries
+            .slice(0, k)
+            .map((e) => e.token)
+            .join("").length,
+      );
       const cutAt = cuts.find((at) => at > 0 && /^[ -~]{2}$/.test(r.text.slice(at, at + 2)) && r.text.indexOf(r.text.slice(at, at + 2)) === at);
       expect(cutAt, "a printable stop text that first appears at a token boundary").toBeDefined();
       const stop = r.text.slice(cutAt!, cutAt! + 2);
       const stopped: TokenLogprob[] = [];
-      const s = await generateTurn(sequence, renderPrompt(model, wrapper, history("Once upon a time")), { maxTokens: 12, temperature: 0, logprobs: 0, sampling: { stop: [stop], logitBias }, onText: (_t, l) => stopped.push(...l!) });
+      const s = await generateTurn(sequence, renderPrompt(model, wrapper, history("Once upon a time")), {
+        maxTokens: 12,
+        temperature: 0,
+        logprobs: 0,
+        sampling: { stop: [stop], logitBias },
+        onText: (_t, l) => stopped.push(...l!),
+      });
       expect(s.text).toBe(r.text.slice(0, r.text.indexOf(stop)));
       expect(stopped.map((e) => e.token).join("")).toBe(s.text);
       expect(stopped.every((e) => e.top.length === 0)).toBe(true);
@@ -160,7 +202,14 @@ describe("generateTurn", () => {
     try {
       const entries: TokenLogprob[] = [];
       // a grammar that allows only "éé!": the test model writes "é" in byte tokens
-      const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("go")), { maxTokens: 10, temperature: 1, sampling: { seed: 1 }, logprobs: 0, grammar: new LlamaGrammar(llama, { grammar: 'root ::= "éé!"' }), onText: (_t, l) => entries.push(...l!) });
+      const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("go")), {
+        maxTokens: 10,
+        temperature: 1,
+        sampling: { seed: 1 },
+        logprobs: 0,
+        grammar: new LlamaGrammar(llama, { grammar: 'root ::= "éé!"' }),
+        onText: (_t, l) => entries.push(...l!),
+      });
       expect(r.text).toBe("éé!");
       const at = (offset: number) => entries.filter((e) => e.offset === offset).map((e) => e.token);
       expect(at(0).length).toBeGreaterThan(1); // the first "é": its byte tokens, all at its offset
@@ -216,13 +265,16 @@ describe("generateTurn", () => {
     // two turns for the other sequences of its last batches, which would let the I/O through anyway.
     const own = await model.createContext({ sequences: 1, contextSize: 256, threads: 1 });
     let decodes = 0;
-    watchBinding(own, ["decodeBatch"], () => { decodes++; });
+    watchBinding(own, ["decodeBatch"], () => {
+      decodes++;
+    });
     const sequence = own.getSequence();
     try {
       let atFirstText = -1;
       const read = new Promise<number>((resolve) => reader.once("data", () => resolve(decodes)));
       const r = await generateTurn(sequence, renderPrompt(model, wrapper, history("go")), {
-        maxTokens: 20, temperature: 0,
+        maxTokens: 20,
+        temperature: 0,
         onText: () => {
           if (atFirstText >= 0) return;
           atFirstText = decodes;

@@ -8,7 +8,20 @@
  * (function calls, segments, context shift, a default repeat penalty that OpenAI's API does not
  * have), at a measured 0.3–0.5 ms per token on these machines (docs/performance.md).
  */
-import { LlamaGrammarEvaluationState, LlamaText, SpecialToken, SpecialTokensText, TokenBias, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
+import {
+  LlamaGrammarEvaluationState,
+  LlamaText,
+  SpecialToken,
+  SpecialTokensText,
+  TokenBias,
+  type ChatHistoryItem,
+  type ChatModelFunctions,
+  type ChatWrapper,
+  type LlamaContextSequence,
+  type LlamaGrammar,
+  type LlamaModel,
+  type Token,
+} from "node-llama-cpp";
 import type { Sampling } from "../../core/chat.js";
 import { rawTokenBytes } from "./token-bytes.js";
 
@@ -135,7 +148,10 @@ export class StopTriggers {
     let safe = text.length;
     for (const t of this.texts) {
       for (let k = Math.min(t.length - 1, text.length); k > 0; k--) {
-        if (text.endsWith(t.slice(0, k))) { safe = Math.min(safe, text.length - k); break; }
+        if (text.endsWith(t.slice(0, k))) {
+          safe = Math.min(safe, text.length - k);
+          break;
+        }
       }
     }
     return { stopAt, safe };
@@ -143,7 +159,11 @@ export class StopTriggers {
 }
 
 /** A generated token with what evaluateWithMetadata() tells of it. */
-interface Scored { token: Token; confidence?: number; probabilities?: Map<Token, number> }
+interface Scored {
+  token: Token;
+  confidence?: number;
+  probabilities?: Map<Token, number>;
+}
 
 /** The lowest log probability reported (OpenAI's floor): a probability of 0 has no finite log. */
 export const MIN_LOGPROB = -9999;
@@ -151,7 +171,15 @@ export const MIN_LOGPROB = -9999;
 const logOf = (p: number): number => Math.max(MIN_LOGPROB, Math.log(p));
 
 /** The log probability entry of `token` (just generated, last of `generated`) and its `top` alternatives. */
-function scoreToken(model: LlamaModel, generated: readonly Token[], token: Token, confidence: number, probabilities: Map<Token, number> | undefined, top: number, offset: number): TokenLogprob {
+function scoreToken(
+  model: LlamaModel,
+  generated: readonly Token[],
+  token: Token,
+  confidence: number,
+  probabilities: Map<Token, number> | undefined,
+  top: number,
+  offset: number,
+): TokenLogprob {
   const before = generated.slice(Math.max(0, generated.length - 1 - DETOKENIZE_CONTEXT), -1);
   const textOf = (t: Token) => model.detokenize([t], false, before);
   const entry = (t: Token, logprob: number) => {
@@ -170,7 +198,8 @@ function scoreToken(model: LlamaModel, generated: readonly Token[], token: Token
 /** A grammar's stop triggers as texts (node-llama-cpp's JSON grammars end with four newlines). */
 function grammarStopTexts(grammar: LlamaGrammar): string[] {
   return grammar.stopGenerationTriggers.map((t) =>
-    typeof t === "string" ? t : Array.isArray(t) ? t.filter((v) => typeof v === "string").join("") : (t as LlamaText).values.filter((v) => typeof v === "string").join(""));
+    typeof t === "string" ? t : Array.isArray(t) ? t.filter((v) => typeof v === "string").join("") : (t as LlamaText).values.filter((v) => typeof v === "string").join(""),
+  );
 }
 
 /** Tokens kept in front of new ones when detokenizing, so that leading spaces come out right. */
@@ -222,12 +251,16 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
     }
     let n = 0;
     while (n < scored.length && scored[n]!.end <= text.length) n++;
-    options.onText?.(piece, scored.splice(0, n).map((s) => s.entry));
+    options.onText?.(
+      piece,
+      scored.splice(0, n).map((s) => s.entry),
+    );
   };
   const decode = (): string => {
     // the tokens before the undecoded ones, prompt included, so that a leading space survives
     const before = generated.length - undecoded.length;
-    const context = before >= DETOKENIZE_CONTEXT ? generated.slice(before - DETOKENIZE_CONTEXT, before) : [...prompt.tokens.slice(-(DETOKENIZE_CONTEXT - before)), ...generated.slice(0, before)];
+    const context =
+      before >= DETOKENIZE_CONTEXT ? generated.slice(before - DETOKENIZE_CONTEXT, before) : [...prompt.tokens.slice(-(DETOKENIZE_CONTEXT - before)), ...generated.slice(0, before)];
     return model.detokenize(undecoded, false, context);
   };
 
@@ -243,14 +276,19 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
     ...(grammar ? { grammarEvaluationState: new LlamaGrammarEvaluationState({ model, grammar }) } : {}),
   };
   const top = options.logprobs;
-  const iterator: AsyncGenerator<Token | Scored, void, void> = top === undefined
-    ? sequence.evaluate(input, evaluateOptions)
-    : sequence.evaluateWithMetadata(input, { confidence: true, probabilities: top > 0 }, evaluateOptions);
+  const iterator: AsyncGenerator<Token | Scored, void, void> =
+    top === undefined ? sequence.evaluate(input, evaluateOptions) : sequence.evaluateWithMetadata(input, { confidence: true, probabilities: top > 0 }, evaluateOptions);
   try {
     for (;;) {
-      if (sampled >= options.maxTokens) { stopReason = "length"; break; }
+      if (sampled >= options.maxTokens) {
+        stopReason = "length";
+        break;
+      }
       const next = await iterator.next();
-      if (signal?.aborted) { stopReason = "abort"; break; }
+      if (signal?.aborted) {
+        stopReason = "abort";
+        break;
+      }
       sampled++;
       if (next.done) break; // an end-of-generation token was sampled (evaluate() stops on those and never yields them)
       const { token, confidence, probabilities }: Scored = typeof next.value === "number" ? { token: next.value } : next.value;
@@ -264,7 +302,11 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
       held += piece;
       for (const s of scored) if (s.end === Infinity) s.end = text.length + held.length;
       const { stopAt, safe } = stops.scan(held);
-      if (stopAt >= 0) { release(trimEnd ? held.slice(0, stopAt).trimEnd().length : stopAt); held = ""; break; }
+      if (stopAt >= 0) {
+        release(trimEnd ? held.slice(0, stopAt).trimEnd().length : stopAt);
+        held = "";
+        break;
+      }
       const first = text.length === 0;
       release(trimEnd ? Math.min(safe, held.trimEnd().length) : safe);
       if (first && text.length > 0 && sampled < options.maxTokens) await letTheFirstTextOut();
@@ -305,15 +347,17 @@ function samplerOptions(model: LlamaModel, sampling: Sampling, generated: readon
     ...(sampling.topK !== undefined ? { topK: sampling.topK } : {}),
     ...(sampling.minP !== undefined ? { minP: sampling.minP } : {}),
     ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
-    ...(penalties ? {
-      repeatPenalty: {
-        punishTokens: () => generated.slice(-PENALTY_LAST_N),
-        maxPunishTokens: PENALTY_LAST_N,
-        penalty: repeatPenalty ?? 1,
-        ...(presencePenalty !== undefined ? { presencePenalty } : {}),
-        ...(frequencyPenalty !== undefined ? { frequencyPenalty } : {}),
-      },
-    } : {}),
+    ...(penalties
+      ? {
+          repeatPenalty: {
+            punishTokens: () => generated.slice(-PENALTY_LAST_N),
+            maxPunishTokens: PENALTY_LAST_N,
+            penalty: repeatPenalty ?? 1,
+            ...(presencePenalty !== undefined ? { presencePenalty } : {}),
+            ...(frequencyPenalty !== undefined ? { frequencyPenalty } : {}),
+          },
+        }
+      : {}),
     ...(bias ? { tokenBias: bias } : {}),
   };
 }

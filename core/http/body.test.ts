@@ -28,20 +28,42 @@ describe("nesting", () => {
     expect((await app.request("/echo", { method: "POST", headers: { "content-type": "application/json" }, body: nested(64) })).status).toBe(200);
   });
 });
-beforeAll(async () => { server = await listenHttp(app.fetch, { host: "127.0.0.1", port: 0 }); });
+beforeAll(async () => {
+  server = await listenHttp(app.fetch, { host: "127.0.0.1", port: 0 });
+});
 afterAll(() => server?.close());
 
 /** POSTs `parts` as separate writes, chunked unless `length` is given; resolves status and body. */
 function post(parts: (string | Buffer)[], length?: number): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port: server.address.port, path: "/echo", method: "POST",
-      headers: { "content-type": "application/json", ...(length !== undefined ? { "content-length": length } : {}) } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8").on("data", (d: string) => { text += d; }).on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text) as Record<string, unknown> }));
-    });
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port: server.address.port,
+        path: "/echo",
+        method: "POST",
+        headers: { "content-type": "application/json", ...(length !== undefined ? { "content-length": length } : {}) },
+      },
+      (res) => {
+        let text = "";
+        res
+          .setEncoding("utf8")
+          .on("data", (d: string) => {
+            text += d;
+          })
+          .on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text) as Record<string, unknown> }));
+      },
+    );
     req.on("error", reject);
     // Parts in separate turns of the event loop, so the server sees them arrive one by one.
-    const write = (i: number): void => { if (i === parts.length) { req.end(); return; } req.write(parts[i]); setTimeout(() => write(i + 1), 5); };
+    const write = (i: number): void => {
+      if (i === parts.length) {
+        req.end();
+        return;
+      }
+      req.write(parts[i]);
+      setTimeout(() => write(i + 1), 5);
+    };
     write(0);
   });
 }
@@ -76,7 +98,12 @@ describe("readJsonBody on Node's IncomingMessage", () => {
   });
 
   it("empty and malformed bodies → 400 invalid_json naming body", async () => {
-    for (const [parts, length] of [[[], undefined], [[], 0], [['{"a":'], undefined], [['{"a":'], 5]] as const) {
+    for (const [parts, length] of [
+      [[], undefined],
+      [[], 0],
+      [['{"a":'], undefined],
+      [['{"a":'], 5],
+    ] as const) {
       const res = await post([...parts], length);
       expect(res.status).toBe(400);
       expect(res.body.error).toMatchObject({ code: "invalid_json", message: expect.stringMatching(/^body:/) });
@@ -89,7 +116,16 @@ describe("readJsonBody without Node (app.request: a web stream body)", () => {
     const before = calls;
     const ok = await app.request("/echo", { method: "POST", body: JSON.stringify({ a: 1 }) });
     expect(await ok.json()).toEqual({ got: { a: 1 } });
-    const big = await app.request("/echo", { method: "POST", body: new ReadableStream({ start(c) { c.enqueue(new Uint8Array(LIMIT + 1).fill(32)); c.close(); } }), duplex: "half" } as RequestInit);
+    const big = await app.request("/echo", {
+      method: "POST",
+      body: new ReadableStream({
+        start(c) {
+          c.enqueue(new Uint8Array(LIMIT + 1).fill(32));
+          c.close();
+        },
+      }),
+      duplex: "half",
+    } as RequestInit);
     expect(big.status).toBe(413);
     expect(calls).toBe(before + 2);
   });

@@ -50,7 +50,7 @@ function readIncoming(incoming: IncomingMessage, maxBytes: number, length: numbe
   if (length !== undefined && incoming.readableFlowing !== true && incoming.readableLength >= length) {
     // The usual case: the body came with the headers and Node has parsed all of it. Take it from the
     // stream's buffer now; its `end` event comes a turn of the event loop later.
-    return Promise.resolve(length === 0 ? Buffer.alloc(0) : incoming.read(length) as Buffer);
+    return Promise.resolve(length === 0 ? Buffer.alloc(0) : (incoming.read(length) as Buffer));
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -72,7 +72,9 @@ function readIncoming(incoming: IncomingMessage, maxBytes: number, length: numbe
     const onEnd = () => settle(() => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
     const onError = (err: Error) => settle(() => reject(err));
     // The client is gone; this only keeps the handler from waiting forever (and from logging a server error).
-    const onClose = () => { if (!incoming.complete) settle(() => reject(new InvalidRequestError("incomplete_body", "body: the connection closed before the body was complete"))); };
+    const onClose = () => {
+      if (!incoming.complete) settle(() => reject(new InvalidRequestError("incomplete_body", "body: the connection closed before the body was complete")));
+    };
     incoming.on("data", onData).on("end", onEnd).on("error", onError).on("close", onClose);
   });
 }

@@ -16,7 +16,10 @@ export function drain(req: IncomingMessage): Promise<void> {
     if (req.readableEnded || req.destroyed) return resolve();
     let dropped = 0;
     const timer = setTimeout(resolve, DRAIN_WAIT_MS);
-    const done = () => { clearTimeout(timer); resolve(); };
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
     req.on("data", (chunk: Buffer) => {
       dropped += chunk.length;
       if (dropped > DRAIN_BYTES) req.socket.destroy();
@@ -26,4 +29,3 @@ export function drain(req: IncomingMessage): Promise<void> {
     req.resume();
   });
 }
-

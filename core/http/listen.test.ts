@@ -24,7 +24,10 @@ describe("listenHttp", () => {
       const socket = connect(server.address.port, "127.0.0.1");
       await new Promise((r) => socket.once("connect", r));
       socket.write("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\npart"); // then nothing more
-      const closedAfter = await new Promise<number>((resolve) => { const t0 = Date.now(); socket.once("close", () => resolve(Date.now() - t0)); });
+      const closedAfter = await new Promise<number>((resolve) => {
+        const t0 = Date.now();
+        socket.once("close", () => resolve(Date.now() - t0));
+      });
       expect(closedAfter).toBeGreaterThanOrEqual(150);
     } finally {
       await server.close();

@@ -37,7 +37,15 @@ export function uploadTimeoutMs(maxBytes: number): number {
 export async function listenHttp(fetch: (req: Request, env: HttpBindings) => Response | Promise<Response>, at: HostPort, options: ListenOptions = {}): Promise<HttpListener> {
   let server: Server | undefined; // serve() makes an HTTP/1 server unless told otherwise
   const port = await new Promise<number>((resolve, reject) => {
-    server = serve({ fetch: fetch as Parameters<typeof serve>[0]["fetch"], hostname: at.host, port: at.port, ...(options.requestTimeoutMs !== undefined ? { serverOptions: { requestTimeout: options.requestTimeoutMs } } : {}) }, (info: AddressInfo) => resolve(info.port)) as Server;
+    server = serve(
+      {
+        fetch: fetch as Parameters<typeof serve>[0]["fetch"],
+        hostname: at.host,
+        port: at.port,
+        ...(options.requestTimeoutMs !== undefined ? { serverOptions: { requestTimeout: options.requestTimeoutMs } } : {}),
+      },
+      (info: AddressInfo) => resolve(info.port),
+    ) as Server;
     server.once("error", reject);
   });
   const s = server!;
@@ -45,11 +53,15 @@ export async function listenHttp(fetch: (req: Request, env: HttpBindings) => Res
   return {
     address: { host: at.host, port },
     server: s,
-    close: (graceMs = 0) => new Promise<void>((resolve) => {
-      const timer = setTimeout(() => s.closeAllConnections(), graceMs);
-      s.close(() => { clearTimeout(timer); resolve(); });
-      s.closeIdleConnections();
-      if (graceMs === 0) s.closeAllConnections();
-    }),
+    close: (graceMs = 0) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => s.closeAllConnections(), graceMs);
+        s.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        s.closeIdleConnections();
+        if (graceMs === 0) s.closeAllConnections();
+      }),
   };
 }

@@ -16,8 +16,11 @@ const TYPES: Record<string, string> = {
 export function staticFiles(dir: URL, files: readonly string[]): (name: string) => Promise<Response> | undefined {
   return (name) => {
     if (!files.includes(name)) return undefined;
-    return readFile(fileURLToPath(new URL(name, dir))).then((body) => new Response(body, {
-      headers: { "Content-Type": TYPES[extname(name)] ?? "application/octet-stream", "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff" },
-    }));
+    return readFile(fileURLToPath(new URL(name, dir))).then(
+      (body) =>
+        new Response(body, {
+          headers: { "Content-Type": TYPES[extname(name)] ?? "application/octet-stream", "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff" },
+        }),
+    );
   };
 }

@@ -16,10 +16,32 @@ export type AudioResponseFormat = (typeof AUDIO_RESPONSE_FORMATS)[number];
 export type AudioTask = "transcriptions" | "translations";
 
 /** Kiln's extras, passed to the agent as they are (their checks are `speech/fields.ts`'s). */
-const PASSED = ["hotwords", "temperature_increment", "entropy_threshold", "logprob_threshold", "no_speech_threshold", "vad_threshold", "min_silence_ms", "min_speakers", "max_speakers", "target_language"] as const;
+const PASSED = [
+  "hotwords",
+  "temperature_increment",
+  "entropy_threshold",
+  "logprob_threshold",
+  "no_speech_threshold",
+  "vad_threshold",
+  "min_silence_ms",
+  "min_speakers",
+  "max_speakers",
+  "target_language",
+] as const;
 /** OpenAI's fields each endpoint reads itself. */
 const OWN: Record<AudioTask, readonly string[]> = {
-  transcriptions: ["model", "language", "prompt", "response_format", "temperature", "timestamp_granularities[]", "timestamp_granularities", "stream", "diarize", "chunking_strategy"],
+  transcriptions: [
+    "model",
+    "language",
+    "prompt",
+    "response_format",
+    "temperature",
+    "timestamp_granularities[]",
+    "timestamp_granularities",
+    "stream",
+    "diarize",
+    "chunking_strategy",
+  ],
   translations: ["model", "prompt", "response_format", "temperature", "timestamp_granularities[]", "timestamp_granularities", "diarize"],
 };
 /** OpenAI fields of newer models that Kiln's whisper cannot honour. */
@@ -71,25 +93,32 @@ export function parseAudioForm(task: AudioTask, raw: RawFields, partial = false)
     throw new InvalidRequestError("invalid_response_format", `response_format: "${format.slice(0, 40)}" is not one of ${AUDIO_RESPONSE_FORMATS.join(", ")}`);
   }
   const responseFormat = format as AudioResponseFormat;
-  const granularities = [...(raw["timestamp_granularities[]"] ?? []), ...(raw.timestamp_granularities ?? [])].flatMap((g) => g.split(",")).map((g) => g.trim()).filter(Boolean);
+  const granularities = [...(raw["timestamp_granularities[]"] ?? []), ...(raw.timestamp_granularities ?? [])]
+    .flatMap((g) => g.split(","))
+    .map((g) => g.trim())
+    .filter(Boolean);
   for (const g of granularities) {
-    if (g !== "word" && g !== "segment") throw new InvalidRequestError("invalid_timestamp_granularities", `timestamp_granularities[]: "${g.slice(0, 40)}" is not one of word, segment`, "timestamp_granularities[]");
+    if (g !== "word" && g !== "segment")
+      throw new InvalidRequestError("invalid_timestamp_granularities", `timestamp_granularities[]: "${g.slice(0, 40)}" is not one of word, segment`, "timestamp_granularities[]");
   }
   if (granularities.length > 0 && responseFormat !== "verbose_json") {
     throw new InvalidRequestError("invalid_timestamp_granularities", "timestamp_granularities[]: needs response_format verbose_json", "timestamp_granularities[]");
   }
   const stream = flag(one("stream"), "stream");
-  if (stream && task === "translations") throw new InvalidRequestError("unsupported_parameter", "stream: translations are not streamed; send stream only to /v1/audio/transcriptions");
+  if (stream && task === "translations")
+    throw new InvalidRequestError("unsupported_parameter", "stream: translations are not streamed; send stream only to /v1/audio/transcriptions");
   if (stream && responseFormat !== "json" && responseFormat !== "text") {
     throw new InvalidRequestError("unsupported_parameter", `stream: streams transcript.text events, which response_format json or text describe, not ${responseFormat}`);
   }
   const chunking = one("chunking_strategy");
   if (chunking !== undefined && chunking.trim() !== "auto") {
-    throw new InvalidRequestError("unsupported_parameter", "chunking_strategy: only \"auto\" (Kiln cuts the audio at pauses its voice-activity model finds)");
+    throw new InvalidRequestError("unsupported_parameter", 'chunking_strategy: only "auto" (Kiln cuts the audio at pauses its voice-activity model finds)');
   }
 
   const fields: Record<string, string> = {};
-  const set = (name: string, value: string | undefined) => { if (value !== undefined) fields[name] = value; };
+  const set = (name: string, value: string | undefined) => {
+    if (value !== undefined) fields[name] = value;
+  };
   if (task === "transcriptions") set("language", one("language"));
   set("prompt", one("prompt"));
   set("temperature", one("temperature"));
@@ -113,10 +142,7 @@ export function parseAudioForm(task: AudioTask, raw: RawFields, partial = false)
 
 /** What an agent must be able to do for these options besides transcribing. */
 function needsOf(options: JobOptions): string[] {
-  return [
-    ...(options.speakerDiarization ? ["diarization"] : []),
-    ...(options.translate && options.targetLanguage && options.targetLanguage !== "en" ? ["translation"] : []),
-  ];
+  return [...(options.speakerDiarization ? ["diarization"] : []), ...(options.translate && options.targetLanguage && options.targetLanguage !== "en" ? ["translation"] : [])];
 }
 
 function flag(raw: string | undefined, name: string): boolean {

@@ -19,7 +19,10 @@ export class Spool {
   /** Readers waiting for more bytes, the end, or a failure. */
   private waiting = new Set<() => void>();
 
-  private constructor(readonly path: string, private readonly file: FileHandle) {}
+  private constructor(
+    readonly path: string,
+    private readonly file: FileHandle,
+  ) {}
 
   /** A fresh, empty spool file in `dir` (created if needed, mode 0600). */
   static async create(dir: string): Promise<Spool> {
@@ -94,7 +97,11 @@ export class Spool {
       }
       if (this.complete) return;
       await new Promise<void>((resolve) => {
-        const done = () => { this.waiting.delete(done); signal?.removeEventListener("abort", done); resolve(); };
+        const done = () => {
+          this.waiting.delete(done);
+          signal?.removeEventListener("abort", done);
+          resolve();
+        };
         this.waiting.add(done);
         signal?.addEventListener("abort", done, { once: true });
       });

@@ -16,7 +16,10 @@ beforeEach(async () => {
   db = await open();
   keys = await KeyService.open(db, "a-signing-secret-of-at-least-32-characters");
 });
-afterEach(async () => { vi.useRealTimers(); await db.close(); });
+afterEach(async () => {
+  vi.useRealTimers();
+  await db.close();
+});
 
 const bearer = (token: string) => `Bearer ${token}`;
 
@@ -50,12 +53,25 @@ describe("KeyService", () => {
     const other = await KeyService.open(otherDb, "another-signing-secret-of-32-characters!");
     const foreign = (await other.create({ account: "acme", tier: "pro" })).token;
     await otherDb.close();
-    await expect(keys.authenticate(bearer(foreign))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not valid (bad format or signature)" });
+    await expect(keys.authenticate(bearer(foreign))).rejects.toMatchObject({
+      code: "invalid_api_key",
+      message: "Authorization: the API key is not valid (bad format or signature)",
+    });
     const secret = new TextEncoder().encode("a-signing-secret-of-at-least-32-characters");
     const wrongIssuer = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setIssuer("not-kiln").setJti("key_x").sign(secret);
-    await expect(keys.authenticate(bearer(wrongIssuer))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not valid (bad format or signature)" });
-    const otherAlgorithm = await new SignJWT({}).setProtectedHeader({ alg: "HS512" }).setIssuer("kiln").setJti((await keys.list())[0]!.keyId).sign(secret);
-    await expect(keys.authenticate(bearer(otherAlgorithm))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not valid (bad format or signature)" });
+    await expect(keys.authenticate(bearer(wrongIssuer))).rejects.toMatchObject({
+      code: "invalid_api_key",
+      message: "Authorization: the API key is not valid (bad format or signature)",
+    });
+    const otherAlgorithm = await new SignJWT({})
+      .setProtectedHeader({ alg: "HS512" })
+      .setIssuer("kiln")
+      .setJti((await keys.list())[0]!.keyId)
+      .sign(secret);
+    await expect(keys.authenticate(bearer(otherAlgorithm))).rejects.toMatchObject({
+      code: "invalid_api_key",
+      message: "Authorization: the API key is not valid (bad format or signature)",
+    });
     const unknownId = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setIssuer("kiln").setJti("key_unknown").sign(secret);
     await expect(keys.authenticate(bearer(unknownId))).rejects.toMatchObject({ code: "invalid_api_key", message: "Authorization: the API key is not known to this service" });
     // Same id, another token (a forged twin with the right secret but not the stored one).
@@ -97,11 +113,18 @@ describe("KeyService", () => {
     expect((await keys.authenticate(bearer(token))).tier).toBe("standard");
     await keys.create({ account: "acme", tier: "enterprise", rpm: 7 });
     expect(await keys.authenticate(bearer(token))).toMatchObject({ tier: "enterprise", rpm: 7 });
-    expect((await keys.list()).map((k) => [k.tier, k.rpm])).toEqual([["enterprise", 7], ["enterprise", 7]]);
+    expect((await keys.list()).map((k) => [k.tier, k.rpm])).toEqual([
+      ["enterprise", 7],
+      ["enterprise", 7],
+    ]);
   });
 
   it("refuses an account that is not a plain folder name, and enterprise without rpm", async () => {
-    await expect(keys.create({ account: "../x", tier: "pro" })).rejects.toMatchObject({ status: 400, code: "invalid_account", message: `account: ${ACCOUNT_NAME_RULE} (got "../x")` });
+    await expect(keys.create({ account: "../x", tier: "pro" })).rejects.toMatchObject({
+      status: 400,
+      code: "invalid_account",
+      message: `account: ${ACCOUNT_NAME_RULE} (got "../x")`,
+    });
     await expect(keys.create({ account: "acme", tier: "enterprise" })).rejects.toThrow(/^rpm: enterprise accounts need/);
     expect(await keys.list()).toEqual([]);
   });
@@ -115,7 +138,10 @@ describe("KeyService", () => {
 
   it("a key carries its tier in a signed HS256 JWT, and its revocation time is now", async () => {
     const { id, token } = await keys.create({ account: "acme", tier: "pro" });
-    const [header, payload] = token.split(".").slice(0, 2).map((p) => JSON.parse(Buffer.from(p!, "base64url").toString()));
+    const [header, payload] = token
+      .split(".")
+      .slice(0, 2)
+      .map((p) => JSON.parse(Buffer.from(p!, "base64url").toString()));
     expect(header).toEqual({ alg: "HS256", typ: "JWT" });
     expect(payload).toMatchObject({ tier: "pro", iss: "kiln", sub: "acme", jti: id });
     await keys.revoke(id);
@@ -164,11 +190,19 @@ describe("KeyService, what it remembers", () => {
   });
 
   it("remembers at most 10000 tokens, forgetting the oldest first", async () => {
-    const secret = await webcrypto.subtle.importKey("raw", new TextEncoder().encode("a-signing-secret-of-at-least-32-characters"), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-    const tokens = await Promise.all(Array.from({ length: 10_001 }, (_, i) => new SignJWT({ tier: "free" }).setProtectedHeader({ alg: "HS256" }).setIssuer("kiln").setJti(`key_${i}`).sign(secret)));
+    const secret = await webcrypto.subtle.importKey("raw", new TextEncoder().encode("a-signing-secret-of-at-least-32-characters"), { name: "HMAC", hash: "SHA-256" }, false, [
+      "sign",
+    ]);
+    const tokens = await Promise.all(
+      Array.from({ length: 10_001 }, (_, i) => new SignJWT({ tier: "free" }).setProtectedHeader({ alg: "HS256" }).setIssuer("kiln").setJti(`key_${i}`).sign(secret)),
+    );
     await db.run("INSERT INTO accounts (name, tier, rpm, created_at) VALUES ('acme', 'free', NULL, 0)");
     await db.transaction(async (tx) => {
-      for (const [i, t] of tokens.entries()) await tx.run("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at) VALUES (?, 'acme', 'free', NULL, ?, 0)", [`key_${i}`, createHash("sha256").update(t).digest("hex")]);
+      for (const [i, t] of tokens.entries())
+        await tx.run("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at) VALUES (?, 'acme', 'free', NULL, ?, 0)", [
+          `key_${i}`,
+          createHash("sha256").update(t).digest("hex"),
+        ]);
     });
     await keys.authenticate(bearer(tokens[0]!));
     await Promise.all(tokens.slice(1, 10_000).map((t) => keys.authenticate(bearer(t))));

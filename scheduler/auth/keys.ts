@@ -47,7 +47,6 @@ export interface CreateKeyOptions {
   expiresInSeconds?: number;
 }
 
-
 /** How many verified tokens are remembered; past it the oldest is forgotten (and verified again when seen). */
 const VERIFIED_TOKENS = 10_000;
 
@@ -59,7 +58,16 @@ const KEY_ROWS = `SELECT k.id, k.account, COALESCE(a.tier, k.tier) AS tier, CASE
   k.token_sha256, k.created_at, k.expires_at, k.revoked_at
   FROM api_keys k LEFT JOIN accounts a ON a.name = k.account`;
 
-interface KeyRow { id: string; account: string; tier: string; rpm: number | null; token_sha256: string; created_at: number; expires_at: number | null; revoked_at: number | null }
+interface KeyRow {
+  id: string;
+  account: string;
+  tier: string;
+  rpm: number | null;
+  token_sha256: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
 
 export class KeyService {
   private readonly secret: Uint8Array;
@@ -68,7 +76,10 @@ export class KeyService {
   /** Tokens whose signature and hash matched: token → key id and expiry (epoch seconds). */
   private readonly verified = new Map<string, { jti: string; exp: number | undefined }>();
 
-  private constructor(private readonly store: Store, secret: string) {
+  private constructor(
+    private readonly store: Store,
+    secret: string,
+  ) {
     this.secret = new TextEncoder().encode(secret);
   }
 
@@ -78,7 +89,7 @@ export class KeyService {
    *   (every scheduler sharing the database signs and verifies with it).
    */
   static async open(store: Store, jwtSecret?: string): Promise<KeyService> {
-    return new KeyService(store, jwtSecret ?? await ensureSetting(store, "jwt_secret", randomBytes(32).toString("base64url")));
+    return new KeyService(store, jwtSecret ?? (await ensureSetting(store, "jwt_secret", randomBytes(32).toString("base64url"))));
   }
 
   private keyRow(id: string): Promise<KeyRow | undefined> {
@@ -92,16 +103,25 @@ export class KeyService {
     const id = `key_${randomBytes(9).toString("base64url")}`;
     const now = Math.floor(Date.now() / 1000);
     const expiresAt = options.expiresInSeconds !== undefined ? now + options.expiresInSeconds : null;
-    const jwt = new SignJWT({ tier: options.tier }).setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .setIssuer(ISSUER).setSubject(options.account).setJti(id).setIssuedAt(now);
+    const jwt = new SignJWT({ tier: options.tier }).setProtectedHeader({ alg: "HS256", typ: "JWT" }).setIssuer(ISSUER).setSubject(options.account).setJti(id).setIssuedAt(now);
     if (expiresAt !== null) jwt.setExpirationTime(expiresAt);
     const token = await jwt.sign(this.secret);
     const rpm = options.rpm ?? null;
     await this.store.transaction(async (tx) => {
-      await tx.run(`INSERT INTO accounts (name, tier, rpm, created_at) VALUES (?, ?, ?, ?)
-        ON CONFLICT(name) DO UPDATE SET tier = excluded.tier, rpm = excluded.rpm`, [options.account, options.tier, rpm, now]);
-      await tx.run("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [id, options.account, options.tier, rpm, sha256Hex(token), now, expiresAt]);
+      await tx.run(
+        `INSERT INTO accounts (name, tier, rpm, created_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT(name) DO UPDATE SET tier = excluded.tier, rpm = excluded.rpm`,
+        [options.account, options.tier, rpm, now],
+      );
+      await tx.run("INSERT INTO api_keys (id, account, tier, rpm, token_sha256, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)", [
+        id,
+        options.account,
+        options.tier,
+        rpm,
+        sha256Hex(token),
+        now,
+        expiresAt,
+      ]);
     });
     return { id, token };
   }
@@ -129,7 +149,9 @@ export class KeyService {
     let jti: string | undefined, exp: number | undefined;
     try {
       this.verifyKey ??= webcrypto.subtle.importKey("raw", this.secret, { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
-      ({ payload: { jti, exp } } = await jwtVerify(token, await this.verifyKey, { issuer: ISSUER, algorithms: ["HS256"] }));
+      ({
+        payload: { jti, exp },
+      } = await jwtVerify(token, await this.verifyKey, { issuer: ISSUER, algorithms: ["HS256"] }));
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) throw new AuthenticationError("expired_api_key", "Authorization: this API key has expired");
       throw new AuthenticationError("invalid_api_key", "Authorization: the API key is not valid (bad format or signature)");
@@ -151,7 +173,12 @@ export class KeyService {
 
 function toRecord(row: KeyRow): KeyRecord {
   return {
-    keyId: row.id, account: row.account, tier: isTier(row.tier) ? row.tier : "free", rpm: row.rpm,
-    createdAt: row.created_at, expiresAt: row.expires_at, revokedAt: row.revoked_at,
+    keyId: row.id,
+    account: row.account,
+    tier: isTier(row.tier) ? row.tier : "free",
+    rpm: row.rpm,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    revokedAt: row.revoked_at,
   };
 }

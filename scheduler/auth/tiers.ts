@@ -15,9 +15,13 @@ export function tierAtLeast(tier: Tier, minimum: Tier): boolean {
 export function requestsPerMinute(tier: Tier, own: number | null, standardRpm: number): number {
   if (own !== null) return own;
   switch (tier) {
-    case "free": return 100;
-    case "standard": return standardRpm;
-    case "pro": return 1000;
-    case "enterprise": return 1000;
+    case "free":
+      return 100;
+    case "standard":
+      return standardRpm;
+    case "pro":
+      return 1000;
+    case "enterprise":
+      return 1000;
   }
 }

@@ -14,11 +14,27 @@ const text = z.string({ error: "a non-empty string" }).min(1, { error: "a non-em
 
 const Fields = {
   model: GENERATION_FIELDS.model,
-  input: z.union([text, z.array(text).min(1, { error: "at least one text" }).max(MAX_EMBEDDING_INPUTS, { error: `at most ${MAX_EMBEDDING_INPUTS} texts` })], { error: "a string or an array of strings" })
+  input: z
+    .union(
+      [
+        text,
+        z
+          .array(text)
+          .min(1, { error: "at least one text" })
+          .max(MAX_EMBEDDING_INPUTS, { error: `at most ${MAX_EMBEDDING_INPUTS} texts` }),
+      ],
+      { error: "a string or an array of strings" },
+    )
     .meta({ description: `A text, or up to ${MAX_EMBEDDING_INPUTS} texts (each within the model's context). Token-id inputs are refused.` }),
-  encoding_format: z.enum(["float", "base64"], { error: "one of float, base64" }).nullish()
+  encoding_format: z
+    .enum(["float", "base64"], { error: "one of float, base64" })
+    .nullish()
     .meta({ description: "float (default): arrays of numbers; base64: each vector's little-endian float32 bytes." }),
-  dimensions: z.int({ error: "an integer from 1 to 65536" }).min(1).max(65536).nullish()
+  dimensions: z
+    .int({ error: "an integer from 1 to 65536" })
+    .min(1)
+    .max(65536)
+    .nullish()
     .meta({ description: "Only the model's own vector size is accepted (these models cannot shorten their embeddings); another is a 400 invalid_dimensions." }),
   user: GENERATION_FIELDS.user,
 };
@@ -37,7 +53,8 @@ export interface EmbeddingsBody extends CompletionRequest {
 export function validateEmbeddings(body: unknown): EmbeddingsBody {
   const b = parseBody(EmbeddingsRequest, body);
   return {
-    model: b.model, messages: [],
+    model: b.model,
+    messages: [],
     embed: { inputs: typeof b.input === "string" ? [b.input] : b.input, ...(b.dimensions ? { dimensions: b.dimensions } : {}) },
     base64: b.encoding_format === "base64",
     ignored: Object.keys(body as object).filter((k) => !KNOWN.has(k) || k === "user"),
@@ -53,7 +70,8 @@ export function base64Vector(vector: readonly number[]): string {
 
 export function embeddingsBody(model: string, vectors: number[][], promptTokens: number, base64: boolean) {
   return {
-    object: "list", model,
+    object: "list",
+    model,
     data: vectors.map((v, index) => ({ object: "embedding", index, embedding: base64 ? base64Vector(v) : v })),
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
   };

@@ -6,9 +6,41 @@ const base = { model: "famB-v3.1", prompt: "Once upon" };
 
 describe("validateLegacyCompletion", () => {
   it("takes the prompt (a list of one too), OpenAI's default max_tokens, echo, the legacy logprobs count and the sampling fields", () => {
-    expect(validateLegacyCompletion(base)).toEqual({ model: "famB-v3.1", messages: [], prompt: "Once upon", maxTokens: LEGACY_DEFAULT_MAX_TOKENS, stream: false, includeUsage: false, echo: false, ignored: [] });
-    expect(validateLegacyCompletion({ ...base, prompt: ["a"], max_tokens: 5, echo: true, temperature: 0, seed: 3, stop: "\n", stream: true, stream_options: { include_usage: true }, user: "u" }))
-      .toEqual({ model: "famB-v3.1", messages: [], prompt: "a", maxTokens: 5, temperature: 0, sampling: { seed: 3, stop: ["\n"] }, stream: true, includeUsage: true, echo: true, ignored: ["user"] });
+    expect(validateLegacyCompletion(base)).toEqual({
+      model: "famB-v3.1",
+      messages: [],
+      prompt: "Once upon",
+      maxTokens: LEGACY_DEFAULT_MAX_TOKENS,
+      stream: false,
+      includeUsage: false,
+      echo: false,
+      ignored: [],
+    });
+    expect(
+      validateLegacyCompletion({
+        ...base,
+        prompt: ["a"],
+        max_tokens: 5,
+        echo: true,
+        temperature: 0,
+        seed: 3,
+        stop: "\n",
+        stream: true,
+        stream_options: { include_usage: true },
+        user: "u",
+      }),
+    ).toEqual({
+      model: "famB-v3.1",
+      messages: [],
+      prompt: "a",
+      maxTokens: 5,
+      temperature: 0,
+      sampling: { seed: 3, stop: ["\n"] },
+      stream: true,
+      includeUsage: true,
+      echo: true,
+      ignored: ["user"],
+    });
     expect(validateLegacyCompletion({ ...base, logprobs: 2 }).logprobs).toBe(2);
     expect(validateLegacyCompletion({ ...base, n: 1, best_of: 1, suffix: "" })).not.toHaveProperty("logprobs");
   });
@@ -34,7 +66,18 @@ describe("validateLegacyCompletion", () => {
 
 describe("legacyLogprobs", () => {
   it("gives OpenAI's parallel lists, with each token's offset in the text", () => {
-    const entries = [{ token: "Once", logprob: -0.5, top_logprobs: [{ token: "Once", logprob: -0.5 }, { token: "Hi", logprob: -2 }], text_offset: 0 }, { token: " up", logprob: -1, top_logprobs: [], text_offset: 4 }];
+    const entries = [
+      {
+        token: "Once",
+        logprob: -0.5,
+        top_logprobs: [
+          { token: "Once", logprob: -0.5 },
+          { token: "Hi", logprob: -2 },
+        ],
+        text_offset: 0,
+      },
+      { token: " up", logprob: -1, top_logprobs: [], text_offset: 4 },
+    ];
     expect(legacyLogprobs(entries, 3)).toEqual({ tokens: ["Once", " up"], token_logprobs: [-0.5, -1], top_logprobs: [{ Once: -0.5, Hi: -2 }, {}], text_offset: [3, 7] });
     // the three byte tokens of one character share its offset (each one's own text is U+FFFD)
     const bytes = [0, 0, 0].map(() => ({ token: "\uFFFD", logprob: -1, top_logprobs: [], text_offset: 2 }));
@@ -42,7 +85,12 @@ describe("legacyLogprobs", () => {
   });
 
   it("keeps the most likely of alternatives that share a text, in order, and takes __proto__ as a plain key", () => {
-    const top = [{ token: "\uFFFD", logprob: -1 }, { token: "a", logprob: -2 }, { token: "\uFFFD", logprob: -3 }, { token: "__proto__", logprob: -4 }];
+    const top = [
+      { token: "\uFFFD", logprob: -1 },
+      { token: "a", logprob: -2 },
+      { token: "\uFFFD", logprob: -3 },
+      { token: "__proto__", logprob: -4 },
+    ];
     const [alternatives] = legacyLogprobs([{ token: "\uFFFD", logprob: -1, top_logprobs: top, text_offset: 0 }], 0).top_logprobs;
     expect(JSON.stringify(alternatives)).toBe('{"\uFFFD":-1,"a":-2,"__proto__":-4}'.replace("\\uFFFD", "\uFFFD"));
   });

@@ -22,13 +22,23 @@ const present = (v: unknown): boolean => v !== undefined && v !== null;
 
 const Fields = {
   ...GENERATION_FIELDS,
-  prompt: z.union([z.string().min(1, { error: "a non-empty string" }), z.array(z.string({ error: "a non-empty string" }).min(1, { error: "a non-empty string" }))], { error: "a string" })
+  prompt: z
+    .union([z.string().min(1, { error: "a non-empty string" }), z.array(z.string({ error: "a non-empty string" }).min(1, { error: "a non-empty string" }))], { error: "a string" })
     .meta({ description: "The text to continue, given to the model as it is (no chat template). A list of one string is that string; more, or token ids, are refused." }),
   max_tokens: GENERATION_FIELDS.max_tokens.meta({ description: `Most tokens to generate; default ${LEGACY_DEFAULT_MAX_TOKENS}, and never more than the context has left.` }),
   echo: z.boolean({ error: "a boolean" }).nullish().meta({ description: "The prompt before the generated text in the choice's text (its tokens are not scored)." }),
-  logprobs: z.int({ error: `an integer from 0 to ${MAX_LEGACY_LOGPROBS}` }).min(0).max(MAX_LEGACY_LOGPROBS).nullish()
+  logprobs: z
+    .int({ error: `an integer from 0 to ${MAX_LEGACY_LOGPROBS}` })
+    .min(0)
+    .max(MAX_LEGACY_LOGPROBS)
+    .nullish()
     .meta({ description: "Log probabilities of the generated tokens with this many alternatives each: choices[].logprobs {tokens, token_logprobs, top_logprobs, text_offset}." }),
-  n: z.int({ error: `an integer from 1 to ${MAX_CHOICES}` }).min(1).max(MAX_CHOICES).nullish().meta({ description: "Choices to generate, sharing the prompt's evaluation (as the chat API's n)." }),
+  n: z
+    .int({ error: `an integer from 1 to ${MAX_CHOICES}` })
+    .min(1)
+    .max(MAX_CHOICES)
+    .nullish()
+    .meta({ description: "Choices to generate, sharing the prompt's evaluation (as the chat API's n)." }),
   best_of: z.int({ error: "an integer of at least 1" }).min(1).nullish().meta({ description: "Only 1 is supported (more is refused)." }),
   suffix: z.string({ error: "a string" }).nullish().meta({ description: "Not supported: a non-empty suffix (insertion) is refused." }),
 };
@@ -62,8 +72,13 @@ export function validateLegacyCompletion(body: unknown): LegacyCompletionBody {
   const b = parseBody(LegacyCompletionRequest, body);
   const prompt = typeof b.prompt === "string" ? b.prompt : b.prompt[0]!;
   const out: LegacyCompletionBody = {
-    model: b.model, messages: [], prompt, maxTokens: b.max_tokens ?? LEGACY_DEFAULT_MAX_TOKENS,
-    stream: b.stream ?? false, includeUsage: b.stream_options?.include_usage ?? false, echo: b.echo ?? false,
+    model: b.model,
+    messages: [],
+    prompt,
+    maxTokens: b.max_tokens ?? LEGACY_DEFAULT_MAX_TOKENS,
+    stream: b.stream ?? false,
+    includeUsage: b.stream_options?.include_usage ?? false,
+    echo: b.echo ?? false,
     ignored: Object.keys(body as object).filter((k) => !KNOWN.has(k) || k === "user"),
   };
   if (present(b.temperature)) out.temperature = b.temperature!;
@@ -94,7 +109,12 @@ export function legacyLogprobs(entries: TokenLogprob[], before: number) {
 }
 
 /** One choice of a `text_completion`. */
-export interface LegacyChoice { index: number; text: string; logprobs: ReturnType<typeof legacyLogprobs> | null; finish_reason: string | null }
+export interface LegacyChoice {
+  index: number;
+  text: string;
+  logprobs: ReturnType<typeof legacyLogprobs> | null;
+  finish_reason: string | null;
+}
 
 /**
  * Alternatives as the legacy API gives them, an object of text → log probability, most likely first.
@@ -110,7 +130,11 @@ function alternativesByText(alternatives: readonly { token: string; logprob: num
 /** A `text_completion` body (or, streamed, one chunk of one). */
 export function legacyBody(s: { id: string; created: number; model: string }, choices: LegacyChoice[], done: Done | undefined, withUsage: boolean) {
   return {
-    id: s.id, object: "text_completion", created: s.created, model: s.model, system_fingerprint: done ? fingerprintOf(done) : null,
+    id: s.id,
+    object: "text_completion",
+    created: s.created,
+    model: s.model,
+    system_fingerprint: done ? fingerprintOf(done) : null,
     choices: choices.map((c) => ({ text: c.text, index: c.index, logprobs: c.logprobs, finish_reason: c.finish_reason })),
     ...(withUsage && done ? { usage: usage(done) } : {}),
   };

@@ -33,7 +33,9 @@ export function toolCallId(): string {
 
 export function usage(done: Done): Usage {
   return {
-    prompt_tokens: done.promptTokens, completion_tokens: done.completionTokens, total_tokens: done.promptTokens + done.completionTokens,
+    prompt_tokens: done.promptTokens,
+    completion_tokens: done.completionTokens,
+    total_tokens: done.promptTokens + done.completionTokens,
     prompt_tokens_details: { cached_tokens: done.cachedTokens },
   };
 }
@@ -42,7 +44,11 @@ export function usage(done: Done): Usage {
 export const fingerprintOf = (done: Done): string | null => done.fingerprint || null;
 
 /** A token as OpenAI gives it: its text and bytes (its raw bytes where the text is not them, a piece of a multi-byte character). */
-const withBytes = (t: { token: string; logprob: number; raw?: Uint8Array }) => ({ token: t.token, logprob: t.logprob, bytes: t.raw && t.raw.length > 0 ? [...t.raw] : [...Buffer.from(t.token, "utf8")] });
+const withBytes = (t: { token: string; logprob: number; raw?: Uint8Array }) => ({
+  token: t.token,
+  logprob: t.logprob,
+  bytes: t.raw && t.raw.length > 0 ? [...t.raw] : [...Buffer.from(t.token, "utf8")],
+});
 
 /** `choices[].logprobs`: null when not asked for, else the tokens' entries in OpenAI's shape. */
 export function logprobsBody(entries: TokenLogprob[] | undefined) {
@@ -64,7 +70,11 @@ export function completionBody(id: string, created: number, model: string, choic
     return { role: "assistant", content: c.text || null, refusal: null, tool_calls: calls.map(toolCallBody) };
   };
   return {
-    id, object: "chat.completion", created, model, system_fingerprint: fingerprintOf(done),
+    id,
+    object: "chat.completion",
+    created,
+    model,
+    system_fingerprint: fingerprintOf(done),
     choices: choices.map((c, index) => ({ index, message: message(c), logprobs: logprobsBody(c.logprobs), finish_reason: done.finishReasons[index] ?? done.finishReason })),
     usage: usage(done),
   };
@@ -85,8 +95,12 @@ export interface StreamIdentity {
  */
 export function chunkBody(s: StreamIdentity, index: number, delta: { role?: "assistant"; content?: string; tool_calls?: unknown[] }, done?: Done, logprobs?: TokenLogprob[]) {
   return {
-    id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, system_fingerprint: done ? fingerprintOf(done) : null,
-    choices: [{ index, delta, logprobs: logprobsBody(logprobs), finish_reason: done ? done.finishReasons[index] ?? done.finishReason : null }],
+    id: s.id,
+    object: "chat.completion.chunk",
+    created: s.created,
+    model: s.model,
+    system_fingerprint: done ? fingerprintOf(done) : null,
+    choices: [{ index, delta, logprobs: logprobsBody(logprobs), finish_reason: done ? (done.finishReasons[index] ?? done.finishReason) : null }],
     ...(s.includeUsage ? { usage: null } : {}),
   };
 }
@@ -97,14 +111,21 @@ export function chunkBody(s: StreamIdentity, index: number, delta: { role?: "ass
  */
 export function toolCallsDelta(pieces: StreamedToolCall[]) {
   return {
-    tool_calls: pieces.map((p) => p.id !== undefined
-      ? { index: p.index, id: p.id, type: "function", function: { name: p.name ?? "", arguments: p.arguments } }
-      : { index: p.index, function: { arguments: p.arguments } }),
+    tool_calls: pieces.map((p) =>
+      p.id !== undefined
+        ? { index: p.index, id: p.id, type: "function", function: { name: p.name ?? "", arguments: p.arguments } }
+        : { index: p.index, function: { arguments: p.arguments } },
+    ),
   };
 }
 
 /** A piece of a function call on its way to the client: the call's place, and on its first piece its id and name. */
-export interface StreamedToolCall { index: number; id?: string; name?: string; arguments: string }
+export interface StreamedToolCall {
+  index: number;
+  id?: string;
+  name?: string;
+  arguments: string;
+}
 
 /** The last chunk of `stream_options.include_usage`: no choices, the usage. */
 export function usageChunkBody(s: StreamIdentity, done: Done) {

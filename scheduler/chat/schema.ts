@@ -47,7 +47,8 @@ function refuseFirst<S extends z.ZodType>(check: Check, schema: S) {
 const present = (v: unknown): boolean => v !== undefined && v !== null;
 
 const TextPart = refuseFirst(
-  (part) => part.type === "text" ? undefined : { path: [], code: "unsupported_content", message: `content parts of type ${describeValue(part.type)} are not supported; only "text"` },
+  (part) =>
+    part.type === "text" ? undefined : { path: [], code: "unsupported_content", message: `content parts of type ${describeValue(part.type)} are not supported; only "text"` },
   z.looseObject({ type: z.literal("text"), text: z.string({ error: "a string" }) }, { error: "a content part object" }),
 ).meta({ description: "A text part; the parts of a message are joined. Other part types (image_url, input_audio, file) are refused with 400 unsupported_content." });
 
@@ -60,91 +61,156 @@ const jsonText = z.string({ error: "a string of JSON" }).superRefine((text, ctx)
     ctx.addIssue({ code: "custom", message: "is not JSON", params: { code: "invalid_messages" }, input: text });
     return;
   }
-  if (nestedDeeperThan(value, MAX_JSON_DEPTH)) ctx.addIssue({ code: "custom", message: `nests deeper than ${MAX_JSON_DEPTH} levels`, params: { code: "invalid_messages" }, input: text });
+  if (nestedDeeperThan(value, MAX_JSON_DEPTH))
+    ctx.addIssue({ code: "custom", message: `nests deeper than ${MAX_JSON_DEPTH} levels`, params: { code: "invalid_messages" }, input: text });
 });
 
-const ToolCall = z.looseObject({
-  id: z.string({ error: "a string of 1 to 256 characters" }).min(1).max(256),
-  type: z.literal("function", { error: '"function"' }),
-  function: z.looseObject({ name: functionName(), arguments: jsonText }, { error: "an object with name and arguments" }),
-}, { error: "a tool call object" });
+const ToolCall = z.looseObject(
+  {
+    id: z.string({ error: "a string of 1 to 256 characters" }).min(1).max(256),
+    type: z.literal("function", { error: '"function"' }),
+    function: z.looseObject({ name: functionName(), arguments: jsonText }, { error: "an object with name and arguments" }),
+  },
+  { error: "a tool call object" },
+);
 
 const Message = refuseFirst(
-  (m) => m.role === "function" ? { path: ["role"], code: "unsupported_parameter", message: '"function" messages (deprecated function calling) are not supported; use tools and "tool" messages' } : undefined,
-  z.looseObject({
-    role: z.enum(MESSAGE_ROLES, { error: `one of ${MESSAGE_ROLES.join(", ")}` }),
-    content: z.union([z.string(), z.array(TextPart)], { error: "a string or an array of content parts" }).nullish(),
-    name: z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(FUNCTION_NAME).nullish()
-      .meta({ description: "The participant's name: the message's text is given to the model as \"name: text\" (chat templates have no place of their own for it)." }),
-    tool_calls: z.array(ToolCall, { error: "an array of tool calls" }).nullish()
-      .meta({ description: "An assistant message's function calls (content may then be null), each answered by a tool message right after it." }),
-    tool_call_id: z.string({ error: "a string" }).nullish().meta({ description: "A tool message: the id of the call whose result it holds." }),
-  }, { error: "an object with role and content" }).superRefine((m, ctx) => {
-    const issue = (path: string, code: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message, params: { code }, input: m[path as keyof typeof m] });
-    if (m.tool_calls?.length && m.role !== "assistant") issue("tool_calls", "invalid_messages", "only assistant messages have tool calls");
-    if (m.role === "tool" && !present(m.tool_call_id)) issue("tool_call_id", "missing_required_field", "is required in a tool message");
-    if (!present(m.content) && !(m.role === "assistant" && m.tool_calls?.length)) issue("content", "missing_required_field", "is required (it may be null only in an assistant message with tool_calls)");
-  }),
+  (m) =>
+    m.role === "function"
+      ? { path: ["role"], code: "unsupported_parameter", message: '"function" messages (deprecated function calling) are not supported; use tools and "tool" messages' }
+      : undefined,
+  z
+    .looseObject(
+      {
+        role: z.enum(MESSAGE_ROLES, { error: `one of ${MESSAGE_ROLES.join(", ")}` }),
+        content: z.union([z.string(), z.array(TextPart)], { error: "a string or an array of content parts" }).nullish(),
+        name: z
+          .string({ error: "a name of 1 to 64 letters, digits, _ or -" })
+          .regex(FUNCTION_NAME)
+          .nullish()
+          .meta({ description: "The participant's name: the message's text is given to the model as \"name: text\" (chat templates have no place of their own for it)." }),
+        tool_calls: z
+          .array(ToolCall, { error: "an array of tool calls" })
+          .nullish()
+          .meta({ description: "An assistant message's function calls (content may then be null), each answered by a tool message right after it." }),
+        tool_call_id: z.string({ error: "a string" }).nullish().meta({ description: "A tool message: the id of the call whose result it holds." }),
+      },
+      { error: "an object with role and content" },
+    )
+    .superRefine((m, ctx) => {
+      const issue = (path: string, code: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message, params: { code }, input: m[path as keyof typeof m] });
+      if (m.tool_calls?.length && m.role !== "assistant") issue("tool_calls", "invalid_messages", "only assistant messages have tool calls");
+      if (m.role === "tool" && !present(m.tool_call_id)) issue("tool_call_id", "missing_required_field", "is required in a tool message");
+      if (!present(m.content) && !(m.role === "assistant" && m.tool_calls?.length))
+        issue("content", "missing_required_field", "is required (it may be null only in an assistant message with tool_calls)");
+    }),
 );
 
 /** A function's parameters: the JSON Schema subset a grammar holds its arguments to, an object at the root. */
-const FunctionParameters = z.record(z.string(), z.unknown(), { error: "a JSON Schema object" }).superRefine((schema, ctx) => {
-  const problem = checkToolParameters(schema);
-  if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: { code: "invalid_tools" }, input: schema });
-}).meta({ description: "JSON Schema of the arguments (type object at the root), the subset response_format's json_schema takes; the arguments are generated under a grammar from it, so they always parse and match it." });
+const FunctionParameters = z
+  .record(z.string(), z.unknown(), { error: "a JSON Schema object" })
+  .superRefine((schema, ctx) => {
+    const problem = checkToolParameters(schema);
+    if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: { code: "invalid_tools" }, input: schema });
+  })
+  .meta({
+    description:
+      "JSON Schema of the arguments (type object at the root), the subset response_format's json_schema takes; the arguments are generated under a grammar from it, so they always parse and match it.",
+  });
 
 const Tool = refuseFirst(
-  (t) => t.type === "function" ? undefined : { path: ["type"], code: "unsupported_parameter", message: `tools of type ${describeValue(t.type)} are not supported; only "function"` },
-  z.looseObject({
-    type: z.literal("function"),
-    function: z.looseObject({
-      name: functionName(),
-      description: z.string({ error: "a string" }).nullish(),
-      parameters: FunctionParameters.nullish(),
-      strict: z.boolean({ error: "a boolean" }).nullish().meta({ description: "The arguments are always held to the schema, strict or not." }),
-    }, { error: "an object with a name" }),
-  }, { error: "a tool object" }),
+  (t) =>
+    t.type === "function" ? undefined : { path: ["type"], code: "unsupported_parameter", message: `tools of type ${describeValue(t.type)} are not supported; only "function"` },
+  z.looseObject(
+    {
+      type: z.literal("function"),
+      function: z.looseObject(
+        {
+          name: functionName(),
+          description: z.string({ error: "a string" }).nullish(),
+          parameters: FunctionParameters.nullish(),
+          strict: z.boolean({ error: "a boolean" }).nullish().meta({ description: "The arguments are always held to the schema, strict or not." }),
+        },
+        { error: "an object with a name" },
+      ),
+    },
+    { error: "a tool object" },
+  ),
 );
 
 const TOOL_CHOICES = 'one of "none", "auto", "required", or {"type": "function", "function": {"name": …}}';
-const ToolChoice = z.union([
-  z.enum(["none", "auto", "required"], { error: TOOL_CHOICES }),
-  z.looseObject({ type: z.literal("function"), function: z.looseObject({ name: functionName() }) }),
-], { error: TOOL_CHOICES });
+const ToolChoice = z.union(
+  [z.enum(["none", "auto", "required"], { error: TOOL_CHOICES }), z.looseObject({ type: z.literal("function"), function: z.looseObject({ name: functionName() }) })],
+  { error: TOOL_CHOICES },
+);
 
 /** `response_format.json_schema.schema`: the JSON Schema subset a grammar can hold the output to (core/json-schema.ts). */
-const OutputSchema = z.record(z.string(), z.unknown(), { error: "a JSON Schema object" }).superRefine((schema, ctx) => {
-  const problem = checkJsonSchema(schema);
-  if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: { code: "invalid_response_format" }, input: schema });
-}).meta({ description: `JSON Schema: type, properties (all required, as OpenAI's strict mode), additionalProperties, items, prefixItems, enum, const, oneOf/anyOf, $defs/$ref, format date/time/date-time, and min/max counts up to ${MAX_SCHEMA_COUNT}. Other keywords (pattern, minimum, allOf, …) are refused with 400 invalid_response_format.` });
+const OutputSchema = z
+  .record(z.string(), z.unknown(), { error: "a JSON Schema object" })
+  .superRefine((schema, ctx) => {
+    const problem = checkJsonSchema(schema);
+    if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: { code: "invalid_response_format" }, input: schema });
+  })
+  .meta({
+    description: `JSON Schema: type, properties (all required, as OpenAI's strict mode), additionalProperties, items, prefixItems, enum, const, oneOf/anyOf, $defs/$ref, format date/time/date-time, and min/max counts up to ${MAX_SCHEMA_COUNT}. Other keywords (pattern, minimum, allOf, …) are refused with 400 invalid_response_format.`,
+  });
 
-const ResponseFormat = z.looseObject({
-  type: z.enum(["text", "json_object", "json_schema"], { error: "one of text, json_object, json_schema" }),
-  json_schema: z.looseObject({
-    name: functionName(),
-    description: z.string({ error: "a string" }).nullish(),
-    schema: OutputSchema.nullish(),
-    strict: z.boolean({ error: "a boolean" }).nullish().meta({ description: "The output is always held to the schema, strict or not." }),
-  }, { error: "an object with name and schema" }).nullish(),
-}, { error: "an object with a type" }).superRefine((format, ctx) => {
-  if (format.type === "json_schema" && !format.json_schema) ctx.addIssue({ code: "custom", path: ["json_schema"], message: "is required with type json_schema", params: { code: "missing_required_field" }, input: format });
-});
+const ResponseFormat = z
+  .looseObject(
+    {
+      type: z.enum(["text", "json_object", "json_schema"], { error: "one of text, json_object, json_schema" }),
+      json_schema: z
+        .looseObject(
+          {
+            name: functionName(),
+            description: z.string({ error: "a string" }).nullish(),
+            schema: OutputSchema.nullish(),
+            strict: z.boolean({ error: "a boolean" }).nullish().meta({ description: "The output is always held to the schema, strict or not." }),
+          },
+          { error: "an object with name and schema" },
+        )
+        .nullish(),
+    },
+    { error: "an object with a type" },
+  )
+  .superRefine((format, ctx) => {
+    if (format.type === "json_schema" && !format.json_schema)
+      ctx.addIssue({ code: "custom", path: ["json_schema"], message: "is required with type json_schema", params: { code: "missing_required_field" }, input: format });
+  });
 
 const nullable = <S extends z.ZodType>(schema: S, description: string) => schema.nullish().meta({ description });
-const numberIn = (min: number, max: number, description: string) => nullable(z.number({ error: `a number from ${min} to ${max}` }).min(min).max(max), description);
+const numberIn = (min: number, max: number, description: string) =>
+  nullable(
+    z
+      .number({ error: `a number from ${min} to ${max}` })
+      .min(min)
+      .max(max),
+    description,
+  );
 const integerFrom = (min: number, max: number | undefined, description: string) => {
   const range = max === undefined ? `of at least ${min}` : `from ${min} to ${max}`;
   const base = z.int({ error: `an integer ${range}` }).min(min);
   return nullable(max === undefined ? base : base.max(max), description);
 };
-const stopText = z.string({ error: `a string of 1 to ${MAX_STOP_LENGTH} characters` }).min(1).max(MAX_STOP_LENGTH);
+const stopText = z
+  .string({ error: `a string of 1 to ${MAX_STOP_LENGTH} characters` })
+  .min(1)
+  .max(MAX_STOP_LENGTH);
 /** A field this service refuses when it is set (described so in the document). */
-const refused = (description: string) => z.unknown().optional().meta({ description: `Not supported: refused with 400 unsupported_parameter when set. ${description}` });
+const refused = (description: string) =>
+  z
+    .unknown()
+    .optional()
+    .meta({ description: `Not supported: refused with 400 unsupported_parameter when set. ${description}` });
 
 /** The fields of every generation request (chat and legacy completions): the model, limits, sampling, streaming. */
 export const GENERATION_FIELDS = {
-  model: z.string({ error: "a string" })
-    .refine(isCatalogModel, refusal("model_not_found", (i) => `${describeValue(i.input)} is not a model of this service (see GET /v1/models)`))
+  model: z
+    .string({ error: "a string" })
+    .refine(
+      isCatalogModel,
+      refusal("model_not_found", (i) => `${describeValue(i.input)} is not a model of this service (see GET /v1/models)`),
+    )
     .meta({ description: "A model of GET /v1/models." }),
   max_tokens: integerFrom(1, undefined, "Most tokens to generate; never more than the context has left."),
   temperature: numberIn(0, 2, "Sampling temperature; 0 is greedy. Default 1."),
@@ -154,10 +220,19 @@ export const GENERATION_FIELDS = {
   seed: integerFrom(0, MAX_SEED, "The same seed, request and model give the same reply."),
   presence_penalty: numberIn(-2, 2, "Subtracted from the logit of each token already generated (over the last 64)."),
   frequency_penalty: numberIn(-2, 2, "Subtracted from a token's logit once per time it was generated (over the last 64)."),
-  repeat_penalty: nullable(z.number({ error: "a number above 0 and at most 10" }).gt(0).max(10), "llama.cpp extension: the logits of tokens already generated are divided by it (1: off)."),
+  repeat_penalty: nullable(
+    z.number({ error: "a number above 0 and at most 10" }).gt(0).max(10),
+    "llama.cpp extension: the logits of tokens already generated are divided by it (1: off).",
+  ),
   logit_bias: nullable(
-    z.record(z.string({ error: "a token id" }).regex(/^(0|[1-9]\d{0,9})$/), z.number({ error: "a number from -100 to 100" }).min(-100).max(100), { error: "an object of token ids to numbers" })
-      .refine((bias) => Object.keys(bias).length <= MAX_LOGIT_BIAS, refusal("invalid_logit_bias", (i) => `at most ${MAX_LOGIT_BIAS} tokens, got ${Object.keys(i.input as object).length}`)),
+    z
+      .record(z.string({ error: "a token id" }).regex(/^(0|[1-9]\d{0,9})$/), z.number({ error: "a number from -100 to 100" }).min(-100).max(100), {
+        error: "an object of token ids to numbers",
+      })
+      .refine(
+        (bias) => Object.keys(bias).length <= MAX_LOGIT_BIAS,
+        refusal("invalid_logit_bias", (i) => `at most ${MAX_LOGIT_BIAS} tokens, got ${Object.keys(i.input as object).length}`),
+      ),
     "Token id → bias added to its logit (-100 to 100; -100 bans the token). A token id the model does not have is a 400.",
   ),
   stop: nullable(
@@ -174,17 +249,34 @@ export const GENERATION_FIELDS = {
 
 const Fields = {
   ...GENERATION_FIELDS,
-  messages: z.array(Message, { error: "an array of messages" }).min(1, { error: "at least one message" })
+  messages: z
+    .array(Message, { error: "an array of messages" })
+    .min(1, { error: "at least one message" })
     .meta({ description: "The conversation. Roles system, user, assistant, developer (read as system) and tool (a function's result); content a string or text parts." }),
   max_tokens: integerFrom(1, undefined, "Most tokens to generate; default the scheduler's --default-max-tokens, and never more than the context has left."),
   max_completion_tokens: integerFrom(1, undefined, "OpenAI's newer name of max_tokens; when both are sent they must agree."),
-  n: integerFrom(1, MAX_CHOICES, "Choices to generate, each on a slot of its own after one evaluation of the prompt (shared through the KV cache), each with its own seed (the request's seed plus its index, when given). At most the slots of an agent serving the model."),
-  logprobs: nullable(z.boolean({ error: "a boolean" }), "The log probability of each generated token (choices[].logprobs.content), streamed too: of the distribution the token was sampled from, after the sampler's filters (top_k, top_p, min_p); at temperature 0, the model's whole distribution."),
+  n: integerFrom(
+    1,
+    MAX_CHOICES,
+    "Choices to generate, each on a slot of its own after one evaluation of the prompt (shared through the KV cache), each with its own seed (the request's seed plus its index, when given). At most the slots of an agent serving the model.",
+  ),
+  logprobs: nullable(
+    z.boolean({ error: "a boolean" }),
+    "The log probability of each generated token (choices[].logprobs.content), streamed too: of the distribution the token was sampled from, after the sampler's filters (top_k, top_p, min_p); at temperature 0, the model's whole distribution.",
+  ),
   top_logprobs: integerFrom(0, MAX_TOP_LOGPROBS, "With logprobs: this many of the most likely tokens at each place."),
-  response_format: nullable(ResponseFormat, 'Output held to JSON by a grammar: {"type": "json_object"}, or {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}; "text" is the default.'),
-  tools: nullable(z.array(Tool, { error: "an array of tools" }).max(MAX_TOOLS, { error: `at most ${MAX_TOOLS} tools` }),
-    "Functions the model may call, documented in the prompt in its chat template's syntax. A call's name and arguments are generated under grammars: a known name, arguments valid for its parameters. Not with n > 1, logprobs or response_format."),
-  tool_choice: nullable(ToolChoice, '"auto" (default with tools): the model decides; "none": it answers in text and is not shown the tools; "required": it calls one at least; a named function: it calls that one (shown only it).'),
+  response_format: nullable(
+    ResponseFormat,
+    'Output held to JSON by a grammar: {"type": "json_object"}, or {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}; "text" is the default.',
+  ),
+  tools: nullable(
+    z.array(Tool, { error: "an array of tools" }).max(MAX_TOOLS, { error: `at most ${MAX_TOOLS} tools` }),
+    "Functions the model may call, documented in the prompt in its chat template's syntax. A call's name and arguments are generated under grammars: a known name, arguments valid for its parameters. Not with n > 1, logprobs or response_format.",
+  ),
+  tool_choice: nullable(
+    ToolChoice,
+    '"auto" (default with tools): the model decides; "none": it answers in text and is not shown the tools; "required": it calls one at least; a named function: it calls that one (shown only it).',
+  ),
   parallel_tool_calls: nullable(z.boolean({ error: "a boolean" }), "Whether one reply may hold several calls (default true)."),
   functions: refused("Deprecated function calling (an empty list is accepted)."),
   function_call: refused('"none" and "auto" are accepted.'),
@@ -215,11 +307,18 @@ function refuseUnsupported(b: z.infer<typeof Shape>, ctx: z.RefinementCtx): void
   if (setList(b.functions)) refuse("functions", "function calling is not supported yet");
   if (choice(b.function_call)) refuse("function_call", "function calling is not supported yet");
   if (b.store === true) refuse("store", "completions are not stored by this service");
-  if (present(b.service_tier) && b.service_tier !== "auto" && b.service_tier !== "default") refuse("service_tier", `${describeValue(b.service_tier)} is not offered; the account's tier applies`);
+  if (present(b.service_tier) && b.service_tier !== "auto" && b.service_tier !== "default")
+    refuse("service_tier", `${describeValue(b.service_tier)} is not offered; the account's tier applies`);
   if (b.modalities?.some((m) => m !== "text")) refuse("modalities", "only text output is supported");
   for (const field of ["audio", "prediction", "web_search_options", "reasoning_effort"] as const) if (present(b[field])) refuse(field, "not supported by this service");
   if (present(b.max_tokens) && present(b.max_completion_tokens) && b.max_tokens !== b.max_completion_tokens) {
-    ctx.addIssue({ code: "custom", path: ["max_completion_tokens"], message: `${b.max_completion_tokens} differs from max_tokens ${b.max_tokens}; send one`, params: { code: "invalid_max_tokens" }, input: b.max_completion_tokens });
+    ctx.addIssue({
+      code: "custom",
+      path: ["max_completion_tokens"],
+      message: `${b.max_completion_tokens} differs from max_tokens ${b.max_tokens}; send one`,
+      params: { code: "invalid_max_tokens" },
+      input: b.max_completion_tokens,
+    });
   }
 }
 
@@ -231,12 +330,25 @@ function checkTools(b: z.infer<typeof Shape>, ctx: z.RefinementCtx, refuse: (fie
   const tools = b.tools ?? [];
   const names = new Set<string>();
   for (const [i, tool] of tools.entries()) {
-    if (names.has(tool.function.name)) ctx.addIssue({ code: "custom", path: ["tools", i, "function", "name"], message: `${JSON.stringify(tool.function.name)} is the name of an earlier tool`, params: { code: "invalid_tools" }, input: tool.function.name });
+    if (names.has(tool.function.name))
+      ctx.addIssue({
+        code: "custom",
+        path: ["tools", i, "function", "name"],
+        message: `${JSON.stringify(tool.function.name)} is the name of an earlier tool`,
+        params: { code: "invalid_tools" },
+        input: tool.function.name,
+      });
     names.add(tool.function.name);
   }
   const choice = b.tool_choice;
   if (typeof choice === "object" && choice !== null && !names.has(choice.function.name)) {
-    ctx.addIssue({ code: "custom", path: ["tool_choice", "function", "name"], message: `${JSON.stringify(choice.function.name)} is not one of the tools`, params: { code: "invalid_tool_choice" }, input: choice.function.name });
+    ctx.addIssue({
+      code: "custom",
+      path: ["tool_choice", "function", "name"],
+      message: `${JSON.stringify(choice.function.name)} is not one of the tools`,
+      params: { code: "invalid_tool_choice" },
+      input: choice.function.name,
+    });
   } else if (choice === "required" && tools.length === 0) {
     ctx.addIssue({ code: "custom", path: ["tool_choice"], message: '"required" needs tools', params: { code: "invalid_tool_choice" }, input: choice });
   }
@@ -249,7 +361,10 @@ function checkTools(b: z.infer<typeof Shape>, ctx: z.RefinementCtx, refuse: (fie
 const Shape = z.looseObject(Fields);
 
 /** The chat completion request (unknown members pass through). */
-export const ChatCompletionRequest = Shape.superRefine(refuseUnsupported).meta({ id: "ChatCompletionRequest", description: "OpenAI's chat completion request; unknown members are accepted and listed in the x-kiln-ignored-fields response header." });
+export const ChatCompletionRequest = Shape.superRefine(refuseUnsupported).meta({
+  id: "ChatCompletionRequest",
+  description: "OpenAI's chat completion request; unknown members are accepted and listed in the x-kiln-ignored-fields response header.",
+});
 
 /** The members the schema knows. */
 export const KNOWN_FIELDS: ReadonlySet<string> = new Set(Object.keys(Fields));

@@ -31,7 +31,8 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
     // (not on the assistant's own turns, nor on a function's result: a prefill would be continued after the name)
     const named = m.name && m.role !== "assistant" && m.role !== "tool";
     return {
-      role: m.role === "developer" ? "system" : m.role, content: named ? `${m.name}: ${text}` : text,
+      role: m.role === "developer" ? "system" : m.role,
+      content: named ? `${m.name}: ${text}` : text,
       ...(m.tool_calls?.length ? { toolCalls: m.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) } : {}),
       ...(m.role === "tool" ? { toolCallId: m.tool_call_id! } : {}),
     };
@@ -52,9 +53,13 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
   checkLogprobBudget(out);
   const tools = b.tools ?? [];
   if (tools.length > 0 && b.tool_choice !== "none") {
-    out.tools = tools.map((t) => ({ name: t.function.name, ...(t.function.description ? { description: t.function.description } : {}), ...(t.function.parameters ? { parameters: t.function.parameters } : {}) }));
+    out.tools = tools.map((t) => ({
+      name: t.function.name,
+      ...(t.function.description ? { description: t.function.description } : {}),
+      ...(t.function.parameters ? { parameters: t.function.parameters } : {}),
+    }));
     const choice = b.tool_choice;
-    if (choice === "required" || typeof choice === "object" && choice !== null) out.toolChoice = choice === "required" ? "required" : { name: choice.function.name };
+    if (choice === "required" || (typeof choice === "object" && choice !== null)) out.toolChoice = choice === "required" ? "required" : { name: choice.function.name };
     if (b.parallel_tool_calls === false) out.parallelToolCalls = false;
   }
   const format = b.response_format;
@@ -72,14 +77,20 @@ export function checkLogprobBudget(b: { logprobs?: number; n?: number; maxTokens
   const n = b.n ?? 1;
   const entries = n * (b.maxTokens ?? Infinity) * (1 + b.logprobs);
   if (!b.stream && entries > MAX_LOGPROB_ENTRIES) {
-    throw new InvalidRequestError("invalid_logprobs", `logprobs: ${Number.isFinite(entries) ? entries : "unbounded"} log probabilities (choices × max_tokens × (1 + alternatives)) are more than a non-streamed answer holds (${MAX_LOGPROB_ENTRIES}); stream it, or set a lower max_tokens`, "logprobs");
+    throw new InvalidRequestError(
+      "invalid_logprobs",
+      `logprobs: ${Number.isFinite(entries) ? entries : "unbounded"} log probabilities (choices × max_tokens × (1 + alternatives)) are more than a non-streamed answer holds (${MAX_LOGPROB_ENTRIES}); stream it, or set a lower max_tokens`,
+      "logprobs",
+    );
   }
 }
 
 /** The sampling fields of a generation request (GENERATION_FIELDS), or undefined when none is set. */
 export function samplingOf(b: z.infer<z.ZodObject<typeof GENERATION_FIELDS>>): Sampling | undefined {
   const sampling: Sampling = {};
-  const set = <K extends keyof Sampling>(key: K, value: Sampling[K] | null | undefined) => { if (value !== undefined && value !== null) sampling[key] = value; };
+  const set = <K extends keyof Sampling>(key: K, value: Sampling[K] | null | undefined) => {
+    if (value !== undefined && value !== null) sampling[key] = value;
+  };
   set("topP", b.top_p);
   set("topK", b.top_k);
   set("minP", b.min_p);

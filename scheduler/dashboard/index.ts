@@ -59,7 +59,9 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
   app.get("/dashboard/:name", (c) => serve(c.req.param("name")) ?? c.notFound());
 
   if (!deps.adminToken) {
-    app.all("/admin/api/*", () => { throw new NotFoundError("dashboard_disabled", "path: the dashboard is off (start the scheduler with --admin-token)"); });
+    app.all("/admin/api/*", () => {
+      throw new NotFoundError("dashboard_disabled", "path: the dashboard is off (start the scheduler with --admin-token)");
+    });
     return app;
   }
   const api = new Hono();
@@ -81,7 +83,7 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
     return c.json(await deps.keys.create({ account, tier, ...(rpm ? { rpm } : {}) }), 201);
   });
   api.delete("/keys/:id", async (c) => {
-    if (!await deps.keys.revoke(c.req.param("id"))) throw new NotFoundError("key_not_found", `key_id: no active key "${c.req.param("id")}"`);
+    if (!(await deps.keys.revoke(c.req.param("id")))) throw new NotFoundError("key_not_found", `key_id: no active key "${c.req.param("id")}"`);
     return c.body(null, 204);
   });
   const account = (c: { req: { param(name: "account"): string } }) => {

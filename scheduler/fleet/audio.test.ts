@@ -15,21 +15,31 @@ import type { AgentLink } from "./types.js";
 
 class RecordingLink implements AgentLink {
   sent: SchedulerMessage[] = [];
-  send(m: SchedulerMessage): boolean { this.sent.push(m); return true; }
+  send(m: SchedulerMessage): boolean {
+    this.sent.push(m);
+    return true;
+  }
   close(): void {}
   /** The request id of the latest transcription sent. */
-  requestId(): string { return this.sent.filter((m) => m.transcription).at(-1)!.transcription!.request_id!; }
+  requestId(): string {
+    return this.sent.filter((m) => m.transcription).at(-1)!.transcription!.request_id!;
+  }
   /** The upload bytes sent for `id`, joined. */
-  bytes(id: string): Buffer { return Buffer.concat(this.sent.filter((m) => m.audio?.request_id === id).map((m) => Buffer.from(m.audio!.data as Uint8Array))); }
+  bytes(id: string): Buffer {
+    return Buffer.concat(this.sent.filter((m) => m.audio?.request_id === id).map((m) => Buffer.from(m.audio!.data as Uint8Array)));
+  }
 }
 
 const info: TranscriptionInfo = { models: new Set(["base"]), defaultModel: "base", slots: 1, capabilities: new Set(), maxFileBytes: 1 << 30 };
 const node = (nodeId: string): AudioNode & { link: RecordingLink } => ({ nodeId, link: new RecordingLink(), draining: false, transcription: info, transcriptionJobs: 0 });
-const transcript = (text: string) => JSON.stringify({ text, language: "en", duration: 1, task: "transcribe", model: "base", segments: [{ id: 0, start: 0, end: 1, text, words: [] }] });
+const transcript = (text: string) =>
+  JSON.stringify({ text, language: "en", duration: 1, task: "transcribe", model: "base", segments: [{ id: 0, start: 0, end: 1, text, words: [] }] });
 const tick = () => new Promise((r) => setTimeout(r, 20));
 
 const spools: Spool[] = [];
-afterEach(async () => { for (const s of spools.splice(0)) await s.remove(); });
+afterEach(async () => {
+  for (const s of spools.splice(0)) await s.remove();
+});
 
 async function spoolOf(bytes: Buffer, end = true): Promise<Spool> {
   const spool = await Spool.create(mkdtempSync(join(tmpdir(), "kiln-spool-")));
@@ -59,7 +69,7 @@ describe("AudioRouter", () => {
     expect(a.link.sent[0]!.transcription!.fields).toEqual({ language: "en", model: "base" }); // whisper-1 is the node's default
     // 256 KiB chunks: two fit before 300 000 bytes are out unacknowledged
     expect(a.link.bytes(id).length).toBe(2 * 256 * 1024);
-    for (let acked = 0; a.link.bytes(id).length < data.length || !a.link.sent.some((m) => m.audio?.last); ) {
+    for (let acked = 0; a.link.bytes(id).length < data.length || !a.link.sent.some((m) => m.audio?.last);) {
       acked = a.link.bytes(id).length;
       router.acked(a, id, acked);
       await tick();

@@ -38,7 +38,13 @@ export interface TranscriptionInfo {
 
 export function transcriptionInfo(t: Transcription__Output | null | undefined): TranscriptionInfo | undefined {
   if (!t || t.models.length === 0 || t.slots < 1) return undefined;
-  return { models: new Set(t.models), defaultModel: t.default_model, slots: Math.min(t.slots, MAX_SLOTS), capabilities: new Set(t.capabilities), maxFileBytes: Number(t.max_file_bytes) };
+  return {
+    models: new Set(t.models),
+    defaultModel: t.default_model,
+    slots: Math.min(t.slots, MAX_SLOTS),
+    capabilities: new Set(t.capabilities),
+    maxFileBytes: Number(t.max_file_bytes),
+  };
 }
 
 /** One connected agent, as the router sees it (the fleet's registry entry). */
@@ -67,9 +73,7 @@ export interface AudioRequest {
   streamed: boolean;
 }
 
-export type AudioEvent =
-  | { type: "segments"; segments: Segment[] }
-  | { type: "done"; transcript: Transcript };
+export type AudioEvent = { type: "segments"; segments: Segment[] } | { type: "done"; transcript: Transcript };
 
 export interface AudioRouterOptions {
   /** The connected agents. */
@@ -244,13 +248,20 @@ export class AudioRouter {
       if (request.spool.size > node.transcription!.maxFileBytes) continue;
       const own = this.inflight.get(node.nodeId) ?? 0;
       const load = Math.max(own, node.transcriptionJobs) / node.transcription!.slots + own * 1e-6;
-      if (load < bestLoad) { best = node; bestLoad = load; }
+      if (load < bestLoad) {
+        best = node;
+        bestLoad = load;
+      }
     }
     if (!best) {
       const last = job.lastError;
-      job.channel.fail(last && (last.code === "file_too_large" || AUDIO_CLIENT_FAULTS.has(last.code)) ? toClientError(last.code, last.message, false) : job.attempts === 0
-        ? new ServiceUnavailableError("model_unavailable", `model: no connected agent transcribes with "${request.model}" right now`)
-        : new UpstreamError("agents_failed", `the transcription failed on ${job.attempts} node(s) and no other can take it; last: ${why}`));
+      job.channel.fail(
+        last && (last.code === "file_too_large" || AUDIO_CLIENT_FAULTS.has(last.code))
+          ? toClientError(last.code, last.message, false)
+          : job.attempts === 0
+            ? new ServiceUnavailableError("model_unavailable", `model: no connected agent transcribes with "${request.model}" right now`)
+            : new UpstreamError("agents_failed", `the transcription failed on ${job.attempts} node(s) and no other can take it; last: ${why}`),
+      );
       return;
     }
     if (why) this.options.logger.info({ requestId: job.traceId, node: best.nodeId, attempt: job.attempts + 1, why }, "transcription moves to another agent");
@@ -276,7 +287,10 @@ export class AudioRouter {
           const acked = attempt.acked;
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, this.ackStallMs);
-            attempt.wake = () => { clearTimeout(timer); resolve(); };
+            attempt.wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
           });
           attempt.wake = undefined;
           if (!signal.aborted && attempt.acked === acked && attempt.sent - attempt.acked >= this.windowBytes) {

@@ -16,21 +16,32 @@ export class Channel<T> implements AsyncIterable<T> {
 
   push(value: T): void {
     if (this.ended) return;
-    if (this.waiting) { const w = this.waiting; this.waiting = undefined; w.resolve({ value, done: false }); }
-    else this.buffered.push(value);
+    if (this.waiting) {
+      const w = this.waiting;
+      this.waiting = undefined;
+      w.resolve({ value, done: false });
+    } else this.buffered.push(value);
   }
 
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    if (this.waiting) { const w = this.waiting; this.waiting = undefined; w.resolve({ value: undefined, done: true }); }
+    if (this.waiting) {
+      const w = this.waiting;
+      this.waiting = undefined;
+      w.resolve({ value: undefined, done: true });
+    }
   }
 
   fail(error: unknown): void {
     if (this.ended) return;
     this.failure = error;
     this.ended = true;
-    if (this.waiting) { const w = this.waiting; this.waiting = undefined; w.reject(error); }
+    if (this.waiting) {
+      const w = this.waiting;
+      this.waiting = undefined;
+      w.reject(error);
+    }
   }
 
   [Symbol.asyncIterator](): AsyncIterator<T> {
@@ -39,10 +50,15 @@ export class Channel<T> implements AsyncIterable<T> {
         const value = this.buffered.shift();
         if (value !== undefined) return Promise.resolve({ value, done: false });
         if (this.ended) return this.failure === undefined ? Promise.resolve({ value: undefined, done: true }) : Promise.reject(this.failure);
-        return new Promise((resolve, reject) => { this.waiting = { resolve, reject }; });
+        return new Promise((resolve, reject) => {
+          this.waiting = { resolve, reject };
+        });
       },
       return: () => {
-        if (!this.ended) { this.ended = true; this.onReturn(); }
+        if (!this.ended) {
+          this.ended = true;
+          this.onReturn();
+        }
         return Promise.resolve({ value: undefined, done: true });
       },
     };

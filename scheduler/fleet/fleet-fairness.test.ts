@@ -10,15 +10,24 @@ import type { AgentLink, CompletionEvent } from "./types.js";
 
 class RecordingLink implements AgentLink {
   sent: SchedulerMessage[] = [];
-  send(m: SchedulerMessage): void { this.sent.push(m); }
+  send(m: SchedulerMessage): void {
+    this.sent.push(m);
+  }
   close(): void {}
   /** The completions sent, as the prompt text each carried (the tests name requests by it). */
-  dispatched(): string[] { return this.sent.filter((m) => m.completion).map((m) => m.completion!.messages![0]!.content!); }
-  idOf(name: string): string { return this.sent.find((m) => m.completion?.messages![0]!.content === name)!.completion!.request_id!; }
+  dispatched(): string[] {
+    return this.sent.filter((m) => m.completion).map((m) => m.completion!.messages![0]!.content!);
+  }
+  idOf(name: string): string {
+    return this.sent.find((m) => m.completion?.messages![0]!.content === name)!.completion!.request_id!;
+  }
 }
 
 const register = (nodeId: string, slots: number, model = "famB-v3.1"): Register__Output => ({
-  node_id: nodeId, agent_version: "test", hardware: null, transcription: null,
+  node_id: nodeId,
+  agent_version: "test",
+  hardware: null,
+  transcription: null,
   pools: [{ model_ids: [model], slots, context_size: 2048, fingerprint: "fp_test", capabilities: [] }],
 });
 
@@ -28,13 +37,20 @@ const request = (account: string, name: string, model = "famB-v3.1") => ({ model
 /** Submits and swallows the outcome (these tests look at dispatch order). */
 function submit(f: Fleet, account: string, name: string, model?: string): Promise<CompletionEvent[]> {
   const events = f.submit(request(account, name, model));
-  const out = (async () => { const got: CompletionEvent[] = []; for await (const e of events) got.push(e); return got; })();
+  const out = (async () => {
+    const got: CompletionEvent[] = [];
+    for await (const e of events) got.push(e);
+    return got;
+  })();
   out.catch(() => undefined);
   return out;
 }
 
 const done = (f: Fleet, node: string, link: RecordingLink, name: string) =>
-  f.receive(node, link, { body: "done", done: { request_id: link.idOf(name), finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] } });
+  f.receive(node, link, {
+    body: "done",
+    done: { request_id: link.idOf(name), finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] },
+  });
 
 /** Finishes whatever runs on the one-slot agent until nothing is left; returns the dispatch order. */
 function runAll(f: Fleet, link: RecordingLink): string[] {
@@ -69,7 +85,8 @@ describe("Fleet fairness across accounts", () => {
 
   it("each account's own requests stay in order; a request for a busy model holds up no other", () => {
     const f = fleet();
-    const a = new RecordingLink(), other = new RecordingLink();
+    const a = new RecordingLink(),
+      other = new RecordingLink();
     f.attach(register("a", 1), a);
     f.attach(register("o", 1, "famC-k2"), other);
     void submit(f, "A", "a1");

@@ -11,13 +11,22 @@ import type { AgentLink, CompletionEvent } from "./types.js";
 class RecordingLink implements AgentLink {
   sent: SchedulerMessage[] = [];
   closed?: string;
-  send(m: SchedulerMessage): void { this.sent.push(m); }
-  close(reason: string): void { this.closed = reason; }
-  requests(): string[] { return this.sent.filter((m) => m.completion).map((m) => m.completion!.request_id!); }
+  send(m: SchedulerMessage): void {
+    this.sent.push(m);
+  }
+  close(reason: string): void {
+    this.closed = reason;
+  }
+  requests(): string[] {
+    return this.sent.filter((m) => m.completion).map((m) => m.completion!.request_id!);
+  }
 }
 
 const register = (nodeId: string, slots: number, capabilities: string[] = []): Register__Output => ({
-  node_id: nodeId, agent_version: "test", hardware: null, transcription: null,
+  node_id: nodeId,
+  agent_version: "test",
+  hardware: null,
+  transcription: null,
   pools: [{ model_ids: ["famB-v3.1"], slots, context_size: 2048, fingerprint: "fp_test", capabilities }],
 });
 
@@ -26,7 +35,19 @@ const request = { model: "famB-v3.1", messages: [{ role: "user" as const, conten
 
 /** A heartbeat of node `nodeId` whose own work (or other schedulers') holds `local` slots of each pool. */
 function beat(f: Fleet, nodeId: string, link: AgentLink, local: number[]): void {
-  f.receive(nodeId, link, { body: "heartbeat", heartbeat: { busy_slots: local, local_busy_slots: local, memory_used_bytes: 0, memory_free_bytes: 0, device_memory_used_bytes: 0, device_memory_total_bytes: 0, disk_free_bytes: 0, transcription_jobs: 0 } });
+  f.receive(nodeId, link, {
+    body: "heartbeat",
+    heartbeat: {
+      busy_slots: local,
+      local_busy_slots: local,
+      memory_used_bytes: 0,
+      memory_free_bytes: 0,
+      device_memory_used_bytes: 0,
+      device_memory_total_bytes: 0,
+      disk_free_bytes: 0,
+      transcription_jobs: 0,
+    },
+  });
 }
 
 async function drain(events: AsyncIterable<CompletionEvent>): Promise<CompletionEvent[]> {
@@ -38,7 +59,8 @@ async function drain(events: AsyncIterable<CompletionEvent>): Promise<Completion
 describe("Fleet routing", () => {
   it("picks the least-loaded pool (by its share of slots in use) and queues when every slot is busy", () => {
     const f = fleet();
-    const a = new RecordingLink(), b = new RecordingLink();
+    const a = new RecordingLink(),
+      b = new RecordingLink();
     f.attach(register("a", 4), a);
     f.attach(register("b", 1), b);
     f.submit(request); // a: 0/4 and b: 0/1 tie → a
@@ -74,11 +96,25 @@ describe("Fleet routing", () => {
     const f = fleet();
     const a = new RecordingLink();
     f.attach(register("a", 2), a);
-    const first = drain(f.submit(request)), second = drain(f.submit(request));
+    const first = drain(f.submit(request)),
+      second = drain(f.submit(request));
     const [x, y] = a.requests();
     f.receive("a", a, { body: "chunk", chunk: { request_id: x!, text: "Once", logprobs: [], index: 0, tool_calls: [] } });
-    f.receive("a", a, { body: "chunks", chunks: { chunks: [{ request_id: y!, text: "Hello", logprobs: [], index: 0, tool_calls: [] }, { request_id: x!, text: " upon", logprobs: [], index: 0, tool_calls: [] }, { request_id: "gone", text: "lost", logprobs: [], index: 0, tool_calls: [] }] } });
-    for (const id of [x!, y!]) f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 }, finish_reasons: [] } });
+    f.receive("a", a, {
+      body: "chunks",
+      chunks: {
+        chunks: [
+          { request_id: y!, text: "Hello", logprobs: [], index: 0, tool_calls: [] },
+          { request_id: x!, text: " upon", logprobs: [], index: 0, tool_calls: [] },
+          { request_id: "gone", text: "lost", logprobs: [], index: 0, tool_calls: [] },
+        ],
+      },
+    });
+    for (const id of [x!, y!])
+      f.receive("a", a, {
+        body: "done",
+        done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 }, finish_reasons: [] },
+      });
     const done = { type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, finishReasons: ["length"], cachedTokens: 0, fingerprint: "fp_test" };
     expect(await first).toEqual([{ type: "text", text: "Once", index: 0 }, { type: "text", text: " upon", index: 0 }, done]);
     expect(await second).toEqual([{ type: "text", text: "Hello", index: 0 }, done]);
@@ -87,14 +123,23 @@ describe("Fleet routing", () => {
 
   it("sends a request only to a pool with every capability it needs: an older agent never drops a field it does not know", () => {
     const f = fleet();
-    const old = new RecordingLink(), current = new RecordingLink();
+    const old = new RecordingLink(),
+      current = new RecordingLink();
     f.attach(register("old", 4), old);
     const seeded = { ...request, sampling: { seed: 1 } };
     const json = { ...request, responseFormat: { type: "json_object" as const } };
-    expect(() => f.submit(seeded)).toThrow(expect.objectContaining({ status: 503, code: "model_unavailable", message: expect.stringMatching(/supports sampling \(older agents\)/) }));
+    expect(() => f.submit(seeded)).toThrow(
+      expect.objectContaining({ status: 503, code: "model_unavailable", message: expect.stringMatching(/supports sampling \(older agents\)/) }),
+    );
     expect(() => f.submit(json)).toThrow(expect.objectContaining({ status: 503, message: expect.stringMatching(/supports response_format/) }));
     const withTools = { ...request, tools: [{ name: "f" }] };
-    const answering = { ...request, messages: [{ role: "assistant" as const, content: "", toolCalls: [{ id: "c", name: "f", arguments: "{}" }] }, { role: "tool" as const, content: "1", toolCallId: "c" }] };
+    const answering = {
+      ...request,
+      messages: [
+        { role: "assistant" as const, content: "", toolCalls: [{ id: "c", name: "f", arguments: "{}" }] },
+        { role: "tool" as const, content: "1", toolCallId: "c" },
+      ],
+    };
     for (const r of [withTools, answering]) expect(() => f.submit(r)).toThrow(expect.objectContaining({ status: 503, message: expect.stringMatching(/supports tools/) }));
     f.submit(request); // plain chat still goes to the old agent
     expect(old.requests()).toHaveLength(1);
@@ -152,7 +197,8 @@ describe("Fleet routing", () => {
 
   it("n that only a draining agent could run is a 503 (try again), not the request's fault", () => {
     const f = fleet();
-    const wide = new RecordingLink(), narrow = new RecordingLink();
+    const wide = new RecordingLink(),
+      narrow = new RecordingLink();
     f.attach(register("wide", 4, ["n"]), wide);
     f.attach(register("narrow", 1, ["n"]), narrow);
     f.receive("wide", wide, { body: "draining", draining: { deadline_ms: 1000 } });
@@ -162,7 +208,8 @@ describe("Fleet routing", () => {
 
   it("a request with no text yet moves to another agent when its agent is lost", async () => {
     const f = fleet();
-    const a = new RecordingLink(), b = new RecordingLink();
+    const a = new RecordingLink(),
+      b = new RecordingLink();
     f.attach(register("a", 1), a);
     const events = drain(f.submit(request));
     const [id] = a.requests();
@@ -171,13 +218,17 @@ describe("Fleet routing", () => {
     expect(b.requests()).toEqual([id]);
     f.receive("b", b, { body: "chunk", chunk: { request_id: id!, text: "hello", logprobs: [], index: 0, tool_calls: [] } });
     f.receive("b", b, { body: "done", done: { request_id: id!, finish_reason: "stop", usage: { prompt_tokens: 3, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] } });
-    expect(await events).toEqual([{ type: "text", text: "hello", index: 0 }, { type: "done", finishReason: "stop", promptTokens: 3, completionTokens: 1, finishReasons: ["stop"], cachedTokens: 0, fingerprint: "fp_test" }]);
+    expect(await events).toEqual([
+      { type: "text", text: "hello", index: 0 },
+      { type: "done", finishReason: "stop", promptTokens: 3, completionTokens: 1, finishReasons: ["stop"], cachedTokens: 0, fingerprint: "fp_test" },
+    ]);
     f.close();
   });
 
   it("a request that already streamed text ends with a 502 when its agent is lost", async () => {
     const f = fleet();
-    const a = new RecordingLink(), b = new RecordingLink();
+    const a = new RecordingLink(),
+      b = new RecordingLink();
     f.attach(register("a", 1), a);
     f.attach(register("b", 1), b);
     const events = drain(f.submit(request));
@@ -205,7 +256,8 @@ describe("Fleet routing", () => {
 
   it("a retryable error sends the request to another node, not back to the one that failed", async () => {
     const f = fleet({ queueSize: 4, maxAttempts: 3 });
-    const a = new RecordingLink(), b = new RecordingLink();
+    const a = new RecordingLink(),
+      b = new RecordingLink();
     f.attach(register("a", 1), a);
     f.attach(register("b", 1), b);
     const events = drain(f.submit(request));
@@ -257,7 +309,8 @@ describe("Fleet routing", () => {
     const a = new RecordingLink();
     f.attach(register("a", 1), a);
     const events = drain(f.submit(request));
-    for (let i = 0; i < 21; i++) f.receive("a", a, { body: "error", error: { request_id: a.requests().at(-1)!, code: "node_busy", message: "taken", retryable: true, usage: null } });
+    for (let i = 0; i < 21; i++)
+      f.receive("a", a, { body: "error", error: { request_id: a.requests().at(-1)!, code: "node_busy", message: "taken", retryable: true, usage: null } });
     expect(a.requests()).toHaveLength(21); // sent back each time (no heartbeat said the slot was taken)
     await expect(events).rejects.toMatchObject({ status: 502, code: "agents_failed" });
     f.close();
@@ -270,7 +323,10 @@ describe("Fleet routing", () => {
     const heartbeat = (local: number[]) => beat(f, "a", a, local);
     const started = Date.now();
     const events = drain(f.submit(request));
-    const outcome = events.then(() => ({ at: Date.now() }), (err: unknown) => ({ err, at: Date.now() }));
+    const outcome = events.then(
+      () => ({ at: Date.now() }),
+      (err: unknown) => ({ err, at: Date.now() }),
+    );
     for (let i = 0; i < 3; i++) {
       heartbeat([1]);
       f.receive("a", a, { body: "error", error: { request_id: a.requests().at(-1)!, code: "node_busy", message: "taken", retryable: true, usage: null } });
@@ -358,7 +414,8 @@ describe("Fleet routing", () => {
 
   it("a draining agent gets no new work", () => {
     const f = fleet();
-    const a = new RecordingLink(), b = new RecordingLink();
+    const a = new RecordingLink(),
+      b = new RecordingLink();
     f.attach(register("a", 4), a);
     f.attach(register("b", 4), b);
     f.receive("a", a, { body: "draining", draining: { deadline_ms: 1000 } });
@@ -372,7 +429,8 @@ describe("Fleet routing", () => {
 
   it("a second registration with the same node id replaces the first stream", async () => {
     const f = fleet();
-    const old = new RecordingLink(), fresh = new RecordingLink();
+    const old = new RecordingLink(),
+      fresh = new RecordingLink();
     f.attach(register("a", 1), old);
     const events = drain(f.submit(request));
     f.attach(register("a", 1), fresh);
@@ -381,8 +439,13 @@ describe("Fleet routing", () => {
     // The request had no text yet: it moved to the new stream; the old stream's stragglers are ignored.
     const id = fresh.requests()[0]!;
     f.receive("a", old, { body: "done", done: { request_id: id, finish_reason: "stop", usage: null, finish_reasons: [] } });
-    f.receive("a", fresh, { body: "done", done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 }, finish_reasons: [] } });
-    expect(await events).toEqual([{ type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, finishReasons: ["length"], cachedTokens: 0, fingerprint: "fp_test" }]);
+    f.receive("a", fresh, {
+      body: "done",
+      done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 }, finish_reasons: [] },
+    });
+    expect(await events).toEqual([
+      { type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, finishReasons: ["length"], cachedTokens: 0, fingerprint: "fp_test" },
+    ]);
     f.close();
   });
 });

@@ -128,7 +128,12 @@ export class Fleet {
   constructor(private readonly options: FleetOptions) {
     this.maxAttempts = options.maxAttempts ?? 3;
     this.log = options.logger;
-    this.audio = new AudioRouter({ nodes: () => this.agents.values(), logger: options.logger, maxAttempts: this.maxAttempts, ...(options.audioWindowBytes ? { windowBytes: options.audioWindowBytes } : {}) });
+    this.audio = new AudioRouter({
+      nodes: () => this.agents.values(),
+      logger: options.logger,
+      maxAttempts: this.maxAttempts,
+      ...(options.audioWindowBytes ? { windowBytes: options.audioWindowBytes } : {}),
+    });
     this.sweeper = setInterval(() => this.dropSilentAgents(), options.heartbeatMs).unref();
   }
 
@@ -164,13 +169,17 @@ export class Fleet {
     const needs = requiredCapabilities(request);
     if (!this.serves(request.model, needs)) {
       if (needs.length > 0 && this.serves(request.model)) {
-        throw new ServiceUnavailableError("model_unavailable", `model: no connected agent serving "${request.model}" supports ${needs.join(" and ")} (older agents); try again without those fields or after the agents are upgraded`);
+        throw new ServiceUnavailableError(
+          "model_unavailable",
+          `model: no connected agent serving "${request.model}" supports ${needs.join(" and ")} (older agents); try again without those fields or after the agents are upgraded`,
+        );
       }
       throw new ServiceUnavailableError("model_unavailable", `model: no connected agent serves "${request.model}" right now`);
     }
     const n = request.n ?? 1;
     if (n > 1 && this.mostSlots(request.model, needs) < n) {
-      if (this.mostSlots(request.model, needs, true) >= n) throw new ServiceUnavailableError("model_unavailable", `n: the agents that run ${n} choices of "${request.model}" at once are draining; try again shortly`);
+      if (this.mostSlots(request.model, needs, true) >= n)
+        throw new ServiceUnavailableError("model_unavailable", `n: the agents that run ${n} choices of "${request.model}" at once are draining; try again shortly`);
       throw new InvalidRequestError("invalid_n", `n: ${n} choices, but no agent serving "${request.model}" runs more than ${this.mostSlots(request.model, needs)} at once`, "n");
     }
     const job: Job = { id: randomUUID(), traceId, request, needs, attempts: 0, failedOn: new Set(), busyRefusals: 0, started: false, cancelled: false, channel: undefined! };
@@ -205,7 +214,15 @@ export class Fleet {
       hardware: a.register.hardware,
       draining: a.draining,
       connectedAt: a.connectedAt,
-      pools: a.pools.map((p) => ({ modelIds: [...p.modelIds], slots: p.slots, inflight: p.inflight, local: p.local, contextSize: p.contextSize, peakInflight: p.peak, capabilities: [...p.capabilities] })),
+      pools: a.pools.map((p) => ({
+        modelIds: [...p.modelIds],
+        slots: p.slots,
+        inflight: p.inflight,
+        local: p.local,
+        contextSize: p.contextSize,
+        peakInflight: p.peak,
+        capabilities: [...p.capabilities],
+      })),
     }));
   }
 
@@ -231,7 +248,16 @@ export class Fleet {
       this.detach(register.node_id, existing.link, "replaced by a new connection");
       existing.link.close("replaced by a new connection");
     }
-    const pools = register.pools.map((p) => ({ modelIds: new Set(p.model_ids), slots: p.slots, contextSize: p.context_size, fingerprint: p.fingerprint, capabilities: new Set(p.capabilities), inflight: 0, local: 0, peak: 0 }));
+    const pools = register.pools.map((p) => ({
+      modelIds: new Set(p.model_ids),
+      slots: p.slots,
+      contextSize: p.context_size,
+      fingerprint: p.fingerprint,
+      capabilities: new Set(p.capabilities),
+      inflight: 0,
+      local: 0,
+      peak: 0,
+    }));
     this.agents.set(register.node_id, new Agent(register.node_id, link, register, pools));
     this.log.info({ node: register.node_id, pools: register.pools.map((p) => ({ models: p.model_ids, slots: p.slots })), compute: register.hardware?.compute }, "agent joined");
     this.pump();
@@ -253,8 +279,13 @@ export class Fleet {
       case "done": {
         const done = message.done!;
         this.settle(agent, done.request_id, (pool) => ({
-          type: "done", finishReason: done.finish_reason, promptTokens: done.usage?.prompt_tokens ?? 0, completionTokens: done.usage?.completion_tokens ?? 0,
-          finishReasons: done.finish_reasons.length > 0 ? done.finish_reasons : [done.finish_reason], cachedTokens: done.usage?.cached_tokens ?? 0, fingerprint: pool?.fingerprint ?? "",
+          type: "done",
+          finishReason: done.finish_reason,
+          promptTokens: done.usage?.prompt_tokens ?? 0,
+          completionTokens: done.usage?.completion_tokens ?? 0,
+          finishReasons: done.finish_reasons.length > 0 ? done.finish_reasons : [done.finish_reason],
+          cachedTokens: done.usage?.cached_tokens ?? 0,
+          fingerprint: pool?.fingerprint ?? "",
         }));
         return;
       }
@@ -291,8 +322,7 @@ export class Fleet {
         if (err.retryable && !job.started) {
           job.failedOn.add(nodeId);
           this.retry(job, `${nodeId}: ${err.message}`);
-        }
-        else job.channel.fail(toClientError(err.code, err.message, job.started));
+        } else job.channel.fail(toClientError(err.code, err.message, job.started));
         return;
       }
       case "draining": {
@@ -340,7 +370,10 @@ export class Fleet {
     const queued = [...this.queues.values()].flat();
     this.queues.clear();
     this.queuedJobs = 0;
-    for (const job of queued) { clearTimeout(job.queuedTimer); job.channel.fail(new ServiceUnavailableError("shutting_down", "the scheduler is shutting down")); }
+    for (const job of queued) {
+      clearTimeout(job.queuedTimer);
+      job.channel.fail(new ServiceUnavailableError("shutting_down", "the scheduler is shutting down"));
+    }
   }
 
   // --- routing ------------------------------------------------------------------------------
@@ -360,7 +393,10 @@ export class Fleet {
       for (const pool of agent.pools) {
         if (!runs(pool, job.request.model, job.needs) || pool.inflight + pool.local + slotsOf(job) > pool.slots) continue;
         const load = (pool.inflight + pool.local) / pool.slots + agent.jobs.size * 1e-6; // tie-break: fewer requests overall
-        if (load < bestLoad) { best = { agent, pool }; bestLoad = load; }
+        if (load < bestLoad) {
+          best = { agent, pool };
+          bestLoad = load;
+        }
       }
     }
     if (!best) return false;
@@ -373,7 +409,9 @@ export class Fleet {
     const r = job.request;
     this.served(r.account ?? "");
     if (r.embed) {
-      agent.link.send({ embedding: { request_id: job.id, trace_id: job.traceId, model: r.model, inputs: r.embed.inputs, ...(r.embed.dimensions ? { dimensions: r.embed.dimensions } : {}) } });
+      agent.link.send({
+        embedding: { request_id: job.id, trace_id: job.traceId, model: r.model, inputs: r.embed.inputs, ...(r.embed.dimensions ? { dimensions: r.embed.dimensions } : {}) },
+      });
       return true;
     }
     agent.link.send({
@@ -403,12 +441,17 @@ export class Fleet {
       job.channel.fail(new ServiceUnavailableError("queue_full", `model: every slot serving "${job.request.model}" is busy and the wait queue is full; retry later`));
       return;
     }
-    job.queuedTimer = setTimeout(() => {
-      this.unqueue(job);
-      job.channel.fail(new ServiceUnavailableError("queue_timeout", `model: no slot serving "${job.request.model}" came free within ${Math.round(this.options.queueTimeoutMs / 1000)} s`));
-    }, job.queueDeadline !== undefined ? Math.max(0, job.queueDeadline - Date.now()) : this.options.queueTimeoutMs);
+    job.queuedTimer = setTimeout(
+      () => {
+        this.unqueue(job);
+        job.channel.fail(
+          new ServiceUnavailableError("queue_timeout", `model: no slot serving "${job.request.model}" came free within ${Math.round(this.options.queueTimeoutMs / 1000)} s`),
+        );
+      },
+      job.queueDeadline !== undefined ? Math.max(0, job.queueDeadline - Date.now()) : this.options.queueTimeoutMs,
+    );
     let queue = this.queues.get(account);
-    if (!queue) this.queues.set(account, queue = []);
+    if (!queue) this.queues.set(account, (queue = []));
     if (atHead) queue.unshift(job);
     else queue.push(job);
     this.queuedJobs++;
@@ -500,9 +543,13 @@ export class Fleet {
     if (!job || job.cancelled || (!chunk.text && chunk.tool_calls.length === 0)) return;
     job.started = true;
     job.channel.push({
-      type: "text", text: chunk.text, index: chunk.index,
+      type: "text",
+      text: chunk.text,
+      index: chunk.index,
       ...(job.request.logprobs !== undefined ? { logprobs: chunk.logprobs } : {}),
-      ...(chunk.tool_calls.length > 0 && job.request.tools?.length ? { toolCalls: chunk.tool_calls.map((d) => ({ index: d.index, ...(d.name ? { name: d.name } : {}), arguments: d.arguments })) } : {}),
+      ...(chunk.tool_calls.length > 0 && job.request.tools?.length
+        ? { toolCalls: chunk.tool_calls.map((d) => ({ index: d.index, ...(d.name ? { name: d.name } : {}), arguments: d.arguments })) }
+        : {}),
     });
   }
 

@@ -20,7 +20,6 @@ export interface FleetServerOptions {
   logger: Logger;
 }
 
-
 interface AcceptedToken {
   /** The token's SHA-256, hex. */
   digest: string;
@@ -66,14 +65,22 @@ export function createFleetServer({ fleet, nodeTokens, logger }: FleetServerOpti
         // Which token this stream presented (its digest, never the token): only the same one may replace it.
         credential: sha256Hex(token),
         send: (message) => (!call.writableEnded && !call.destroyed ? call.write(message) : true),
-        drained: (signal) => new Promise<void>((resolve) => {
-          if (!call.writableNeedDrain || call.destroyed) return resolve();
-          const done = () => { call.off("drain", done); call.off("close", done); signal?.removeEventListener("abort", done); resolve(); };
-          call.once("drain", done);
-          call.once("close", done);
-          signal?.addEventListener("abort", done, { once: true });
-        }),
-        close: (reason) => { if (!call.destroyed) call.emit("error", { code: grpc.status.ABORTED, details: reason }); },
+        drained: (signal) =>
+          new Promise<void>((resolve) => {
+            if (!call.writableNeedDrain || call.destroyed) return resolve();
+            const done = () => {
+              call.off("drain", done);
+              call.off("close", done);
+              signal?.removeEventListener("abort", done);
+              resolve();
+            };
+            call.once("drain", done);
+            call.once("close", done);
+            signal?.addEventListener("abort", done, { once: true });
+          }),
+        close: (reason) => {
+          if (!call.destroyed) call.emit("error", { code: grpc.status.ABORTED, details: reason });
+        },
       };
       call.on("data", (message: AgentMessage__Output) => {
         if (refused) return;
@@ -100,8 +107,13 @@ export function createFleetServer({ fleet, nodeTokens, logger }: FleetServerOpti
         }
         fleet.receive(nodeId, link, message);
       });
-      const gone = (reason: string) => () => { if (nodeId !== undefined) fleet.detach(nodeId, link, reason); };
-      call.on("end", () => { gone("stream ended")(); if (!call.writableEnded) call.end(); });
+      const gone = (reason: string) => () => {
+        if (nodeId !== undefined) fleet.detach(nodeId, link, reason);
+      };
+      call.on("end", () => {
+        gone("stream ended")();
+        if (!call.writableEnded) call.end();
+      });
       call.on("error", (err: Error) => gone(`stream error: ${err.message}`)());
       call.on("close", gone("connection closed"));
       call.on("cancelled", gone("connection cancelled"));

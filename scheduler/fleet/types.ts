@@ -53,19 +53,25 @@ export interface TokenLogprob {
 
 export type CompletionEvent =
   | {
-    type: "text"; text: string; /** With `logprobs`: those of the tokens this text completes. */ logprobs?: TokenLogprob[]; /** The choice (0 unless `n` > 1). */ index: number;
-    /** Pieces of function calls generated after the text (a call's first piece names its function). */ toolCalls?: ToolCallDelta[];
-  }
+      type: "text";
+      text: string;
+      /** With `logprobs`: those of the tokens this text completes. */ logprobs?: TokenLogprob[];
+      /** The choice (0 unless `n` > 1). */ index: number;
+      /** Pieces of function calls generated after the text (a call's first piece names its function). */ toolCalls?: ToolCallDelta[];
+    }
   | { type: "embeddings"; /** One per input, in order. */ vectors: number[][]; promptTokens: number }
   | {
-    type: "done"; finishReason: string; promptTokens: number; completionTokens: number;
-    /** Each choice's finish reason, by index (one entry unless `n` > 1). */
-    finishReasons: string[];
-    /** Prompt tokens the agent's slot already held in its KV cache. */
-    cachedTokens: number;
-    /** The serving pool's `system_fingerprint` ("" from an agent that sends none). */
-    fingerprint: string;
-  };
+      type: "done";
+      finishReason: string;
+      promptTokens: number;
+      completionTokens: number;
+      /** Each choice's finish reason, by index (one entry unless `n` > 1). */
+      finishReasons: string[];
+      /** Prompt tokens the agent's slot already held in its KV cache. */
+      cachedTokens: number;
+      /** The serving pool's `system_fingerprint` ("" from an agent that sends none). */
+      fingerprint: string;
+    };
 
 /** What the fleet needs from one connected agent's stream (the gRPC server implements it). */
 export interface AgentLink {

@@ -32,10 +32,21 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   if (deps.corsOrigins?.length) app.use("/v1/*", apiCors(deps.corsOrigins));
   // The API's description, without a key (it holds no user data; clients and tools read it first).
   app.get("/v1/openapi.json", (c) => c.json(openApiDocument(KILN_VERSION)));
-  app.route("/", dashboardRoutes({ keys: deps.keys, mcp: deps.mcp, usage: deps.usage, maxBodyBytes: deps.maxBodyBytes, ...(deps.adminToken ? { adminToken: deps.adminToken } : {}) }));
+  app.route(
+    "/",
+    dashboardRoutes({ keys: deps.keys, mcp: deps.mcp, usage: deps.usage, maxBodyBytes: deps.maxBodyBytes, ...(deps.adminToken ? { adminToken: deps.adminToken } : {}) }),
+  );
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
   for (const path of ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"]) app.use(path, tokenQuota(deps.tokens));
-  const generation = { fleet: deps.fleet, usage: deps.usage, tokens: deps.tokens, maxBodyBytes: deps.maxBodyBytes, logger: deps.logger, metrics: deps.metrics, cap: { inflight: deps.inflight, maxInflight: deps.maxInflight } };
+  const generation = {
+    fleet: deps.fleet,
+    usage: deps.usage,
+    tokens: deps.tokens,
+    maxBodyBytes: deps.maxBodyBytes,
+    logger: deps.logger,
+    metrics: deps.metrics,
+    cap: { inflight: deps.inflight, maxInflight: deps.maxInflight },
+  };
   app.route("/v1/chat/completions", chatRoutes(generation, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));
   app.route("/v1/completions", completionsRoutes(generation));
   app.route("/v1/embeddings", embeddingsRoutes(generation));
@@ -47,8 +58,20 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
 }
 
 /** Response headers a browser client may read: the request id, ignored fields, rate limits. */
-const EXPOSED_HEADERS = ["x-request-id", "x-kiln-ignored-fields", "retry-after", "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests",
-  "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens", "x-ratelimit-limit-tokens-day", "x-ratelimit-remaining-tokens-day", "x-ratelimit-reset-tokens-day"];
+const EXPOSED_HEADERS = [
+  "x-request-id",
+  "x-kiln-ignored-fields",
+  "retry-after",
+  "x-ratelimit-limit-requests",
+  "x-ratelimit-remaining-requests",
+  "x-ratelimit-reset-requests",
+  "x-ratelimit-limit-tokens",
+  "x-ratelimit-remaining-tokens",
+  "x-ratelimit-reset-tokens",
+  "x-ratelimit-limit-tokens-day",
+  "x-ratelimit-remaining-tokens-day",
+  "x-ratelimit-reset-tokens-day",
+];
 
 /**
  * CORS for `/v1`: the allowed origins (or any), Bearer keys in `Authorization` (no cookies: no

@@ -11,24 +11,44 @@ import { ChatCompletionRequest } from "../chat/schema.js";
 import { CreateKeyRequest } from "../dashboard/schema.js";
 import { McpServerConfigBody, McpTestRequest, SecretValueRequest } from "../mcp/index.js";
 
-const ErrorBody = z.object({
-  error: z.object({
-    message: z.string().meta({ description: "Starts with the field at fault, when one is: `temperature: expected …`." }),
-    type: z.enum(["invalid_request_error", "authentication_error", "permission_error", "not_found_error", "rate_limit_error", "service_unavailable_error", "upstream_error", "server_error"]),
-    code: z.string().meta({ description: "A stable machine word, such as model_not_found or unsupported_parameter." }),
-    param: z.string().nullable().optional().meta({ description: "On invalid-request errors: the field at fault (its path), or null." }),
-  }),
-}).meta({ id: "Error" });
+const ErrorBody = z
+  .object({
+    error: z.object({
+      message: z.string().meta({ description: "Starts with the field at fault, when one is: `temperature: expected …`." }),
+      type: z.enum([
+        "invalid_request_error",
+        "authentication_error",
+        "permission_error",
+        "not_found_error",
+        "rate_limit_error",
+        "service_unavailable_error",
+        "upstream_error",
+        "server_error",
+      ]),
+      code: z.string().meta({ description: "A stable machine word, such as model_not_found or unsupported_parameter." }),
+      param: z.string().nullable().optional().meta({ description: "On invalid-request errors: the field at fault (its path), or null." }),
+    }),
+  })
+  .meta({ id: "Error" });
 
-const Usage = z.strictObject({
-  prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int(),
-  prompt_tokens_details: z.strictObject({ cached_tokens: z.int().meta({ description: "Prompt tokens whose KV cache the serving slot already held (a conversation's earlier turns)." }) }),
-}).meta({ id: "Usage" });
+const Usage = z
+  .strictObject({
+    prompt_tokens: z.int(),
+    completion_tokens: z.int(),
+    total_tokens: z.int(),
+    prompt_tokens_details: z.strictObject({
+      cached_tokens: z.int().meta({ description: "Prompt tokens whose KV cache the serving slot already held (a conversation's earlier turns)." }),
+    }),
+  })
+  .meta({ id: "Usage" });
 const TopLogprob = z.strictObject({ token: z.string(), logprob: z.number(), bytes: z.array(z.int()) });
-const Logprobs = z.strictObject({
-  content: z.array(TopLogprob.extend({ top_logprobs: z.array(TopLogprob) })),
-  refusal: z.null(),
-}).nullable().meta({ id: "Logprobs", description: "With logprobs: true, each generated token's log probability (at least -9999) and its top_logprobs alternatives; null otherwise." });
+const Logprobs = z
+  .strictObject({
+    content: z.array(TopLogprob.extend({ top_logprobs: z.array(TopLogprob) })),
+    refusal: z.null(),
+  })
+  .nullable()
+  .meta({ id: "Logprobs", description: "With logprobs: true, each generated token's log probability (at least -9999) and its top_logprobs alternatives; null otherwise." });
 const fingerprint = z.string().nullable().meta({ description: "The serving model file's digest and llama.cpp build (null from an agent that reports none)." });
 
 /** A chat completion as answered (non-streamed). */
@@ -46,112 +66,200 @@ const ToolCallDeltaBody = z.strictObject({
 });
 
 /** The form of `POST /v1/audio/*` (its checks: scheduler/audio/fields.ts). */
-const AudioRequest = (task: "transcriptions" | "translations") => z.object({
-  file: z.string().meta({ description: "The audio or video file (binary), up to --max-audio-upload (1 GB) and 4 hours.", format: "binary" }),
-  model: z.string().meta({ description: "whisper-1 (each node's default whisper model) or a whisper model name of GET /v1/models." }),
-  ...(task === "transcriptions" ? { language: z.string().optional().meta({ description: "A whisper language code or name; detected when absent." }) } : {}),
-  prompt: z.string().optional(),
-  response_format: z.enum(["json", "text", "srt", "verbose_json", "vtt"]).optional(),
-  temperature: z.number().min(0).max(1).optional(),
-  "timestamp_granularities[]": z.array(z.enum(["word", "segment"])).optional().meta({ description: "With verbose_json only." }),
-  ...(task === "transcriptions" ? { stream: z.boolean().optional().meta({ description: "transcript.text.delta events as segments finish; with json or text." }) } : {}),
-  diarize: z.boolean().optional().meta({ description: "Kiln extension: speaker labels." }),
-  min_speakers: z.int().min(1).max(20).optional(), max_speakers: z.int().min(1).max(20).optional(),
-  target_language: z.string().optional().meta({ description: "Kiln extension: translate into any whisper language." }),
-}).meta({ id: task === "transcriptions" ? "TranscriptionRequest" : "TranslationRequest" });
+const AudioRequest = (task: "transcriptions" | "translations") =>
+  z
+    .object({
+      file: z.string().meta({ description: "The audio or video file (binary), up to --max-audio-upload (1 GB) and 4 hours.", format: "binary" }),
+      model: z.string().meta({ description: "whisper-1 (each node's default whisper model) or a whisper model name of GET /v1/models." }),
+      ...(task === "transcriptions" ? { language: z.string().optional().meta({ description: "A whisper language code or name; detected when absent." }) } : {}),
+      prompt: z.string().optional(),
+      response_format: z.enum(["json", "text", "srt", "verbose_json", "vtt"]).optional(),
+      temperature: z.number().min(0).max(1).optional(),
+      "timestamp_granularities[]": z
+        .array(z.enum(["word", "segment"]))
+        .optional()
+        .meta({ description: "With verbose_json only." }),
+      ...(task === "transcriptions" ? { stream: z.boolean().optional().meta({ description: "transcript.text.delta events as segments finish; with json or text." }) } : {}),
+      diarize: z.boolean().optional().meta({ description: "Kiln extension: speaker labels." }),
+      min_speakers: z.int().min(1).max(20).optional(),
+      max_speakers: z.int().min(1).max(20).optional(),
+      target_language: z.string().optional().meta({ description: "Kiln extension: translate into any whisper language." }),
+    })
+    .meta({ id: task === "transcriptions" ? "TranscriptionRequest" : "TranslationRequest" });
 
-const AudioJson = z.object({
-  text: z.string(),
-  usage: z.object({ type: z.literal("duration"), seconds: z.int() }),
-  task: z.enum(["transcribe", "translate"]).optional(), language: z.string().optional(), duration: z.number().optional(),
-  segments: z.array(z.object({ id: z.int(), seek: z.int(), start: z.number(), end: z.number(), text: z.string(), avg_logprob: z.number(), compression_ratio: z.number(), speaker: z.string().optional() })).optional(),
-  words: z.array(z.object({ word: z.string(), start: z.number(), end: z.number(), speaker: z.string().optional() })).optional(),
-}).meta({ id: "AudioTranscript", description: "response_format json: text and usage; verbose_json: task, language, duration, segments and, when asked, words as well." });
+const AudioJson = z
+  .object({
+    text: z.string(),
+    usage: z.object({ type: z.literal("duration"), seconds: z.int() }),
+    task: z.enum(["transcribe", "translate"]).optional(),
+    language: z.string().optional(),
+    duration: z.number().optional(),
+    segments: z
+      .array(
+        z.object({
+          id: z.int(),
+          seek: z.int(),
+          start: z.number(),
+          end: z.number(),
+          text: z.string(),
+          avg_logprob: z.number(),
+          compression_ratio: z.number(),
+          speaker: z.string().optional(),
+        }),
+      )
+      .optional(),
+    words: z.array(z.object({ word: z.string(), start: z.number(), end: z.number(), speaker: z.string().optional() })).optional(),
+  })
+  .meta({ id: "AudioTranscript", description: "response_format json: text and usage; verbose_json: task, language, duration, segments and, when asked, words as well." });
 
-const UsageReport = z.strictObject({
-  object: z.literal("list"), account: z.string(), start_date: z.string(), end_date: z.string(),
-  data: z.array(z.strictObject({ date: z.string(), model: z.string(), requests: z.int(), prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int(), audio_seconds: z.number() })),
-}).meta({ id: "UsageReport" });
+const UsageReport = z
+  .strictObject({
+    object: z.literal("list"),
+    account: z.string(),
+    start_date: z.string(),
+    end_date: z.string(),
+    data: z.array(
+      z.strictObject({
+        date: z.string(),
+        model: z.string(),
+        requests: z.int(),
+        prompt_tokens: z.int(),
+        completion_tokens: z.int(),
+        total_tokens: z.int(),
+        audio_seconds: z.number(),
+      }),
+    ),
+  })
+  .meta({ id: "UsageReport" });
 
-const usageQuery = z.object({ start_date: z.string().optional().meta({ description: "YYYY-MM-DD (UTC); default 29 days before end_date." }), end_date: z.string().optional().meta({ description: "YYYY-MM-DD (UTC); default today." }) });
+const usageQuery = z.object({
+  start_date: z.string().optional().meta({ description: "YYYY-MM-DD (UTC); default 29 days before end_date." }),
+  end_date: z.string().optional().meta({ description: "YYYY-MM-DD (UTC); default today." }),
+});
 
 const FINISH_REASONS = ["stop", "length", "tool_calls"] as const;
 
-export const ChatCompletionResponse = z.strictObject({
-  id: z.string(),
-  object: z.literal("chat.completion"),
-  created: z.int(),
-  model: z.string(),
-  system_fingerprint: fingerprint,
-  choices: z.array(z.strictObject({
-    index: z.int(),
-    message: z.strictObject({
-      role: z.literal("assistant"),
-      content: z.string().nullable().meta({ description: "null when the reply is function calls alone." }),
-      refusal: z.null(),
-      tool_calls: z.array(ToolCallBody).optional(),
-    }),
-    logprobs: Logprobs,
-    finish_reason: z.enum(FINISH_REASONS),
-  })),
-  usage: Usage,
-}).meta({ id: "ChatCompletion" });
+export const ChatCompletionResponse = z
+  .strictObject({
+    id: z.string(),
+    object: z.literal("chat.completion"),
+    created: z.int(),
+    model: z.string(),
+    system_fingerprint: fingerprint,
+    choices: z.array(
+      z.strictObject({
+        index: z.int(),
+        message: z.strictObject({
+          role: z.literal("assistant"),
+          content: z.string().nullable().meta({ description: "null when the reply is function calls alone." }),
+          refusal: z.null(),
+          tool_calls: z.array(ToolCallBody).optional(),
+        }),
+        logprobs: Logprobs,
+        finish_reason: z.enum(FINISH_REASONS),
+      }),
+    ),
+    usage: Usage,
+  })
+  .meta({ id: "ChatCompletion" });
 
 /** One server-sent event of a streamed chat completion. */
-export const ChatCompletionChunk = z.strictObject({
-  id: z.string(),
-  object: z.literal("chat.completion.chunk"),
-  created: z.int(),
-  model: z.string(),
-  system_fingerprint: fingerprint.meta({ description: "On the finishing chunk and the usage chunk; null on the others." }),
-  choices: z.array(z.strictObject({
-    index: z.int(),
-    delta: z.strictObject({ role: z.literal("assistant").optional(), content: z.string().optional(), tool_calls: z.array(ToolCallDeltaBody).optional() }),
-    logprobs: Logprobs,
-    finish_reason: z.enum(FINISH_REASONS).nullable(),
-  })),
-  usage: Usage.nullable().optional().meta({ description: "With stream_options.include_usage: null on every chunk but the last, which has no choices and the usage." }),
-}).meta({ id: "ChatCompletionChunk" });
+export const ChatCompletionChunk = z
+  .strictObject({
+    id: z.string(),
+    object: z.literal("chat.completion.chunk"),
+    created: z.int(),
+    model: z.string(),
+    system_fingerprint: fingerprint.meta({ description: "On the finishing chunk and the usage chunk; null on the others." }),
+    choices: z.array(
+      z.strictObject({
+        index: z.int(),
+        delta: z.strictObject({ role: z.literal("assistant").optional(), content: z.string().optional(), tool_calls: z.array(ToolCallDeltaBody).optional() }),
+        logprobs: Logprobs,
+        finish_reason: z.enum(FINISH_REASONS).nullable(),
+      }),
+    ),
+    usage: Usage.nullable().optional().meta({ description: "With stream_options.include_usage: null on every chunk but the last, which has no choices and the usage." }),
+  })
+  .meta({ id: "ChatCompletionChunk" });
 
-const LegacyLogprobs = z.strictObject({
-  tokens: z.array(z.string()), token_logprobs: z.array(z.number()), top_logprobs: z.array(z.record(z.string(), z.number())), text_offset: z.array(z.int()),
-}).nullable().meta({ id: "LegacyLogprobs", description: "With logprobs: n, the generated tokens, their log probabilities, n alternatives each and where each starts in the text; null otherwise." });
+const LegacyLogprobs = z
+  .strictObject({
+    tokens: z.array(z.string()),
+    token_logprobs: z.array(z.number()),
+    top_logprobs: z.array(z.record(z.string(), z.number())),
+    text_offset: z.array(z.int()),
+  })
+  .nullable()
+  .meta({
+    id: "LegacyLogprobs",
+    description: "With logprobs: n, the generated tokens, their log probabilities, n alternatives each and where each starts in the text; null otherwise.",
+  });
 
 /** A legacy completion as answered (streamed: each chunk has this shape with the text so far's next piece). */
-export const TextCompletion = z.strictObject({
-  id: z.string(),
-  object: z.literal("text_completion"),
-  created: z.int(),
-  model: z.string(),
-  system_fingerprint: fingerprint,
-  choices: z.array(z.strictObject({ text: z.string(), index: z.int(), logprobs: LegacyLogprobs, finish_reason: z.enum(["stop", "length"]).nullable() })),
-  usage: Usage.optional().meta({ description: "On the whole answer, and on a stream's last chunk (with no choices) when stream_options.include_usage is true." }),
-}).meta({ id: "TextCompletion" });
+export const TextCompletion = z
+  .strictObject({
+    id: z.string(),
+    object: z.literal("text_completion"),
+    created: z.int(),
+    model: z.string(),
+    system_fingerprint: fingerprint,
+    choices: z.array(z.strictObject({ text: z.string(), index: z.int(), logprobs: LegacyLogprobs, finish_reason: z.enum(["stop", "length"]).nullable() })),
+    usage: Usage.optional().meta({ description: "On the whole answer, and on a stream's last chunk (with no choices) when stream_options.include_usage is true." }),
+  })
+  .meta({ id: "TextCompletion" });
 
-export const EmbeddingList = z.strictObject({
-  object: z.literal("list"),
-  model: z.string(),
-  data: z.array(z.strictObject({ object: z.literal("embedding"), index: z.int(), embedding: z.union([z.array(z.number()), z.string()]).meta({ description: "The vector; with encoding_format base64, its little-endian float32 bytes in base64." }) })),
-  usage: z.strictObject({ prompt_tokens: z.int(), total_tokens: z.int() }),
-}).meta({ id: "EmbeddingList" });
+export const EmbeddingList = z
+  .strictObject({
+    object: z.literal("list"),
+    model: z.string(),
+    data: z.array(
+      z.strictObject({
+        object: z.literal("embedding"),
+        index: z.int(),
+        embedding: z.union([z.array(z.number()), z.string()]).meta({ description: "The vector; with encoding_format base64, its little-endian float32 bytes in base64." }),
+      }),
+    ),
+    usage: z.strictObject({ prompt_tokens: z.int(), total_tokens: z.int() }),
+  })
+  .meta({ id: "EmbeddingList" });
 
 export const ModelObject = z.object({ id: z.string(), object: z.literal("model"), created: z.int(), owned_by: z.string() }).meta({ id: "Model" });
 
-export const ModelList = z.object({
-  object: z.literal("list"),
-  data: z.array(ModelObject),
-  models: z.array(z.object({
-    id: z.string(), name: z.string(), status: z.enum(["available", "unavailable"]), gpu_type: z.string(), memory_gb: z.number(),
-    capabilities: z.array(z.string()).meta({ description: "What the agents serving it can do: chat, sampling (top_p, seed, stop, penalties, logit_bias…), response_format, logprobs, n, completions, embeddings, tools; empty while none serves it." }),
-  })).meta({ description: "The same models with their availability in the fleet, the strongest hardware serving each, and its capabilities." }),
-}).meta({ id: "ModelList" });
+export const ModelList = z
+  .object({
+    object: z.literal("list"),
+    data: z.array(ModelObject),
+    models: z
+      .array(
+        z.object({
+          id: z.string(),
+          name: z.string(),
+          status: z.enum(["available", "unavailable"]),
+          gpu_type: z.string(),
+          memory_gb: z.number(),
+          capabilities: z
+            .array(z.string())
+            .meta({
+              description:
+                "What the agents serving it can do: chat, sampling (top_p, seed, stop, penalties, logit_bias…), response_format, logprobs, n, completions, embeddings, tools; empty while none serves it.",
+            }),
+        }),
+      )
+      .meta({ description: "The same models with their availability in the fleet, the strongest hardware serving each, and its capabilities." }),
+  })
+  .meta({ id: "ModelList" });
 
 const StoredMcpServer = McpServerConfigBody.extend({ id: z.string(), created_at: z.int(), updated_at: z.int() }).meta({ id: "McpServer" });
-const McpTestResult = z.object({
-  server_id: z.string(), status: z.literal("ok"), latency_ms: z.number(),
-  resources: z.array(z.object({ uri: z.string(), name: z.string(), description: z.string().optional(), mimeType: z.string().optional() })),
-  tools: z.array(z.object({ name: z.string(), description: z.string().optional(), inputSchema: z.unknown().optional() })),
-}).meta({ id: "McpTestResult" });
+const McpTestResult = z
+  .object({
+    server_id: z.string(),
+    status: z.literal("ok"),
+    latency_ms: z.number(),
+    resources: z.array(z.object({ uri: z.string(), name: z.string(), description: z.string().optional(), mimeType: z.string().optional() })),
+    tools: z.array(z.object({ name: z.string(), description: z.string().optional(), inputSchema: z.unknown().optional() })),
+  })
+  .meta({ id: "McpTestResult" });
 const SecretNames = z.object({ object: z.literal("list").optional(), data: z.array(z.object({ name: z.string() }).loose()) });
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { "application/json": { schema } } });
@@ -179,15 +287,34 @@ function routes(): RouteConfig[] {
   const adminRoute = (r: Omit<RouteConfig, "security" | "tags">): RouteConfig => ({ ...r, security: admin, tags: ["admin"] });
   return [
     { method: "get", path: "/healthz", summary: "Liveness", tags: ["operations"], responses: { 200: json(z.object({ status: z.literal("ok") }), "The process serves.") } },
-    { method: "get", path: "/readyz", summary: "Readiness", tags: ["operations"], responses: { 200: json(z.object({ ready: z.boolean(), checks: z.record(z.string(), z.boolean()) }), "Ready."), 503: json(z.object({ ready: z.boolean(), checks: z.record(z.string(), z.boolean()) }), "Not ready.") } },
+    {
+      method: "get",
+      path: "/readyz",
+      summary: "Readiness",
+      tags: ["operations"],
+      responses: {
+        200: json(z.object({ ready: z.boolean(), checks: z.record(z.string(), z.boolean()) }), "Ready."),
+        503: json(z.object({ ready: z.boolean(), checks: z.record(z.string(), z.boolean()) }), "Not ready."),
+      },
+    },
     { method: "get", path: "/metrics", summary: "Prometheus metrics", tags: ["operations"], responses: { 200: text("Prometheus text format.") } },
-    { method: "get", path: "/v1/openapi.json", summary: "This document", tags: ["operations"], responses: { 200: json(z.object({ openapi: z.string() }).loose(), "The OpenAPI 3.1 document.") } },
+    {
+      method: "get",
+      path: "/v1/openapi.json",
+      summary: "This document",
+      tags: ["operations"],
+      responses: { 200: json(z.object({ openapi: z.string() }).loose(), "The OpenAPI 3.1 document.") },
+    },
     v1({
-      method: "post", path: "/v1/chat/completions", summary: "Create a chat completion", tags: ["chat"],
+      method: "post",
+      path: "/v1/chat/completions",
+      summary: "Create a chat completion",
+      tags: ["chat"],
       request: { body: { required: true, content: { "application/json": { schema: ChatCompletionRequest } } } },
       responses: {
         200: {
-          description: "The completion; with stream: true, server-sent events of chat.completion.chunk objects ending with data: [DONE]. Unknown request members are listed in x-kiln-ignored-fields.",
+          description:
+            "The completion; with stream: true, server-sent events of chat.completion.chunk objects ending with data: [DONE]. Unknown request members are listed in x-kiln-ignored-fields.",
           headers: { "x-kiln-ignored-fields": { description: "The request's members this service ignored (a newer client's fields).", schema: { type: "string" } } },
           content: { "application/json": { schema: ChatCompletionResponse }, "text/event-stream": { schema: ChatCompletionChunk } },
         },
@@ -195,7 +322,10 @@ function routes(): RouteConfig[] {
       },
     }),
     v1({
-      method: "post", path: "/v1/completions", summary: "Create a completion (legacy prompt API)", tags: ["chat"],
+      method: "post",
+      path: "/v1/completions",
+      summary: "Create a completion (legacy prompt API)",
+      tags: ["chat"],
       request: { body: { required: true, content: { "application/json": { schema: LegacyCompletionRequest } } } },
       responses: {
         200: {
@@ -207,52 +337,247 @@ function routes(): RouteConfig[] {
       },
     }),
     v1({
-      method: "post", path: "/v1/embeddings", summary: "Create embeddings", tags: ["embeddings"],
+      method: "post",
+      path: "/v1/embeddings",
+      summary: "Create embeddings",
+      tags: ["embeddings"],
       request: { body: { required: true, content: { "application/json": { schema: EmbeddingsRequest } } } },
       responses: { 200: json(EmbeddingList, "One embedding per input, in order."), ...errors(400, 401, 413, 429, 502, 503) },
     }),
-    ...(["transcriptions", "translations"] as const).map((task) => v1({
-      method: "post", path: `/v1/audio/${task}`, summary: task === "transcriptions" ? "Transcribe audio" : "Translate audio into English (or target_language)", tags: ["audio"],
-      request: { body: { required: true, content: { "multipart/form-data": { schema: AudioRequest(task) } } } },
-      responses: {
-        200: {
-          description: "The transcript in response_format: json, verbose_json, text, srt or vtt; with stream: true, server-sent transcript.text.delta events, then transcript.text.done.",
-          content: { "application/json": { schema: AudioJson }, "text/plain": { schema: z.string() }, "application/x-subrip": { schema: z.string() }, "text/vtt": { schema: z.string() }, "text/event-stream": { schema: z.string() } },
+    ...(["transcriptions", "translations"] as const).map((task) =>
+      v1({
+        method: "post",
+        path: `/v1/audio/${task}`,
+        summary: task === "transcriptions" ? "Transcribe audio" : "Translate audio into English (or target_language)",
+        tags: ["audio"],
+        request: { body: { required: true, content: { "multipart/form-data": { schema: AudioRequest(task) } } } },
+        responses: {
+          200: {
+            description:
+              "The transcript in response_format: json, verbose_json, text, srt or vtt; with stream: true, server-sent transcript.text.delta events, then transcript.text.done.",
+            content: {
+              "application/json": { schema: AudioJson },
+              "text/plain": { schema: z.string() },
+              "application/x-subrip": { schema: z.string() },
+              "text/vtt": { schema: z.string() },
+              "text/event-stream": { schema: z.string() },
+            },
+          },
+          ...errors(400, 401, 413, 429, 502, 503, 507),
         },
-        ...errors(400, 401, 413, 429, 502, 503, 507),
-      },
-    })),
+      }),
+    ),
     v1({
-      method: "get", path: "/v1/usage", summary: "The account's usage by day and model", tags: ["usage"],
+      method: "get",
+      path: "/v1/usage",
+      summary: "The account's usage by day and model",
+      tags: ["usage"],
       request: { query: usageQuery },
       responses: { 200: json(UsageReport, "Requests, tokens and audio seconds per UTC day and model, oldest first."), ...errors(400, 401, 429) },
     }),
-    v1({ method: "get", path: "/v1/models", summary: "List the models", tags: ["models"], responses: { 200: json(ModelList, "Every model of the catalog."), ...errors(401, 429) } }),
-    v1({ method: "get", path: "/v1/models/{id}", summary: "One model", tags: ["models"], request: { params: idParam("id") }, responses: { 200: json(ModelObject, "The model."), ...errors(401, 404, 429) } }),
-    v1({ method: "post", path: "/v1/mcp/test", summary: "Test one of the account's MCP configurations", tags: ["mcp"], request: { body: { required: true, content: { "application/json": { schema: McpTestRequest } } } }, responses: { 200: json(McpTestResult, "The server answered; its resources and tools."), ...errors(400, 401, 403, 404, 429, 502) } }),
-    v1({ method: "get", path: "/v1/mcp/servers", summary: "The account's MCP configurations", tags: ["mcp"], responses: { 200: json(z.object({ object: z.literal("list"), data: z.array(StoredMcpServer) }), "The configurations."), ...errors(401, 403, 429) } }),
-    v1({ method: "post", path: "/v1/mcp/servers", summary: "Store an MCP configuration", tags: ["mcp"], request: { body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } }, responses: { 201: json(StoredMcpServer, "Stored."), ...errors(400, 401, 403, 413, 429) } }),
-    v1({ method: "get", path: "/v1/mcp/servers/{id}", summary: "One MCP configuration", tags: ["mcp"], request: { params: idParam("id") }, responses: { 200: json(StoredMcpServer, "The configuration."), ...errors(401, 403, 404, 429) } }),
-    v1({ method: "put", path: "/v1/mcp/servers/{id}", summary: "Replace an MCP configuration", tags: ["mcp"], request: { params: idParam("id"), body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } }, responses: { 200: json(StoredMcpServer, "Replaced."), ...errors(400, 401, 403, 404, 413, 429) } }),
-    v1({ method: "delete", path: "/v1/mcp/servers/{id}", summary: "Delete an MCP configuration", tags: ["mcp"], request: { params: idParam("id") }, responses: { 204: noContent, ...errors(401, 403, 404, 429) } }),
-    v1({ method: "get", path: "/v1/mcp/secrets", summary: "The names of the account's secrets (never their values)", tags: ["mcp"], responses: { 200: json(SecretNames, "The names."), ...errors(401, 403, 429) } }),
-    v1({ method: "put", path: "/v1/mcp/secrets/{name}", summary: "Set a secret (write-only)", tags: ["mcp"], request: { params: idParam("name"), body: { required: true, content: { "application/json": { schema: SecretValueRequest } } } }, responses: { 200: json(z.object({ name: z.string() }), "Stored."), ...errors(400, 401, 403, 413, 429) } }),
-    v1({ method: "delete", path: "/v1/mcp/secrets/{name}", summary: "Delete a secret", tags: ["mcp"], request: { params: idParam("name") }, responses: { 204: noContent, ...errors(401, 403, 404, 429) } }),
+    v1({
+      method: "get",
+      path: "/v1/models",
+      summary: "List the models",
+      tags: ["models"],
+      responses: { 200: json(ModelList, "Every model of the catalog."), ...errors(401, 429) },
+    }),
+    v1({
+      method: "get",
+      path: "/v1/models/{id}",
+      summary: "One model",
+      tags: ["models"],
+      request: { params: idParam("id") },
+      responses: { 200: json(ModelObject, "The model."), ...errors(401, 404, 429) },
+    }),
+    v1({
+      method: "post",
+      path: "/v1/mcp/test",
+      summary: "Test one of the account's MCP configurations",
+      tags: ["mcp"],
+      request: { body: { required: true, content: { "application/json": { schema: McpTestRequest } } } },
+      responses: { 200: json(McpTestResult, "The server answered; its resources and tools."), ...errors(400, 401, 403, 404, 429, 502) },
+    }),
+    v1({
+      method: "get",
+      path: "/v1/mcp/servers",
+      summary: "The account's MCP configurations",
+      tags: ["mcp"],
+      responses: { 200: json(z.object({ object: z.literal("list"), data: z.array(StoredMcpServer) }), "The configurations."), ...errors(401, 403, 429) },
+    }),
+    v1({
+      method: "post",
+      path: "/v1/mcp/servers",
+      summary: "Store an MCP configuration",
+      tags: ["mcp"],
+      request: { body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } },
+      responses: { 201: json(StoredMcpServer, "Stored."), ...errors(400, 401, 403, 413, 429) },
+    }),
+    v1({
+      method: "get",
+      path: "/v1/mcp/servers/{id}",
+      summary: "One MCP configuration",
+      tags: ["mcp"],
+      request: { params: idParam("id") },
+      responses: { 200: json(StoredMcpServer, "The configuration."), ...errors(401, 403, 404, 429) },
+    }),
+    v1({
+      method: "put",
+      path: "/v1/mcp/servers/{id}",
+      summary: "Replace an MCP configuration",
+      tags: ["mcp"],
+      request: { params: idParam("id"), body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } },
+      responses: { 200: json(StoredMcpServer, "Replaced."), ...errors(400, 401, 403, 404, 413, 429) },
+    }),
+    v1({
+      method: "delete",
+      path: "/v1/mcp/servers/{id}",
+      summary: "Delete an MCP configuration",
+      tags: ["mcp"],
+      request: { params: idParam("id") },
+      responses: { 204: noContent, ...errors(401, 403, 404, 429) },
+    }),
+    v1({
+      method: "get",
+      path: "/v1/mcp/secrets",
+      summary: "The names of the account's secrets (never their values)",
+      tags: ["mcp"],
+      responses: { 200: json(SecretNames, "The names."), ...errors(401, 403, 429) },
+    }),
+    v1({
+      method: "put",
+      path: "/v1/mcp/secrets/{name}",
+      summary: "Set a secret (write-only)",
+      tags: ["mcp"],
+      request: { params: idParam("name"), body: { required: true, content: { "application/json": { schema: SecretValueRequest } } } },
+      responses: { 200: json(z.object({ name: z.string() }), "Stored."), ...errors(400, 401, 403, 413, 429) },
+    }),
+    v1({
+      method: "delete",
+      path: "/v1/mcp/secrets/{name}",
+      summary: "Delete a secret",
+      tags: ["mcp"],
+      request: { params: idParam("name") },
+      responses: { 204: noContent, ...errors(401, 403, 404, 429) },
+    }),
     { method: "get", path: "/dashboard", summary: "The dashboard page", tags: ["admin"], responses: { 200: text("The page.", "text/html") } },
-    { method: "get", path: "/dashboard/{name}", summary: "The dashboard's files", tags: ["admin"], request: { params: idParam("name") }, responses: { 200: text("A file of the page."), 404: json(ErrorBody, "No such file.") } },
-    adminRoute({ method: "get", path: "/admin/api/session", summary: "What the dashboard offers", responses: { 200: json(z.object({ tiers: z.array(z.string()), server_types: z.array(z.string()), stdio_servers: z.array(z.string()) }), "Tiers, server types, stdio servers."), ...errors(401, 404) } }),
-    adminRoute({ method: "get", path: "/admin/api/accounts", summary: "Accounts and their keys", responses: { 200: json(z.object({ data: z.array(z.object({ name: z.string(), tier: z.string(), keys: z.array(z.object({ id: z.string(), tier: z.string(), rpm: z.int().nullable(), created_at: z.int(), expires_at: z.int().nullable(), state: z.enum(["active", "revoked", "expired"]) })) })) }), "The accounts."), ...errors(401, 404) } }),
-    adminRoute({ method: "post", path: "/admin/api/keys", summary: "Create a key (its token is shown once)", request: { body: { required: true, content: { "application/json": { schema: CreateKeyRequest } } } }, responses: { 201: json(z.object({ id: z.string(), token: z.string() }), "The key."), ...errors(400, 401, 404, 413) } }),
+    {
+      method: "get",
+      path: "/dashboard/{name}",
+      summary: "The dashboard's files",
+      tags: ["admin"],
+      request: { params: idParam("name") },
+      responses: { 200: text("A file of the page."), 404: json(ErrorBody, "No such file.") },
+    },
+    adminRoute({
+      method: "get",
+      path: "/admin/api/session",
+      summary: "What the dashboard offers",
+      responses: {
+        200: json(z.object({ tiers: z.array(z.string()), server_types: z.array(z.string()), stdio_servers: z.array(z.string()) }), "Tiers, server types, stdio servers."),
+        ...errors(401, 404),
+      },
+    }),
+    adminRoute({
+      method: "get",
+      path: "/admin/api/accounts",
+      summary: "Accounts and their keys",
+      responses: {
+        200: json(
+          z.object({
+            data: z.array(
+              z.object({
+                name: z.string(),
+                tier: z.string(),
+                keys: z.array(
+                  z.object({
+                    id: z.string(),
+                    tier: z.string(),
+                    rpm: z.int().nullable(),
+                    created_at: z.int(),
+                    expires_at: z.int().nullable(),
+                    state: z.enum(["active", "revoked", "expired"]),
+                  }),
+                ),
+              }),
+            ),
+          }),
+          "The accounts.",
+        ),
+        ...errors(401, 404),
+      },
+    }),
+    adminRoute({
+      method: "post",
+      path: "/admin/api/keys",
+      summary: "Create a key (its token is shown once)",
+      request: { body: { required: true, content: { "application/json": { schema: CreateKeyRequest } } } },
+      responses: { 201: json(z.object({ id: z.string(), token: z.string() }), "The key."), ...errors(400, 401, 404, 413) },
+    }),
     adminRoute({ method: "delete", path: "/admin/api/keys/{id}", summary: "Revoke a key", request: { params: idParam("id") }, responses: { 204: noContent, ...errors(401, 404) } }),
-    adminRoute({ method: "get", path: "/admin/api/accounts/{account}/mcp", summary: "An account's MCP configurations", request: { params: accountParam }, responses: { 200: json(z.object({ data: z.array(StoredMcpServer) }), "The configurations."), ...errors(400, 401, 404) } }),
-    adminRoute({ method: "post", path: "/admin/api/accounts/{account}/mcp", summary: "Store an MCP configuration for an account", request: { params: accountParam, body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } }, responses: { 201: json(StoredMcpServer, "Stored."), ...errors(400, 401, 404, 413) } }),
-    adminRoute({ method: "put", path: "/admin/api/accounts/{account}/mcp/{id}", summary: "Replace an account's MCP configuration", request: { params: accountParam.extend({ id: z.string() }), body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } }, responses: { 200: json(StoredMcpServer, "Replaced."), ...errors(400, 401, 404, 413) } }),
-    adminRoute({ method: "delete", path: "/admin/api/accounts/{account}/mcp/{id}", summary: "Delete an account's MCP configuration", request: { params: accountParam.extend({ id: z.string() }) }, responses: { 204: noContent, ...errors(400, 401, 404) } }),
-    adminRoute({ method: "post", path: "/admin/api/accounts/{account}/mcp/{id}/test", summary: "Test an account's MCP configuration", request: { params: accountParam.extend({ id: z.string() }) }, responses: { 200: json(McpTestResult, "The server answered."), ...errors(400, 401, 404, 502) } }),
-    adminRoute({ method: "get", path: "/admin/api/accounts/{account}/usage", summary: "An account's usage by day and model", request: { params: accountParam, query: usageQuery }, responses: { 200: json(UsageReport, "As GET /v1/usage reports it to the account's keys."), ...errors(400, 401) } }),
-    adminRoute({ method: "get", path: "/admin/api/accounts/{account}/secrets", summary: "The names of an account's secrets", request: { params: accountParam }, responses: { 200: json(SecretNames, "The names."), ...errors(400, 401, 404) } }),
-    adminRoute({ method: "put", path: "/admin/api/accounts/{account}/secrets/{name}", summary: "Set an account's secret", request: { params: accountParam.extend({ name: z.string() }), body: { required: true, content: { "application/json": { schema: SecretValueRequest } } } }, responses: { 200: json(z.object({ name: z.string() }), "Stored."), ...errors(400, 401, 404, 413) } }),
-    adminRoute({ method: "delete", path: "/admin/api/accounts/{account}/secrets/{name}", summary: "Delete an account's secret", request: { params: accountParam.extend({ name: z.string() }) }, responses: { 204: noContent, ...errors(400, 401, 404) } }),
+    adminRoute({
+      method: "get",
+      path: "/admin/api/accounts/{account}/mcp",
+      summary: "An account's MCP configurations",
+      request: { params: accountParam },
+      responses: { 200: json(z.object({ data: z.array(StoredMcpServer) }), "The configurations."), ...errors(400, 401, 404) },
+    }),
+    adminRoute({
+      method: "post",
+      path: "/admin/api/accounts/{account}/mcp",
+      summary: "Store an MCP configuration for an account",
+      request: { params: accountParam, body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } },
+      responses: { 201: json(StoredMcpServer, "Stored."), ...errors(400, 401, 404, 413) },
+    }),
+    adminRoute({
+      method: "put",
+      path: "/admin/api/accounts/{account}/mcp/{id}",
+      summary: "Replace an account's MCP configuration",
+      request: { params: accountParam.extend({ id: z.string() }), body: { required: true, content: { "application/json": { schema: McpServerConfigBody } } } },
+      responses: { 200: json(StoredMcpServer, "Replaced."), ...errors(400, 401, 404, 413) },
+    }),
+    adminRoute({
+      method: "delete",
+      path: "/admin/api/accounts/{account}/mcp/{id}",
+      summary: "Delete an account's MCP configuration",
+      request: { params: accountParam.extend({ id: z.string() }) },
+      responses: { 204: noContent, ...errors(400, 401, 404) },
+    }),
+    adminRoute({
+      method: "post",
+      path: "/admin/api/accounts/{account}/mcp/{id}/test",
+      summary: "Test an account's MCP configuration",
+      request: { params: accountParam.extend({ id: z.string() }) },
+      responses: { 200: json(McpTestResult, "The server answered."), ...errors(400, 401, 404, 502) },
+    }),
+    adminRoute({
+      method: "get",
+      path: "/admin/api/accounts/{account}/usage",
+      summary: "An account's usage by day and model",
+      request: { params: accountParam, query: usageQuery },
+      responses: { 200: json(UsageReport, "As GET /v1/usage reports it to the account's keys."), ...errors(400, 401) },
+    }),
+    adminRoute({
+      method: "get",
+      path: "/admin/api/accounts/{account}/secrets",
+      summary: "The names of an account's secrets",
+      request: { params: accountParam },
+      responses: { 200: json(SecretNames, "The names."), ...errors(400, 401, 404) },
+    }),
+    adminRoute({
+      method: "put",
+      path: "/admin/api/accounts/{account}/secrets/{name}",
+      summary: "Set an account's secret",
+      request: { params: accountParam.extend({ name: z.string() }), body: { required: true, content: { "application/json": { schema: SecretValueRequest } } } },
+      responses: { 200: json(z.object({ name: z.string() }), "Stored."), ...errors(400, 401, 404, 413) },
+    }),
+    adminRoute({
+      method: "delete",
+      path: "/admin/api/accounts/{account}/secrets/{name}",
+      summary: "Delete an account's secret",
+      request: { params: accountParam.extend({ name: z.string() }) },
+      responses: { 204: noContent, ...errors(400, 401, 404) },
+    }),
   ];
 }
 
@@ -263,11 +588,19 @@ export function openApiDocument(version: string): object {
   if (cached) return cached;
   const registry = new OpenAPIRegistry();
   registry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer", description: "An API key (kiln keys create)." });
-  registry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "The scheduler's --admin-token; without one the admin API answers 404." });
+  registry.registerComponent("securitySchemes", "adminToken", {
+    type: "http",
+    scheme: "bearer",
+    description: "The scheduler's --admin-token; without one the admin API answers 404.",
+  });
   for (const route of routes()) registry.registerPath(route);
   cached = new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
-    info: { title: "Kiln scheduler", version, description: "OpenAI-compatible chat completions over a fleet of Kiln agents, API keys, MCP server configurations and the admin API." },
+    info: {
+      title: "Kiln scheduler",
+      version,
+      description: "OpenAI-compatible chat completions over a fleet of Kiln agents, API keys, MCP server configurations and the admin API.",
+    },
   });
   return cached;
 }

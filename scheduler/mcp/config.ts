@@ -18,17 +18,28 @@ export const SERVER_TYPES = ["github", "slack", "postgresql", "mysql", "mongodb"
 export type ServerType = (typeof SERVER_TYPES)[number];
 
 const envName = z.string().regex(SECRET_NAME, "must name one of the account's secrets (A-Z, 0-9, _; at most 128)");
-const url = (protocols: string[]) => z.string().refine((v) => {
-  try {
-    return protocols.includes(new URL(v).protocol);
-  } catch {
-    return false;
-  }
-}, `must be a ${protocols.join(" or ")} URL`);
+const url = (protocols: string[]) =>
+  z.string().refine(
+    (v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    },
+    `must be a ${protocols.join(" or ")} URL`,
+  );
 const stringList = z.array(z.string());
 
 const authentication = z.discriminatedUnion("type", [
-  z.strictObject({ type: z.literal("oauth"), client_id: z.string().optional(), client_secret_env: envName.optional(), bot_token_env: envName.optional(), scopes: stringList.optional(), redirect_uri: url(["http:", "https:"]).optional() }),
+  z.strictObject({
+    type: z.literal("oauth"),
+    client_id: z.string().optional(),
+    client_secret_env: envName.optional(),
+    bot_token_env: envName.optional(),
+    scopes: stringList.optional(),
+    redirect_uri: url(["http:", "https:"]).optional(),
+  }),
   z.strictObject({ type: z.literal("api_key"), key_env: envName, header: z.string().min(1).optional(), prefix: z.string().optional() }),
   z.strictObject({ type: z.literal("credentials"), username: z.string().min(1), password_env: envName, ssl_required: z.boolean().optional() }),
   z.strictObject({ type: z.literal("app"), app_id: z.union([z.string(), z.number()]), private_key_env: envName, installation_id: z.union([z.string(), z.number()]) }),
@@ -62,7 +73,12 @@ const resources = z.strictObject({
 });
 
 const connectionFields = {
-  host: z.string().min(1).max(253).refine((h) => !h.startsWith("/"), "must be a host name or address (no socket paths)").optional(),
+  host: z
+    .string()
+    .min(1)
+    .max(253)
+    .refine((h) => !h.startsWith("/"), "must be a host name or address (no socket paths)")
+    .optional(),
   port: z.number().int().min(1).max(65535).optional(),
   database: z.string().min(1).optional(),
   ssl_mode: z.enum(["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]).optional(),
@@ -70,16 +86,22 @@ const connectionFields = {
 };
 
 /** A connection for a driver whose URIs use `schemes`: host (and port, database) or one URI without query parameters (they can name socket paths and files on the scheduler). */
-const connection = (schemes: string[]) => z.strictObject(connectionFields)
-  .refine((c) => c.uri || c.host, "needs host (and port, database) or uri")
-  .superRefine((c, ctx) => {
-    if (!c.uri) return;
-    let u: URL | undefined;
-    try { u = new URL(c.uri); } catch { /* reported below */ }
-    if (!u || !schemes.includes(u.protocol)) ctx.addIssue({ code: "custom", path: ["uri"], message: `must be a ${schemes.map((p) => `${p}//`).join(" or ")} URI` });
-    else if (!u.hostname || u.hostname.includes(",")) ctx.addIssue({ code: "custom", path: ["uri"], message: "must name exactly one host" });
-    else if (u.search) ctx.addIssue({ code: "custom", path: ["uri"], message: "query parameters are not accepted (use connection.ssl_mode)" });
-  });
+const connection = (schemes: string[]) =>
+  z
+    .strictObject(connectionFields)
+    .refine((c) => c.uri || c.host, "needs host (and port, database) or uri")
+    .superRefine((c, ctx) => {
+      if (!c.uri) return;
+      let u: URL | undefined;
+      try {
+        u = new URL(c.uri);
+      } catch {
+        /* reported below */
+      }
+      if (!u || !schemes.includes(u.protocol)) ctx.addIssue({ code: "custom", path: ["uri"], message: `must be a ${schemes.map((p) => `${p}//`).join(" or ")} URI` });
+      else if (!u.hostname || u.hostname.includes(",")) ctx.addIssue({ code: "custom", path: ["uri"], message: "must name exactly one host" });
+      else if (u.search) ctx.addIssue({ code: "custom", path: ["uri"], message: "query parameters are not accepted (use connection.ssl_mode)" });
+    });
 
 const common = { authentication: authentication.optional(), permissions: permissions.optional(), tools: stringList.optional() };
 
@@ -92,17 +114,36 @@ export const CONFIG_SCHEMAS: Record<ServerType, z.ZodType> = {
   rest_api: z.strictObject({
     ...common,
     base_url: url(["https:", "http:"]),
-    endpoints: z.array(z.strictObject({ name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, "1–64 letters, digits, _ or -"), method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]), path: z.string().startsWith("/"), description: z.string().optional() })).min(1),
+    endpoints: z
+      .array(
+        z.strictObject({
+          name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, "1–64 letters, digits, _ or -"),
+          method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]),
+          path: z.string().startsWith("/"),
+          description: z.string().optional(),
+        }),
+      )
+      .min(1),
   }),
   filesystem: z.strictObject({
     ...common,
-    root_path: z.string().max(1024).refine((p) => !p.startsWith("/") && !p.includes("\0") && !p.split(/[\\/]/).includes(".."), "must be a path relative to the account's folder, without .. (\"\" or \".\" is the folder itself)"),
+    root_path: z
+      .string()
+      .max(1024)
+      .refine(
+        (p) => !p.startsWith("/") && !p.includes("\0") && !p.split(/[\\/]/).includes(".."),
+        'must be a path relative to the account\'s folder, without .. ("" or "." is the folder itself)',
+      ),
     indexing: z.strictObject({ enable_search: z.boolean().optional(), index_content: z.boolean().optional(), update_interval: z.number().int().positive().optional() }).optional(),
   }),
   websocket: z.strictObject({
     ...common,
     url: url(["ws:", "wss:"]),
-    subscription: z.strictObject({ topics: z.array(z.string().max(256)).min(1).max(50), buffer_size: z.number().int().positive().max(1000).optional(), max_age: z.number().int().positive().optional() }),
+    subscription: z.strictObject({
+      topics: z.array(z.string().max(256)).min(1).max(50),
+      buffer_size: z.number().int().positive().max(1000).optional(),
+      max_age: z.number().int().positive().optional(),
+    }),
   }),
   mcp: z.discriminatedUnion("transport", [
     z.strictObject({
@@ -121,12 +162,16 @@ export const CONFIG_SCHEMAS: Record<ServerType, z.ZodType> = {
  * The body of a configuration as the OpenAPI document shows it: the per-type `config` schemas above,
  * under the members validateMcpConfig checks first (name, description, server_type).
  */
-export const McpServerConfigBody = z.object({
-  name: z.string().min(1).max(200),
-  description: z.string().optional(),
-  server_type: z.enum(SERVER_TYPES),
-  config: z.union(Object.values(CONFIG_SCHEMAS) as [z.ZodType, ...z.ZodType[]]).meta({ description: "The server type's configuration. Secrets are named by *_env members (the account's secrets), never inlined." }),
-}).meta({ id: "McpServerConfig" });
+export const McpServerConfigBody = z
+  .object({
+    name: z.string().min(1).max(200),
+    description: z.string().optional(),
+    server_type: z.enum(SERVER_TYPES),
+    config: z
+      .union(Object.values(CONFIG_SCHEMAS) as [z.ZodType, ...z.ZodType[]])
+      .meta({ description: "The server type's configuration. Secrets are named by *_env members (the account's secrets), never inlined." }),
+  })
+  .meta({ id: "McpServerConfig" });
 
 export interface McpServerConfig {
   name: string;
@@ -139,7 +184,12 @@ export interface McpServerConfig {
 const SECRET_MEMBER = /^(password|passwd|secret|client_secret|token|bot_token|access_token|api_key|key|private_key|credentials?)$/i;
 
 /** A member of a parsed JSON value: its path (`config.endpoints[0].name`), its key, its value and its parent's path. */
-interface Member { path: string; key: string; value: unknown; parent: string }
+interface Member {
+  path: string;
+  key: string;
+  value: unknown;
+  parent: string;
+}
 
 /** Every member of a parsed JSON value, depth first, each before its own members. */
 function* members(value: unknown, path = "config"): Generator<Member> {
@@ -161,8 +211,11 @@ function firstMember(value: unknown, test: (m: Member) => boolean): string | und
 const URL_CREDENTIALS = /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*:[^/@\s]+@/i;
 
 /** The path of the first member holding a secret value (a secret-named member with a value, or credentials in a URL), if any. */
-const findInlinedSecret = (config: unknown) => firstMember(config, (m) =>
-  (SECRET_MEMBER.test(m.key) && m.value !== null && m.value !== undefined && m.value !== "") || (typeof m.value === "string" && URL_CREDENTIALS.test(m.value)));
+const findInlinedSecret = (config: unknown) =>
+  firstMember(
+    config,
+    (m) => (SECRET_MEMBER.test(m.key) && m.value !== null && m.value !== undefined && m.value !== "") || (typeof m.value === "string" && URL_CREDENTIALS.test(m.value)),
+  );
 
 /** Largest stored configuration, as JSON. */
 export const MAX_CONFIG_BYTES = 64 * 1024;
@@ -210,7 +263,10 @@ export function validateMcpConfig(body: unknown, context: McpValidationContext):
   const raw = b.config as Record<string, unknown>;
   if (type === "mcp" && (raw.command !== undefined || raw.args !== undefined)) {
     const names = Object.keys(context.stdioServers);
-    throw new InvalidRequestError("invalid_config", `config.${raw.command !== undefined ? "command" : "args"}: tenants cannot run programs on the scheduler; pick one of the operator's stdio servers with config.server (${names.length ? `available: ${names.join(", ")}` : "this scheduler offers none; use transport http"})`);
+    throw new InvalidRequestError(
+      "invalid_config",
+      `config.${raw.command !== undefined ? "command" : "args"}: tenants cannot run programs on the scheduler; pick one of the operator's stdio servers with config.server (${names.length ? `available: ${names.join(", ")}` : "this scheduler offers none; use transport http"})`,
+    );
   }
   const parsed = CONFIG_SCHEMAS[type].safeParse(raw);
   if (!parsed.success) {
@@ -219,16 +275,26 @@ export function validateMcpConfig(body: unknown, context: McpValidationContext):
     throw new InvalidRequestError("invalid_config", `${member}: ${issue.code === "unrecognized_keys" ? "not a member of this server type's configuration" : issue.message}`);
   }
   const config = parsed.data as Record<string, unknown>;
-  if (type === "filesystem" && !context.filesystem) throw new InvalidRequestError("mcp_filesystem_disabled", "server_type: filesystem servers are off on this scheduler (the operator sets --mcp-fs-base to allow them)");
+  if (type === "filesystem" && !context.filesystem)
+    throw new InvalidRequestError("mcp_filesystem_disabled", "server_type: filesystem servers are off on this scheduler (the operator sets --mcp-fs-base to allow them)");
   if (type === "mcp" && config.transport === "stdio") {
     const entry = Object.hasOwn(context.stdioServers, config.server as string) ? context.stdioServers[config.server as string] : undefined;
-    if (!entry) throw new InvalidRequestError("unknown_stdio_server", `config.server: "${String(config.server)}" is not one of the operator's stdio servers (${Object.keys(context.stdioServers).join(", ") || "none"})`);
+    if (!entry)
+      throw new InvalidRequestError(
+        "unknown_stdio_server",
+        `config.server: "${String(config.server)}" is not one of the operator's stdio servers (${Object.keys(context.stdioServers).join(", ") || "none"})`,
+      );
     for (const variable of Object.keys((config.env_from as Record<string, string> | undefined) ?? {})) {
-      if (!entry.tenant_env.includes(variable)) throw new InvalidRequestError("invalid_config", `config.env_from.${variable}: the server "${String(config.server)}" takes no such variable from tenants (it takes: ${entry.tenant_env.join(", ") || "none"})`);
+      if (!entry.tenant_env.includes(variable))
+        throw new InvalidRequestError(
+          "invalid_config",
+          `config.env_from.${variable}: the server "${String(config.server)}" takes no such variable from tenants (it takes: ${entry.tenant_env.join(", ") || "none"})`,
+        );
     }
   }
   for (const ref of secretReferences(config)) {
-    if (!context.secrets.includes(ref.name)) throw new InvalidRequestError("unknown_secret", `${ref.path}: this account has no secret named ${ref.name}; set it first (PUT /v1/mcp/secrets/${ref.name})`, ref.path);
+    if (!context.secrets.includes(ref.name))
+      throw new InvalidRequestError("unknown_secret", `${ref.path}: this account has no secret named ${ref.name}; set it first (PUT /v1/mcp/secrets/${ref.name})`, ref.path);
   }
   return { name: b.name.trim(), ...(typeof b.description === "string" ? { description: b.description } : {}), server_type: type, config };
 }

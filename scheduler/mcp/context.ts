@@ -37,7 +37,10 @@ export function connectScope(options: Omit<ConnectContext, "signal" | "defer">):
     ...options,
     signal: controller.signal,
     defer: (close) => {
-      if (closed) void Promise.resolve().then(close).catch(() => undefined); // registered after the end: close at once
+      if (closed)
+        void Promise.resolve()
+          .then(close)
+          .catch(() => undefined); // registered after the end: close at once
       else closers.push(close);
     },
   };
@@ -45,7 +48,10 @@ export function connectScope(options: Omit<ConnectContext, "signal" | "defer">):
     if (closed) return;
     closed = true;
     controller.abort();
-    for (const c of closers.reverse()) await Promise.resolve().then(c).catch(() => undefined);
+    for (const c of closers.reverse())
+      await Promise.resolve()
+        .then(c)
+        .catch(() => undefined);
   };
   return { context, close };
 }

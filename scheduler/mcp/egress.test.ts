@@ -11,9 +11,28 @@ describe("EgressPolicy", () => {
   const policy = new EgressPolicy();
 
   it.each([
-    "127.0.0.1", "127.8.9.10", "::1", "0.0.0.0", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "100.64.0.1",
-    "fd00::1", "fe80::1", "224.0.0.1", "255.255.255.255", "::", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "2002:a00:1::1", "192.0.2.1", "198.18.0.1",
-    "::7f00:1", "::a9fe:a9fe", // IPv4-compatible IPv6
+    "127.0.0.1",
+    "127.8.9.10",
+    "::1",
+    "0.0.0.0",
+    "10.0.0.1",
+    "172.16.5.4",
+    "192.168.1.1",
+    "169.254.169.254",
+    "100.64.0.1",
+    "fd00::1",
+    "fe80::1",
+    "224.0.0.1",
+    "255.255.255.255",
+    "::",
+    "::ffff:127.0.0.1",
+    "::ffff:10.0.0.1",
+    "64:ff9b::a00:1",
+    "2002:a00:1::1",
+    "192.0.2.1",
+    "198.18.0.1",
+    "::7f00:1",
+    "::a9fe:a9fe", // IPv4-compatible IPv6
   ])("refuses %s", (address) => {
     expect(policy.permits(address)).toBe(false);
   });
@@ -38,7 +57,9 @@ describe("EgressPolicy", () => {
   });
 
   it("resolves a name once and refuses it when any address it resolves to is refused", async () => {
-    const resolving = new EgressPolicy({ resolveAll: table({ "metadata.evil.example": ["169.254.169.254"], "mixed.evil.example": ["93.184.216.34", "10.0.0.1"], "ok.example": ["93.184.216.34"] }) });
+    const resolving = new EgressPolicy({
+      resolveAll: table({ "metadata.evil.example": ["169.254.169.254"], "mixed.evil.example": ["93.184.216.34", "10.0.0.1"], "ok.example": ["93.184.216.34"] }),
+    });
     await expect(resolving.resolve("metadata.evil.example")).rejects.toBeInstanceOf(EgressDeniedError);
     await expect(resolving.resolve("mixed.evil.example")).rejects.toBeInstanceOf(EgressDeniedError);
     await expect(resolving.resolve("ok.example")).resolves.toEqual({ address: "93.184.216.34", family: 4 });

@@ -45,13 +45,15 @@ const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 function capBody(res: Response, max: number): Response {
   if (!res.body || [101, 204, 205, 304].includes(res.status)) return res;
   let seen = 0;
-  const capped = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      seen += chunk.byteLength;
-      if (seen > max) controller.error(new EgressUnreachableError(`the server's answer is over ${max} bytes`));
-      else controller.enqueue(chunk);
-    },
-  }));
+  const capped = res.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > max) controller.error(new EgressUnreachableError(`the server's answer is over ${max} bytes`));
+        else controller.enqueue(chunk);
+      },
+    }),
+  );
   const out = new Response(capped, { status: res.status, statusText: res.statusText, headers: res.headers });
   Object.defineProperty(out, "url", { value: res.url }); // clients read it (Slack's does)
   return out;
@@ -105,7 +107,11 @@ export class EgressPolicy {
   constructor(options: EgressPolicyOptions = {}) {
     this.allowed = (options.allow ?? []).map(parseCidr);
     this.resolveAll = options.resolveAll ?? aresResolver(options.resolveTimeoutMs ?? 5000);
-    const own = options.ownAddresses ?? Object.values(networkInterfaces()).flat().flatMap((i) => (i ? [i.address] : []));
+    const own =
+      options.ownAddresses ??
+      Object.values(networkInterfaces())
+        .flat()
+        .flatMap((i) => (i ? [i.address] : []));
     this.own = new Set(own.filter((a) => ipaddr.isValid(a)).map((a) => ipaddr.process(a).toString()));
   }
 
@@ -144,7 +150,7 @@ export class EgressPolicy {
   /** A `net` lookup function over `resolve`, for clients that take one (it is not called for IP literals: see `agent`). */
   readonly lookup: LookupFunction = (hostname, options, callback) => {
     this.resolve(hostname).then(
-      (a) => (options as { all?: boolean }).all ? (callback as (e: null, a: LookupAddress[]) => void)(null, [a]) : callback(null, a.address, a.family),
+      (a) => ((options as { all?: boolean }).all ? (callback as (e: null, a: LookupAddress[]) => void)(null, [a]) : callback(null, a.address, a.family)),
       (err: NodeJS.ErrnoException) => callback(err, "", 0),
     );
   };
@@ -192,7 +198,7 @@ export class EgressPolicy {
   fetch(timeoutMs: number, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES): { fetch: typeof globalThis.fetch; close: () => Promise<void> } {
     const dispatcher = this.dispatcher(timeoutMs);
     const guarded = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
-      const res = await undiciFetch(input as never, { ...(init as object), redirect: "manual", dispatcher } as never) as unknown as Response;
+      const res = (await undiciFetch(input as never, { ...(init as object), redirect: "manual", dispatcher } as never)) as unknown as Response;
       if (res.status >= 300 && res.status < 400 && res.headers.has("location")) {
         await res.body?.cancel().catch(() => undefined);
         const target = new URL(res.headers.get("location")!, typeof input === "string" || input instanceof URL ? input : input.url);

@@ -71,7 +71,9 @@ export async function resolveFilesystemRoot(rootPath: string, { base, account }:
   await mkdir(base, { recursive: true, mode: 0o700 });
   const realBase = await realpath(base);
   const accountDir = join(realBase, account);
-  await mkdir(accountDir, { mode: 0o700 }).catch((err) => { if (errno(err) !== "EEXIST") throw err; });
+  await mkdir(accountDir, { mode: 0o700 }).catch((err) => {
+    if (errno(err) !== "EEXIST") throw err;
+  });
   const a = await lstat(accountDir);
   if (a.isSymbolicLink() || !a.isDirectory() || (await realpath(accountDir)) !== accountDir) {
     throw new PathEscapeError(`the folder of account ${account}`, "is not a plain folder");
@@ -95,11 +97,21 @@ export async function resolveFilesystemRoot(rootPath: string, { base, account }:
 function toolError(path: string, err: unknown): Error {
   if (err instanceof PathEscapeError) return err;
   switch (errno(err)) {
-    case "ENOENT": case "ENOTDIR": return new Error(`"${path}": no such file`);
-    case "ELOOP": case "EMLINK": return new PathEscapeError(`"${path}"`, "is a symbolic link");
-    case "EISDIR": return new Error(`"${path}": is a folder`);
-    case "EACCES": case "EPERM": return new Error(`"${path}": permission denied`);
-    case "ENXIO": case "EAGAIN": case "EWOULDBLOCK": return new Error(`"${path}": not a regular file`);
+    case "ENOENT":
+    case "ENOTDIR":
+      return new Error(`"${path}": no such file`);
+    case "ELOOP":
+    case "EMLINK":
+      return new PathEscapeError(`"${path}"`, "is a symbolic link");
+    case "EISDIR":
+      return new Error(`"${path}": is a folder`);
+    case "EACCES":
+    case "EPERM":
+      return new Error(`"${path}": permission denied`);
+    case "ENXIO":
+    case "EAGAIN":
+    case "EWOULDBLOCK":
+      return new Error(`"${path}": not a regular file`);
   }
   return err instanceof Error && !errno(err) ? err : new Error(`"${path}": ${errno(err) ?? "failed"}`);
 }
@@ -223,13 +235,22 @@ export async function createFilesystemServer(config: FilesystemConfig, location:
   const server = new McpServer({ name: "kiln-filesystem", version: "1.0.0" });
   for (const file of await files()) {
     // The URI names the file under the root, never the scheduler's own folders.
-    server.registerResource(file, `kiln-fs:///${file.split(sep).map(encodeURIComponent).join("/")}`, { mimeType: "text/plain", description: `${file} under root_path` }, async (uri) => ({
-      contents: [{ uri: uri.href, mimeType: "text/plain", text: await readChecked(file) }],
-    }));
+    server.registerResource(
+      file,
+      `kiln-fs:///${file.split(sep).map(encodeURIComponent).join("/")}`,
+      { mimeType: "text/plain", description: `${file} under root_path` },
+      async (uri) => ({
+        contents: [{ uri: uri.href, mimeType: "text/plain", text: await readChecked(file) }],
+      }),
+    );
   }
   server.registerTool("list_files", { description: "List files under the root (relative paths)" }, async () => text((await files()).join("\n")));
   server.registerTool("read_file", { description: "Read a text file under the root", inputSchema: { path: z.string() } }, async ({ path }) => {
-    try { return text(await readChecked(path)); } catch (err) { return failure(err); }
+    try {
+      return text(await readChecked(path));
+    } catch (err) {
+      return failure(err);
+    }
   });
   if (config.indexing?.enable_search !== false) {
     server.registerTool("search_files", { description: "Find files whose name or content contains a string", inputSchema: { query: z.string().min(1) } }, async ({ query }) => {
@@ -245,7 +266,9 @@ export async function createFilesystemServer(config: FilesystemConfig, location:
       try {
         await writeChecked(path, content);
         return text(`wrote ${path}`);
-      } catch (err) { return failure(err); }
+      } catch (err) {
+        return failure(err);
+      }
     });
   }
   return server;

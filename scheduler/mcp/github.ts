@@ -24,9 +24,10 @@ export interface GithubConfig {
 
 export function githubClient(c: GithubConfig, ctx: ConnectContext): Octokit {
   const a = c.authentication;
-  const auth = a.type === "app"
-    ? { authStrategy: createAppAuth, auth: { appId: a.app_id!, privateKey: ctx.secret(a.private_key_env), installationId: a.installation_id! } }
-    : { auth: ctx.secret(a.token_env) };
+  const auth =
+    a.type === "app"
+      ? { authStrategy: createAppAuth, auth: { appId: a.app_id!, privateKey: ctx.secret(a.private_key_env), installationId: a.installation_id! } }
+      : { auth: ctx.secret(a.token_env) };
   return new Octokit({ ...auth, ...(c.base_url ? { baseUrl: c.base_url.replace(/\/$/, "") } : {}), request: { fetch: scopedFetch(ctx) }, userAgent: "kiln-mcp", log: SILENT });
 }
 
@@ -56,21 +57,37 @@ export async function createGithubServer(c: GithubConfig, ctx: ConnectContext): 
       if (r.repositories?.length) return text(r.repositories);
       const { data } = await gh.repos.listForAuthenticatedUser({ per_page: limit });
       return text(data.filter((x) => (r.include_private || !x.private) && (r.include_forks || !x.fork)).map((x) => x.full_name));
-    } catch (err) { return failure(err); }
+    } catch (err) {
+      return failure(err);
+    }
   });
   if (r.include_issues) {
     server.registerTool("list_issues", { description: "Open issues of a repository", inputSchema: repoArg }, async ({ repo }) => {
-      try { return text((await gh.issues.listForRepo({ ...split(repo), per_page: limit })).data.filter((i) => !i.pull_request).map((i) => ({ number: i.number, title: i.title, state: i.state }))); } catch (err) { return failure(err); }
+      try {
+        return text(
+          (await gh.issues.listForRepo({ ...split(repo), per_page: limit })).data.filter((i) => !i.pull_request).map((i) => ({ number: i.number, title: i.title, state: i.state })),
+        );
+      } catch (err) {
+        return failure(err);
+      }
     });
   }
   if (r.include_prs) {
     server.registerTool("list_pull_requests", { description: "Open pull requests of a repository", inputSchema: repoArg }, async ({ repo }) => {
-      try { return text((await gh.pulls.list({ ...split(repo), per_page: limit })).data.map((p) => ({ number: p.number, title: p.title, state: p.state }))); } catch (err) { return failure(err); }
+      try {
+        return text((await gh.pulls.list({ ...split(repo), per_page: limit })).data.map((p) => ({ number: p.number, title: p.title, state: p.state })));
+      } catch (err) {
+        return failure(err);
+      }
     });
   }
   if (r.include_commits) {
     server.registerTool("list_commits", { description: "Recent commits of a repository", inputSchema: repoArg }, async ({ repo }) => {
-      try { return text((await gh.repos.listCommits({ ...split(repo), per_page: limit })).data.map((x) => ({ sha: x.sha, message: x.commit.message }))); } catch (err) { return failure(err); }
+      try {
+        return text((await gh.repos.listCommits({ ...split(repo), per_page: limit })).data.map((x) => ({ sha: x.sha, message: x.commit.message })));
+      } catch (err) {
+        return failure(err);
+      }
     });
   }
   return server;

@@ -29,7 +29,11 @@ export async function createMongoServer(config: MongoConfig, ctx: ConnectContext
   const password = optionalSecret(ctx.secret, auth?.password_env);
   const user = auth?.username ?? target.user;
   const client = new MongoClient(`mongodb://${host}:${target.port}/${encodeURIComponent(database ?? "")}`, {
-    directConnection: true, lookup: ctx.egress.lookup, serverSelectionTimeoutMS: ctx.timeoutMs, connectTimeoutMS: ctx.timeoutMs, socketTimeoutMS: ctx.timeoutMs,
+    directConnection: true,
+    lookup: ctx.egress.lookup,
+    serverSelectionTimeoutMS: ctx.timeoutMs,
+    connectTimeoutMS: ctx.timeoutMs,
+    socketTimeoutMS: ctx.timeoutMs,
     ...(user ? { auth: { username: user, ...(password !== undefined ? { password } : {}) } } : {}),
   });
   ctx.defer(() => client.close(true));
@@ -40,26 +44,42 @@ export async function createMongoServer(config: MongoConfig, ctx: ConnectContext
   const maxTimeMS = (p.query_timeout ?? 10) * 1000;
   const listed: string[] = [];
   for await (const c of db.listCollections({}, { nameOnly: true })) if (listed.push(c.name) >= MAX_LISTED) break;
-  const names = listed
-    .filter((n) => !p.allowed_collections?.length || p.allowed_collections.includes(n)).sort();
+  const names = listed.filter((n) => !p.allowed_collections?.length || p.allowed_collections.includes(n)).sort();
 
   const server = new McpServer({ name: "kiln-mongodb", version: "1.0.0" });
   for (const name of names) {
-    server.registerResource(name, `mongodb://${c.host ?? "db"}/${c.database ?? ""}/${name}`, { mimeType: "application/json", description: `The ${name} collection (a sample document)` }, async (u) => ({
-      contents: [{ uri: u.href, mimeType: "application/json", text: JSON.stringify(await db.collection(name).findOne({}, { maxTimeMS })) }],
-    }));
+    server.registerResource(
+      name,
+      `mongodb://${c.host ?? "db"}/${c.database ?? ""}/${name}`,
+      { mimeType: "application/json", description: `The ${name} collection (a sample document)` },
+      async (u) => ({
+        contents: [{ uri: u.href, mimeType: "application/json", text: JSON.stringify(await db.collection(name).findOne({}, { maxTimeMS })) }],
+      }),
+    );
   }
-  server.registerTool("find", {
-    description: `Find documents (read-only; at most ${limit})`,
-    inputSchema: { collection: z.enum((names.length ? names : ["(none)"]) as [string, ...string[]]), filter: z.record(z.string(), z.unknown()).optional(), limit: z.number().int().positive().max(limit).optional() },
-    annotations: { readOnlyHint: true },
-  }, async ({ collection, filter, limit: n }) => {
-    try {
-      const docs = await db.collection(collection).find(filter ?? {}, { maxTimeMS }).limit(n ?? limit).toArray();
-      return { content: [{ type: "text" as const, text: JSON.stringify(docs) }] };
-    } catch (err) {
-      return { isError: true, content: [{ type: "text" as const, text: err instanceof Error ? err.message : String(err) }] };
-    }
-  });
+  server.registerTool(
+    "find",
+    {
+      description: `Find documents (read-only; at most ${limit})`,
+      inputSchema: {
+        collection: z.enum((names.length ? names : ["(none)"]) as [string, ...string[]]),
+        filter: z.record(z.string(), z.unknown()).optional(),
+        limit: z.number().int().positive().max(limit).optional(),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ collection, filter, limit: n }) => {
+      try {
+        const docs = await db
+          .collection(collection)
+          .find(filter ?? {}, { maxTimeMS })
+          .limit(n ?? limit)
+          .toArray();
+        return { content: [{ type: "text" as const, text: JSON.stringify(docs) }] };
+      } catch (err) {
+        return { isError: true, content: [{ type: "text" as const, text: err instanceof Error ? err.message : String(err) }] };
+      }
+    },
+  );
   return server;
 }

@@ -23,11 +23,16 @@ export interface RestApiConfig {
 function authHeaders(auth: RestApiConfig["authentication"], env: SecretReader): Record<string, string> {
   if (!auth) return {};
   switch (auth.type) {
-    case "api_key": return { [auth.header ?? "Authorization"]: `${auth.prefix ?? ""}${env(auth.key_env)}` };
-    case "token": return { Authorization: `Bearer ${env(auth.token_env)}` };
-    case "oauth": return auth.bot_token_env ? { Authorization: `Bearer ${env(auth.bot_token_env)}` } : {};
-    case "credentials": return { Authorization: `Basic ${Buffer.from(`${auth.username ?? ""}:${env(auth.password_env)}`).toString("base64")}` };
-    default: return {};
+    case "api_key":
+      return { [auth.header ?? "Authorization"]: `${auth.prefix ?? ""}${env(auth.key_env)}` };
+    case "token":
+      return { Authorization: `Bearer ${env(auth.token_env)}` };
+    case "oauth":
+      return auth.bot_token_env ? { Authorization: `Bearer ${env(auth.bot_token_env)}` } : {};
+    case "credentials":
+      return { Authorization: `Basic ${Buffer.from(`${auth.username ?? ""}:${env(auth.password_env)}`).toString("base64")}` };
+    default:
+      return {};
   }
 }
 
@@ -50,24 +55,31 @@ export function createRestApiServer(config: RestApiConfig, ctx: ConnectContext):
   for (const ep of config.endpoints) {
     const writes = ep.method !== "GET";
     if (writes && config.permissions?.read_only) continue; // read-only exposes GET endpoints only
-    server.registerTool(ep.name, {
-      description: ep.description ?? `${ep.method} ${ep.path}`,
-      inputSchema: { params: z.record(z.string(), z.string()).optional(), query: z.record(z.string(), z.string()).optional(), body: z.unknown().optional() },
-      annotations: { readOnlyHint: !writes },
-    }, async ({ params, query, body }) => {
-      try {
-        const url = endpointUrl(config.base_url, ep.path, params, query);
-        const res = await fetch(url, {
-          method: ep.method,
-          headers: { accept: "application/json", ...authHeaders(config.authentication, ctx.secret), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-          ...(body !== undefined && writes ? { body: JSON.stringify(body) } : {}),
-        });
-        const { text, truncated } = await readCapped(res, MAX_RESPONSE_BYTES);
-        return { isError: !res.ok, content: [{ type: "text" as const, text: `${res.status} ${res.statusText}\n${text}${truncated ? `\n[cut at ${MAX_RESPONSE_BYTES} bytes]` : ""}` }] };
-      } catch (err) {
-        return { isError: true, content: [{ type: "text" as const, text: err instanceof Error ? err.message : String(err) }] };
-      }
-    });
+    server.registerTool(
+      ep.name,
+      {
+        description: ep.description ?? `${ep.method} ${ep.path}`,
+        inputSchema: { params: z.record(z.string(), z.string()).optional(), query: z.record(z.string(), z.string()).optional(), body: z.unknown().optional() },
+        annotations: { readOnlyHint: !writes },
+      },
+      async ({ params, query, body }) => {
+        try {
+          const url = endpointUrl(config.base_url, ep.path, params, query);
+          const res = await fetch(url, {
+            method: ep.method,
+            headers: { accept: "application/json", ...authHeaders(config.authentication, ctx.secret), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+            ...(body !== undefined && writes ? { body: JSON.stringify(body) } : {}),
+          });
+          const { text, truncated } = await readCapped(res, MAX_RESPONSE_BYTES);
+          return {
+            isError: !res.ok,
+            content: [{ type: "text" as const, text: `${res.status} ${res.statusText}\n${text}${truncated ? `\n[cut at ${MAX_RESPONSE_BYTES} bytes]` : ""}` }],
+          };
+        } catch (err) {
+          return { isError: true, content: [{ type: "text" as const, text: err instanceof Error ? err.message : String(err) }] };
+        }
+      },
+    );
   }
   return server;
 }

@@ -21,9 +21,14 @@ export const SECRET_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
 export const MAX_SECRET_BYTES = 16 * 1024;
 
 /** `PUT …/secrets/{name}`: the value, written once and never shown again. */
-export const SecretValueRequest = z.looseObject({
-  value: z.string({ error: "a non-empty string" }).min(1, { error: "a non-empty string" }).meta({ description: `The secret's value (at most ${16 * 1024} bytes).` }),
-}).meta({ id: "SecretValue" });
+export const SecretValueRequest = z
+  .looseObject({
+    value: z
+      .string({ error: "a non-empty string" })
+      .min(1, { error: "a non-empty string" })
+      .meta({ description: `The secret's value (at most ${16 * 1024} bytes).` }),
+  })
+  .meta({ id: "SecretValue" });
 /** Secrets per account. */
 export const MAX_SECRETS_PER_ACCOUNT = 100;
 
@@ -48,7 +53,10 @@ export function loadSecretsKey(configured: string | undefined, dbPath: string): 
     return key;
   }
   if (isPostgresUrl(dbPath)) {
-    throw new ConfigError("--secrets-key / KILN_SECRETS_KEY", "is required with a PostgreSQL --db: every scheduler sharing the database must encrypt and decrypt the accounts' MCP secrets with the same key (32 bytes, as 64 hex digits or base64)");
+    throw new ConfigError(
+      "--secrets-key / KILN_SECRETS_KEY",
+      "is required with a PostgreSQL --db: every scheduler sharing the database must encrypt and decrypt the accounts' MCP secrets with the same key (32 bytes, as 64 hex digits or base64)",
+    );
   }
   if (dbPath === ":memory:") return randomBytes(32);
   const file = `${dbPath}.secrets-key`;
@@ -65,10 +73,17 @@ export function loadSecretsKey(configured: string | undefined, dbPath: string): 
   return key;
 }
 
-interface Row { nonce: Buffer; ciphertext: Buffer; tag: Buffer }
+interface Row {
+  nonce: Buffer;
+  ciphertext: Buffer;
+  tag: Buffer;
+}
 
 export class AccountSecrets {
-  constructor(private readonly store: Store, private readonly key: Buffer) {}
+  constructor(
+    private readonly store: Store,
+    private readonly key: Buffer,
+  ) {}
 
   /**
    * Stores (or replaces) a secret; false when the account already has the most it may hold. The
@@ -80,14 +95,19 @@ export class AccountSecrets {
     const cipher = createCipheriv("aes-256-gcm", this.key, nonce);
     cipher.setAAD(aad(account, name));
     const ciphertext = Buffer.concat([cipher.update(value, "utf8"), cipher.final()]);
-    return this.store.transaction(async (tx) => {
-      const names = (await tx.all<{ name: string }>("SELECT name FROM account_secrets WHERE account = ?", [account])).map((r) => r.name);
-      if (!names.includes(name) && names.length >= MAX_SECRETS_PER_ACCOUNT) return false;
-      await tx.run(`INSERT INTO account_secrets (account, name, nonce, ciphertext, tag, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+    return this.store.transaction(
+      async (tx) => {
+        const names = (await tx.all<{ name: string }>("SELECT name FROM account_secrets WHERE account = ?", [account])).map((r) => r.name);
+        if (!names.includes(name) && names.length >= MAX_SECRETS_PER_ACCOUNT) return false;
+        await tx.run(
+          `INSERT INTO account_secrets (account, name, nonce, ciphertext, tag, updated_at) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT(account, name) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext, tag = excluded.tag, updated_at = excluded.updated_at`,
-        [account, name, nonce, ciphertext, cipher.getAuthTag(), Math.floor(Date.now() / 1000)]);
-      return true;
-    }, { lock: `account_secrets:${account}` });
+          [account, name, nonce, ciphertext, cipher.getAuthTag(), Math.floor(Date.now() / 1000)],
+        );
+        return true;
+      },
+      { lock: `account_secrets:${account}` },
+    );
   }
 
   /** The account's secret names and when each was last set; never the values. */
@@ -108,7 +128,9 @@ export class AccountSecrets {
    * holds a few), and each is decrypted when the test asks for it by name.
    */
   async reader(account: string): Promise<SecretReader> {
-    const rows = new Map((await this.store.all<Row & { name: string }>("SELECT name, nonce, ciphertext, tag FROM account_secrets WHERE account = ?", [account])).map((r) => [r.name, r]));
+    const rows = new Map(
+      (await this.store.all<Row & { name: string }>("SELECT name, nonce, ciphertext, tag FROM account_secrets WHERE account = ?", [account])).map((r) => [r.name, r]),
+    );
     return (name) => {
       const row = name ? rows.get(name) : undefined;
       if (!row) throw new MissingSecretError(name ?? "(none named)");

@@ -61,7 +61,8 @@ export class McpService {
   async create(account: string, body: unknown): Promise<StoredMcpServer> {
     const config = await this.validate(account, body);
     const created = await this.options.store.create(account, config, MAX_SERVERS_PER_ACCOUNT);
-    if (!created) throw new InvalidRequestError("mcp_server_limit", `name: this account already has ${MAX_SERVERS_PER_ACCOUNT} MCP configurations, the most it may keep; delete one first`);
+    if (!created)
+      throw new InvalidRequestError("mcp_server_limit", `name: this account already has ${MAX_SERVERS_PER_ACCOUNT} MCP configurations, the most it may keep; delete one first`);
     return created;
   }
 
@@ -86,18 +87,23 @@ export class McpService {
     if (!SECRET_NAME.test(name)) throw new InvalidRequestError("invalid_secret_name", "name: a secret's name is 1–128 of A-Z, 0-9 and _, not starting with a digit");
     const { value } = parseBody(SecretValueRequest, body);
     if (Buffer.byteLength(value) > MAX_SECRET_BYTES) throw new InvalidRequestError("secret_too_large", `value: at most ${MAX_SECRET_BYTES} bytes`);
-    if (!await this.options.secrets.set(account, name, value)) throw new InvalidRequestError("secret_limit", `name: this account already has ${MAX_SECRETS_PER_ACCOUNT} secrets, the most it may keep`);
+    if (!(await this.options.secrets.set(account, name, value)))
+      throw new InvalidRequestError("secret_limit", `name: this account already has ${MAX_SECRETS_PER_ACCOUNT} secrets, the most it may keep`);
     return { name };
   }
 
   async deleteSecret(account: string, name: string): Promise<void> {
-    if (!await this.options.secrets.delete(account, name)) throw new NotFoundError("secret_not_found", `name: this account has no secret named ${name}`);
+    if (!(await this.options.secrets.delete(account, name))) throw new NotFoundError("secret_not_found", `name: this account has no secret named ${name}`);
   }
 
   /** Tests one of the account's configurations; at most `concurrency` at once per account (429 beyond). */
   async test(account: string, id: string, requestId?: string): Promise<McpTestResult> {
     const server = await this.get(account, id);
-    const release = this.running.acquire(account, this.options.concurrency, (n) => `server_id: this account already has ${n} MCP tests running, the most it may run at once; retry when one ends`);
+    const release = this.running.acquire(
+      account,
+      this.options.concurrency,
+      (n) => `server_id: this account already has ${n} MCP tests running, the most it may run at once; retry when one ends`,
+    );
     if (this.running.total > (this.options.totalConcurrency ?? 32)) {
       release();
       throw new ServiceUnavailableError("mcp_busy", "server_id: the scheduler is running as many MCP tests as it may; retry shortly");
@@ -105,8 +111,14 @@ export class McpService {
     try {
       const { egress, fsBase, timeoutMs, logger } = this.options;
       return await testMcpServer(server, {
-        account, secret: await this.options.secrets.reader(account), egress, stdioServers: this.stdioServers, timeoutMs, logger,
-        ...(fsBase ? { fsBase } : {}), ...(requestId ? { requestId } : {}),
+        account,
+        secret: await this.options.secrets.reader(account),
+        egress,
+        stdioServers: this.stdioServers,
+        timeoutMs,
+        logger,
+        ...(fsBase ? { fsBase } : {}),
+        ...(requestId ? { requestId } : {}),
       });
     } finally {
       release();

@@ -11,7 +11,15 @@ import { z } from "zod";
 import { scopedFetch, type ConnectContext } from "./context.js";
 
 /** The client's own log lines would go to the scheduler's stdout, one per tenant request: none. */
-const SILENT: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, setLevel: () => undefined, getLevel: () => LogLevel.ERROR, setName: () => undefined };
+const SILENT: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  setLevel: () => undefined,
+  getLevel: () => LogLevel.ERROR,
+  setName: () => undefined,
+};
 
 export interface SlackConfig {
   base_url?: string;
@@ -22,9 +30,16 @@ export interface SlackConfig {
 export async function createSlackServer(c: SlackConfig, ctx: ConnectContext): Promise<McpServer> {
   const token = ctx.secret(c.authentication.bot_token_env ?? c.authentication.token_env);
   const base = c.base_url ?? "https://slack.com/api/";
-  const slack = new WebClient(token, { slackApiUrl: base.endsWith("/") ? base : `${base}/`, fetch: scopedFetch(ctx), allowAbsoluteUrls: false, timeout: ctx.timeoutMs, retryConfig: { retries: 0 },
+  const slack = new WebClient(token, {
+    slackApiUrl: base.endsWith("/") ? base : `${base}/`,
+    fetch: scopedFetch(ctx),
+    allowAbsoluteUrls: false,
+    timeout: ctx.timeoutMs,
+    retryConfig: { retries: 0 },
     // A 429 fails at once (the client would otherwise wait out a server-chosen Retry-After in a timer nothing cancels).
-    rejectRateLimitedCalls: true, logger: SILENT });
+    rejectRateLimitedCalls: true,
+    logger: SILENT,
+  });
   // The configured scopes must all be granted to the token (Slack reports them on every call).
   const wanted = c.authentication.scopes ?? [];
   if (wanted.length) {
@@ -44,16 +59,33 @@ export async function createSlackServer(c: SlackConfig, ctx: ConnectContext): Pr
 
   const server = new McpServer({ name: "kiln-slack", version: "1.0.0" });
   for (const ch of channels.filter((x) => x.name)) {
-    server.registerResource(`#${ch.name}`, `slack://channel/${ch.id}`, { mimeType: "application/json", description: ch.purpose?.value || `The #${ch.name} channel` }, async (uri) => ({
-      contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify((await slack.conversations.history({ channel: ch.id!, limit: historyLimit })).messages ?? []) }],
-    }));
+    server.registerResource(
+      `#${ch.name}`,
+      `slack://channel/${ch.id}`,
+      { mimeType: "application/json", description: ch.purpose?.value || `The #${ch.name} channel` },
+      async (uri) => ({
+        contents: [
+          { uri: uri.href, mimeType: "application/json", text: JSON.stringify((await slack.conversations.history({ channel: ch.id!, limit: historyLimit })).messages ?? []) },
+        ],
+      }),
+    );
   }
-  server.registerTool("list_channels", { description: "Channels this integration may read" }, async () => text((await list()).map((ch) => ({ id: ch.id, name: ch.name ?? null, is_im: Boolean(ch.is_im) }))));
-  server.registerTool("channel_history", { description: `Recent messages of a channel (at most ${historyLimit})`, inputSchema: { channel: z.string().describe("name or id"), limit: z.number().int().positive().max(historyLimit).optional() } }, async ({ channel, limit }) => {
-    const id = byName.get(channel.replace(/^#/, "")) ?? channel;
-    if (r.channels?.length && ![...byName.values()].includes(id)) return { isError: true, content: [{ type: "text" as const, text: `channel "${channel}" is not one this integration may read` }] };
-    const res = await slack.conversations.history({ channel: id, limit: limit ?? historyLimit });
-    return text((res.messages ?? []).map((m) => ({ user: m.user, text: m.text, ts: m.ts })));
-  });
+  server.registerTool("list_channels", { description: "Channels this integration may read" }, async () =>
+    text((await list()).map((ch) => ({ id: ch.id, name: ch.name ?? null, is_im: Boolean(ch.is_im) }))),
+  );
+  server.registerTool(
+    "channel_history",
+    {
+      description: `Recent messages of a channel (at most ${historyLimit})`,
+      inputSchema: { channel: z.string().describe("name or id"), limit: z.number().int().positive().max(historyLimit).optional() },
+    },
+    async ({ channel, limit }) => {
+      const id = byName.get(channel.replace(/^#/, "")) ?? channel;
+      if (r.channels?.length && ![...byName.values()].includes(id))
+        return { isError: true, content: [{ type: "text" as const, text: `channel "${channel}" is not one this integration may read` }] };
+      const res = await slack.conversations.history({ channel: id, limit: limit ?? historyLimit });
+      return text((res.messages ?? []).map((m) => ({ user: m.user, text: m.text, ts: m.ts })));
+    },
+  );
   return server;
 }

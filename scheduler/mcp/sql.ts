@@ -30,7 +30,12 @@ export function connectionTarget(c: SqlConfig["connection"], defaultPort: number
   if (!c.uri) return { host: c.host!, port: c.port ?? defaultPort, ...(c.database ? { database: c.database } : {}) };
   const u = new URL(c.uri);
   const database = decodeURIComponent(u.pathname.replace(/^\//, ""));
-  return { host: u.hostname, port: u.port ? Number(u.port) : c.port ?? defaultPort, ...(database ? { database } : {}), ...(u.username ? { user: decodeURIComponent(u.username) } : {}) };
+  return {
+    host: u.hostname,
+    port: u.port ? Number(u.port) : (c.port ?? defaultPort),
+    ...(database ? { database } : {}),
+    ...(u.username ? { user: decodeURIComponent(u.username) } : {}),
+  };
 }
 
 /**
@@ -44,12 +49,16 @@ async function clientConfig(c: SqlConfig, ctx: ConnectContext): Promise<pg.Clien
   const target = connectionTarget(c.connection, 5432);
   const { address } = await ctx.egress.resolve(target.host);
   const mode = c.connection.ssl_mode;
-  const ssl = mode && !["disable", "allow", "prefer"].includes(mode)
-    ? { rejectUnauthorized: mode === "verify-full" || mode === "verify-ca", servername: target.host, ...(mode === "verify-ca" ? { checkServerIdentity: () => undefined } : {}) }
-    : false;
+  const ssl =
+    mode && !["disable", "allow", "prefer"].includes(mode)
+      ? { rejectUnauthorized: mode === "verify-full" || mode === "verify-ca", servername: target.host, ...(mode === "verify-ca" ? { checkServerIdentity: () => undefined } : {}) }
+      : false;
   const user = auth?.username ?? target.user ?? DEFAULT_USER;
   return {
-    host: address, port: target.port, database: target.database ?? user, user,
+    host: address,
+    port: target.port,
+    database: target.database ?? user,
+    user,
     password: () => password ?? "", // a function: pg never falls back to PGPASSWORD or a pgpass file
     options: "",
     ssl,
@@ -87,34 +96,49 @@ export async function createPostgresServer(config: SqlConfig, ctx: ConnectContex
   const rowLimit = p.row_limit ?? DEFAULT_ROW_LIMIT;
   const timeoutS = p.query_timeout ?? DEFAULT_QUERY_TIMEOUT_S;
   const readOnly = p.read_only !== false;
-  const tables = (await client.query<{ table_schema: string; table_name: string }>(
-    `SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema = ANY($1) ORDER BY 1, 2 LIMIT ${MAX_LISTED}`, [schemas],
-  )).rows.filter((t) => !p.allowed_tables?.length || p.allowed_tables.includes(t.table_name) || p.allowed_tables.includes(`${t.table_schema}.${t.table_name}`));
+  const tables = (
+    await client.query<{ table_schema: string; table_name: string }>(
+      `SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema = ANY($1) ORDER BY 1, 2 LIMIT ${MAX_LISTED}`,
+      [schemas],
+    )
+  ).rows.filter((t) => !p.allowed_tables?.length || p.allowed_tables.includes(t.table_name) || p.allowed_tables.includes(`${t.table_schema}.${t.table_name}`));
 
   const server = new McpServer({ name: "kiln-postgresql", version: "1.0.0" });
   for (const t of tables) {
     const name = `${t.table_schema}.${t.table_name}`;
-    server.registerResource(name, `postgres://${config.connection.host ?? "db"}/${config.connection.database ?? ""}/${t.table_schema}/${t.table_name}`, { mimeType: "application/json", description: `Columns of ${name}` }, async (uri) => {
-      const cols = await client.query("SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position", [t.table_schema, t.table_name]);
-      return { contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify(cols.rows) }] };
-    });
+    server.registerResource(
+      name,
+      `postgres://${config.connection.host ?? "db"}/${config.connection.database ?? ""}/${t.table_schema}/${t.table_name}`,
+      { mimeType: "application/json", description: `Columns of ${name}` },
+      async (uri) => {
+        const cols = await client.query(
+          "SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position",
+          [t.table_schema, t.table_name],
+        );
+        return { contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify(cols.rows) }] };
+      },
+    );
   }
-  server.registerTool("query", {
-    description: `Run one SQL statement${readOnly ? " (read-only)" : ""}; at most ${rowLimit} rows, ${timeoutS} s`,
-    inputSchema: { sql: z.string().min(1) },
-    annotations: { readOnlyHint: readOnly },
-  }, async ({ sql }) => {
-    try {
-      await client.query(readOnly ? "BEGIN TRANSACTION READ ONLY" : "BEGIN");
-      await client.query(`SET LOCAL statement_timeout = ${Math.round(timeoutS * 1000)}`);
-      const result = await client.query(sql);
-      await client.query("COMMIT");
-      const rows = (result.rows ?? []).slice(0, rowLimit);
-      return { content: [{ type: "text" as const, text: JSON.stringify({ rows, row_count: result.rowCount, truncated: (result.rows?.length ?? 0) > rowLimit }) }] };
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      return { isError: true, content: [{ type: "text" as const, text: err instanceof Error ? err.message : String(err) }] };
-    }
-  });
+  server.registerTool(
+    "query",
+    {
+      description: `Run one SQL statement${readOnly ? " (read-only)" : ""}; at most ${rowLimit} rows, ${timeoutS} s`,
+      inputSchema: { sql: z.string().min(1) },
+      annotations: { readOnlyHint: readOnly },
+    },
+    async ({ sql }) => {
+      try {
+        await client.query(readOnly ? "BEGIN TRANSACTION READ ONLY" : "BEGIN");
+        await client.query(`SET LOCAL statement_timeout = ${Math.round(timeoutS * 1000)}`);
+        const result = await client.query(sql);
+        await client.query("COMMIT");
+        const rows = (result.rows ?? []).slice(0, rowLimit);
+        return { content: [{ type: "text" as const, text: JSON.stringify({ rows, row_count: result.rowCount, truncated: (result.rows?.length ?? 0) > rowLimit }) }] };
+      } catch (err) {
+        await client.query("ROLLBACK").catch(() => undefined);
+        return { isError: true, content: [{ type: "text" as const, text: err instanceof Error ? err.message : String(err) }] };
+      }
+    },
+  );
   return server;
 }

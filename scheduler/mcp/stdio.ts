@@ -30,7 +30,10 @@ export class OperatorStdioTransport implements Transport {
   private closed = false;
 
   /** @param env the tenant's variables, already resolved from its secrets and checked against `tenant_env`. */
-  constructor(private readonly spec: StdioServerSpec, private readonly env: Record<string, string>) {}
+  constructor(
+    private readonly spec: StdioServerSpec,
+    private readonly env: Record<string, string>,
+  ) {}
 
   /** The server's process id while it runs (its process group has the same id). */
   get pid(): number | undefined {
@@ -79,7 +82,11 @@ export class OperatorStdioTransport implements Transport {
     this.closed = true;
     const child = this.child;
     if (child?.pid !== undefined) {
-      try { process.kill(-child.pid, "SIGKILL"); } catch { /* already gone */ }
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        /* already gone */
+      }
       if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once("exit", r));
     }
     this.reader.clear();

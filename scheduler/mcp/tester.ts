@@ -33,9 +33,11 @@ import type { StoredMcpServer } from "./store.js";
 import { createWebsocketServer, type WebsocketConfig } from "./websocket.js";
 
 /** `POST /v1/mcp/test`: which of the account's configurations to test. */
-export const McpTestRequest = z.looseObject({
-  server_id: z.string({ error: "a string" }).min(1, { error: "a configuration's id" }).meta({ description: "The id of one of the account's MCP configurations." }),
-}).meta({ id: "McpTestRequest" });
+export const McpTestRequest = z
+  .looseObject({
+    server_id: z.string({ error: "a string" }).min(1, { error: "a configuration's id" }).meta({ description: "The id of one of the account's MCP configurations." }),
+  })
+  .meta({ id: "McpTestRequest" });
 
 export interface McpTestResult {
   server_id: string;
@@ -102,7 +104,10 @@ async function connectTo(server: StoredMcpServer, ctx: ConnectContext, options: 
       const c = config as McpConfig;
       if (c.transport === "http") {
         // No reconnection: the SDK would retry a dropped event stream after a delay the server picks, in timers that outlive the test.
-        const transport = new StreamableHTTPClientTransport(new URL(c.url), { fetch: scopedFetch(ctx), reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1 } });
+        const transport = new StreamableHTTPClientTransport(new URL(c.url), {
+          fetch: scopedFetch(ctx),
+          reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1 },
+        });
         ctx.defer(() => transport.close());
         return transport;
       }
@@ -165,7 +170,10 @@ function publicError(err: unknown, what: string, options: McpTestOptions): ApiEr
   if (err instanceof ApiError) return err;
   if (err instanceof MissingSecretError) return new UpstreamError("mcp_misconfigured", `${what}: ${err.message}`);
   if (err instanceof McpConfigProblem || err instanceof PathEscapeError) return new UpstreamError("mcp_misconfigured", `${what}: ${err.message}`);
-  options.logger.warn({ requestId: options.requestId, account: options.account, err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, "MCP test failed");
+  options.logger.warn(
+    { requestId: options.requestId, account: options.account, err: err instanceof Error ? { name: err.name, message: err.message } : String(err) },
+    "MCP test failed",
+  );
   return new UpstreamError("mcp_unreachable", `${what} is unreachable or failed the MCP handshake (details are in the scheduler's log under this request's id)`);
 }
 

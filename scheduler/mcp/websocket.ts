@@ -23,7 +23,12 @@ export async function createWebsocketServer(config: WebsocketConfig, ctx: Connec
   const buffers = new Map(topics.map((t) => [t, [] as { at: number; data: string }[]]));
   let buffered = 0; // characters held across every topic, at most MAX_BUFFERED
   // Through the egress guard; ws follows no redirects unless told to.
-  const socket = new WebSocket(config.url, { handshakeTimeout: ctx.timeoutMs, agent: ctx.egress.agent(config.url.startsWith("wss:")), followRedirects: false, maxPayload: MAX_MESSAGE_BYTES });
+  const socket = new WebSocket(config.url, {
+    handshakeTimeout: ctx.timeoutMs,
+    agent: ctx.egress.agent(config.url.startsWith("wss:")),
+    followRedirects: false,
+    maxPayload: MAX_MESSAGE_BYTES,
+  });
   ctx.defer(() => socket.terminate());
   // Listening before the handshake completes: a server may send as soon as it accepts.
   socket.on("message", (raw) => {
@@ -33,7 +38,9 @@ export async function createWebsocketServer(config: WebsocketConfig, ctx: Connec
       const parsed = JSON.parse(data) as { topic?: unknown; channel?: unknown };
       const named = typeof parsed.topic === "string" ? parsed.topic : typeof parsed.channel === "string" ? parsed.channel : undefined;
       if (named !== undefined) topic = named;
-    } catch { /* not JSON: the single topic's, if there is one */ }
+    } catch {
+      /* not JSON: the single topic's, if there is one */
+    }
     const buffer = topic !== undefined ? buffers.get(topic) : undefined;
     if (!buffer) return;
     buffer.push({ at: Date.now(), data });
@@ -57,12 +64,21 @@ export async function createWebsocketServer(config: WebsocketConfig, ctx: Connec
 
   const server = new McpServer({ name: "kiln-websocket", version: "1.0.0" });
   for (const topic of topics) {
-    server.registerResource(topic, `ws-topic://${encodeURIComponent(topic)}`, { mimeType: "application/json", description: `Recent messages on ${topic} from ${config.url}` }, async (uri) => ({
-      contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify(recent(topic)) }],
-    }));
+    server.registerResource(
+      topic,
+      `ws-topic://${encodeURIComponent(topic)}`,
+      { mimeType: "application/json", description: `Recent messages on ${topic} from ${config.url}` },
+      async (uri) => ({
+        contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify(recent(topic)) }],
+      }),
+    );
   }
-  server.registerTool("recent_messages", { description: "The buffered messages of a topic, oldest first", inputSchema: { topic: z.enum(topics as [string, ...string[]]) } }, async ({ topic }) => ({
-    content: [{ type: "text" as const, text: JSON.stringify(recent(topic)) }],
-  }));
+  server.registerTool(
+    "recent_messages",
+    { description: "The buffered messages of a topic, oldest first", inputSchema: { topic: z.enum(topics as [string, ...string[]]) } },
+    async ({ topic }) => ({
+      content: [{ type: "text" as const, text: JSON.stringify(recent(topic)) }],
+    }),
+  );
   return server;
 }

@@ -45,8 +45,17 @@ describe("RateLimiter (sliding window)", () => {
     }
     // The first request was at t0, now is t0 + 5 s: it leaves the window 55 s from now.
     let thrown: unknown;
-    try { c.limiter.hit("acme", 5); } catch (err) { thrown = err; }
-    expect(thrown).toMatchObject({ status: 429, type: "rate_limit_error", code: "rate_limit_exceeded", message: expect.stringMatching(/^rate limit: 5 requests per minute for this account; retry in 55 s$/) });
+    try {
+      c.limiter.hit("acme", 5);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toMatchObject({
+      status: 429,
+      type: "rate_limit_error",
+      code: "rate_limit_exceeded",
+      message: expect.stringMatching(/^rate limit: 5 requests per minute for this account; retry in 55 s$/),
+    });
     expect((thrown as { headers: Record<string, string> }).headers).toEqual({
       "Retry-After": "55",
       "x-ratelimit-limit-requests": "5",
@@ -61,7 +70,11 @@ describe("RateLimiter (sliding window)", () => {
     const burst = (t: number, tries: number): number => {
       c.clock.t = t;
       let n = 0;
-      for (let i = 0; i < tries; i++) if (c.allowed("a", 10)) { accepted.push(t); n++; }
+      for (let i = 0; i < tries; i++)
+        if (c.allowed("a", 10)) {
+          accepted.push(t);
+          n++;
+        }
       return n;
     };
     // A fixed window opened by the request at t = 0 takes 9 more at 59.9 s, then 10 more at 60 s.
@@ -84,7 +97,7 @@ describe("RateLimiter (sliding window)", () => {
   it("irregular traffic never exceeds the limit in any window and is never refused below it", () => {
     const c = clocked();
     let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const accepted: number[] = [];
     for (let i = 0; i < 5000; i++) {
       c.clock.t += Math.floor(random() * 400);
@@ -103,7 +116,11 @@ describe("RateLimiter (sliding window)", () => {
     expect(c.limiter.hit("a", 3)).toEqual({ limit: 3, remaining: 1, resetMs: 40_000 });
     c.clock.t = 70_000; // the first has left the window
     expect(c.limiter.hit("a", 3)).toEqual({ limit: 3, remaining: 1, resetMs: 10_000 });
-    expect(rateHeaders({ limit: 3, remaining: 1, resetMs: 10_000 })).toEqual({ "x-ratelimit-limit-requests": "3", "x-ratelimit-remaining-requests": "1", "x-ratelimit-reset-requests": "10s" });
+    expect(rateHeaders({ limit: 3, remaining: 1, resetMs: 10_000 })).toEqual({
+      "x-ratelimit-limit-requests": "3",
+      "x-ratelimit-remaining-requests": "1",
+      "x-ratelimit-reset-requests": "10s",
+    });
   });
 
   it("counts per account: accounts do not share a window", () => {
@@ -115,7 +132,10 @@ describe("RateLimiter (sliding window)", () => {
 
   it("a lower limit (tier change) applies at once, keeping the newest requests", () => {
     const c = clocked(0);
-    for (let i = 0; i < 10; i++) { expect(c.allowed("a", 100)).toBe(true); c.clock.t += 1000; } // at 0..9 s
+    for (let i = 0; i < 10; i++) {
+      expect(c.allowed("a", 100)).toBe(true);
+      c.clock.t += 1000;
+    } // at 0..9 s
     expect(c.allowed("a", 5)).toBe(false); // 10 in the window, the new limit is 5
     c.clock.t = 64_999; // 0..4 s have left the window; 5..9 s are still in it
     expect(c.allowed("a", 5)).toBe(false);
@@ -179,9 +199,16 @@ describe("RateLimiter (sliding window)", () => {
 
   it("after a lower limit, a refusal says when enough of the window has left: not before the (count − limit + 1)th oldest goes", () => {
     const c = clocked(0);
-    for (let i = 0; i < 10; i++) { expect(c.allowed("a", 100)).toBe(true); c.clock.t += 1000; } // at 0..9 s, now 10 s
+    for (let i = 0; i < 10; i++) {
+      expect(c.allowed("a", 100)).toBe(true);
+      c.clock.t += 1000;
+    } // at 0..9 s, now 10 s
     let refusal: { headers: Record<string, string>; retryAfterSeconds: number } | undefined;
-    try { c.limiter.hit("a", 4); } catch (err) { refusal = err as typeof refusal; }
+    try {
+      c.limiter.hit("a", 4);
+    } catch (err) {
+      refusal = err as typeof refusal;
+    }
     // 10 in the window, limit 4: accepted again once 7 have left, when the one at 6 s leaves (66 s): 56 s from now.
     expect(refusal!.retryAfterSeconds).toBe(56);
     expect(refusal!.headers["x-ratelimit-reset-requests"]).toBe("56s");
@@ -265,7 +292,9 @@ describe("InflightLimiter", () => {
   it("holds `limit` places per account; the next is a 429 too_many_requests_in_flight naming the limit", () => {
     const l = new InflightLimiter();
     const releases = [l.acquire("a", 2), l.acquire("a", 2)];
-    expect(() => l.acquire("a", 2)).toThrow(expect.objectContaining({ status: 429, type: "rate_limit_error", code: "too_many_requests_in_flight", message: expect.stringContaining("at most 2") }));
+    expect(() => l.acquire("a", 2)).toThrow(
+      expect.objectContaining({ status: 429, type: "rate_limit_error", code: "too_many_requests_in_flight", message: expect.stringContaining("at most 2") }),
+    );
     expect(l.acquire("b", 2)).toBeTypeOf("function"); // another account is unaffected
     releases[0]!();
     releases[0]!(); // a second release of the same place counts for nothing

@@ -110,7 +110,7 @@ export class RateLimiter implements RequestLimiter {
     const now = this.now();
     this.sweep(now);
     let ring = this.rings.get(account);
-    if (!ring) this.rings.set(account, ring = new Ring(limit));
+    if (!ring) this.rings.set(account, (ring = new Ring(limit)));
     ring.expire(now - WINDOW_MS);
     ring.fit(limit);
     if (ring.count >= limit) {
@@ -156,7 +156,8 @@ export function rateHeaders(d: RateDecision): Record<string, string> {
 }
 
 /** What a chat completion beyond its account's cap is told. */
-export const CHAT_INFLIGHT_REFUSAL = (limit: number): string => `requests in flight: this account may have at most ${limit} chat completions in flight (queued or generating) at once; retry when one finishes`;
+export const CHAT_INFLIGHT_REFUSAL = (limit: number): string =>
+  `requests in flight: this account may have at most ${limit} chat completions in flight (queued or generating) at once; retry when one finishes`;
 
 /** Counts an account's requests in flight against a cap: in this process, or shared in Redis (`./redis.ts`). */
 export interface InflightCounter {

@@ -18,9 +18,13 @@ describe.skipIf(!REDIS)("RedisLimits shared by two schedulers", () => {
   let server: RedisServer;
   const opened: RedisLimits[] = [];
   let prefix = 0;
-  beforeAll(async () => { server = await startRedis(REDIS!); });
+  beforeAll(async () => {
+    server = await startRedis(REDIS!);
+  });
   afterAll(() => server?.stop());
-  afterEach(async () => { await Promise.all(opened.splice(0).map((l) => l.close())); });
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((l) => l.close()));
+  });
 
   /** Two schedulers' counts on one Redis, under a prefix of this test's own. */
   async function pair(options: { leaseMs?: number; usedOn?: (account: string, day: string) => number } = {}): Promise<RedisLimits[]> {
@@ -59,12 +63,21 @@ describe.skipIf(!REDIS)("RedisLimits shared by two schedulers", () => {
 
   it("token quotas: what one scheduler holds and counts, the other sees; the day is read from the ledger once", async () => {
     const asked: string[] = [];
-    const [a, b] = await pair({ usedOn: (account, day) => { asked.push(`${account} ${day}`); return 900; } });
+    const [a, b] = await pair({
+      usedOn: (account, day) => {
+        asked.push(`${account} ${day}`);
+        return 900;
+      },
+    });
     const quota = (counter: RedisLimits) => new TokenQuota({ perMinute: { ...none, free: 100 }, perDay: { ...none, free: 1000 }, counter });
     const qa = quota(a!);
     const qb = quota(b!);
     const release = await qa.reserve("acme", "free", 60);
-    await expect(qb.reserve("acme", "free", 50)).rejects.toMatchObject({ status: 429, code: "token_quota_exceeded", message: expect.stringMatching(/^max_tokens: .*100 tokens per minute.*\(60 held/) });
+    await expect(qb.reserve("acme", "free", 50)).rejects.toMatchObject({
+      status: 429,
+      code: "token_quota_exceeded",
+      message: expect.stringMatching(/^max_tokens: .*100 tokens per minute.*\(60 held/),
+    });
     expect(await qb.check("acme", "free")).toMatchObject({ "x-ratelimit-remaining-tokens": "40", "x-ratelimit-remaining-tokens-day": "40" });
     release();
     qa.add("acme", 30);
@@ -73,7 +86,11 @@ describe.skipIf(!REDIS)("RedisLimits shared by two schedulers", () => {
     expect(asked).toHaveLength(1); // seeded by the first scheduler to count the day; the second found it
     qb.add("acme", 80);
     await new Promise((r) => setTimeout(r, 50));
-    await expect(qa.check("acme", "free")).rejects.toMatchObject({ status: 429, code: "token_quota_exceeded", headers: expect.objectContaining({ "x-ratelimit-remaining-tokens": "0", "x-ratelimit-remaining-tokens-day": "0" }) });
+    await expect(qa.check("acme", "free")).rejects.toMatchObject({
+      status: 429,
+      code: "token_quota_exceeded",
+      headers: expect.objectContaining({ "x-ratelimit-remaining-tokens": "0", "x-ratelimit-remaining-tokens-day": "0" }),
+    });
   });
 
   it("counting an answer drops the seconds older than the window, so an account's minute holds at most 61 fields", async () => {
@@ -100,8 +117,14 @@ describe.skipIf(!REDIS)("RedisLimits shared by two schedulers", () => {
     const l = new RedisLimits({ url: "redis://127.0.0.1:1", usedOn: () => 0, logger });
     opened.push(l);
     await expect(l.acquire("acme", 2)).rejects.toMatchObject({ status: 503, code: "limits_unavailable" });
-    await expect(new TokenQuota({ perMinute: { ...none, free: 10 }, perDay: none, counter: l }).check("acme", "free")).rejects.toMatchObject({ status: 503, code: "limits_unavailable" });
+    await expect(new TokenQuota({ perMinute: { ...none, free: 10 }, perDay: none, counter: l }).check("acme", "free")).rejects.toMatchObject({
+      status: 503,
+      code: "limits_unavailable",
+    });
   });
 });
 
-if (!REDIS) describe.skip("RedisLimits (skipped: redis-server is not installed; apt-get install redis-server)", () => { it("shared counts", () => undefined); });
+if (!REDIS)
+  describe.skip("RedisLimits (skipped: redis-server is not installed; apt-get install redis-server)", () => {
+    it("shared counts", () => undefined);
+  });

@@ -228,7 +228,7 @@ export class RedisLimits implements RequestLimiter, InflightCounter, TokenCounte
   async acquire(account: string, limit: number, refusal: (limit: number) => string = CHAT_INFLIGHT_REFUSAL): Promise<() => void> {
     const key = `${this.prefix}inflight:${account}`;
     const member = randomUUID();
-    if (!await this.redis.kilnTake(key, this.leaseMs, limit, member).catch(unavailable)) throw new InFlightLimitError(refusal(limit));
+    if (!(await this.redis.kilnTake(key, this.leaseMs, limit, member).catch(unavailable))) throw new InFlightLimitError(refusal(limit));
     return this.leased(key, member);
   }
 
@@ -251,7 +251,9 @@ export class RedisLimits implements RequestLimiter, InflightCounter, TokenCounte
 
   add(account: string, tokens: number): void {
     const keys = this.tokenKeys(account, new Date().toISOString().slice(0, 10));
-    this.redis.kilnTokenAdd(keys.minute, keys.day, tokens).catch((err: Error) => this.options.logger.warn({ err: err.message, account }, "could not count an answer's tokens in redis"));
+    this.redis
+      .kilnTokenAdd(keys.minute, keys.day, tokens)
+      .catch((err: Error) => this.options.logger.warn({ err: err.message, account }, "could not count an answer's tokens in redis"));
   }
 
   async close(): Promise<void> {
@@ -277,7 +279,7 @@ export class RedisLimits implements RequestLimiter, InflightCounter, TokenCounte
   /** Remembers a lease for renewal; returns its release (once: the member leaves the set). */
   private leased(key: string, member: string): () => void {
     let members = this.leases.get(key);
-    if (!members) this.leases.set(key, members = new Set());
+    if (!members) this.leases.set(key, (members = new Set()));
     members.add(member);
     let released = false;
     return () => {
@@ -295,7 +297,8 @@ export class RedisLimits implements RequestLimiter, InflightCounter, TokenCounte
     const pairs = [...this.leases].flatMap(([key, members]) => [...members].map((m) => [key, m] as const));
     for (let i = 0; i < pairs.length; i += 500) {
       const chunk = pairs.slice(i, i + 500);
-      await this.redis.kilnRenew(chunk.length, ...chunk.map(([k]) => k), this.leaseMs, ...chunk.map(([, m]) => m))
+      await this.redis
+        .kilnRenew(chunk.length, ...chunk.map(([k]) => k), this.leaseMs, ...chunk.map(([, m]) => m))
         .catch((err: Error) => this.options.logger.warn({ err: err.message }, "could not renew leases in redis"));
     }
   }

@@ -32,7 +32,10 @@ export interface TokenUsage {
 }
 
 /** Which quota a hold did not fit, and the tokens held then. */
-export interface HoldRefused { full: "minute" | "day"; held: number }
+export interface HoldRefused {
+  full: "minute" | "day";
+  held: number;
+}
 
 /** Where the counts live. */
 export interface TokenCounter {
@@ -120,7 +123,11 @@ export class TokenQuota {
     }
     const limit = held.full === "minute" ? `${perMinute} tokens per minute` : `${perDay} tokens for today (UTC)`;
     const waitMs = held.full === "minute" ? WINDOW_MS : DAY_MS - (now % DAY_MS);
-    throw new RateLimitError(`max_tokens: this request may use about ${tokens} tokens (its max_tokens and prompt), which the account's ${limit} cannot hold now (${held.held} held by its requests in flight); lower max_tokens or retry later`, Math.ceil(waitMs / 1000), "token_quota_exceeded");
+    throw new RateLimitError(
+      `max_tokens: this request may use about ${tokens} tokens (its max_tokens and prompt), which the account's ${limit} cannot hold now (${held.held} held by its requests in flight); lower max_tokens or retry later`,
+      Math.ceil(waitMs / 1000),
+      "token_quota_exceeded",
+    );
   }
 
   /** Counts `tokens` an answered request of `account` used (nothing is counted where no tier has a quota). */
@@ -178,7 +185,7 @@ export class MemoryTokenCounter implements TokenCounter {
         if (left < perMinute) break;
       }
     }
-    return { minute: window.sum, minuteResetMs: resetMs, day: day !== undefined ? this.day.get(account) ?? 0 : 0, held };
+    return { minute: window.sum, minuteResetMs: resetMs, day: day !== undefined ? (this.day.get(account) ?? 0) : 0, held };
   }
 
   async hold(account: string, tokens: number, quota: { perMinute: number; perDay: number; day: string }): Promise<{ release: () => void } | HoldRefused> {
@@ -186,7 +193,7 @@ export class MemoryTokenCounter implements TokenCounter {
     const held = this.reserved.get(account) ?? 0;
     const fits = (limit: number, used: number) => limit === 0 || used + held + tokens <= limit;
     if (!fits(quota.perMinute, quota.perMinute > 0 ? this.window(account, this.monotonic()).sum : 0)) return { full: "minute", held };
-    if (!fits(quota.perDay, quota.perDay > 0 ? this.day.get(account) ?? 0 : 0)) return { full: "day", held };
+    if (!fits(quota.perDay, quota.perDay > 0 ? (this.day.get(account) ?? 0) : 0)) return { full: "day", held };
     this.reserved.set(account, held + tokens);
     return {
       release: () => {
@@ -213,7 +220,7 @@ export class MemoryTokenCounter implements TokenCounter {
   /** The account's window with the tokens older than 60 s gone (accounts with none hold no memory). */
   private window(account: string, now: number): { entries: { at: number; tokens: number }[]; sum: number } {
     let w = this.minute.get(account);
-    if (!w) this.minute.set(account, w = { entries: [], sum: 0 });
+    if (!w) this.minute.set(account, (w = { entries: [], sum: 0 }));
     while (w.entries.length && w.entries[0]!.at <= now - WINDOW_MS) w.sum -= w.entries.shift()!.tokens;
     if (now - this.lastSweep > WINDOW_MS) {
       // once a minute: accounts whose tokens have all left the window are forgotten
@@ -234,7 +241,9 @@ export class MemoryTokenCounter implements TokenCounter {
     if (!pending) {
       // (an answer completed in the few ms the read takes may be missing from both: the day's count is that close)
       pending = Promise.resolve(this.options.usedOn(account, day))
-        .then((used) => { if (this.currentDay === day) this.day.set(account, used); })
+        .then((used) => {
+          if (this.currentDay === day) this.day.set(account, used);
+        })
         .finally(() => this.seeding.delete(account));
       this.seeding.set(account, pending);
     }
@@ -242,7 +251,11 @@ export class MemoryTokenCounter implements TokenCounter {
   }
 }
 
-interface TokenDecision { limit: number; remaining: number; resetMs: number }
+interface TokenDecision {
+  limit: number;
+  remaining: number;
+  resetMs: number;
+}
 
 /** OpenAI's `x-ratelimit-*-tokens` headers (`suffix` "-day" for the daily quota). */
 function tokenHeaders(d: TokenDecision, suffix: string): Record<string, string> {

@@ -47,7 +47,9 @@ function runner(client: pg.Pool | pg.PoolClient, observe: <R>(p: Promise<R>) => 
 function connectionLost(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   // node's socket errors; PostgreSQL's class 08 (connection exception) and 57P01–57P03 (shutdown, cannot connect now)
-  return /^(E[A-Z]+|08...|57P0[123])$/.test(e.code ?? "") || /timeout exceeded when trying to connect|Connection terminated|not queryable|terminating connection/i.test(e.message ?? "");
+  return (
+    /^(E[A-Z]+|08...|57P0[123])$/.test(e.code ?? "") || /timeout exceeded when trying to connect|Connection terminated|not queryable|terminating connection/i.test(e.message ?? "")
+  );
 }
 
 /** How often a store that lost its server tries it again, for readiness (ms). */
@@ -106,7 +108,11 @@ export class PostgresStore implements Store {
     return this.withClient(async (client) => {
       await client.query("BEGIN");
       // held until the transaction ends: other schedulers' transactions on the same lock wait here
-      if (options.lock !== undefined) await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [options.lock]).catch(async (err: unknown) => { await client.query("ROLLBACK").catch(() => undefined); throw err; });
+      if (options.lock !== undefined)
+        await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [options.lock]).catch(async (err: unknown) => {
+          await client.query("ROLLBACK").catch(() => undefined);
+          throw err;
+        });
       let result: T;
       try {
         result = await body(runner(client, (p) => this.observe(p)));
@@ -183,7 +189,10 @@ export class PostgresStore implements Store {
         if (!row) await client.query("INSERT INTO kiln_schema (version) VALUES (0)");
         const all = migrations("postgres");
         if ((row?.version ?? 0) > all.length) {
-          throw new ConfigError("--db / KILN_DB", `the database ${this.location}: schema version ${row!.version} is newer than this Kiln's ${all.length}: a newer Kiln migrated it; run that version`);
+          throw new ConfigError(
+            "--db / KILN_DB",
+            `the database ${this.location}: schema version ${row!.version} is newer than this Kiln's ${all.length}: a newer Kiln migrated it; run that version`,
+          );
         }
         for (let v = row?.version ?? 0; v < all.length; v++) {
           await client.query("BEGIN");

@@ -35,7 +35,7 @@ export class SqliteStore implements Store {
     let s = this.statements.get(sql);
     if (!s) {
       if (this.statements.size >= MAX_STATEMENTS) this.statements.clear();
-      this.statements.set(sql, s = this.db.prepare(sql));
+      this.statements.set(sql, (s = this.db.prepare(sql)));
     }
     return s;
   }
@@ -77,7 +77,9 @@ export class SqliteStore implements Store {
       } catch (err) {
         try {
           if (this.db.inTransaction) this.db.exec("ROLLBACK");
-        } catch { /* the body's error is the one to tell */ }
+        } catch {
+          /* the body's error is the one to tell */
+        }
         throw err;
       }
     } finally {

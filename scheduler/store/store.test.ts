@@ -18,7 +18,9 @@ import { McpStore } from "../mcp/store.js";
 const logger = createLogger("test", "silent");
 const PG = postgresBin();
 let server: Postgres | undefined;
-beforeAll(async () => { if (PG) server = await startPostgres(PG); }, 60_000);
+beforeAll(async () => {
+  if (PG) server = await startPostgres(PG);
+}, 60_000);
 afterAll(() => server?.stop());
 
 const engines: [string, () => string][] = [
@@ -46,10 +48,20 @@ describe.each(engines)("the store on %s", (_engine, newDb) => {
     const store = await open(newDb());
     try {
       const at = Date.now(); // Unix ms: past 32 bits
-      await store.run("INSERT INTO account_secrets (account, name, nonce, ciphertext, tag, updated_at) VALUES (?, ?, ?, ?, ?, ?)", ["a", "N", Buffer.from([0, 1, 255]), Buffer.from("x"), Buffer.alloc(16), at]);
+      await store.run("INSERT INTO account_secrets (account, name, nonce, ciphertext, tag, updated_at) VALUES (?, ?, ?, ?, ?, ?)", [
+        "a",
+        "N",
+        Buffer.from([0, 1, 255]),
+        Buffer.from("x"),
+        Buffer.alloc(16),
+        at,
+      ]);
       expect(await store.get("SELECT nonce, updated_at FROM account_secrets")).toEqual({ nonce: Buffer.from([0, 1, 255]), updated_at: at });
-      await store.run(`INSERT INTO usage (at, day, account, key_id, model, kind, prompt_tokens, completion_tokens, audio_seconds, request_id) VALUES
-        (?, '2026-11-25', 'a', 'k', 'm', 'chat', 3, 4, 0.5, 'r1'), (?, '2026-11-25', 'a', 'k', 'm', 'chat', 5, 6, 0.25, 'r2')`, [at, at]);
+      await store.run(
+        `INSERT INTO usage (at, day, account, key_id, model, kind, prompt_tokens, completion_tokens, audio_seconds, request_id) VALUES
+        (?, '2026-11-25', 'a', 'k', 'm', 'chat', 3, 4, 0.5, 'r1'), (?, '2026-11-25', 'a', 'k', 'm', 'chat', 5, 6, 0.25, 'r2')`,
+        [at, at],
+      );
       expect(await store.get("SELECT COUNT(*) AS n, SUM(prompt_tokens) AS p, SUM(audio_seconds) AS s FROM usage")).toEqual({ n: 2, p: 8, s: 0.75 });
     } finally {
       await store.close();
@@ -59,10 +71,12 @@ describe.each(engines)("the store on %s", (_engine, newDb) => {
   it("a transaction that throws leaves nothing; one that resolves keeps everything; changes are counted", async () => {
     const store = await open(newDb());
     try {
-      await expect(store.transaction(async (tx) => {
-        await tx.run("INSERT INTO settings (name, value) VALUES ('t', '1')");
-        throw new Error("midway");
-      })).rejects.toThrow("midway");
+      await expect(
+        store.transaction(async (tx) => {
+          await tx.run("INSERT INTO settings (name, value) VALUES ('t', '1')");
+          throw new Error("midway");
+        }),
+      ).rejects.toThrow("midway");
       expect(await store.all("SELECT * FROM settings")).toEqual([]);
       await store.transaction(async (tx) => {
         await tx.run("INSERT INTO settings (name, value) VALUES ('t', '1')");
@@ -133,7 +147,9 @@ describe.each(engines)("the store on %s, refusals", (engine, newDb) => {
   it("a statement sent through the store from inside a transaction is an error, not a hang (SQLite) or a second connection (PostgreSQL)", async () => {
     const store = await openStore(newDb(), { logger });
     try {
-      const inner = store.transaction(async () => { await store.run("INSERT INTO settings (name, value) VALUES ('x', '1')"); });
+      const inner = store.transaction(async () => {
+        await store.run("INSERT INTO settings (name, value) VALUES ('x', '1')");
+      });
       if (engine === "SQLite") await expect(inner).rejects.toThrow(/must go through the transaction's runner/);
       else await inner; // PostgreSQL: another pooled connection, committed on its own
     } finally {
@@ -148,12 +164,14 @@ describe.skipIf(!PG)("the store on PostgreSQL, several schedulers", () => {
     const name = new URL(db).pathname.slice(1);
     const store = await openStore(db, { logger });
     try {
-      await expect(store.transaction(async (tx) => {
-        await tx.run("INSERT INTO settings (name, value) VALUES ('a', '1')");
-        server!.sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}'`);
-        await new Promise((r) => setTimeout(r, 100)); // the connection's 'error' arrives while it is checked out
-        await tx.run("INSERT INTO settings (name, value) VALUES ('b', '1')");
-      })).rejects.toThrow();
+      await expect(
+        store.transaction(async (tx) => {
+          await tx.run("INSERT INTO settings (name, value) VALUES ('a', '1')");
+          server!.sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}'`);
+          await new Promise((r) => setTimeout(r, 100)); // the connection's 'error' arrives while it is checked out
+          await tx.run("INSERT INTO settings (name, value) VALUES ('b', '1')");
+        }),
+      ).rejects.toThrow();
       expect(store.open).toBe(false);
       expect(await store.all("SELECT name FROM settings")).toEqual([]); // nothing of it was kept; a new connection answers
       expect(store.open).toBe(true);
@@ -161,7 +179,6 @@ describe.skipIf(!PG)("the store on PostgreSQL, several schedulers", () => {
       await store.close();
     }
   });
-
 
   it("schedulers starting at once on a new database migrate it once (an advisory lock), and all open", async () => {
     const db = createPostgresDatabase(postgresServerUrl(server!.port));
@@ -182,7 +199,10 @@ describe.skipIf(!PG)("the store on PostgreSQL, several schedulers", () => {
   });
 });
 
-if (!PG) describe.skip("the store on PostgreSQL (skipped: PostgreSQL's server binaries are not installed; apt-get install postgresql)", () => { it("contract", () => undefined); });
+if (!PG)
+  describe.skip("the store on PostgreSQL (skipped: PostgreSQL's server binaries are not installed; apt-get install postgresql)", () => {
+    it("contract", () => undefined);
+  });
 
 describe("numberedPlaceholders", () => {
   it("numbers each ? outside quotes, and leaves a ? in a string or an identifier alone", () => {

@@ -14,7 +14,9 @@ function flaky(real: SqliteStore): Store & { down: boolean; tries: number } {
     tries: 0,
     dialect: real.dialect as "sqlite",
     location: real.location,
-    get open() { return real.open; },
+    get open() {
+      return real.open;
+    },
     all: real.all.bind(real),
     get: real.get.bind(real),
     run: real.run.bind(real),

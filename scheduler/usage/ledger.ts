@@ -67,7 +67,10 @@ export class UsageLedger {
   /** The write that follows it, shared by every flush asked for meanwhile. */
   private next: Promise<void> | undefined;
 
-  constructor(private readonly store: Store, private readonly options: UsageLedgerOptions) {
+  constructor(
+    private readonly store: Store,
+    private readonly options: UsageLedgerOptions,
+  ) {
     this.maxBuffered = options.maxBuffered ?? 10_000;
     this.timer = setInterval(() => void this.flush(), options.flushMs ?? 1000);
     this.timer.unref();
@@ -107,7 +110,9 @@ export class UsageLedger {
    */
   flush(): Promise<void> {
     if (!this.writing) {
-      this.writing = this.write().finally(() => { this.writing = undefined; });
+      this.writing = this.write().finally(() => {
+        this.writing = undefined;
+      });
       return this.writing;
     }
     this.next ??= this.writing.then(() => {
@@ -125,15 +130,29 @@ export class UsageLedger {
       await this.store.transaction(async (tx) => {
         for (let i = 0; i < rows.length;) {
           const size = STATEMENT_ROWS.find((n) => n <= rows.length - i)!;
-          const chunk = rows.slice(i, i += size);
-          const values: SqlValue[] = chunk.flatMap((r) => [r.at, dayOf(r.at), r.account, r.keyId, r.model, r.kind, r.promptTokens, r.completionTokens, r.audioSeconds, r.requestId]);
+          const chunk = rows.slice(i, (i += size));
+          const values: SqlValue[] = chunk.flatMap((r) => [
+            r.at,
+            dayOf(r.at),
+            r.account,
+            r.keyId,
+            r.model,
+            r.kind,
+            r.promptTokens,
+            r.completionTokens,
+            r.audioSeconds,
+            r.requestId,
+          ]);
           await tx.run(`INSERT INTO usage ${COLUMNS} VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`, values);
         }
       });
     } catch (err) {
       const kept = rows.concat(this.buffer);
       const limit = this.maxBuffered * 10;
-      this.options.logger.error({ err, rows: kept.length, dropped: Math.max(0, kept.length - limit) }, "could not write usage rows; keeping them for the next flush (the oldest past 10 × maxBuffered are dropped)");
+      this.options.logger.error(
+        { err, rows: kept.length, dropped: Math.max(0, kept.length - limit) },
+        "could not write usage rows; keeping them for the next flush (the oldest past 10 × maxBuffered are dropped)",
+      );
       this.buffer = kept.slice(-limit);
     }
   }
@@ -141,9 +160,12 @@ export class UsageLedger {
   /** `account`'s usage from `from` to `to` (UTC days, inclusive), by day and model, oldest first. */
   async report(account: string, from: string, to: string): Promise<UsageDay[]> {
     await this.flush();
-    const rows = await this.store.all<Omit<UsageDay, "total_tokens">>(`SELECT day AS date, model, COUNT(*) AS requests, SUM(prompt_tokens) AS prompt_tokens,
+    const rows = await this.store.all<Omit<UsageDay, "total_tokens">>(
+      `SELECT day AS date, model, COUNT(*) AS requests, SUM(prompt_tokens) AS prompt_tokens,
         SUM(completion_tokens) AS completion_tokens, SUM(audio_seconds) AS audio_seconds
-      FROM usage WHERE account = ? AND day >= ? AND day <= ? GROUP BY day, model ORDER BY day, model`, [account, from, to]);
+      FROM usage WHERE account = ? AND day >= ? AND day <= ? GROUP BY day, model ORDER BY day, model`,
+      [account, from, to],
+    );
     return rows.map((r) => ({ ...r, total_tokens: r.prompt_tokens + r.completion_tokens, audio_seconds: Math.round(r.audio_seconds * 1000) / 1000 }));
   }
 

@@ -10,7 +10,9 @@ export function argValue(argv: readonly string[], flag: string): string | undefi
 export function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
   if (!s.length) return NaN;
-  const at = (s.length - 1) * q, lo = Math.floor(at), hi = Math.ceil(at);
+  const at = (s.length - 1) * q,
+    lo = Math.floor(at),
+    hi = Math.ceil(at);
   return s[lo]! + (s[hi]! - s[lo]!) * (at - lo);
 }
 

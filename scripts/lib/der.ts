@@ -11,7 +11,10 @@ export interface Turn {
 
 /** Turns of an RTTM file (`SPEAKER <file> <chan> <start> <dur> <NA> <NA> <speaker> …`). */
 export function parseRttm(text: string): Turn[] {
-  return text.split("\n").map((l) => l.trim().split(/\s+/)).filter((f) => f[0] === "SPEAKER" && f.length >= 8)
+  return text
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f[0] === "SPEAKER" && f.length >= 8)
     .map((f) => ({ speaker: f[7]!, start: Number(f[3]), end: Number(f[3]) + Number(f[4]) }));
 }
 
@@ -56,12 +59,17 @@ export function diarizationErrorRate(reference: readonly Turn[], hypothesis: rea
   const hyp = frames(hypothesis, hypSpeakers, n);
   let best: DerResult | undefined;
   for (const map of permutations(refSpeakers.length, hypSpeakers.length)) {
-    let missed = 0, falseAlarm = 0, confusion = 0, speech = 0;
+    let missed = 0,
+      falseAlarm = 0,
+      confusion = 0,
+      speech = 0;
     for (let i = 0; i < n; i++) {
       const nRef = ref.reduce((a, r) => a + r[i]!, 0);
       const nHyp = hyp.reduce((a, h) => a + h[i]!, 0);
       let correct = 0;
-      hyp.forEach((h, j) => { if (h[i] && map[j]! >= 0 && ref[map[j]!]![i]) correct++; });
+      hyp.forEach((h, j) => {
+        if (h[i] && map[j]! >= 0 && ref[map[j]!]![i]) correct++;
+      });
       speech += nRef;
       missed += Math.max(0, nRef - nHyp);
       falseAlarm += Math.max(0, nHyp - nRef);
@@ -70,7 +78,11 @@ export function diarizationErrorRate(reference: readonly Turn[], hypothesis: rea
     const der = speech ? (missed + falseAlarm + confusion) / speech : 0;
     if (!best || der < best.der) {
       best = {
-        der, missed: missed * STEP, falseAlarm: falseAlarm * STEP, confusion: confusion * STEP, referenceSpeech: speech * STEP,
+        der,
+        missed: missed * STEP,
+        falseAlarm: falseAlarm * STEP,
+        confusion: confusion * STEP,
+        referenceSpeech: speech * STEP,
         mapping: Object.fromEntries(hypSpeakers.map((h, j) => [h, map[j]! >= 0 ? refSpeakers[map[j]!]! : null])),
       };
     }

@@ -19,9 +19,18 @@ export function rss(pid: number): number {
 /** A 16-bit PCM WAV header for `dataBytes` of samples (`rate` Hz, `channels`); default 16 kHz mono. */
 export function wavHeader(dataBytes: number, rate = 16_000, channels = 1): Buffer {
   const h = Buffer.alloc(44);
-  h.write("RIFF", 0); h.writeUInt32LE(Math.min(0xffffffff, dataBytes + 36), 4); h.write("WAVE", 8);
-  h.write("fmt ", 12); h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(channels, 22);
-  h.writeUInt32LE(rate, 24); h.writeUInt32LE(rate * channels * 2, 28); h.writeUInt16LE(channels * 2, 32); h.writeUInt16LE(16, 34);
-  h.write("data", 36); h.writeUInt32LE(Math.min(0xffffffff, dataBytes), 40);
+  h.write("RIFF", 0);
+  h.writeUInt32LE(Math.min(0xffffffff, dataBytes + 36), 4);
+  h.write("WAVE", 8);
+  h.write("fmt ", 12);
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20);
+  h.writeUInt16LE(channels, 22);
+  h.writeUInt32LE(rate, 24);
+  h.writeUInt32LE(rate * channels * 2, 28);
+  h.writeUInt16LE(channels * 2, 32);
+  h.writeUInt16LE(16, 34);
+  h.write("data", 36);
+  h.writeUInt32LE(Math.min(0xffffffff, dataBytes), 40);
   return h;
 }

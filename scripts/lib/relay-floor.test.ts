@@ -8,8 +8,12 @@ const { startRelayFloor } = (await import(pathToFileURL(resolve("dist/scripts/li
 
 describe("relay floor (bench-chat's benchmark-only stand-in for the fleet)", () => {
   let floor: Awaited<ReturnType<RelayFloor["startRelayFloor"]>>;
-  beforeAll(async () => { floor = await startRelayFloor(); });
-  afterAll(async () => { await floor?.close(); });
+  beforeAll(async () => {
+    floor = await startRelayFloor();
+  });
+  afterAll(async () => {
+    await floor?.close();
+  });
 
   it("relays a request through the echo agent and back as OpenAI server-sent events", async () => {
     const res = await fetch(`${floor.base}/chat/completions`, {
@@ -19,9 +23,14 @@ describe("relay floor (bench-chat's benchmark-only stand-in for the fleet)", () 
     });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    const events = (await res.text()).split("\n\n").filter(Boolean).map((e) => e.replace(/^data: /, ""));
+    const events = (await res.text())
+      .split("\n\n")
+      .filter(Boolean)
+      .map((e) => e.replace(/^data: /, ""));
     expect(events.at(-1)).toBe("[DONE]");
-    const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as { model: string; choices: { delta: { content?: string }; finish_reason: string | null }[]; usage?: { completion_tokens: number } });
+    const chunks = events
+      .slice(0, -1)
+      .map((e) => JSON.parse(e) as { model: string; choices: { delta: { content?: string }; finish_reason: string | null }[]; usage?: { completion_tokens: number } });
     expect(chunks[0]!.model).toBe("m");
     expect(chunks[0]!.choices[0]!.delta.content).toBe(" Once");
     expect(chunks[1]!.choices[0]!.finish_reason).toBe("length");

@@ -22,7 +22,10 @@ import { fleetProto, type AgentMessage__Output, type SchedulerMessage, type Sche
 const ECHO_TEXT = " Once";
 
 /** The relay's ports, sent to the parent once both servers listen. */
-interface RelayPorts { http: number; grpc: number }
+interface RelayPorts {
+  http: number;
+  grpc: number;
+}
 
 const sse = (data: unknown): string => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
 const chunk = (model: string, delta: object, finish: string | null) => ({ object: "chat.completion.chunk", model, choices: [{ index: 0, delta, finish_reason: finish }] });
@@ -94,8 +97,19 @@ export async function startRelayFloor(): Promise<{ base: string; close: () => Pr
   const ports = await message<RelayPorts>(relayChild);
   const echoChild = fork(self, ["echo", String(ports.grpc)], { stdio: "inherit" });
   await message<string>(echoChild);
-  const stopChild = (child: ChildProcess) => new Promise<void>((ok) => { if (child.exitCode !== null) return ok(); child.once("exit", () => ok()); child.kill("SIGTERM"); });
-  return { base: `http://127.0.0.1:${ports.http}/v1`, close: async () => { await stopChild(echoChild); await stopChild(relayChild); } };
+  const stopChild = (child: ChildProcess) =>
+    new Promise<void>((ok) => {
+      if (child.exitCode !== null) return ok();
+      child.once("exit", () => ok());
+      child.kill("SIGTERM");
+    });
+  return {
+    base: `http://127.0.0.1:${ports.http}/v1`,
+    close: async () => {
+      await stopChild(echoChild);
+      await stopChild(relayChild);
+    },
+  };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.send) {

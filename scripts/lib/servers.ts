@@ -16,7 +16,9 @@ const tempDir = (): string => mkdtempSync(join(tmpdir(), "kiln-server-"));
 export function postgresBin(): string | undefined {
   const base = "/usr/lib/postgresql";
   if (!existsSync(base)) return undefined;
-  const version = readdirSync(base).sort((a, b) => Number(b) - Number(a)).find((v) => existsSync(join(base, v, "bin", "initdb")));
+  const version = readdirSync(base)
+    .sort((a, b) => Number(b) - Number(a))
+    .find((v) => existsSync(join(base, v, "bin", "initdb")));
   return version ? join(base, version, "bin") : undefined;
 }
 
@@ -32,16 +34,24 @@ export async function startPostgres(bin: string): Promise<Postgres> {
   chmodSync(dir, 0o777);
   const data = join(dir, "data");
   const asRoot = process.getuid?.() === 0;
-  const run = (cmd: string, args: string[]) => execFileSync(asRoot ? "runuser" : join(bin, cmd), asRoot ? ["-u", "postgres", "--", join(bin, cmd), ...args] : args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const run = (cmd: string, args: string[]) =>
+    execFileSync(asRoot ? "runuser" : join(bin, cmd), asRoot ? ["-u", "postgres", "--", join(bin, cmd), ...args] : args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]);
   const port = await freePort();
   run("pg_ctl", ["-D", data, "-l", join(dir, "log"), "-w", "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300`, "start"]);
-  const psql = (db: string, statement: string) => execFileSync(join(bin, "psql"), ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", db, "-v", "ON_ERROR_STOP=1", "-qAtc", statement], { encoding: "utf8" });
+  const psql = (db: string, statement: string) =>
+    execFileSync(join(bin, "psql"), ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", db, "-v", "ON_ERROR_STOP=1", "-qAtc", statement], { encoding: "utf8" });
   psql("postgres", "CREATE DATABASE app");
   return {
     port,
     sql: (statement) => psql("app", statement),
-    stop: () => { try { run("pg_ctl", ["-D", data, "-m", "immediate", "stop"]); } catch { /* already gone */ } },
+    stop: () => {
+      try {
+        run("pg_ctl", ["-D", data, "-m", "immediate", "stop"]);
+      } catch {
+        /* already gone */
+      }
+    },
   };
 }
 
@@ -65,8 +75,25 @@ export async function startMariadb(bin: { server: string; install: string }): Pr
   const user = process.getuid?.() === 0 ? ["--user=root"] : [];
   execFileSync(bin.install, [`--datadir=${data}`, "--auth-root-authentication-method=normal", "--skip-test-db", ...user], { stdio: "ignore" });
   const port = await freePort();
-  const child = spawn(bin.server, [`--datadir=${data}`, `--socket=${join(dir, "sock")}`, `--port=${port}`, "--bind-address=127.0.0.1", "--skip-grant-tables", "--skip-name-resolve", `--pid-file=${join(dir, "pid")}`, `--log-error=${join(dir, "err.log")}`, ...user], { stdio: "ignore" });
-  await listening(port, 30_000, "MariaDB").catch((err: unknown) => { child.kill("SIGKILL"); throw err; });
+  const child = spawn(
+    bin.server,
+    [
+      `--datadir=${data}`,
+      `--socket=${join(dir, "sock")}`,
+      `--port=${port}`,
+      "--bind-address=127.0.0.1",
+      "--skip-grant-tables",
+      "--skip-name-resolve",
+      `--pid-file=${join(dir, "pid")}`,
+      `--log-error=${join(dir, "err.log")}`,
+      ...user,
+    ],
+    { stdio: "ignore" },
+  );
+  await listening(port, 30_000, "MariaDB").catch((err: unknown) => {
+    child.kill("SIGKILL");
+    throw err;
+  });
   return { port, stop: () => child.kill("SIGKILL") };
 }
 
@@ -84,8 +111,16 @@ export interface RedisServer {
 export async function startRedis(bin: string): Promise<RedisServer> {
   const port = await freePort();
   const child = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tempDir()], { stdio: "ignore" });
-  await listening(port, 10_000, "redis-server").catch((err: unknown) => { child.kill("SIGKILL"); throw err; });
-  return { url: `redis://127.0.0.1:${port}`, stop: () => { child.kill("SIGKILL"); } };
+  await listening(port, 10_000, "redis-server").catch((err: unknown) => {
+    child.kill("SIGKILL");
+    throw err;
+  });
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: () => {
+      child.kill("SIGKILL");
+    },
+  };
 }
 
 /** Resolves once 127.0.0.1:`port` accepts a connection; rejects after `timeoutMs` saying `what` did not start. */
@@ -93,7 +128,10 @@ async function listening(port: number, timeoutMs: number, what: string): Promise
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const up = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, "127.0.0.1", () => { socket.destroy(); resolve(true); });
+      const socket = connect(port, "127.0.0.1", () => {
+        socket.destroy();
+        resolve(true);
+      });
       socket.on("error", () => resolve(false));
     });
     if (up) return;

@@ -3,7 +3,12 @@
  * normalised the usual way (lower case, punctuation dropped, whitespace collapsed).
  */
 export function normalizeForWer(text: string): string[] {
-  return text.toLowerCase().replace(/[^\p{L}\p{N}'\s]/gu, " ").replace(/'/g, "").split(/\s+/).filter(Boolean);
+  return text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}'\s]/gu, " ")
+    .replace(/'/g, "")
+    .split(/\s+/)
+    .filter(Boolean);
 }
 
 export interface WerResult {
@@ -25,13 +30,23 @@ export function wordErrorRate(reference: string, hypothesis: string): WerResult 
       d[i]![j] = Math.min(sub, d[i - 1]![j]! + 1, d[i]![j - 1]! + 1);
     }
   }
-  let i = ref.length, j = hyp.length, substitutions = 0, deletions = 0, insertions = 0;
+  let i = ref.length,
+    j = hyp.length,
+    substitutions = 0,
+    deletions = 0,
+    insertions = 0;
   while (i > 0 || j > 0) {
     if (i > 0 && j > 0 && d[i]![j] === d[i - 1]![j - 1]! + (ref[i - 1] === hyp[j - 1] ? 0 : 1)) {
       if (ref[i - 1] !== hyp[j - 1]) substitutions++;
-      i--; j--;
-    } else if (i > 0 && d[i]![j] === d[i - 1]![j]! + 1) { deletions++; i--; }
-    else { insertions++; j--; }
+      i--;
+      j--;
+    } else if (i > 0 && d[i]![j] === d[i - 1]![j]! + 1) {
+      deletions++;
+      i--;
+    } else {
+      insertions++;
+      j--;
+    }
   }
   const edits = substitutions + deletions + insertions;
   return { wer: ref.length ? edits / ref.length : hyp.length ? 1 : 0, substitutions, deletions, insertions, referenceWords: ref.length };

@@ -10,11 +10,7 @@ import type { LlamaContext } from "node-llama-cpp";
  * ones). The methods are read-only on the prototype, so they are shadowed on the instance.
  * @returns a function that removes the shadows.
  */
-export function watchBinding(
-  context: LlamaContext,
-  names: string[],
-  onCall: (name: string, args: unknown[], result: unknown) => void,
-): () => void {
+export function watchBinding(context: LlamaContext, names: string[], onCall: (name: string, args: unknown[], result: unknown) => void): () => void {
   const native = (context as unknown as { _ctx: Record<string, (...args: unknown[]) => unknown> })._ctx;
   for (const name of names) {
     const original = native[name]!;
@@ -27,5 +23,7 @@ export function watchBinding(
       },
     });
   }
-  return () => { for (const name of names) delete native[name]; };
+  return () => {
+    for (const name of names) delete native[name];
+  };
 }

@@ -18,7 +18,11 @@ export const TEST_POSTGRES_URL = process.env.KILN_TEST_POSTGRES_URL;
 export function createPostgresDatabase(serverUrl: string): string {
   const name = `kiln_${randomBytes(6).toString("hex")}`;
   const u = new URL(serverUrl);
-  execFileSync(join(postgresBin()!, "psql"), ["-h", u.hostname, "-p", u.port, "-U", decodeURIComponent(u.username), "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qAtc", `CREATE DATABASE ${name}`], { stdio: "ignore" });
+  execFileSync(
+    join(postgresBin()!, "psql"),
+    ["-h", u.hostname, "-p", u.port, "-U", decodeURIComponent(u.username), "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qAtc", `CREATE DATABASE ${name}`],
+    { stdio: "ignore" },
+  );
   return `${serverUrl.replace(/\/$/, "")}/${name}`;
 }
 

@@ -26,16 +26,37 @@ const quiet = () => createLogger("test", (process.env.KILN_TEST_LOG_LEVEL as "in
 /** A scheduler in this process on its own new database (`testDb`), unless `raw` names one. */
 export async function inProcessScheduler(raw: Record<string, string> = {}): Promise<SchedulerHandle> {
   const db = raw.db ?? testDb();
-  return startScheduler(parseSchedulerConfig({
-    http: "127.0.0.1:0", grpc: "127.0.0.1:0", nodeTokens: NODE_TOKEN, heartbeatMs: "500", ...dbSettings(db), ...raw, db,
-  }), quiet());
+  return startScheduler(
+    parseSchedulerConfig({
+      http: "127.0.0.1:0",
+      grpc: "127.0.0.1:0",
+      nodeTokens: NODE_TOKEN,
+      heartbeatMs: "500",
+      ...dbSettings(db),
+      ...raw,
+      db,
+    }),
+    quiet(),
+  );
 }
 
 export async function inProcessAgent(scheduler: { grpc: { host: string; port: number } }, raw: Record<string, string | string[]> = {}): Promise<AgentHandle> {
-  const agent = await startAgent(parseAgentConfig({
-    scheduler: formatHostPort(scheduler.grpc), nodeToken: NODE_TOKEN, serve: [`${MODEL_ID}=${TINY_MODEL}`], sequences: "4", contextSize: "2048", threads: "1", gpu: "cpu",
-    host: "127.0.0.1", port: "0", dataDir: tempDir(), ...raw,
-  }), quiet());
+  const agent = await startAgent(
+    parseAgentConfig({
+      scheduler: formatHostPort(scheduler.grpc),
+      nodeToken: NODE_TOKEN,
+      serve: [`${MODEL_ID}=${TINY_MODEL}`],
+      sequences: "4",
+      contextSize: "2048",
+      threads: "1",
+      gpu: "cpu",
+      host: "127.0.0.1",
+      port: "0",
+      dataDir: tempDir(),
+      ...raw,
+    }),
+    quiet(),
+  );
   return agent;
 }
 
@@ -64,7 +85,11 @@ export class KilnProcess {
     const onLine = (line: string): void => {
       this.lines.push(line);
       appendFileSync(log, `${line}\n`);
-      for (const w of [...this.waiters]) if (w.test(line)) { this.waiters.splice(this.waiters.indexOf(w), 1); w.resolve(line); }
+      for (const w of [...this.waiters])
+        if (w.test(line)) {
+          this.waiters.splice(this.waiters.indexOf(w), 1);
+          w.resolve(line);
+        }
     };
     createInterface({ input: child.stdout! }).on("line", onLine);
     createInterface({ input: child.stderr! }).on("line", onLine);
@@ -77,7 +102,13 @@ export class KilnProcess {
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern} in:\n${this.lines.slice(-20).join("\n")}`)), timeoutMs);
-      this.waiters.push({ test: (l) => pattern.test(l), resolve: (l) => { clearTimeout(timer); resolve(l); } });
+      this.waiters.push({
+        test: (l) => pattern.test(l),
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      });
     });
   }
 
@@ -92,7 +123,15 @@ export function spawnKiln(args: string[], env: Record<string, string> = {}): Kil
   const secretsKey = args.includes("--db") && db ? dbSettings(db).secretsKey : undefined;
   const child = spawn(process.execPath, [resolve("bin/kiln.js"), ...args], {
     // Every spawned agent gets its own transcription port and data folder.
-    env: { ...process.env, KILN_LOG_LEVEL: "info", KILN_HOST: "127.0.0.1", KILN_PORT: "0", KILN_DATA_DIR: tempDir(), ...(secretsKey ? { KILN_SECRETS_KEY: secretsKey } : {}), ...env },
+    env: {
+      ...process.env,
+      KILN_LOG_LEVEL: "info",
+      KILN_HOST: "127.0.0.1",
+      KILN_PORT: "0",
+      KILN_DATA_DIR: tempDir(),
+      ...(secretsKey ? { KILN_SECRETS_KEY: secretsKey } : {}),
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   return new KilnProcess(child);
@@ -100,13 +139,33 @@ export function spawnKiln(args: string[], env: Record<string, string> = {}): Kil
 
 /** Starts `kiln scheduler` on OS-picked ports (or the given ones); returns its bound addresses. */
 export async function spawnScheduler(db: string, ports: { http?: number; grpc?: number } = {}, extra: string[] = []): Promise<{ proc: KilnProcess; http: number; grpc: number }> {
-  const proc = spawnKiln(["scheduler", "--http", `127.0.0.1:${ports.http ?? 0}`, "--grpc", `127.0.0.1:${ports.grpc ?? 0}`, "--db", db, "--heartbeat-ms", "500", ...extra], { KILN_NODE_TOKENS: NODE_TOKEN });
+  const proc = spawnKiln(["scheduler", "--http", `127.0.0.1:${ports.http ?? 0}`, "--grpc", `127.0.0.1:${ports.grpc ?? 0}`, "--db", db, "--heartbeat-ms", "500", ...extra], {
+    KILN_NODE_TOKENS: NODE_TOKEN,
+  });
   const line = JSON.parse(await proc.waitFor(/scheduler listening/)) as { http: string; grpc: string };
   return { proc, http: Number(line.http.split(":").pop()), grpc: Number(line.grpc.split(":").pop()) };
 }
 
 export function spawnAgent(grpcPort: number, nodeId: string, extra: string[] = []): KilnProcess {
-  return spawnKiln(["agent", "--scheduler", `127.0.0.1:${grpcPort}`, "--node-id", nodeId, "--serve", `${MODEL_ID}=${TINY_MODEL}`, "--threads", "1", "--gpu", "cpu", "--context-size", "2048", ...extra], { KILN_NODE_TOKEN: NODE_TOKEN });
+  return spawnKiln(
+    [
+      "agent",
+      "--scheduler",
+      `127.0.0.1:${grpcPort}`,
+      "--node-id",
+      nodeId,
+      "--serve",
+      `${MODEL_ID}=${TINY_MODEL}`,
+      "--threads",
+      "1",
+      "--gpu",
+      "cpu",
+      "--context-size",
+      "2048",
+      ...extra,
+    ],
+    { KILN_NODE_TOKEN: NODE_TOKEN },
+  );
 }
 
 /** POSTs a chat completion with a key; returns status, headers and parsed body. */
@@ -119,7 +178,11 @@ export async function postChat(base: string, key: string, body: unknown, init: R
   });
   const text = await res.text();
   let parsed: unknown = text;
-  try { parsed = JSON.parse(text); } catch { /* SSE or plain */ }
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* SSE or plain */
+  }
   return { status: res.status, headers: res.headers, body: parsed };
 }
 

@@ -34,7 +34,8 @@ export default async function setup(): Promise<() => void> {
   await ensureTestSpeechModels();
   if (!existsSync("dist/cli/index.js")) throw new Error("dist/ is missing: run `npm test` (which builds first) or `npm run build`");
   const postgres = await postgresRun();
-  if (!process.env.KILN_TEST_DATA) console.log("[kiln] KILN_TEST_DATA is not set: suites that need real test data (stories260K.gguf, silero_vad.onnx, jfk.wav, en-60s.wav) are skipped");
+  if (!process.env.KILN_TEST_DATA)
+    console.log("[kiln] KILN_TEST_DATA is not set: suites that need real test data (stories260K.gguf, silero_vad.onnx, jfk.wav, en-60s.wav) are skipped");
   // At the end of the run: no log line of any spawned process may carry a secret.
   return () => {
     postgres?.stop();

@@ -12,7 +12,17 @@ export const SECRETS_KEY = "7e".repeat(32);
 export const PROCESS_LOG_DIR = resolve("test-artifacts", "process-logs");
 
 /** Literal secrets passed to processes in the suites, and the shape of any API key (a JWT). */
-export const SECRET_LITERALS = [NODE_TOKEN, "definitely-not-a-known-token", "s3cret-token", "ui-secret-token", "file-secret-token-0123456789", "agent-secret", "dashboard-admin-token-0123", PG_PASSWORD, SECRETS_KEY];
+export const SECRET_LITERALS = [
+  NODE_TOKEN,
+  "definitely-not-a-known-token",
+  "s3cret-token",
+  "ui-secret-token",
+  "file-secret-token-0123456789",
+  "agent-secret",
+  "dashboard-admin-token-0123",
+  PG_PASSWORD,
+  SECRETS_KEY,
+];
 export const JWT = /eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}/;
 
 /** The JSON log lines (not banners meant for the operator) of `text` that leak a secret. */

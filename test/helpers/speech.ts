@@ -18,8 +18,7 @@ export const TEST_SEGMENTATION = join(defaultModelDir(), TEST_SPEECH.segmentatio
 export const TEST_EMBEDDING = join(defaultModelDir(), TEST_SPEECH.embedding);
 
 /** Two "speakers": a 220 Hz voice for 3 s, a pause, a 1500 Hz voice for 3 s, a pause; repeated. */
-export const twoVoices = (seconds: number) =>
-  `aevalsrc=0.3*sin(2*PI*220*t)*lt(mod(t\\,8)\\,3)+0.3*sin(2*PI*1500*t)*gt(mod(t\\,8)\\,4)*lt(mod(t\\,8)\\,7):s=16000:d=${seconds}`;
+export const twoVoices = (seconds: number) => `aevalsrc=0.3*sin(2*PI*220*t)*lt(mod(t\\,8)\\,3)+0.3*sin(2*PI*1500*t)*gt(mod(t\\,8)\\,4)*lt(mod(t\\,8)\\,7):s=16000:d=${seconds}`;
 
 /** 1 s of silence then 2 s of a 440 Hz tone, repeated: speech for the energy VAD, with pauses. */
 export const toneBursts = (seconds: number) => `aevalsrc=0.4*sin(2*PI*440*t)*gt(mod(t\\,3)\\,1):s=16000:d=${seconds}`;
@@ -43,16 +42,28 @@ export interface Transcription {
 
 /** A transcription-only agent in this process, on an OS-picked port. */
 export async function startTranscription(raw: Record<string, string> = {}): Promise<Transcription> {
-  const agent = await startAgent(parseAgentConfig({
-    host: "127.0.0.1", port: "0", dataDir: tempDir(), whisperDir: TEST_WHISPER_DIR, vadModel: TEST_VAD,
-    asrParallel: "2", asrThreads: "2", gpu: "cpu", ...raw,
-  }), createLogger("test", (process.env.KILN_TEST_LOG_LEVEL as "info" | undefined) ?? "silent"));
+  const agent = await startAgent(
+    parseAgentConfig({
+      host: "127.0.0.1",
+      port: "0",
+      dataDir: tempDir(),
+      whisperDir: TEST_WHISPER_DIR,
+      vadModel: TEST_VAD,
+      asrParallel: "2",
+      asrThreads: "2",
+      gpu: "cpu",
+      ...raw,
+    }),
+    createLogger("test", (process.env.KILN_TEST_LOG_LEVEL as "info" | undefined) ?? "silent"),
+  );
   return { agent, base: `http://127.0.0.1:${agent.http.port}` };
 }
 
 /** `kiln agent` as a process (transcription only); resolves once its API listens. */
 export async function spawnTranscription(dataDir: string, extra: string[] = []): Promise<{ proc: KilnProcess; base: string }> {
-  const proc = spawnKiln(["agent", "--whisper-dir", TEST_WHISPER_DIR, "--vad-model", TEST_VAD, "--asr-parallel", "1", "--asr-threads", "1", "--gpu", "cpu", ...extra], { KILN_DATA_DIR: dataDir });
+  const proc = spawnKiln(["agent", "--whisper-dir", TEST_WHISPER_DIR, "--vad-model", TEST_VAD, "--asr-parallel", "1", "--asr-threads", "1", "--gpu", "cpu", ...extra], {
+    KILN_DATA_DIR: dataDir,
+  });
   const line = await proc.waitFor(/transcription API listening/, 20_000);
   const port = Number(/"http":"[^"]*:(\d+)"/.exec(line)?.[1]);
   return { proc, base: `http://127.0.0.1:${port}` };
@@ -95,11 +106,15 @@ export async function waitForJob(base: string, id: string, timeoutMs = 60_000): 
   const progress: number[] = [];
   const etas: unknown[] = [];
   let view: any;
-  await until(async () => {
-    view = (await getJson(`${base}/api/status/${id}`)).body;
-    progress.push(view.progress);
-    etas.push(view.estimated_time_remaining);
-    return view.status !== "processing";
-  }, timeoutMs, `job ${id}`);
+  await until(
+    async () => {
+      view = (await getJson(`${base}/api/status/${id}`)).body;
+      progress.push(view.progress);
+      etas.push(view.estimated_time_remaining);
+      return view.status !== "processing";
+    },
+    timeoutMs,
+    `job ${id}`,
+  );
   return { view, progress, etas };
 }

@@ -44,18 +44,29 @@ describe("chooseWhisperBackend", () => {
     expect(await chooseWhisperBackend("cuda", noGpu.logger, { installed, probe: async () => [cpu] })).toEqual({ kind: "cpu", gpu: false, devices: [] });
     expect(noGpu.warn.mock.calls[0]?.[1]).toMatch(/--gpu cuda: whisper's cuda backend found no GPU; transcription runs on the CPU/);
     const crashed = recordingLogger();
-    expect(await chooseWhisperBackend("cuda", crashed.logger, { installed, probe: async () => { throw new Error("the probe process ended (SIGSEGV)"); } })).toMatchObject({ kind: "cpu", gpu: false });
+    expect(
+      await chooseWhisperBackend("cuda", crashed.logger, {
+        installed,
+        probe: async () => {
+          throw new Error("the probe process ended (SIGSEGV)");
+        },
+      }),
+    ).toMatchObject({ kind: "cpu", gpu: false });
     expect(crashed.warn.mock.calls[0]?.[0]).toMatchObject({ backend: "cuda", err: "the probe process ended (SIGSEGV)" });
   });
 });
 
 describe("probeBackend (real processes)", () => {
-  it.skipIf(!installedWhisperAddon("cuda"))("loads the CUDA folder's addon without a GPU driver and finds only the CPU; auto then runs whisper on the CPU folder", async () => {
-    const devices = await probeBackend("cuda");
-    expect(devices.length).toBeGreaterThan(0);
-    expect(devices.every((d) => d.type === "cpu")).toBe(true);
-    expect(await chooseWhisperBackend("auto", createLogger("test", "silent"))).toEqual({ kind: "cpu", gpu: false, devices: [] });
-  }, 60_000);
+  it.skipIf(!installedWhisperAddon("cuda"))(
+    "loads the CUDA folder's addon without a GPU driver and finds only the CPU; auto then runs whisper on the CPU folder",
+    async () => {
+      const devices = await probeBackend("cuda");
+      expect(devices.length).toBeGreaterThan(0);
+      expect(devices.every((d) => d.type === "cpu")).toBe(true);
+      expect(await chooseWhisperBackend("auto", createLogger("test", "silent"))).toEqual({ kind: "cpu", gpu: false, devices: [] });
+    },
+    60_000,
+  );
 
   it("rejects with the probe's own error for a folder without the addon", async () => {
     await expect(probeBackend("nonexistent" as PrebuiltKind)).rejects.toThrow(/not built for node-llama-cpp's nonexistent binaries/);

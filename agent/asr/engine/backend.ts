@@ -23,10 +23,14 @@ export interface WhisperBackend {
 /** The folders to try for `compute`, best first; the CPU folder is always last. */
 export function backendCandidates(compute: WhisperCompute): PrebuiltKind[] {
   switch (compute) {
-    case "auto": return ["cuda", "vulkan", "cpu"];
-    case "cuda": return ["cuda", "cpu"];
-    case "vulkan": return ["vulkan", "cpu"];
-    default: return ["cpu"];
+    case "auto":
+      return ["cuda", "vulkan", "cpu"];
+    case "cuda":
+      return ["cuda", "cpu"];
+    case "vulkan":
+      return ["vulkan", "cpu"];
+    default:
+      return ["cpu"];
   }
 }
 
@@ -39,8 +43,13 @@ export function probeBackend(kind: PrebuiltKind, timeoutMs = PROBE_TIMEOUT_MS): 
     const child = forkEngine("engine/probe-child.js", { KILN_WHISPER_KIND: kind });
     let answer: { devices?: BackendDevice[]; error?: string } | undefined;
     const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.on("message", (m: { devices?: BackendDevice[]; error?: string }) => { answer = m; });
-    child.on("error", (err) => { clearTimeout(timer); reject(err); });
+    child.on("message", (m: { devices?: BackendDevice[]; error?: string }) => {
+      answer = m;
+    });
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       if (answer?.devices) resolve(answer.devices);
@@ -69,7 +78,8 @@ export async function chooseWhisperBackend(compute: WhisperCompute, logger: Logg
         logger.info({ backend: kind, devices: devices.map((d) => `${d.name}: ${d.description}`) }, "whisper runs on the GPU");
         return { kind, gpu: true, devices };
       }
-      if (compute !== "auto") logger.warn({ backend: kind, devices: devices.map((d) => d.name) }, `--gpu ${compute}: whisper's ${kind} backend found no GPU; transcription runs on the CPU`);
+      if (compute !== "auto")
+        logger.warn({ backend: kind, devices: devices.map((d) => d.name) }, `--gpu ${compute}: whisper's ${kind} backend found no GPU; transcription runs on the CPU`);
     } catch (err) {
       logger.warn({ backend: kind, err: err instanceof Error ? err.message : String(err) }, `whisper's ${kind} backend failed to start; trying the next`);
     }

@@ -76,7 +76,9 @@ describe("the whisper addon", () => {
     const model = await addon.loadModel(MODEL, { gpu: false });
     try {
       for (const language of ["constructor", "klingon", ""]) {
-        await expect(async () => addon.transcribe(model, bursts(1), { threads: 1, temperatureInc: 0, language })).rejects.toThrow(`params.language: "${language}" is not a language whisper knows`);
+        await expect(async () => addon.transcribe(model, bursts(1), { threads: 1, temperatureInc: 0, language })).rejects.toThrow(
+          `params.language: "${language}" is not a language whisper knows`,
+        );
       }
       expect(Array.isArray(await addon.transcribe(model, bursts(1), { threads: 1, temperatureInc: 0, language: "auto" }))).toBe(true);
     } finally {
@@ -103,7 +105,9 @@ describe("the installed whisper addons", () => {
       expect(installed?.stamp.sources, `${kind}: run npm run build:whisper`).toBe(sources);
       const elf = execFileSync("readelf", ["-d", installed!.file], { encoding: "utf8" });
       const needed = [...elf.matchAll(/\(NEEDED\)\s+Shared library: \[(.+?)\]/g)].map((m) => m[1]);
-      expect(needed.filter((n) => n!.startsWith("libggml")).sort()).toEqual(kind === "cpu" ? ["libggml-base.so", "libggml.v0.5.0.so"] : ["libggml-base.so", `libggml.${kind}.v0.5.0.so`]);
+      expect(needed.filter((n) => n!.startsWith("libggml")).sort()).toEqual(
+        kind === "cpu" ? ["libggml-base.so", "libggml.v0.5.0.so"] : ["libggml-base.so", `libggml.${kind}.v0.5.0.so`],
+      );
       expect(needed.some((n) => /whisper|llama/.test(n!))).toBe(false);
       expect(elf).toMatch(/R(UN)?PATH.*\[\$ORIGIN\]/);
     }

@@ -22,14 +22,16 @@ function pcmFile(seconds: number): string {
 
 /** The pids of this process's children running `module`. */
 function childrenRunning(module: string): number[] {
-  return readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
-    try {
-      const ppid = Number(/^\d+ \(.*\) \S+ (\d+)/.exec(readFileSync(`/proc/${d}/stat`, "utf8"))?.[1]);
-      return ppid === process.pid && readFileSync(`/proc/${d}/cmdline`, "utf8").includes(module) ? [Number(d)] : [];
-    } catch {
-      return []; // ended meanwhile
-    }
-  });
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      try {
+        const ppid = Number(/^\d+ \(.*\) \S+ (\d+)/.exec(readFileSync(`/proc/${d}/stat`, "utf8"))?.[1]);
+        return ppid === process.pid && readFileSync(`/proc/${d}/cmdline`, "utf8").includes(module) ? [Number(d)] : [];
+      } catch {
+        return []; // ended meanwhile
+      }
+    });
 }
 
 const gone = (pid: number) => {
@@ -62,11 +64,16 @@ describe("runTask", () => {
   it("kills the task's process when the signal aborts", async () => {
     const abort = new AbortController();
     let pid: number | undefined;
-    const aborted = detectSpeech(pcmFile(600), { model: TEST_VAD }, () => {
-      if (pid !== undefined) return;
-      [pid] = childrenRunning("vad/worker.js");
-      abort.abort();
-    }, abort.signal);
+    const aborted = detectSpeech(
+      pcmFile(600),
+      { model: TEST_VAD },
+      () => {
+        if (pid !== undefined) return;
+        [pid] = childrenRunning("vad/worker.js");
+        abort.abort();
+      },
+      abort.signal,
+    );
     await expect(aborted).rejects.toThrow(JobAbortedError);
     await vi.waitFor(() => expect(gone(pid!)).toBe(true), { timeout: 10_000, interval: 50 });
   });

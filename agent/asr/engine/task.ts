@@ -7,11 +7,7 @@
 import { EngineError, JobAbortedError } from "../errors.js";
 import { describeExit, forkEngine } from "./fork.js";
 
-export type TaskMessage<T> =
-  | { kind: "ready" }
-  | { kind: "progress"; fraction: number }
-  | { kind: "done"; value: T }
-  | { kind: "error"; message: string };
+export type TaskMessage<T> = { kind: "ready" } | { kind: "progress"; fraction: number } | { kind: "done"; value: T } | { kind: "error"; message: string };
 
 interface RunMessage<R> {
   kind: "run";

@@ -23,9 +23,11 @@ async function transcribe(model: NativeModel, request: Extract<ToEngine, { kind:
   const { id, pcm, params } = request;
   post({ kind: "started", id });
   // Greedy, with whisper's temperature fallback unless turned off; then what the request chose.
-  return native.transcribe(model, pcm, engineParams(settings, params), (segment) => post({ kind: "segment", id, segment })).catch((err: unknown) => {
-    throw new EngineError(`whisper failed on this audio: ${err instanceof Error ? err.message : String(err)}`);
-  });
+  return native
+    .transcribe(model, pcm, engineParams(settings, params), (segment) => post({ kind: "segment", id, segment }))
+    .catch((err: unknown) => {
+      throw new EngineError(`whisper failed on this audio: ${err instanceof Error ? err.message : String(err)}`);
+    });
 }
 
 async function decode(request: Extract<ToEngine, { kind: "decode" }>): Promise<void> {

@@ -47,17 +47,27 @@ export class WhisperEngine {
    * Forks the process and configures it with `settings` on `backend` once both are known (the
    * backend may still be probed); `onGone` is called once when it has ended, whatever the cause.
    */
-  constructor(settings: EngineSettings, backend: Promise<EngineBackend> | EngineBackend, private readonly logger: Logger, onGone: (engine: WhisperEngine) => void) {
+  constructor(
+    settings: EngineSettings,
+    backend: Promise<EngineBackend> | EngineBackend,
+    private readonly logger: Logger,
+    onGone: (engine: WhisperEngine) => void,
+  ) {
     const config = Promise.resolve(backend).then((b): WhisperEngineConfig => ({ ...settings, ...b }));
     // Each decode holds a libuv thread for its whole run (and a model load one more): room for all.
     const threadpool = Math.max(4, settings.parallel + 1, Number(process.env.UV_THREADPOOL_SIZE) || 0);
     this.child = forkEngine("engine/whisper-child.js", { UV_THREADPOOL_SIZE: String(threadpool) });
     let markReady!: () => void;
     let failReady!: (err: Error) => void;
-    this.ready = new Promise<void>((resolve, reject) => { markReady = resolve; failReady = reject; });
+    this.ready = new Promise<void>((resolve, reject) => {
+      markReady = resolve;
+      failReady = reject;
+    });
     this.ready.catch(() => undefined); // awaited by decodes; never an unhandled rejection meanwhile
     let markClosed!: () => void;
-    this.closed = new Promise<void>((resolve) => { markClosed = resolve; });
+    this.closed = new Promise<void>((resolve) => {
+      markClosed = resolve;
+    });
 
     const gone = (err: Error) => {
       if (this.failure) return;

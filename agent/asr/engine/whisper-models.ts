@@ -64,7 +64,12 @@ export class ModelCache {
   }
 
   private async load(name: WhisperModelName, file: string): Promise<Loaded> {
-    const size = await stat(file).then((s) => s.size, () => { throw new EngineError(`whisper model "${name}" is not installed (${file})`); });
+    const size = await stat(file).then(
+      (s) => s.size,
+      () => {
+        throw new EngineError(`whisper model "${name}" is not installed (${file})`);
+      },
+    );
     const memoryMb = Math.ceil((size / 1024 ** 2) * 1.25 + 64 * this.options.parallel);
     await this.makeRoom(memoryMb);
     const started = Date.now();

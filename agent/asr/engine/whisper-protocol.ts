@@ -80,8 +80,7 @@ export interface WhisperEngineConfig {
 
 /** From the agent: the configuration (first), then decodes, answered by `id`. */
 export type ToEngine =
-  | { kind: "configure"; config: WhisperEngineConfig }
-  | { kind: "decode"; id: number; model: WhisperModelName; file: string; pcm: Float32Array; params: DecodeParams };
+  { kind: "configure"; config: WhisperEngineConfig } | { kind: "decode"; id: number; model: WhisperModelName; file: string; pcm: Float32Array; params: DecodeParams };
 
 /**
  * From the engine: `ready` once it listens; per decode `started` (the model is loaded and whisper

@@ -14,19 +14,22 @@ const WINDOW = 512;
 const BLOCK = WINDOW * 320;
 
 async function main(request: VadRequest, onProgress: (fraction: number) => void): Promise<SpeechSpan[]> {
-  const vad = new (loadSherpa().Vad)({
-    sileroVad: {
-      model: request.model,
-      threshold: request.threshold,
-      minSilenceDuration: request.minSilenceSeconds,
-      minSpeechDuration: request.minSpeechSeconds,
-      windowSize: WINDOW,
-      maxSpeechDuration: request.maxSpeechSeconds,
+  const vad = new (loadSherpa().Vad)(
+    {
+      sileroVad: {
+        model: request.model,
+        threshold: request.threshold,
+        minSilenceDuration: request.minSilenceSeconds,
+        minSpeechDuration: request.minSpeechSeconds,
+        windowSize: WINDOW,
+        maxSpeechDuration: request.maxSpeechSeconds,
+      },
+      sampleRate: SAMPLE_RATE,
+      numThreads: 1,
+      debug: false,
     },
-    sampleRate: SAMPLE_RATE,
-    numThreads: 1,
-    debug: false,
-  }, Math.ceil(request.maxSpeechSeconds) + 30);
+    Math.ceil(request.maxSpeechSeconds) + 30,
+  );
   const spans: SpeechSpan[] = [];
   const drain = () => {
     while (!vad.isEmpty()) {

@@ -19,7 +19,15 @@ async function api(path, init = {}, job = undefined) {
   if (credential) headers.set("Authorization", `Bearer ${credential}`);
   const res = await fetch(path, { ...init, headers });
   // Only the instance's token is asked for; a job's handle that no longer opens it (deleted, expired) is the job's error.
-  const code = res.status === 401 ? (await res.clone().json().catch(() => null))?.error?.code : undefined;
+  const code =
+    res.status === 401
+      ? (
+          await res
+            .clone()
+            .json()
+            .catch(() => null)
+        )?.error?.code
+      : undefined;
   if (code === "missing_api_key" || code === "invalid_api_key") {
     sessionStorage.removeItem(TOKEN_KEY);
     await askToken(token ? "That token was not accepted." : "");
@@ -50,14 +58,16 @@ function explain(body, fallback) {
 
 // --- Formatting -----------------------------------------------------------------------------
 
-const formatBytes = (n) => n >= 1024 ** 3 ? `${+(n / 1024 ** 3).toFixed(1)} GB` : n >= 1024 ** 2 ? `${+(n / 1024 ** 2).toFixed(1)} MB` : `${Math.round(n / 1024)} KB`;
+const formatBytes = (n) => (n >= 1024 ** 3 ? `${+(n / 1024 ** 3).toFixed(1)} GB` : n >= 1024 ** 2 ? `${+(n / 1024 ** 2).toFixed(1)} MB` : `${Math.round(n / 1024)} KB`);
 function clock(seconds) {
   const s = Math.max(0, Math.floor(seconds));
-  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+  const h = Math.floor(s / 3600),
+    m = Math.floor((s % 3600) / 60),
+    r = s % 60;
   const two = (n) => String(n).padStart(2, "0");
   return h ? `${h}:${two(m)}:${two(r)}` : `${two(m)}:${two(r)}`;
 }
-const eta = (seconds) => seconds > 0 ? `about ${seconds < 60 ? `${seconds} s` : `${Math.ceil(seconds / 60)} min`} left` : "";
+const eta = (seconds) => (seconds > 0 ? `about ${seconds < 60 ? `${seconds} s` : `${Math.ceil(seconds / 60)} min`} left` : "");
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
@@ -81,14 +91,23 @@ async function loadNode() {
   const gpus = node.gpus.length ? node.gpus.map((g) => `${g.model} (${formatBytes(g.memory_total_bytes)})`).join(", ") : "none";
   const sched = node.scheduler ? `${node.scheduler.state} (${node.scheduler.address})` : "not part of a fleet";
   const rows = [
-    ["Node", node.node_id], ["Compute", node.compute], ["GPUs", gpus],
+    ["Node", node.node_id],
+    ["Compute", node.compute],
+    ["GPUs", gpus],
     ["CPU", `${node.cpu} · ${node.cpu_cores} cores`],
     ["Memory", `${formatBytes(node.memory_total_bytes - node.memory_free_bytes)} used of ${formatBytes(node.memory_total_bytes)}`],
     ["Jobs", `${node.jobs.running} running, ${node.jobs.queued} queued`],
-    ["Scheduler", sched], ["Chat models", node.chat_models.join(", ") || "none"],
+    ["Scheduler", sched],
+    ["Chat models", node.chat_models.join(", ") || "none"],
   ];
   const models = await (await api("/api/models")).json();
-  rows.push(["Whisper models loaded", models.models.filter((m) => m.loaded).map((m) => m.name).join(", ") || "none"]);
+  rows.push([
+    "Whisper models loaded",
+    models.models
+      .filter((m) => m.loaded)
+      .map((m) => m.name)
+      .join(", ") || "none",
+  ]);
   $("node").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   $("node-summary").textContent = `${node.node_id} · ${node.compute}${node.scheduler ? ` · scheduler ${node.scheduler.state}` : ""}`;
   $("speaker_diarization").disabled = !node.capabilities.diarization;
@@ -100,8 +119,15 @@ async function loadChoices() {
   const models = await loadNode();
   if (!models) return;
   const firstInstalled = models.models.find((m) => m.installed)?.name;
-  $("model").replaceChildren(...models.models.map((m) => el("option", { value: m.name, ...(m.installed ? {} : { disabled: "" }), ...(m.name === firstInstalled ? { selected: "" } : {}) },
-    `${m.name} · ${m.size}${m.installed ? (m.loaded ? " · loaded" : "") : " · not installed"}`)));
+  $("model").replaceChildren(
+    ...models.models.map((m) =>
+      el(
+        "option",
+        { value: m.name, ...(m.installed ? {} : { disabled: "" }), ...(m.name === firstInstalled ? { selected: "" } : {}) },
+        `${m.name} · ${m.size}${m.installed ? (m.loaded ? " · loaded" : "") : " · not installed"}`,
+      ),
+    ),
+  );
   const languages = Object.entries(models.languages ?? {}).sort((a, b) => a[1].localeCompare(b[1]));
   const option = ([code, name]) => el("option", { value: code }, `${name[0].toUpperCase()}${name.slice(1)} (${code})`);
   $("language").replaceChildren(el("option", { value: "" }, "Detect automatically"), ...languages.map(option));
@@ -133,8 +159,12 @@ function checkForm() {
   if (big) return ["audio", `${big.name} is larger than ${formatBytes(max.max_upload_bytes)}.`];
   if (big === undefined && selected.some((f) => f.size === 0)) return ["audio", `${selected.find((f) => f.size === 0).name} is empty.`];
   if ($("speaker_diarization").checked) {
-    const min = $("min_speakers").value, maxS = $("max_speakers").value;
-    for (const [id, v] of [["min_speakers", min], ["max_speakers", maxS]]) {
+    const min = $("min_speakers").value,
+      maxS = $("max_speakers").value;
+    for (const [id, v] of [
+      ["min_speakers", min],
+      ["max_speakers", maxS],
+    ]) {
       if (v !== "" && !(Number.isInteger(+v) && +v >= 1 && +v <= 20)) return [id, "Enter a whole number from 1 to 20."];
     }
     if (min !== "" && maxS !== "" && +min > +maxS) return ["min_speakers", "The minimum is more than the maximum."];
@@ -242,7 +272,8 @@ async function showResult(id, name, format) {
   const translated = Boolean(t.translated_to);
   const speakers = [...new Set(t.segments.map((s) => s.speaker).filter(Boolean))];
   const hue = (sp) => (speakers.indexOf(sp) * 137 + 20) % 360;
-  $("result-meta").textContent = `${name} · ${clock(t.duration)} · ${t.language}${translated ? ` → ${t.translated_to}` : ""} · model ${t.model}${speakers.length ? ` · ${speakers.length} speaker${speakers.length > 1 ? "s" : ""}` : ""}`;
+  $("result-meta").textContent =
+    `${name} · ${clock(t.duration)} · ${t.language}${translated ? ` → ${t.translated_to}` : ""} · model ${t.model}${speakers.length ? ` · ${speakers.length} speaker${speakers.length > 1 ? "s" : ""}` : ""}`;
   const rows = t.segments.map((s) => {
     const words = s.words.length && !translated ? s.words : null;
     const spoken = words
@@ -250,11 +281,25 @@ async function showResult(id, name, format) {
       : [s.text];
     const label = s.speaker ? el("span", { class: "speaker" }, s.speaker) : null;
     const text = el("p", { lang: translated ? t.translated_to : t.language, style: "margin:0" }, label, ...spoken);
-    const original = translated ? el("p", { class: "original", lang: t.language, style: "margin:0" }, ...(s.words.length
-      ? s.words.flatMap((w, i) => [i ? " " : "", el("span", { class: `word${w.confidence < LOW_CONFIDENCE ? " low" : ""}`, title: `confidence ${w.confidence.toFixed(2)}` }, w.word)])
-      : [s.original_text ?? ""])) : null;
-    return el("div", { class: `seg${translated ? " translated" : ""}`, ...(s.speaker ? { "data-speaker": s.speaker, style: `--hue:${hue(s.speaker)}` } : {}) },
-      el("time", { datetime: `PT${s.start}S` }, `${clock(s.start)}–${clock(s.end)}`), text, original);
+    const original = translated
+      ? el(
+          "p",
+          { class: "original", lang: t.language, style: "margin:0" },
+          ...(s.words.length
+            ? s.words.flatMap((w, i) => [
+                i ? " " : "",
+                el("span", { class: `word${w.confidence < LOW_CONFIDENCE ? " low" : ""}`, title: `confidence ${w.confidence.toFixed(2)}` }, w.word),
+              ])
+            : [s.original_text ?? ""]),
+        )
+      : null;
+    return el(
+      "div",
+      { class: `seg${translated ? " translated" : ""}`, ...(s.speaker ? { "data-speaker": s.speaker, style: `--hue:${hue(s.speaker)}` } : {}) },
+      el("time", { datetime: `PT${s.start}S` }, `${clock(s.start)}–${clock(s.end)}`),
+      text,
+      original,
+    );
   });
   $("transcript").replaceChildren(...(rows.length ? rows : [el("p", { class: "muted" }, "No speech was found in this file.")]));
   $("preview-format").textContent = format.toUpperCase();
@@ -289,12 +334,25 @@ async function copyText() {
 $("form").addEventListener("submit", submit);
 $("audio").addEventListener("change", (e) => setFiles(e.target.files));
 const drop = $("drop");
-drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+drop.addEventListener("dragover", (e) => {
+  e.preventDefault();
+  drop.classList.add("over");
+});
 drop.addEventListener("dragleave", () => drop.classList.remove("over"));
-drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); setFiles(e.dataTransfer.files); });
-$("translate").addEventListener("change", (e) => { $("target_language").disabled = !e.target.checked; });
-$("speaker_diarization").addEventListener("change", (e) => { $("min_speakers").disabled = $("max_speakers").disabled = !e.target.checked; });
+drop.addEventListener("drop", (e) => {
+  e.preventDefault();
+  drop.classList.remove("over");
+  setFiles(e.dataTransfer.files);
+});
+$("translate").addEventListener("change", (e) => {
+  $("target_language").disabled = !e.target.checked;
+});
+$("speaker_diarization").addEventListener("change", (e) => {
+  $("min_speakers").disabled = $("max_speakers").disabled = !e.target.checked;
+});
 for (const b of document.querySelectorAll("[data-download]")) b.addEventListener("click", () => download(b.dataset.download));
 $("copy").addEventListener("click", copyText);
-setInterval(() => { if (!document.hidden) void loadNode(); }, 5000);
+setInterval(() => {
+  if (!document.hidden) void loadNode();
+}, 5000);
 void loadChoices();

@@ -4,19 +4,41 @@ const TOKEN = "kiln-admin-token";
 
 /** Starting points for each server type's configuration (every secret named by an *_env member: one of the account's secrets). */
 const TEMPLATES = {
-  github: { authentication: { type: "app", app_id: 0, private_key_env: "GITHUB_PRIVATE_KEY", installation_id: 0 }, base_url: "https://api.github.com", resources: { repositories: ["owner/repo"], include_issues: true, include_prs: true } },
-  slack: { authentication: { type: "oauth", bot_token_env: "SLACK_BOT_TOKEN", scopes: ["channels:read", "channels:history"] }, resources: { channels: ["general"], history_limit: 100 } },
-  postgresql: { connection: { host: "db.internal", port: 5432, database: "app", ssl_mode: "require" }, authentication: { type: "credentials", username: "readonly", password_env: "PG_PASSWORD" }, permissions: { read_only: true, allowed_schemas: ["public"], row_limit: 100, query_timeout: 10 } },
-  mysql: { connection: { host: "db.internal", port: 3306, database: "app" }, authentication: { type: "credentials", username: "readonly", password_env: "MYSQL_PASSWORD" }, permissions: { read_only: true, row_limit: 100 } },
+  github: {
+    authentication: { type: "app", app_id: 0, private_key_env: "GITHUB_PRIVATE_KEY", installation_id: 0 },
+    base_url: "https://api.github.com",
+    resources: { repositories: ["owner/repo"], include_issues: true, include_prs: true },
+  },
+  slack: {
+    authentication: { type: "oauth", bot_token_env: "SLACK_BOT_TOKEN", scopes: ["channels:read", "channels:history"] },
+    resources: { channels: ["general"], history_limit: 100 },
+  },
+  postgresql: {
+    connection: { host: "db.internal", port: 5432, database: "app", ssl_mode: "require" },
+    authentication: { type: "credentials", username: "readonly", password_env: "PG_PASSWORD" },
+    permissions: { read_only: true, allowed_schemas: ["public"], row_limit: 100, query_timeout: 10 },
+  },
+  mysql: {
+    connection: { host: "db.internal", port: 3306, database: "app" },
+    authentication: { type: "credentials", username: "readonly", password_env: "MYSQL_PASSWORD" },
+    permissions: { read_only: true, row_limit: 100 },
+  },
   mongodb: { connection: { uri: "mongodb://db.internal:27017/app" }, permissions: { allowed_collections: ["users"], document_limit: 50 } },
-  rest_api: { base_url: "https://api.example.com", authentication: { type: "api_key", key_env: "API_KEY", header: "Authorization", prefix: "Bearer " }, endpoints: [{ name: "list_items", method: "GET", path: "/items", description: "List items" }] },
+  rest_api: {
+    base_url: "https://api.example.com",
+    authentication: { type: "api_key", key_env: "API_KEY", header: "Authorization", prefix: "Bearer " },
+    endpoints: [{ name: "list_items", method: "GET", path: "/items", description: "List items" }],
+  },
   filesystem: { root_path: "docs", permissions: { read_only: true, allowed_extensions: [".md", ".txt"], max_file_size: 1048576 }, indexing: { enable_search: true } },
   websocket: { url: "wss://feed.example.com/ws", subscription: { topics: ["updates"], buffer_size: 100, max_age: 3600 } },
   mcp: { transport: "http", url: "https://mcp.example.com/mcp" },
 };
 
 async function api(path, init = {}) {
-  const res = await fetch(`/admin/api${path}`, { ...init, headers: { authorization: `Bearer ${sessionStorage.getItem(TOKEN)}`, "content-type": "application/json", ...(init.headers ?? {}) } });
+  const res = await fetch(`/admin/api${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${sessionStorage.getItem(TOKEN)}`, "content-type": "application/json", ...(init.headers ?? {}) },
+  });
   const body = res.status === 204 ? null : await res.json().catch(() => null);
   if (res.status === 401) signOut("The admin token was not accepted.");
   if (!res.ok) throw new Error(body?.error?.message ?? `HTTP ${res.status}`);
@@ -42,7 +64,9 @@ async function signIn() {
   $("mcp-type").value = "filesystem";
   // A tenant never names a program: stdio servers are the operator's, picked by name.
   if (session.stdio_servers?.length) TEMPLATES.mcp = { transport: "stdio", server: session.stdio_servers[0], env_from: {} };
-  $("stdio-servers").textContent = session.stdio_servers?.length ? `Stdio servers offered by the operator: ${session.stdio_servers.join(", ")}.` : "This scheduler offers no stdio servers: use transport http.";
+  $("stdio-servers").textContent = session.stdio_servers?.length
+    ? `Stdio servers offered by the operator: ${session.stdio_servers.join(", ")}.`
+    : "This scheduler offers no stdio servers: use transport http.";
   resetForm();
   await loadKeys();
 }
@@ -50,19 +74,26 @@ async function signIn() {
 async function loadKeys() {
   const { data } = await api("/accounts");
   $("account-names").replaceChildren(...data.map((a) => el("option", undefined, { value: a.name })));
-  $("keys").replaceChildren(...data.flatMap((a) => a.keys.map((k) => {
-    const row = el("tr");
-    row.append(el("td", a.name), el("td", k.tier), el("td", k.id), el("td", k.state));
-    const cell = el("td");
-    if (k.state === "active") {
-      const revoke = el("button", "Revoke", { type: "button" });
-      revoke.setAttribute("aria-label", `Revoke key ${k.id}`);
-      revoke.addEventListener("click", async () => { await api(`/keys/${k.id}`, { method: "DELETE" }); await loadKeys(); });
-      cell.append(revoke);
-    }
-    row.append(cell);
-    return row;
-  })));
+  $("keys").replaceChildren(
+    ...data.flatMap((a) =>
+      a.keys.map((k) => {
+        const row = el("tr");
+        row.append(el("td", a.name), el("td", k.tier), el("td", k.id), el("td", k.state));
+        const cell = el("td");
+        if (k.state === "active") {
+          const revoke = el("button", "Revoke", { type: "button" });
+          revoke.setAttribute("aria-label", `Revoke key ${k.id}`);
+          revoke.addEventListener("click", async () => {
+            await api(`/keys/${k.id}`, { method: "DELETE" });
+            await loadKeys();
+          });
+          cell.append(revoke);
+        }
+        row.append(cell);
+        return row;
+      }),
+    ),
+  );
 }
 
 // --- Per-type fields: every leaf of the configuration as a labelled input -------------------
@@ -76,7 +107,10 @@ const UNSAFE_KEYS = new Set(["__proto__", "constructor", "prototype"]);
 /** Leaves of a configuration: [path, value] with paths like "connection.port" or "endpoints.0.name". */
 function leaves(value, path = []) {
   if (Array.isArray(value) && value.every((v) => typeof v === "string")) return [[path, value]];
-  if (value && typeof value === "object") return Object.entries(value).filter(([k]) => !UNSAFE_KEYS.has(k)).flatMap(([k, v]) => leaves(v, [...path, k]));
+  if (value && typeof value === "object")
+    return Object.entries(value)
+      .filter(([k]) => !UNSAFE_KEYS.has(k))
+      .flatMap(([k, v]) => leaves(v, [...path, k]));
   return [[path, value]];
 }
 
@@ -85,7 +119,10 @@ function setPath(target, path, value) {
   if (!Array.isArray(path) || path.some((key) => typeof key !== "string" || UNSAFE_KEYS.has(key))) return target;
   let node = target;
   path.forEach((key, i) => {
-    if (i === path.length - 1) { node[key] = value; return; }
+    if (i === path.length - 1) {
+      node[key] = value;
+      return;
+    }
     if (!Object.hasOwn(node, key) || !node[key] || typeof node[key] !== "object") node[key] = /^\d+$/.test(path[i + 1]) ? [] : {};
     node = node[key];
   });
@@ -100,9 +137,10 @@ function renderFields(config) {
     const name = path.join(".");
     const wrap = el("div");
     const label = el("label", name, { htmlFor: id });
-    const input = typeof value === "boolean"
-      ? el("input", undefined, { id, type: "checkbox", checked: value })
-      : el("input", undefined, { id, type: typeof value === "number" ? "number" : "text", value: Array.isArray(value) ? value.join(", ") : String(value ?? "") });
+    const input =
+      typeof value === "boolean"
+        ? el("input", undefined, { id, type: "checkbox", checked: value })
+        : el("input", undefined, { id, type: typeof value === "number" ? "number" : "text", value: Array.isArray(value) ? value.join(", ") : String(value ?? "") });
     input.dataset.path = JSON.stringify(path);
     input.dataset.kind = Array.isArray(value) ? "list" : typeof value;
     if (name.endsWith("_env")) input.title = "the name of one of the account's secrets (set under Secrets), never the secret itself";
@@ -117,10 +155,19 @@ function syncFromFields() {
   const config = {};
   for (const input of $("mcp-fields").querySelectorAll("input")) {
     const kind = input.dataset.kind;
-    const value = kind === "boolean" ? input.checked
-      : kind === "number" ? (input.value === "" ? undefined : Number(input.value))
-      : kind === "list" ? input.value.split(",").map((x) => x.trim()).filter(Boolean)
-      : input.value;
+    const value =
+      kind === "boolean"
+        ? input.checked
+        : kind === "number"
+          ? input.value === ""
+            ? undefined
+            : Number(input.value)
+          : kind === "list"
+            ? input.value
+                .split(",")
+                .map((x) => x.trim())
+                .filter(Boolean)
+            : input.value;
     if (value !== undefined && value !== "") setPath(config, JSON.parse(input.dataset.path), value);
   }
   $("mcp-config").value = JSON.stringify(config, null, 2);
@@ -138,15 +185,20 @@ function resetForm() {
 
 async function loadSecrets(account) {
   const { data } = await api(`/accounts/${encodeURIComponent(account)}/secrets`);
-  $("secret-list").replaceChildren(...data.map((secret) => {
-    const li = el("li");
-    li.append(el("code", secret.name), el("span", ` · set ${new Date(secret.updated_at * 1000).toLocaleString()}`, { className: "muted" }), " ");
-    const del = el("button", "Delete", { type: "button" });
-    del.setAttribute("aria-label", `Delete secret ${secret.name}`);
-    del.addEventListener("click", async () => { await api(`/accounts/${encodeURIComponent(account)}/secrets/${secret.name}`, { method: "DELETE" }); await loadSecrets(account); });
-    li.append(del);
-    return li;
-  }));
+  $("secret-list").replaceChildren(
+    ...data.map((secret) => {
+      const li = el("li");
+      li.append(el("code", secret.name), el("span", ` · set ${new Date(secret.updated_at * 1000).toLocaleString()}`, { className: "muted" }), " ");
+      const del = el("button", "Delete", { type: "button" });
+      del.setAttribute("aria-label", `Delete secret ${secret.name}`);
+      del.addEventListener("click", async () => {
+        await api(`/accounts/${encodeURIComponent(account)}/secrets/${secret.name}`, { method: "DELETE" });
+        await loadSecrets(account);
+      });
+      li.append(del);
+      return li;
+    }),
+  );
 }
 
 async function loadMcp() {
@@ -154,30 +206,35 @@ async function loadMcp() {
   if (!account) return;
   await loadSecrets(account);
   const { data } = await api(`/accounts/${encodeURIComponent(account)}/mcp`);
-  $("mcp-list").replaceChildren(...data.map((s) => {
-    const li = el("li");
-    li.append(el("strong", s.name), el("span", ` · ${s.server_type} · ${s.id}`, { className: "muted" }), el("br"));
-    const test = el("button", "Test", { type: "button" });
-    test.setAttribute("aria-label", `Test ${s.name}`);
-    test.addEventListener("click", () => runTest(account, s));
-    const edit = el("button", "Edit", { type: "button" });
-    edit.setAttribute("aria-label", `Edit ${s.name}`);
-    edit.addEventListener("click", () => {
-      $("mcp-id").value = s.id;
-      $("mcp-name").value = s.name;
-      $("mcp-description").value = s.description ?? "";
-      $("mcp-type").value = s.server_type;
-      $("mcp-config").value = JSON.stringify(s.config, null, 2);
-      renderFields(s.config);
-      $("mcp-form-title").textContent = `Edit ${s.name}`;
-      $("mcp-name").focus();
-    });
-    const del = el("button", "Delete", { type: "button" });
-    del.setAttribute("aria-label", `Delete ${s.name}`);
-    del.addEventListener("click", async () => { await api(`/accounts/${encodeURIComponent(account)}/mcp/${s.id}`, { method: "DELETE" }); await loadMcp(); });
-    li.append(test, " ", edit, " ", del);
-    return li;
-  }));
+  $("mcp-list").replaceChildren(
+    ...data.map((s) => {
+      const li = el("li");
+      li.append(el("strong", s.name), el("span", ` · ${s.server_type} · ${s.id}`, { className: "muted" }), el("br"));
+      const test = el("button", "Test", { type: "button" });
+      test.setAttribute("aria-label", `Test ${s.name}`);
+      test.addEventListener("click", () => runTest(account, s));
+      const edit = el("button", "Edit", { type: "button" });
+      edit.setAttribute("aria-label", `Edit ${s.name}`);
+      edit.addEventListener("click", () => {
+        $("mcp-id").value = s.id;
+        $("mcp-name").value = s.name;
+        $("mcp-description").value = s.description ?? "";
+        $("mcp-type").value = s.server_type;
+        $("mcp-config").value = JSON.stringify(s.config, null, 2);
+        renderFields(s.config);
+        $("mcp-form-title").textContent = `Edit ${s.name}`;
+        $("mcp-name").focus();
+      });
+      const del = el("button", "Delete", { type: "button" });
+      del.setAttribute("aria-label", `Delete ${s.name}`);
+      del.addEventListener("click", async () => {
+        await api(`/accounts/${encodeURIComponent(account)}/mcp/${s.id}`, { method: "DELETE" });
+        await loadMcp();
+      });
+      li.append(test, " ", edit, " ", del);
+      return li;
+    }),
+  );
 }
 
 async function runTest(account, server) {
@@ -185,11 +242,16 @@ async function runTest(account, server) {
   out.replaceChildren(el("p", `Testing ${server.name}…`));
   try {
     const r = await api(`/accounts/${encodeURIComponent(account)}/mcp/${server.id}/test`, { method: "POST" });
-    const list = (title, items, label) => [el("h3", `${title} (${items.length})`), el("ul", undefined, { className: "test-list" })].map((node, i) => {
-      if (i === 1) node.append(...items.map((it) => el("li", label(it))));
-      return node;
-    });
-    out.replaceChildren(el("p", `${server.name}: ok in ${r.latency_ms} ms`), ...list("Tools", r.tools, (t) => `${t.name}${t.description ? ` — ${t.description}` : ""}`), ...list("Resources", r.resources, (x) => `${x.name} (${x.uri})`));
+    const list = (title, items, label) =>
+      [el("h3", `${title} (${items.length})`), el("ul", undefined, { className: "test-list" })].map((node, i) => {
+        if (i === 1) node.append(...items.map((it) => el("li", label(it))));
+        return node;
+      });
+    out.replaceChildren(
+      el("p", `${server.name}: ok in ${r.latency_ms} ms`),
+      ...list("Tools", r.tools, (t) => `${t.name}${t.description ? ` — ${t.description}` : ""}`),
+      ...list("Resources", r.resources, (x) => `${x.name} (${x.uri})`),
+    );
   } catch (err) {
     out.replaceChildren(el("p", `${server.name}: ${err.message}`, { className: "error" }));
   }
@@ -198,7 +260,11 @@ async function runTest(account, server) {
 $("sign-in-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   sessionStorage.setItem(TOKEN, $("admin-token").value.trim());
-  try { await signIn(); } catch (err) { signOut(err.message); }
+  try {
+    await signIn();
+  } catch (err) {
+    signOut(err.message);
+  }
 });
 $("sign-out").addEventListener("click", () => signOut());
 $("key-form").addEventListener("submit", async (e) => {
@@ -209,7 +275,9 @@ $("key-form").addEventListener("submit", async (e) => {
     $("new-key-token").textContent = created.token;
     $("new-key").hidden = false;
     await loadKeys();
-  } catch (err) { $("key-error").textContent = err.message; }
+  } catch (err) {
+    $("key-error").textContent = err.message;
+  }
 });
 $("mcp-load").addEventListener("click", () => void loadMcp());
 $("usage-form").addEventListener("submit", async (e) => {
@@ -223,15 +291,23 @@ $("usage-form").addEventListener("submit", async (e) => {
     const report = await api(`/accounts/${encodeURIComponent(account)}/usage?${query}`);
     const cells = (values, tag = "td") => values.map((v) => el(tag, String(v)));
     $("usage-caption").textContent = `${report.account}, ${report.start_date} to ${report.end_date} (UTC)`;
-    $("usage-rows").replaceChildren(...report.data.map((d) => {
-      const tr = el("tr");
-      tr.append(...cells([d.date, d.model, d.requests, d.prompt_tokens, d.completion_tokens, d.total_tokens, d.audio_seconds]));
-      return tr;
-    }));
+    $("usage-rows").replaceChildren(
+      ...report.data.map((d) => {
+        const tr = el("tr");
+        tr.append(...cells([d.date, d.model, d.requests, d.prompt_tokens, d.completion_tokens, d.total_tokens, d.audio_seconds]));
+        return tr;
+      }),
+    );
     const sum = (k) => report.data.reduce((n, d) => n + d[k], 0);
-    $("usage-total").replaceChildren(el("th", "Total", { scope: "row" }), el("td", ""), ...cells([sum("requests"), sum("prompt_tokens"), sum("completion_tokens"), sum("total_tokens"), Math.round(sum("audio_seconds") * 1000) / 1000]));
+    $("usage-total").replaceChildren(
+      el("th", "Total", { scope: "row" }),
+      el("td", ""),
+      ...cells([sum("requests"), sum("prompt_tokens"), sum("completion_tokens"), sum("total_tokens"), Math.round(sum("audio_seconds") * 1000) / 1000]),
+    );
     $("usage-table").hidden = false;
-  } catch (err) { $("usage-error").textContent = err.message; }
+  } catch (err) {
+    $("usage-error").textContent = err.message;
+  }
 });
 $("secret-form").addEventListener("submit", async (e) => {
   e.preventDefault();
@@ -244,12 +320,20 @@ $("secret-form").addEventListener("submit", async (e) => {
     $("secret-value").value = ""; // write-only: the value is never shown again
     $("secret-name").value = "";
     await loadSecrets(account);
-  } catch (err) { $("secret-error").textContent = err.message; }
+  } catch (err) {
+    $("secret-error").textContent = err.message;
+  }
 });
-$("mcp-type").addEventListener("change", () => { if (!$("mcp-id").value) resetForm(); });
+$("mcp-type").addEventListener("change", () => {
+  if (!$("mcp-id").value) resetForm();
+});
 $("mcp-new").addEventListener("click", resetForm);
 $("mcp-config").addEventListener("input", () => {
-  try { renderFields(JSON.parse($("mcp-config").value)); } catch { /* mid-edit: the fields follow once it parses */ }
+  try {
+    renderFields(JSON.parse($("mcp-config").value));
+  } catch {
+    /* mid-edit: the fields follow once it parses */
+  }
 });
 $("mcp-form").addEventListener("submit", async (e) => {
   e.preventDefault();
@@ -257,13 +341,19 @@ $("mcp-form").addEventListener("submit", async (e) => {
   const account = $("mcp-account").value.trim();
   if (!account) return void ($("mcp-error").textContent = "Choose the account first.");
   let config;
-  try { config = JSON.parse($("mcp-config").value); } catch (err) { return void ($("mcp-error").textContent = `config: not valid JSON (${err.message})`); }
+  try {
+    config = JSON.parse($("mcp-config").value);
+  } catch (err) {
+    return void ($("mcp-error").textContent = `config: not valid JSON (${err.message})`);
+  }
   const body = JSON.stringify({ name: $("mcp-name").value, description: $("mcp-description").value || undefined, server_type: $("mcp-type").value, config });
   const id = $("mcp-id").value;
   try {
     await api(`/accounts/${encodeURIComponent(account)}/mcp${id ? `/${id}` : ""}`, { method: id ? "PUT" : "POST", body });
     resetForm();
     await loadMcp();
-  } catch (err) { $("mcp-error").textContent = err.message; }
+  } catch (err) {
+    $("mcp-error").textContent = err.message;
+  }
 });
 if (sessionStorage.getItem(TOKEN)) signIn().catch((err) => signOut(err.message));

@@ -57,72 +57,74 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
   let uploads = 0;
   const accountUploads = new InflightLimiter();
   const uploadRefusal = (n: number) => `file: this account has its ${n} audio requests in flight already (--audio-uploads-per-account); wait for one to finish`;
-  const route = (task: AudioTask) => async (c: Context<AppEnv>): Promise<Response> => {
-    const req = c.env.incoming;
-    const { account, tier, keyId } = c.get("identity");
-    let release: (() => void) | undefined;
-    let releaseUpload: (() => void) | undefined;
-    try {
-      release = await deps.cap.inflight.acquire(account, deps.cap.maxInflight[tier]);
-      const declared = Number(c.req.header("content-length") ?? NaN);
-      if (declared > deps.maxFileBytes + FORM_OVERHEAD) throw new PayloadTooLargeError("file_too_large", `file: the request's ${declared} bytes are more than the ${formatBytes(deps.maxFileBytes)} limit`);
-      if (uploads >= deps.maxUploads) throw new ServiceUnavailableError("uploads_busy", `file: this scheduler holds ${deps.maxUploads} uploads already; retry shortly`);
-      // the spool shares its disk with the database: a floor stays free, beside what this upload declares
-      await mkdir(deps.spoolDir, { recursive: true, mode: 0o700 });
-      const free = await freeBytes(deps.spoolDir);
-      if (free < (Number.isFinite(declared) ? declared : 0) + SPOOL_FLOOR_BYTES) throw new InsufficientStorageError("file: the scheduler's disk is too full to hold this upload; try again later");
-      releaseUpload = accountUploads.acquire(account, deps.maxUploadsPerAccount, uploadRefusal);
-    } catch (err) {
-      release?.();
-      await drain(req);
-      throw err;
-    }
-    uploads++;
-    const abort = new AbortController();
-    c.req.raw.signal.addEventListener("abort", () => abort.abort(), { once: true });
-    let spool: Spool | undefined;
-    /** Whether the SSE stream took over the cleanup (it runs when the stream ends). */
-    let streaming = false;
-    try {
-      spool = await Spool.create(deps.spoolDir);
-      const received = await receive(task, req, spool, deps, abort, c.get("requestId"));
-      const { form } = received;
-      // the audio seconds of a transcription that completes go to the account's usage
-      const owner = { account, keyId, model: form.model, kind: "transcription" as const, requestId: c.get("requestId") };
-      const events = meterAudio(received.events, deps.usage, owner);
-      if (form.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(form.ignored));
-      if (form.stream) {
-        streaming = true;
-        return stream(c, events, abort, finish);
-      }
-      const transcript = await lastOf(events);
-      return respond(c, form, transcript);
-    } catch (err) {
-      if (err instanceof ApiError && !req.readableEnded) {
-        c.header("Connection", "close"); // refused mid-upload: the rest is not read
-        await drain(req);
-      }
-      throw err;
-    } finally {
-      if (!streaming) await finish();
-    }
-
-    async function finish(): Promise<void> {
-      abort.abort();
+  const route =
+    (task: AudioTask) =>
+    async (c: Context<AppEnv>): Promise<Response> => {
+      const req = c.env.incoming;
+      const { account, tier, keyId } = c.get("identity");
+      let release: (() => void) | undefined;
+      let releaseUpload: (() => void) | undefined;
       try {
-        await spool?.remove();
+        release = await deps.cap.inflight.acquire(account, deps.cap.maxInflight[tier]);
+        const declared = Number(c.req.header("content-length") ?? NaN);
+        if (declared > deps.maxFileBytes + FORM_OVERHEAD)
+          throw new PayloadTooLargeError("file_too_large", `file: the request's ${declared} bytes are more than the ${formatBytes(deps.maxFileBytes)} limit`);
+        if (uploads >= deps.maxUploads) throw new ServiceUnavailableError("uploads_busy", `file: this scheduler holds ${deps.maxUploads} uploads already; retry shortly`);
+        // the spool shares its disk with the database: a floor stays free, beside what this upload declares
+        await mkdir(deps.spoolDir, { recursive: true, mode: 0o700 });
+        const free = await freeBytes(deps.spoolDir);
+        if (free < (Number.isFinite(declared) ? declared : 0) + SPOOL_FLOOR_BYTES)
+          throw new InsufficientStorageError("file: the scheduler's disk is too full to hold this upload; try again later");
+        releaseUpload = accountUploads.acquire(account, deps.maxUploadsPerAccount, uploadRefusal);
       } catch (err) {
-        deps.logger.error({ err, path: spool?.path }, "could not remove an audio upload's spool file");
-      } finally {
-        uploads--;
-        releaseUpload?.();
         release?.();
+        await drain(req);
+        throw err;
       }
-    }
-  };
-  return new Hono<AppEnv>()
-    .post("/transcriptions", route("transcriptions"))
-    .post("/translations", route("translations"));
+      uploads++;
+      const abort = new AbortController();
+      c.req.raw.signal.addEventListener("abort", () => abort.abort(), { once: true });
+      let spool: Spool | undefined;
+      /** Whether the SSE stream took over the cleanup (it runs when the stream ends). */
+      let streaming = false;
+      try {
+        spool = await Spool.create(deps.spoolDir);
+        const received = await receive(task, req, spool, deps, abort, c.get("requestId"));
+        const { form } = received;
+        // the audio seconds of a transcription that completes go to the account's usage
+        const owner = { account, keyId, model: form.model, kind: "transcription" as const, requestId: c.get("requestId") };
+        const events = meterAudio(received.events, deps.usage, owner);
+        if (form.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(form.ignored));
+        if (form.stream) {
+          streaming = true;
+          return stream(c, events, abort, finish);
+        }
+        const transcript = await lastOf(events);
+        return respond(c, form, transcript);
+      } catch (err) {
+        if (err instanceof ApiError && !req.readableEnded) {
+          c.header("Connection", "close"); // refused mid-upload: the rest is not read
+          await drain(req);
+        }
+        throw err;
+      } finally {
+        if (!streaming) await finish();
+      }
+
+      async function finish(): Promise<void> {
+        abort.abort();
+        try {
+          await spool?.remove();
+        } catch (err) {
+          deps.logger.error({ err, path: spool?.path }, "could not remove an audio upload's spool file");
+        } finally {
+          uploads--;
+          releaseUpload?.();
+          release?.();
+        }
+      }
+    };
+  return new Hono<AppEnv>().post("/transcriptions", route("transcriptions")).post("/translations", route("translations"));
 
   /** The SSE answer: a delta per finished segment, then the whole text; the request's cleanup runs when it ends. */
   function stream(c: Context<AppEnv>, events: AsyncIterable<AudioEvent>, abort: AbortController, done: () => Promise<void>): Response {
@@ -160,7 +162,14 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
  * model is known at the file's start, else when the form ends; resolves once the form is read,
  * with the transcription's events under way.
  */
-function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: AudioDeps, abort: AbortController, traceId: string): Promise<{ form: AudioForm; events: AsyncIterable<AudioEvent> }> {
+function receive(
+  task: AudioTask,
+  req: IncomingMessage,
+  spool: Spool,
+  deps: AudioDeps,
+  abort: AbortController,
+  traceId: string,
+): Promise<{ form: AudioForm; events: AsyncIterable<AudioEvent> }> {
   const contentType = req.headers["content-type"] ?? "";
   if (!/^multipart\/form-data/i.test(contentType)) {
     return Promise.reject(new InvalidRequestError("invalid_content_type", `Content-Type: expected multipart/form-data with a file, got "${contentType.slice(0, 100) || "none"}"`));
@@ -183,7 +192,10 @@ function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: Audi
     const fail = (err: unknown) => {
       if (failed) return;
       failed = true;
-      const e = err instanceof ApiError ? err : new ServiceUnavailableError("upload_failed", `file: the upload could not be stored (${(err as NodeJS.ErrnoException).code ?? "write failed"}); try again later`);
+      const e =
+        err instanceof ApiError
+          ? err
+          : new ServiceUnavailableError("upload_failed", `file: the upload could not be stored (${(err as NodeJS.ErrnoException).code ?? "write failed"}); try again later`);
       req.unpipe(parser);
       spool.fail(e);
       abort.abort(); // the agent's copy, if the request was routed, is cancelled
@@ -216,7 +228,15 @@ function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: Audi
       file.on("limit", () => fail(new PayloadTooLargeError("file_too_large", `file: "${fileName.slice(0, 200)}" is larger than the ${formatBytes(deps.maxFileBytes)} limit`)));
       file.on("data", (chunk: Buffer) => {
         file.pause(); // one chunk at a time onto the disk: the client waits, not our memory
-        writing = writing.then(() => (failed ? undefined : spool.append(chunk))).then(() => void file.resume(), (err: unknown) => { fail(err); file.resume(); });
+        writing = writing
+          .then(() => (failed ? undefined : spool.append(chunk)))
+          .then(
+            () => void file.resume(),
+            (err: unknown) => {
+              fail(err);
+              file.resume();
+            },
+          );
       });
     });
     parser.on("filesLimit", () => fail(new InvalidRequestError("too_many_files", "file: one file per request")));
@@ -226,7 +246,7 @@ function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: Audi
     parser.on("close", () => {
       void writing.then(() => {
         if (failed) return;
-        if (!fileSeen) return fail(new InvalidRequestError("missing_required_field", "file: required (a file part named \"file\")"));
+        if (!fileSeen) return fail(new InvalidRequestError("missing_required_field", 'file: required (a file part named "file")'));
         try {
           const form = parseAudioForm(task, raw);
           if (request) {
@@ -237,7 +257,10 @@ function receive(task: AudioTask, req: IncomingMessage, spool: Spool, deps: Audi
           }
           if (!request && abort.signal.aborted) throw new UpstreamError("client_gone", "the client went away");
           if (!deps.fleet.transcribes(form.model, form.needs)) {
-            throw new ServiceUnavailableError("model_unavailable", `model: no connected agent transcribes with "${form.model}"${form.needs.length ? ` with ${form.needs.join(" and ")}` : ""} right now`);
+            throw new ServiceUnavailableError(
+              "model_unavailable",
+              `model: no connected agent transcribes with "${form.model}"${form.needs.length ? ` with ${form.needs.join(" and ")}` : ""} right now`,
+            );
           }
           spool.end();
           if (!request) route(form, fileName);
@@ -279,11 +302,14 @@ async function lastOf(events: AsyncIterable<AudioEvent>): Promise<Transcript> {
 
 function respond(c: Context<AppEnv>, form: AudioForm, t: Transcript): Response {
   switch (form.responseFormat) {
-    case "json": return c.json(jsonBody(t));
-    case "verbose_json": return c.json(verboseBody(t, form.words));
-    case "text": return c.text(textBody(t));
+    case "json":
+      return c.json(jsonBody(t));
+    case "verbose_json":
+      return c.json(verboseBody(t, form.words));
+    case "text":
+      return c.text(textBody(t));
     case "srt":
-    case "vtt": return c.body(render(t, form.responseFormat), 200, { "Content-Type": CONTENT_TYPES[form.responseFormat] });
+    case "vtt":
+      return c.body(render(t, form.responseFormat), 200, { "Content-Type": CONTENT_TYPES[form.responseFormat] });
   }
 }
-

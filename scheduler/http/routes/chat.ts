@@ -1,6 +1,15 @@
 /** `POST /v1/chat/completions`: OpenAI's chat API on the generation route (generate.ts). */
 import type { Hono } from "hono";
-import { chunkBody, completionBody, completionId, toolCallsDelta, usageChunkBody, validateChatCompletion, type ChatCompletionBody, type ChatValidationOptions } from "../../chat/index.js";
+import {
+  chunkBody,
+  completionBody,
+  completionId,
+  toolCallsDelta,
+  usageChunkBody,
+  validateChatCompletion,
+  type ChatCompletionBody,
+  type ChatValidationOptions,
+} from "../../chat/index.js";
 import type { AppEnv } from "../env.js";
 import { generationRoute, type GenerationApi, type GenerationDeps } from "./generate.js";
 

@@ -18,11 +18,22 @@ export function completionsRoutes(deps: GenerationDeps): Hono<AppEnv> {
     usageKind: "completion",
     validate: validateLegacyCompletion,
     newId: legacyCompletionId,
-    answer: (body, a, choices, done) => legacyBody(a, choices.map((c, index) => ({
-      index, text: before(body) + c.text, logprobs: c.logprobs ? legacyLogprobs(c.logprobs, before(body).length) : null, finish_reason: done.finishReasons[index] ?? done.finishReason,
-    })), done, true),
-    opening: (body, a) => (body.echo ? indexes(body).map((index) => legacyBody(a, [{ index, text: body.prompt, logprobs: noLogprobs(body), finish_reason: null }], undefined, false)) : []),
-    textChunk: (body, a, index, text, logprobs) => legacyBody(a, [{ index, text, logprobs: logprobs ? legacyLogprobs(logprobs, before(body).length) : null, finish_reason: null }], undefined, false),
+    answer: (body, a, choices, done) =>
+      legacyBody(
+        a,
+        choices.map((c, index) => ({
+          index,
+          text: before(body) + c.text,
+          logprobs: c.logprobs ? legacyLogprobs(c.logprobs, before(body).length) : null,
+          finish_reason: done.finishReasons[index] ?? done.finishReason,
+        })),
+        done,
+        true,
+      ),
+    opening: (body, a) =>
+      body.echo ? indexes(body).map((index) => legacyBody(a, [{ index, text: body.prompt, logprobs: noLogprobs(body), finish_reason: null }], undefined, false)) : [],
+    textChunk: (body, a, index, text, logprobs) =>
+      legacyBody(a, [{ index, text, logprobs: logprobs ? legacyLogprobs(logprobs, before(body).length) : null, finish_reason: null }], undefined, false),
     closing: (body, a, done) => [
       ...indexes(body).map((index) => legacyBody(a, [{ index, text: "", logprobs: noLogprobs(body), finish_reason: done.finishReasons[index] ?? done.finishReason }], done, false)),
       ...(body.includeUsage ? [legacyBody(a, [], done, true)] : []),

@@ -60,10 +60,18 @@ export interface GenerationBody extends CompletionRequest {
 }
 
 /** One answer's identity: its id, creation time and model. */
-export interface Answer { id: string; created: number; model: string }
+export interface Answer {
+  id: string;
+  created: number;
+  model: string;
+}
 
 /** Each choice's text, by index, the log probabilities of its tokens when asked for, and the functions it called. */
-export interface Choice { text: string; logprobs: TokenLogprob[] | undefined; toolCalls: ToolCall[] }
+export interface Choice {
+  text: string;
+  logprobs: TokenLogprob[] | undefined;
+  toolCalls: ToolCall[];
+}
 
 /** What an API gives the generation route: its validation and the shapes of its answers. */
 export interface GenerationApi<B extends GenerationBody> {
@@ -95,37 +103,36 @@ export interface GenerationDeps {
 
 export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>, deps: GenerationDeps): Hono<AppEnv> {
   const { fleet, usage, tokens, maxBodyBytes, logger, metrics, cap } = deps;
-  return new Hono<AppEnv>().post(
-    "/",
-    async (c) => {
-      const { account, tier, keyId } = c.get("identity");
-      // one place per choice: a request for n choices holds n slots (throws the 429 beyond the cap)
-      const places = [await cap.inflight.acquire(account, cap.maxInflight[tier])];
-      const release = (): void => { for (const free of places) free(); };
-      const signal = c.req.raw.signal;
-      if (signal.aborted) release();
-      else signal.addEventListener("abort", release, { once: true }); // the client is gone: its places are free
-      let streaming = false;
-      try {
-        const body = api.validate(await readJsonBody(c, maxBodyBytes));
-        for (let i = 1; i < (body.n ?? 1); i++) places.push(await cap.inflight.acquire(account, cap.maxInflight[tier]));
-        // the account's token quotas hold what the request may use until it ends
-        places.push(await tokens.reserve(account, tier, tokenEstimate(body)));
-        if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
-        if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
-        const owner = { account, keyId, model: body.model, kind: api.usageKind, requestId: c.get("requestId") };
-        const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });
-        const events = metrics.measure(fleet.submit({ ...body, account, onUsage }, signal, c.get("requestId")), body.model);
-        const first = await events.next(); // throws the ApiError of a request that never started
-        const answer: Answer = { id: api.newId(), created: Math.floor(Date.now() / 1000), model: body.model };
-        if (!body.stream) return c.json(await collect(api, body, answer, events, first) as object);
-        streaming = true; // the stream gives the place back when it ends, fails or is cancelled
-        return streamAnswer(c, api, body, answer, events, first, logger, release);
-      } finally {
-        if (!streaming) release();
-      }
-    },
-  );
+  return new Hono<AppEnv>().post("/", async (c) => {
+    const { account, tier, keyId } = c.get("identity");
+    // one place per choice: a request for n choices holds n slots (throws the 429 beyond the cap)
+    const places = [await cap.inflight.acquire(account, cap.maxInflight[tier])];
+    const release = (): void => {
+      for (const free of places) free();
+    };
+    const signal = c.req.raw.signal;
+    if (signal.aborted) release();
+    else signal.addEventListener("abort", release, { once: true }); // the client is gone: its places are free
+    let streaming = false;
+    try {
+      const body = api.validate(await readJsonBody(c, maxBodyBytes));
+      for (let i = 1; i < (body.n ?? 1); i++) places.push(await cap.inflight.acquire(account, cap.maxInflight[tier]));
+      // the account's token quotas hold what the request may use until it ends
+      places.push(await tokens.reserve(account, tier, tokenEstimate(body)));
+      if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
+      if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
+      const owner = { account, keyId, model: body.model, kind: api.usageKind, requestId: c.get("requestId") };
+      const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });
+      const events = metrics.measure(fleet.submit({ ...body, account, onUsage }, signal, c.get("requestId")), body.model);
+      const first = await events.next(); // throws the ApiError of a request that never started
+      const answer: Answer = { id: api.newId(), created: Math.floor(Date.now() / 1000), model: body.model };
+      if (!body.stream) return c.json((await collect(api, body, answer, events, first)) as object);
+      streaming = true; // the stream gives the place back when it ends, fails or is cancelled
+      return streamAnswer(c, api, body, answer, events, first, logger, release);
+    } finally {
+      if (!streaming) release();
+    }
+  });
 }
 
 /** What a request may use at most, roughly: its max_tokens for each choice, and its prompt at four characters a token. */
@@ -166,8 +173,14 @@ async function collect<B extends GenerationBody>(api: GenerationApi<B>, body: B,
 }
 
 function streamAnswer<B extends GenerationBody>(
-  c: Context<AppEnv>, api: GenerationApi<B>, body: B, answer: Answer,
-  events: AsyncIterator<CompletionEvent>, first: IteratorResult<CompletionEvent>, logger: Logger, release: () => void,
+  c: Context<AppEnv>,
+  api: GenerationApi<B>,
+  body: B,
+  answer: Answer,
+  events: AsyncIterator<CompletionEvent>,
+  first: IteratorResult<CompletionEvent>,
+  logger: Logger,
+  release: () => void,
 ): Response {
   const encoder = new TextEncoder();
   const sse = (data: unknown): string => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
@@ -177,7 +190,7 @@ function streamAnswer<B extends GenerationBody>(
   const eventText = (e: CompletionEvent): string => {
     if (e.type === "done") return api.closing(body, answer, e).map(sse).join("") + sse("[DONE]");
     if (e.type !== "text" || offsets[e.index] === undefined) return ""; // a completion has no other events, nor choices it did not ask for
-    let chunk = e.text ? sse(api.textChunk(body, answer, e.index, e.text, body.logprobs !== undefined ? e.logprobs ?? [] : undefined, offsets[e.index]!)) : "";
+    let chunk = e.text ? sse(api.textChunk(body, answer, e.index, e.text, body.logprobs !== undefined ? (e.logprobs ?? []) : undefined, offsets[e.index]!)) : "";
     offsets[e.index]! += e.text.length;
     const pieces = namedToolCalls(e.toolCalls, calls[e.index]!);
     if (pieces.length > 0 && api.toolCallChunk) chunk += sse(api.toolCallChunk(body, answer, e.index, pieces));
@@ -186,7 +199,10 @@ function streamAnswer<B extends GenerationBody>(
   let finished = false;
   const stop = (): void => {
     release();
-    if (!finished) { finished = true; void events.return?.(); }
+    if (!finished) {
+      finished = true;
+      void events.return?.();
+    }
   };
   const readable = new ReadableStream<Uint8Array>({
     async start(controller) {
@@ -202,7 +218,11 @@ function streamAnswer<B extends GenerationBody>(
         if (!finished) controller.enqueue(encoder.encode(text + sse(kiln)));
       }
       finished = true;
-      try { controller.close(); } catch { /* the client is gone */ }
+      try {
+        controller.close();
+      } catch {
+        /* the client is gone */
+      }
       release();
     },
     cancel: stop,
