@@ -238,12 +238,10 @@ export const ModelList = z
           status: z.enum(["available", "unavailable"]),
           gpu_type: z.string(),
           memory_gb: z.number(),
-          capabilities: z
-            .array(z.string())
-            .meta({
-              description:
-                "What the agents serving it can do: chat, sampling (top_p, seed, stop, penalties, logit_bias…), response_format, logprobs, n, completions, embeddings, tools; empty while none serves it.",
-            }),
+          capabilities: z.array(z.string()).meta({
+            description:
+              "What the agents serving it can do: chat, sampling (top_p, seed, stop, penalties, logit_bias…), response_format, logprobs, n, completions, embeddings, tools; empty while none serves it.",
+          }),
         }),
       )
       .meta({ description: "The same models with their availability in the fleet, the strongest hardware serving each, and its capabilities." }),
