@@ -16,7 +16,7 @@ import { checkDiarizationModels, checkVadModel, Transcriber, WhisperPool, type T
 import { probeHardware } from "./hardware/index.js";
 import { createAgentApp, type NodeInfo } from "./http/index.js";
 import { freeBytes } from "../core/disk.js";
-import { JobService } from "./jobs/index.js";
+import { checkPipeline, JobService } from "./jobs/index.js";
 import { FleetTranscriptions, SchedulerLinks } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
 import { createAgentMetrics, type AgentMetrics } from "./metrics.js";
@@ -180,6 +180,7 @@ async function serveHttp(config: AgentConfig, facts: AgentFacts & { metrics: Age
     jobs,
     whisper,
     capabilities,
+    pipeline: () => checkPipeline(facts.vadModel, whisper),
     node: () => nodeInfo(facts),
     metrics,
     ready: () => readiness(facts),
@@ -247,7 +248,7 @@ async function joinFleet(config: AgentConfig, facts: AgentFacts & { dataDir: str
     { compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores },
     hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU",
   );
-  const transcriptions = new FleetTranscriptions({ jobs, whisper, capabilities, maxFileBytes: config.maxUpload, logger });
+  const transcriptions = new FleetTranscriptions({ jobs, whisper, capabilities, maxFileBytes: config.maxUpload, pipeline: () => checkPipeline(facts.vadModel, whisper), logger });
   await transcriptions.refresh();
   const links = new SchedulerLinks({
     schedulers: config.scheduler,

@@ -59,4 +59,5 @@ export const AUDIO_RETRYABLE: ReadonlySet<string> = new Set([
   "diarization_unavailable",
   "translation_unavailable",
   "file_too_large",
+  "engine_unavailable",
 ]);

@@ -75,6 +75,26 @@ describe("transcription agent process", () => {
     expect((await getJson(`${base}/api/models`)).status).toBe(200);
   }, 120_000);
 
+  it("an agent without its voice-activity model answers /api/process with 503 engine_unavailable naming it, before storing anything", async () => {
+    const dataDir = tempDir();
+    const missing = join(tempDir(), "silero_vad.onnx");
+    const { proc, base } = await spawnTranscription(dataDir, ["--vad-model", missing]);
+    procs.push(proc);
+    const res = await upload(base, [makeMedia(tempDir(), "talk.wav", { seconds: 3 })]);
+    expect(res.status).toBe(503);
+    expect(res.body.error).toMatchObject({ type: "service_unavailable_error", code: "engine_unavailable" });
+    expect(res.body.error.message).toContain(`voice-activity model ${missing} cannot be read`);
+    expect(res.body.error.message).toContain("--vad-model");
+    // nothing of the body was kept: no file in the data folder but the job database
+    expect(
+      readdirSync(dataDir, { recursive: true, withFileTypes: true })
+        .filter((e) => e.isFile() && !e.name.startsWith("jobs.db"))
+        .map((e) => e.name),
+    ).toEqual([]);
+    const ready = await getJson(`${base}/readyz`);
+    expect(ready.body.transcription.vad_model).toBe(false); // readiness says the same
+  }, 60_000);
+
   it("a transcription-only agent (no --serve) never loads llama.cpp, and transcribes", async () => {
     const { proc, base } = await spawnTranscription(tempDir());
     procs.push(proc);

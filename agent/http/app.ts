@@ -24,6 +24,8 @@ import { parseUpload, type UploadLimits } from "./upload.js";
 export interface AgentHttpDeps {
   jobs: JobService;
   whisper: WhisperPool;
+  /** Throws 503 `engine_unavailable` when this node cannot transcribe at all (checkPipeline): asked before an upload is stored. */
+  pipeline: () => Promise<void>;
   limits: UploadLimits;
   /** Uploads one client address may have in flight at once (more: 429). */
   maxClientUploads: number;
@@ -104,6 +106,8 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
     let upload;
     let ticket;
     try {
+      // an engine this node lacks refuses the upload before a byte of it is stored
+      await deps.pipeline();
       deps.jobs.ensureRoom(1);
       const length = c.req.header("content-length");
       const declared = length && /^\d+$/.test(length) ? Number(length) : undefined;

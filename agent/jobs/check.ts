@@ -3,7 +3,8 @@
  * diarization and translation into languages other than English need. Both ways in (the HTTP API
  * and the fleet link) check with this before a job is queued; each refusal is a 400 naming its field.
  */
-import { InvalidRequestError } from "../../core/errors.js";
+import { InvalidRequestError, ServiceUnavailableError } from "../../core/errors.js";
+import { checkVadModel } from "../asr/vad/index.js";
 import type { WhisperModelName } from "../../models/whisper.js";
 import type { JobOptions } from "../../speech/options.js";
 import type { WhisperPool } from "../asr/whisper.js";
@@ -28,4 +29,16 @@ export async function checkRunnable(options: JobOptions, whisper: WhisperPool, c
       `target_language: translation into "${options.targetLanguage}" needs a chat model on this instance (--serve); without one it translates into en only`,
     );
   }
+}
+
+/**
+ * Whether this node can transcribe at all, checked before an upload is stored: its voice-activity
+ * model readable and a whisper model installed. Throws 503 `engine_unavailable` naming what is
+ * missing and the flag that sets it (the operator's fault, not the client's: another node may take it).
+ */
+export async function checkPipeline(vadModel: string, whisper: WhisperPool): Promise<void> {
+  const missing: string[] = [];
+  await checkVadModel(vadModel).catch((err: Error) => missing.push(`${err.message}`));
+  if (!(await whisper.status()).some((m) => m.installed)) missing.push("no whisper model is installed (--whisper-dir)");
+  if (missing.length > 0) throw new ServiceUnavailableError("engine_unavailable", `audio: this instance cannot transcribe now: ${missing.join("; ")}; nothing was stored`);
 }

@@ -12,4 +12,4 @@ export {
   type UploadTicket,
 } from "./service.js";
 export type { JobOptions, JobStatus } from "./store.js";
-export { checkRunnable, type NodeCapabilities } from "./check.js";
+export { checkPipeline, checkRunnable, type NodeCapabilities } from "./check.js";

@@ -29,6 +29,8 @@ export interface FleetTranscriptionsOptions {
   capabilities: NodeCapabilities;
   /** Largest upload taken, in bytes (the agent's --max-upload). */
   maxFileBytes: number;
+  /** Throws 503 `engine_unavailable` when this node cannot transcribe at all (checkPipeline): another node may take the request. */
+  pipeline: () => Promise<void>;
   logger: Logger;
 }
 
@@ -100,6 +102,7 @@ export class FleetTranscriptions {
     // the chunks that follow wait for this: they are written once the upload is staged
     const step = (async () => {
       if (draining) throw new ServiceUnavailableError(WIRE.draining, "the node is draining");
+      await this.options.pipeline();
       const options = parseJobFields({ ...req.fields });
       await checkRunnable(options, this.options.whisper, this.options.capabilities);
       t.options = { ...options, fleet: true };
