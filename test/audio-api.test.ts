@@ -364,6 +364,43 @@ function readFileSyncCached(path: string): Buffer {
   return data;
 }
 
+describe("a node that cannot transcribe", () => {
+  it("refuses a fleet transcription before storing any of it, and the client's error names no path of the node", async () => {
+    const scheduler = await inProcessScheduler();
+    const missing = join(tempDir(), "silero_vad.onnx");
+    const dataDir = tempDir();
+    const agent = await inProcessAgent(scheduler, {
+      nodeId: "audio-novad",
+      serve: [],
+      whisperDir: TEST_WHISPER_DIR,
+      vadModel: missing,
+      dataDir,
+      asrParallel: "1",
+      asrThreads: "1",
+    });
+    try {
+      const key = (await scheduler.keys.create({ account: "novad", tier: "pro" })).token;
+      await until(() => scheduler.fleet.transcriptionModels().includes("whisper-1"), 15_000, "the agent to join");
+      const form = new FormData();
+      form.append("model", "whisper-1");
+      form.append("file", new Blob([new Uint8Array(readFileSyncCached(AUDIO))]), "audio.mp3");
+      const res = await fetch(`${httpBase(scheduler)}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+      expect(res.status).toBeGreaterThanOrEqual(500);
+      const body = (await res.json()) as { error: { message: string } };
+      expect(body.error.message).toContain("cannot transcribe now");
+      expect(body.error.message).not.toContain(missing);
+      expect(
+        readdirSync(dataDir, { recursive: true, withFileTypes: true })
+          .filter((e) => e.isFile() && !e.name.startsWith("jobs.db"))
+          .map((e) => e.name),
+      ).toEqual([]);
+    } finally {
+      await agent.close();
+      await scheduler.close();
+    }
+  }, 60_000);
+});
+
 describe("the audio uploads one account may hold", () => {
   it("a second upload while the first still streams is a 429 for that account, not for another", async () => {
     const spool = tempDir();

@@ -102,7 +102,11 @@ export class FleetTranscriptions {
     // the chunks that follow wait for this: they are written once the upload is staged
     const step = (async () => {
       if (draining) throw new ServiceUnavailableError(WIRE.draining, "the node is draining");
-      await this.options.pipeline();
+      // the operator's detail (a model's path) stays in this node's log: the request comes from a tenant
+      await this.options.pipeline().catch((err: unknown) => {
+        this.options.logger.error({ requestId: t.trace, err: (err as Error).message }, "fleet transcription refused: this node cannot transcribe");
+        throw new ServiceUnavailableError("engine_unavailable", "a node cannot transcribe now (a model it needs is missing; its log names it)");
+      });
       const options = parseJobFields({ ...req.fields });
       await checkRunnable(options, this.options.whisper, this.options.capabilities);
       t.options = { ...options, fleet: true };
