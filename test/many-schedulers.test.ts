@@ -130,6 +130,8 @@ describe.skipIf(!PG || !REDIS)("two schedulers on PostgreSQL and Redis, one agen
     expect(toB!.state).toBe("connected");
     expect(toA!.state).not.toBe("connected");
     expect((await fetch(`http://127.0.0.1:${agent.http.port}/readyz`)).status).toBe(200); // ready: it serves through B
+    const node = (await (await fetch(`http://127.0.0.1:${agent.http.port}/api/node`)).json()) as { schedulers: { address: string; state: string }[] };
+    expect(node.schedulers.map((s) => s.state)).toEqual([toA!.state, "connected"]); // the node panel shows each link
     const after = await postChat(base(1), key, { model: MODEL_ID, messages: [{ role: "user", content: "still there?" }], max_tokens: 8 });
     expect(after.status).toBe(200);
     told.push({ prompt: after.body.usage.prompt_tokens, completion: after.body.usage.completion_tokens });

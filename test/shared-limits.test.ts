@@ -61,12 +61,16 @@ describe.skipIf(!REDIS)("two schedulers sharing a database and Redis", () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("revoked_api_key");
   });
 
-  it("refuses with a 503 while Redis cannot be reached, rather than counting nothing", async () => {
+  it("refuses with a 503 while Redis cannot be reached, rather than counting nothing, and /readyz says so", async () => {
     const { token } = await a.keys.create({ account: "outage", tier: "standard" });
+    expect((await fetch(`${httpBase(a)}/readyz`)).status).toBe(200);
     redis.stop();
     const res = await get(a, token);
     expect(res.status).toBe(503);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("limits_unavailable");
+    const ready = await fetch(`${httpBase(a)}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { checks: Record<string, boolean> }).checks).toMatchObject({ store: true, limits: false });
   });
 
   it("a scheduler whose Redis cannot be reached does not start", async () => {
