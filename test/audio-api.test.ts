@@ -11,7 +11,7 @@ import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentHandle } from "../agent/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
-import { httpBase, inProcessAgent, inProcessScheduler, spawnKiln, tempDir, until, NODE_TOKEN, type KilnProcess } from "./helpers/fleet.js";
+import { httpBase, inProcessAgent, inProcessScheduler, spawnKiln, startDev, tempDir, until, NODE_TOKEN, type KilnProcess } from "./helpers/fleet.js";
 import { execFileSync } from "node:child_process";
 import { ffmpegPath } from "../agent/asr/ffmpeg.js";
 import { makeMedia, TEST_EMBEDDING, TEST_SEGMENTATION, TEST_VAD, TEST_WHISPER_DIR, twoVoices } from "./helpers/speech.js";
@@ -50,33 +50,7 @@ describe("the openai client against kiln dev", () => {
   const agentData = tempDir();
 
   beforeAll(async () => {
-    dev = spawnKiln(
-      [
-        "dev",
-        "--http",
-        "127.0.0.1:0",
-        "--grpc",
-        "127.0.0.1:0",
-        "--db",
-        join(tempDir(), "kiln.db"),
-        "--threads",
-        "1",
-        "--gpu",
-        "cpu",
-        "--asr-parallel",
-        "1",
-        "--asr-threads",
-        "1",
-        "--spool-dir",
-        spool,
-        "--max-audio-upload",
-        "256kb",
-      ],
-      { KILN_DATA_DIR: agentData },
-    );
-    base = (await dev.waitFor(/API base:/, 30_000)).split("API base:")[1]!.trim();
-    key = (await dev.waitFor(/Dev key:/)).split("Dev key:")[1]!.trim();
-    await dev.waitFor(/agent joined/);
+    ({ proc: dev, base, key } = await startDev(["--asr-parallel", "1", "--asr-threads", "1", "--spool-dir", spool, "--max-audio-upload", "256kb"], { KILN_DATA_DIR: agentData }));
     client = new OpenAI({ baseURL: base, apiKey: key, maxRetries: 0, timeout: 60_000 });
   }, 60_000);
   afterAll(() => dev?.stop());

@@ -7,29 +7,13 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnKiln, tempDir, type KilnProcess } from "./helpers/fleet.js";
+import { startDev, type KilnProcess } from "./helpers/fleet.js";
 import { GreedyReference, type ReferenceAnswer, type ReferenceMessage } from "./helpers/reference.js";
 
 const STORIES = process.env.KILN_TEST_DATA ? join(process.env.KILN_TEST_DATA, "models", "stories260K.gguf") : undefined;
 
-async function startDev(serve?: string): Promise<{ proc: KilnProcess; client: OpenAI }> {
-  const proc = spawnKiln([
-    "dev",
-    "--http",
-    "127.0.0.1:0",
-    "--grpc",
-    "127.0.0.1:0",
-    "--db",
-    join(tempDir(), "kiln.db"),
-    "--threads",
-    "1",
-    "--gpu",
-    "cpu",
-    ...(serve ? ["--serve", serve] : []),
-  ]);
-  const base = (await proc.waitFor(/API base:/, 30_000)).split("API base:")[1]!.trim();
-  const key = (await proc.waitFor(/Dev key:/)).split("Dev key:")[1]!.trim();
-  await proc.waitFor(/agent joined/);
+async function startClient(serve?: string): Promise<{ proc: KilnProcess; client: OpenAI }> {
+  const { proc, base, key } = await startDev(serve ? ["--serve", serve] : []);
   return { proc, client: new OpenAI({ baseURL: base, apiKey: key, maxRetries: 0 }) };
 }
 
@@ -45,7 +29,7 @@ function clientSuite(name: string, model: string, serve: () => string | undefine
     let dev: { proc: KilnProcess; client: OpenAI };
     let reference: GreedyReference | undefined;
     beforeAll(async () => {
-      dev = await startDev(serve());
+      dev = await startClient(serve());
       if (referenceModel) reference = await GreedyReference.load(referenceModel);
     });
     afterAll(async () => {

@@ -4,24 +4,22 @@
  * max_tokens, developer messages, content parts, GET /v1/models/{id}) and what is refused with a
  * 400 naming its field in `param`; unknown fields are listed in `x-kiln-ignored-fields`.
  */
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { getLlama, type LlamaModel } from "node-llama-cpp";
 import { Ajv } from "ajv";
 import OpenAI from "openai";
 import { zodResponseFormat } from "openai/helpers/zod";
 import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnKiln, tempDir, type KilnProcess } from "./helpers/fleet.js";
+import { startDev, type KilnProcess } from "./helpers/fleet.js";
 
 const MODEL = "famE-code-fast-1";
 let proc: KilnProcess;
 let client: OpenAI;
 
 beforeAll(async () => {
-  proc = spawnKiln(["dev", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--db", join(tempDir(), "kiln.db"), "--threads", "1", "--gpu", "cpu", "--default-max-tokens", "6"]);
-  const base = (await proc.waitFor(/API base:/, 30_000)).split("API base:")[1]!.trim();
-  const key = (await proc.waitFor(/Dev key:/)).split("Dev key:")[1]!.trim();
-  await proc.waitFor(/agent joined/);
+  let base: string, key: string;
+  ({ proc, base, key } = await startDev(["--default-max-tokens", "6"]));
   client = new OpenAI({ baseURL: base, apiKey: key, maxRetries: 0 });
 }, 60_000);
 afterAll(() => proc?.stop());

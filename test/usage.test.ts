@@ -6,22 +6,13 @@
  */
 import { createLogger } from "../core/log.js";
 import { openStore } from "../scheduler/store/index.js";
+import type { UsageDay } from "../scheduler/usage/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentHandle } from "../agent/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, postChat, spawnScheduler, tempDir, waitForAgents } from "./helpers/fleet.js";
 import { testDb } from "./helpers/db.js";
 import { makeMedia, TEST_VAD, TEST_WHISPER_DIR } from "./helpers/speech.js";
-
-interface UsageDay {
-  date: string;
-  model: string;
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  audio_seconds: number;
-}
 
 async function usage(base: string, key: string, query = ""): Promise<{ status: number; body: any }> {
   const res = await fetch(`${base}/v1/usage${query}`, { headers: { authorization: `Bearer ${key}` } });

@@ -68,9 +68,10 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   private readonly client: FleetClient;
   private readonly backoff: Backoff;
   private readonly running = new Map<string, AbortController>();
-  /** Slots this link's completions hold (or are about to), per pool: what this scheduler sent. */
-  private readonly holding: number[];
-  /** The same, per stream: completions of an earlier stream still ending after a reconnect are not the current registration's. */
+  /**
+   * Slots this link's completions hold (or are about to), per stream and pool: what this scheduler
+   * sent. Completions of an earlier stream still ending after a reconnect are not the current registration's.
+   */
   private readonly streamHolding = new Map<Stream, number[]>();
   private stream: Stream | undefined;
   /** The text of the running completions, gathered for the current stream. */
@@ -97,7 +98,6 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       "grpc.max_send_message_length": FLEET_MESSAGE_BYTES,
     });
     this.backoff = options.backoff ?? new Backoff();
-    this.holding = options.engine.modelPools.map(() => 0);
     // Slots taken by the agent's own work are told at once (in the same tick, with the last measured
     // memory and disk), so the scheduler hears of a slot taken before it hears the `done` that freed it.
     this.unsubscribeLocal = options.engine.onLocalBusy(() => {
@@ -356,15 +356,16 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
 
   /** Slots of pool `pool` this link's completions hold. */
   holds(pool: number): number {
-    return this.holding[pool] ?? 0;
+    let n = 0;
+    for (const held of this.streamHolding.values()) n += held[pool] ?? 0;
+    return n;
   }
 
   /** Counts `slots` (negative: given back) of pool `pool` held by a completion of `stream`. */
   private hold(stream: Stream, pool: number, slots: number): void {
     if (pool < 0) return;
-    this.holding[pool] = this.holds(pool) + slots;
     let mine = this.streamHolding.get(stream);
-    if (!mine) this.streamHolding.set(stream, (mine = this.holding.map(() => 0)));
+    if (!mine) this.streamHolding.set(stream, (mine = this.options.engine.modelPools.map(() => 0)));
     mine[pool] = (mine[pool] ?? 0) + slots;
     if (mine.every((n) => n === 0)) this.streamHolding.delete(stream);
   }

@@ -63,9 +63,12 @@ const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
 export class TokenQuota {
   private readonly now: () => number;
+  /** Whether any tier has a quota. */
+  private readonly any: boolean;
 
   constructor(private readonly options: TokenQuotaOptions) {
     this.now = options.now ?? Date.now;
+    this.any = [...Object.values(options.perMinute), ...Object.values(options.perDay)].some((n) => n > 0);
   }
 
   /**
@@ -133,11 +136,6 @@ export class TokenQuota {
   /** Counts `tokens` an answered request of `account` used (nothing is counted where no tier has a quota). */
   add(account: string, tokens: number): void {
     if (tokens > 0 && this.any) this.options.counter.add(account, tokens);
-  }
-
-  /** Whether any tier has a quota. */
-  private get any(): boolean {
-    return Object.values(this.options.perMinute).some((n) => n > 0) || Object.values(this.options.perDay).some((n) => n > 0);
   }
 }
 

@@ -45,27 +45,21 @@ export class SqliteStore implements Store {
   }
 
   async all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    this.refuseInside();
-    while (this.busy) await this.busy; // inline: the statement must run in the same turn that saw the connection free
-    return this.direct.all<T>(sql, params);
+    return this.inTurn(() => this.direct.all<T>(sql, params));
   }
 
   async get<T>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    this.refuseInside();
-    while (this.busy) await this.busy; // inline: the statement must run in the same turn that saw the connection free
-    return this.direct.get<T>(sql, params);
+    return this.inTurn(() => this.direct.get<T>(sql, params));
   }
 
   async run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }> {
-    this.refuseInside();
-    while (this.busy) await this.busy; // inline: the statement must run in the same turn that saw the connection free
-    return this.direct.run(sql, params);
+    return this.inTurn(() => this.direct.run(sql, params));
   }
 
   /** (A `lock` needs nothing here: BEGIN IMMEDIATE already runs one writing transaction at a time.) */
   async transaction<T>(body: (tx: SqlRunner) => Promise<T>, _options?: { lock?: string }): Promise<T> {
     this.refuseInside();
-    while (this.busy) await this.busy; // inline, as above: claimed in the same turn it is seen free
+    while (this.busy) await this.busy; // claimed in the same turn it is seen free (as in inTurn)
     let end!: () => void;
     this.busy = new Promise((resolve) => (end = resolve));
     try {
@@ -86,6 +80,16 @@ export class SqliteStore implements Store {
       this.busy = undefined;
       end();
     }
+  }
+
+  /**
+   * Runs `statement` once no transaction holds the connection, in the same turn that saw it free
+   * (an `await` between the check and the statement would let a transaction begin in between).
+   */
+  private async inTurn<R>(statement: () => R): Promise<Awaited<R>> {
+    this.refuseInside();
+    while (this.busy) await this.busy;
+    return await statement();
   }
 
   /** Refuses a statement sent through the store from inside a transaction's body. */

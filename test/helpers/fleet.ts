@@ -137,6 +137,18 @@ export function spawnKiln(args: string[], env: Record<string, string> = {}): Kil
   return new KilnProcess(child);
 }
 
+/**
+ * Starts `kiln dev` on OS-picked ports, its own SQLite file, one CPU thread, with `extra` arguments;
+ * resolves once its agent has joined, with its API base and the dev key it printed.
+ */
+export async function startDev(extra: string[] = [], env: Record<string, string> = {}): Promise<{ proc: KilnProcess; base: string; key: string }> {
+  const proc = spawnKiln(["dev", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--db", join(tempDir(), "kiln.db"), "--threads", "1", "--gpu", "cpu", ...extra], env);
+  const base = (await proc.waitFor(/API base:/, 30_000)).split("API base:")[1]!.trim();
+  const key = (await proc.waitFor(/Dev key:/)).split("Dev key:")[1]!.trim();
+  await proc.waitFor(/agent joined/);
+  return { proc, base, key };
+}
+
 /** Starts `kiln scheduler` on OS-picked ports (or the given ones); returns its bound addresses. */
 export async function spawnScheduler(db: string, ports: { http?: number; grpc?: number } = {}, extra: string[] = []): Promise<{ proc: KilnProcess; http: number; grpc: number }> {
   const proc = spawnKiln(["scheduler", "--http", `127.0.0.1:${ports.http ?? 0}`, "--grpc", `127.0.0.1:${ports.grpc ?? 0}`, "--db", db, "--heartbeat-ms", "500", ...extra], {
