@@ -61,7 +61,7 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   });
   const speech = await startSpeech(config, engine, logger);
   let links: SchedulerLinks | undefined;
-  const metrics = createAgentMetrics({ jobs: () => work.jobs, engine, links: () => links });
+  const metrics = createAgentMetrics({ jobs: () => work.jobs, whisper: () => speech.whisper, engine, links: () => links });
   const work = await startJobs(config, speech.transcriber, metrics, logger);
   const hardware = await probeHardware(engine.compute, config.dataDir);
   // With a GPU in the machine, choose whisper's backend now, so the log says at start where transcription runs.

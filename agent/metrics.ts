@@ -1,5 +1,6 @@
 /** The agent's metrics: HTTP, transcription jobs and speed, chat sequences, the scheduler link. */
 import { Counter, createHttpMetrics, Gauge, Histogram, type HttpMetrics } from "../core/metrics.js";
+import type { WhisperPool } from "./asr/index.js";
 import type { JobService } from "./jobs/index.js";
 import type { SchedulerLinks } from "./link/index.js";
 import type { LlmEngine } from "./llm/index.js";
@@ -9,7 +10,7 @@ export interface AgentMetrics extends HttpMetrics {
   jobFinished(outcome: "completed" | "error", audioSeconds?: number, wallSeconds?: number): void;
 }
 
-export function createAgentMetrics(sources: { jobs: () => JobService; engine: LlmEngine; links: () => SchedulerLinks | undefined }): AgentMetrics {
+export function createAgentMetrics(sources: { jobs: () => JobService; whisper: () => WhisperPool; engine: LlmEngine; links: () => SchedulerLinks | undefined }): AgentMetrics {
   const http = createHttpMetrics("agent");
   const registers = [http.registry];
   const finished = new Counter({ name: "kiln_asr_jobs_total", help: "Finished transcription jobs by outcome", labelNames: ["outcome"] as const, registers });
@@ -29,6 +30,15 @@ export function createAgentMetrics(sources: { jobs: () => JobService; engine: Ll
       const { running, queued } = sources.jobs().counts();
       this.set({ state: "running" }, running);
       this.set({ state: "queued" }, queued);
+    },
+  });
+  new Counter({
+    name: "kiln_asr_chunks_decoded_total",
+    help: "Chunks of speech (up to 30 s each) whisper decoded; a resumed job's kept chunks are not decoded again",
+    registers,
+    collect() {
+      this.reset();
+      this.inc(sources.whisper().chunksDecoded);
     },
   });
   new Gauge({

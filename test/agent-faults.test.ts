@@ -90,7 +90,7 @@ describe("a crash of a job's engine process", () => {
     const answer = await chat("still here?");
     const [v, b] = await Promise.all([waitForJob(base, victim.body.job_id, 120_000), waitForJob(base, bystander.body.job_id, 120_000)]);
     expect(v.view.status).toBe("error");
-    expect(v.view.error).toBe("the whisper engine process crashed (SIGKILL)");
+    expect(v.view.error).toBe("engine fault: the whisper engine process crashed (SIGKILL)");
     expect(b.view.status, b.view.error).toBe("completed");
     expect(b.view.result.segments.length).toBeGreaterThan(0);
     expect(answer.status).toBe(200);

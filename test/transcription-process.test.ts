@@ -2,12 +2,12 @@
  * The transcription agent as a real process: an oversized upload is refused while it streams,
  * without memory growth or leftovers, and a killed agent loses no result and leaves no job stuck.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir, until, type KilnProcess } from "./helpers/fleet.js";
-import { getJson, makeMedia, spawnTranscription, upload, waitForJob } from "./helpers/speech.js";
+import { getJson, makeMedia, slowDecodingFfmpeg, spawnTranscription, upload, waitForJob } from "./helpers/speech.js";
 
 const procs: KilnProcess[] = [];
 afterEach(async () => {
@@ -106,7 +106,7 @@ describe("transcription agent process", () => {
     expect(maps).not.toMatch(/node-llama-cpp|llama-addon|libllama|libggml/);
   }, 60_000);
 
-  it("keeps completed results and resumes the interrupted job after SIGKILL and a restart", async () => {
+  it("after SIGKILL mid-whisper, keeps completed results and resumes the job from its last finished chunk: the finished ones are not decoded again", async () => {
     const dataDir = tempDir();
     const media = tempDir();
     let agent = await spawnTranscription(dataDir);
@@ -115,20 +115,54 @@ describe("transcription agent process", () => {
     const done = await waitForJob(agent.base, short.body.job_id);
     expect(done.view.status).toBe("completed");
 
-    const long = await upload(agent.base, [makeMedia(media, "long.flac", { seconds: 150 })]);
+    const long = await upload(agent.base, [makeMedia(media, "long.flac", { seconds: 240 })]);
     expect(long.status).toBe(202);
-    await until(async () => (await getJson(`${agent.base}/api/status/${long.body.job_id}`)).body.progress > 0.1, 30_000, "the long job to start decoding");
+    const id = long.body.job_id as string;
+    const chunkLog = join(dataDir, "work", id, "chunks.jsonl");
+    const finished = () => (existsSync(chunkLog) ? readFileSync(chunkLog, "utf8").split("\n").filter(Boolean).length : 0);
+    await until(() => finished() >= 2, 120_000, "two chunks of the long job to finish");
+    expect((await getJson(`${agent.base}/api/status/${id}`)).body).toMatchObject({ status: "processing", phase: "transcribing" });
     await agent.proc.stop("SIGKILL");
+    const kept = finished(); // read once the process is gone: nothing more is written
 
     agent = await spawnTranscription(dataDir);
     procs.push(agent.proc);
-    const kept = await getJson(`${agent.base}/api/status/${short.body.job_id}`);
-    expect(kept.body.status).toBe("completed");
-    expect(kept.body.result).toEqual(done.view.result);
-    const resumed = await waitForJob(agent.base, long.body.job_id, 120_000);
-    expect(resumed.view.status).toBe("completed");
-    expect(resumed.view.result.duration).toBeCloseTo(150, 0);
-    expect(agent.proc.lines.some((l) => /resuming interrupted transcription job/.test(l))).toBe(true);
+    const still = await getJson(`${agent.base}/api/status/${short.body.job_id}`);
+    expect(still.body.status).toBe("completed");
+    expect(still.body.result).toEqual(done.view.result);
+    const resumed = await waitForJob(agent.base, id, 180_000);
+    expect(resumed.view.status, resumed.view.error).toBe("completed");
+    expect(resumed.view.result.duration).toBeCloseTo(240, 0);
+    const line = agent.proc.lines.find((l) => /"msg":"transcribed"/.test(l))!;
+
+    const [, keptNow, total] = /"(\d+) of (\d+) chunks"/.exec(line) ?? [];
+    expect(Number(keptNow)).toBe(kept);
+    expect(line).toMatch(/"decoded audio"/);
+    const metrics = await (await fetch(`${agent.base}/metrics`)).text();
+    const decoded = Number(/^kiln_asr_chunks_decoded_total(?:{[^}]*})? (\d+)/m.exec(metrics)?.[1]);
+    expect(decoded).toBe(Number(total) - kept);
+    expect(readdirSync(join(dataDir, "work"))).toEqual([]); // the checkpoints go with the finished job
+  }, 360_000);
+
+  it("after SIGTERM while ffmpeg decodes, the job is kept (not failed), resumes at the next start and completes", async () => {
+    const dataDir = tempDir();
+    const media = tempDir();
+    const env = { KILN_FFMPEG: slowDecodingFfmpeg(10) };
+    let agent = await spawnTranscription(dataDir, [], env);
+    procs.push(agent.proc);
+    const res = await upload(agent.base, [makeMedia(media, "talk.flac", { seconds: 60 })]);
+    const id = res.body.job_id as string;
+    await until(async () => (await getJson(`${agent.base}/api/status/${id}`)).body.phase === "decoding", 30_000, "the job to be decoding");
+    agent.proc.child.kill("SIGTERM");
+    expect(await agent.proc.exited).toBe(0);
+    expect(agent.proc.lines.some((l) => /interrupted by shutdown/.test(l) && /"phase":"decoding"/.test(l))).toBe(true);
+
+    agent = await spawnTranscription(dataDir, [], env);
+    procs.push(agent.proc);
+    const resumed = await waitForJob(agent.base, id, 120_000);
+    expect(resumed.view.status, resumed.view.error).toBe("completed");
+    expect(resumed.view.result.duration).toBeCloseTo(60, 0);
+    expect(resumed.samples.map((s) => s.phase)).toContain("decoding"); // decoded again: the half-written audio was not kept
   }, 240_000);
 
   it("on SIGTERM stops between chunks and exits 0; running and queued jobs complete after the restart", async () => {

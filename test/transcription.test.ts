@@ -43,6 +43,29 @@ describe("POST /api/process", () => {
     }
   });
 
+  it("tells the phase, in order, and an ETA that falls while progress rises within a phase (measured, not a first guess)", async () => {
+    const res = await upload(t.base, [makeMedia(media, "lecture.flac", { seconds: 300 })], { temperature_increment: "0" });
+    const { view, samples } = await waitForJob(t.base, res.body.job_id, 120_000);
+    expect(view.status, view.error).toBe("completed");
+    expect(view.phase).toBeNull();
+    const order = ["queued", "decoding", "detecting_speech", "transcribing", "writing"];
+    const seen = samples.map((s) => s.phase).filter((p, i, all) => p !== null && p !== all[i - 1]);
+    expect(seen).toContain("transcribing");
+    for (let i = 1; i < seen.length; i++) expect(order.indexOf(seen[i]!)).toBeGreaterThan(order.indexOf(seen[i - 1]!));
+    const whisper = samples.filter((s) => s.phase === "transcribing");
+    const moving = whisper.filter((s, i) => i > 0 && s.progress > whisper[i - 1]!.progress);
+    expect(moving.length).toBeGreaterThanOrEqual(3);
+    const [first, last] = [moving[0]!, moving.at(-1)!];
+    expect(last.progress).toBeGreaterThan(first.progress);
+    expect(last.eta).toBeLessThan(first.eta);
+    expect(new Set(moving.map((s) => s.eta)).size).toBeGreaterThanOrEqual(2);
+    // measured: halfway through whisper, the ETA is near the time the job really took still (the
+    // default guess of 2 s of speech a second would say a minute or more; this whisper is far faster)
+    const end = samples.at(-1)!.at;
+    const middle = moving[Math.floor(moving.length / 2)]!;
+    expect(middle.eta).toBeLessThanOrEqual(3 * ((end - middle.at) / 1000) + 3);
+  });
+
   it("answers one file with {job_id, status, handle}", async () => {
     const res = await upload(t.base, [makeMedia(media, "one.wav", { seconds: 3 })]);
     expect(res.status).toBe(202);

@@ -55,6 +55,8 @@ interface RunOptions {
   stallMs?: number;
   /** The file ffmpeg writes, whose growth counts as progress. */
   output?: string;
+  /** Told the output's size in bytes about every second while ffmpeg runs. */
+  onOutput?: (bytes: number) => void;
 }
 
 function run(args: string[], options: RunOptions = {}): Promise<{ code: number | null; stderr: string; stalled: boolean }> {
@@ -75,6 +77,7 @@ function run(args: string[], options: RunOptions = {}): Promise<{ code: number |
                 () => 0,
               )
             : 0;
+          if (written > 0) options.onOutput?.(written);
           const now = stderr.length + written;
           if (now > seen) {
             seen = now;
@@ -152,7 +155,11 @@ export async function probeAudio(file: string, displayName: string, options: { s
  * (a longer track is an `AudioError`, checked from the decoded length when the header had none).
  * Returns the number of samples written.
  */
-export async function decodeToPcm(file: string, out: string, options: { maxSeconds: number; displayName: string; signal?: AbortSignal; stallMs?: number }): Promise<number> {
+export async function decodeToPcm(
+  file: string,
+  out: string,
+  options: { maxSeconds: number; displayName: string; signal?: AbortSignal; stallMs?: number; onOutput?: (bytes: number) => void },
+): Promise<number> {
   const args = [
     "-hide_banner",
     "-nostdin",
@@ -181,6 +188,7 @@ export async function decodeToPcm(file: string, out: string, options: { maxSecon
     output: out,
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.stallMs !== undefined ? { stallMs: options.stallMs } : {}),
+    ...(options.onOutput ? { onOutput: options.onOutput } : {}),
   });
   if (stalled) throw stallError(options.displayName, options.stallMs);
   if (code !== 0) throw new AudioError(`${options.displayName} could not be decoded (${lastLine(stderr, [file, out], options.displayName) || `ffmpeg exited with ${code}`})`);

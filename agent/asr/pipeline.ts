@@ -1,16 +1,23 @@
 /**
  * One transcription, start to end: probe → decode to 16 kHz PCM on disk → voice activity →
- * chunks of speech (≤ 30 s, silence removed) → whisper on parallel states → words → transcript.
- * Progress is reported as a fraction that only rises, with an ETA from the measured speed.
+ * chunks of speech (≤ 30 s, silence removed) → whisper on parallel states → words → speakers →
+ * translation → transcript. Diarization runs beside voice detection and whisper.
+ *
+ * Each finished step is kept in the run's work folder (`Checkpoint`): a resumable run that is
+ * stopped (a drain) or killed resumes from the last one, its decoded audio and finished chunks
+ * not computed again. Progress is reported by phase, with an ETA from each phase's observed speed
+ * (`RunProgress`), refreshed every second whether or not the work moved.
  */
 import { mkdir, rm } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { basename } from "node:path";
 import type { Logger } from "../../core/log.js";
 import { Semaphore } from "../../core/semaphore.js";
 import type { WhisperModelName } from "../../models/whisper.js";
+import { Checkpoint, type ChunkRecord } from "./checkpoint.js";
 import { chunkSeconds, planChunks, type Chunk } from "./chunks.js";
 import { diarize, type DiarizationModels, type DiarizationSegment } from "./diarize/index.js";
 import { AudioError, EngineError, JobAbortedError } from "./errors.js";
+import { PhaseSpeeds, RunProgress, type RunPhase } from "./eta.js";
 import { attributeSpeakers } from "./speakers.js";
 import { decodeToPcm, probeAudio, SAMPLE_RATE } from "./ffmpeg.js";
 import { PcmFile } from "./pcm.js";
@@ -27,8 +34,15 @@ export interface TranscribeRequest {
   input: string;
   /** The name the user knows the file by, for error messages. */
   displayName: string;
-  /** A scratch folder for this job (removed afterwards). */
+  /**
+   * A scratch folder for this job, holding its checkpoints. Removed when the run ends, unless it
+   * is `resumable` and was stopped: then a later run on the same folder resumes from it.
+   */
   workDir: string;
+  /** Keep the work folder when the run is stopped (the caller removes it once the job has ended). Default false. */
+  resumable?: boolean;
+  /** Called when a step is kept in the work folder (the job advanced). */
+  onCheckpoint?: () => void;
   model: WhisperModelName;
   /** A whisper language code; detected when absent. */
   language?: string;
@@ -48,9 +62,11 @@ export interface TranscribeRequest {
 export type Translator = (text: string, from: string, to: string, signal?: AbortSignal) => Promise<string>;
 
 export interface Progress {
+  /** What the run is doing now. */
+  phase: RunPhase;
   /** 0–1, never decreasing. */
   progress: number;
-  /** Whole seconds left, from the measured speed. */
+  /** Whole seconds left, from the measured speeds. */
   etaSeconds: number;
 }
 
@@ -68,113 +84,229 @@ export interface TranscriberOptions {
   logger: Logger;
 }
 
-/** Shares of the progress bar taken by each stage (whisper takes the rest). */
-const DECODE_SHARE = 0.05;
-const VAD_SHARE = 0.05;
-/** Wall seconds per second of speech assumed before any has been measured. */
-const INITIAL_RTF = 0.5;
+/** How often progress is told while a phase runs, moved or not. */
+const REPORT_EVERY_MS = 1000;
+
+/** Whisper's outcome over all chunks. */
+interface Decoded {
+  list: Segment[];
+  languages: Map<string, number>;
+  probabilities: Map<string, { sum: number; seconds: number }>;
+}
+
+/** One run's context, passed between its steps. */
+interface Run {
+  request: TranscribeRequest;
+  checkpoint: Checkpoint;
+  clock: RunProgress;
+  /** Tells the progress now (rising only). */
+  report: () => void;
+  signal: AbortSignal | undefined;
+  /** Hears whisper's segments in time order (`Transcriber.run`). */
+  onSegments: ((segments: Segment[]) => void) | undefined;
+  /** Steps taken from the checkpoint, for the log. */
+  resumed: string[];
+}
 
 export class Transcriber {
-  /** Measured wall seconds of whisper per second of speech, per model (moving average). */
-  private readonly rtf = new Map<WhisperModelName, number>();
+  /** Each phase's measured speed on this node. */
+  private readonly speeds = new PhaseSpeeds();
 
   constructor(private readonly options: TranscriberOptions) {}
 
   /**
-   * Transcribes `request.input`. `onProgress` hears the progress as it moves; `onSegments` hears
-   * whisper's segments as they become final in time order (a chunk's once every chunk before it is
-   * decoded: chunks decode in parallel), numbered in that order. They are whisper's: speaker labels
-   * (which may split a segment) and translation come after, so with those the result's differ.
+   * Transcribes `request.input`. `onProgress` hears the progress as it moves (and at least every
+   * second); `onSegments` hears whisper's segments as they become final in time order (a chunk's
+   * once every chunk before it is decoded: chunks decode in parallel), numbered in that order. They
+   * are whisper's: speaker labels (which may split a segment) and translation come after, so with
+   * those the result's differ. A resumed run tells its kept chunks' segments again first.
    */
   async run(request: TranscribeRequest, onProgress: (p: Progress) => void, signal?: AbortSignal, onSegments?: (segments: Segment[]) => void): Promise<Transcript> {
-    const { whisper, logger } = this.options;
+    const { logger } = this.options;
     const started = Date.now();
-    let floor = 0;
-    const report = (progress: number, etaSeconds: number) => {
-      floor = Math.max(floor, Math.min(1, progress));
-      onProgress({ progress: floor, etaSeconds: Math.max(0, Math.ceil(etaSeconds)) });
-    };
-    const rtf = this.rtf.get(request.model) ?? INITIAL_RTF;
-
     await mkdir(request.workDir, { recursive: true });
-    const pcmPath = join(request.workDir, "audio.f32");
+    const checkpoint = new Checkpoint(request.workDir);
+    if (request.onCheckpoint) checkpoint.onSaved = request.onCheckpoint;
+    const clock = new RunProgress(this.speeds, {
+      audioSeconds: 60, // until the probe says
+      diarization: request.diarization !== undefined,
+      translation: request.translateTo !== undefined,
+      model: request.model,
+    });
+    let floor = 0;
+    const report = () => {
+      const now = clock.snapshot();
+      floor = Math.max(floor, now.progress);
+      onProgress({ phase: now.phase, progress: floor, etaSeconds: now.etaSeconds });
+    };
+    const ticker = setInterval(report, REPORT_EVERY_MS);
+    const run: Run = { request, checkpoint, clock, report, signal, onSegments, resumed: [] };
+    let stopped = false;
     try {
-      const stall = this.options.ffmpegStallMs !== undefined ? { stallMs: this.options.ffmpegStallMs } : {};
-      const probe = await probeAudio(request.input, request.displayName, { ...stall, ...(signal ? { signal } : {}) });
-      if (probe.durationSeconds !== undefined && probe.durationSeconds > this.options.maxAudioSeconds) {
-        throw new AudioError(`${request.displayName} lasts ${formatDuration(probe.durationSeconds)}, over the ${this.options.maxAudioSeconds / 3600}-hour limit`);
+      const kept = await checkpoint.transcript();
+      if (kept) {
+        run.resumed.push("transcript");
+        for (const phase of ["decoding", "detecting_speech", "diarizing", "transcribing"] as const) clock.finish(phase);
       }
-      report(0.01, (probe.durationSeconds ?? 60) * rtf);
-      const samples = await decodeToPcm(request.input, pcmPath, {
-        maxSeconds: this.options.maxAudioSeconds,
-        displayName: request.displayName,
-        ...stall,
-        ...(signal ? { signal } : {}),
-      });
-      const duration = samples / SAMPLE_RATE;
-      report(DECODE_SHARE, duration * rtf);
-      if (signal?.aborted) throw new JobAbortedError();
-
-      const speakers = request.diarization ? this.diarize(pcmPath, request.diarization, signal) : undefined;
-      speakers?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
-      const spans = await detectSpeech(pcmPath, { ...this.options.vad, ...request.vad }, (f) => report(DECODE_SHARE + VAD_SHARE * f, duration * rtf), signal);
-      const chunks = planChunks(spans, samples);
-      const speech = chunkSeconds(chunks);
-      report(DECODE_SHARE + VAD_SHARE, speech * rtf);
-      logger.debug({ input: request.displayName, duration, spans: spans.length, chunks: chunks.length, speech }, "voice activity");
-
-      const segments = await this.decodeChunks(request, pcmPath, chunks, speech, rtf, report, signal, onSegments);
-      const detected = request.language ? undefined : majority(segments.languages);
-      const language = request.language ?? detected ?? "unknown";
-      const probability = detected !== undefined ? segments.probabilities.get(detected) : undefined;
-      let list = segments.list;
-      let turns: SpeakerTurn[] | undefined;
-      if (speakers) {
-        ({ segments: list, turns } = attributeSpeakers(list, await speakers));
-      }
-      const transcript: Transcript = {
-        text: list.map((s) => s.text).join(" "),
-        language,
-        ...(probability && probability.seconds > 0 ? { language_probability: Math.round((probability.sum / probability.seconds) * 1000) / 1000 } : {}),
-        duration: Math.round(duration * 1000) / 1000,
-        task: request.translate ? "translate" : "transcribe",
-        model: request.model,
-        segments: list,
-        ...(turns ? { transcript_with_speakers: turns } : {}),
-      };
-      if (request.translateTo) await this.translate(transcript, request.translateTo, signal);
-      report(1, 0);
+      const transcript = kept ?? (await this.transcribe(run));
+      if (request.translateTo) await this.translate(run, transcript, request.translateTo);
+      clock.complete();
+      report();
       logger.info(
-        { input: request.displayName, model: request.model, duration, speech, chunks: chunks.length, ms: Date.now() - started, parallel: whisper.parallel },
+        { input: request.displayName, model: request.model, duration: transcript.duration, ms: Date.now() - started, ...(run.resumed.length ? { resumed: run.resumed } : {}) },
         "transcribed",
       );
       return transcript;
     } catch (err) {
       // Whatever a stopped run threw (ffmpeg's AbortError, the chat engine's), it was stopped, not failed.
-      if (signal?.aborted) throw new JobAbortedError();
+      if (signal?.aborted) {
+        stopped = true;
+        throw new JobAbortedError();
+      }
       throw err;
     } finally {
-      await rm(request.workDir, { recursive: true, force: true });
+      clearInterval(ticker);
+      if (!(stopped && request.resumable)) await rm(request.workDir, { recursive: true, force: true });
     }
   }
 
-  private async diarize(pcmPath: string, counts: NonNullable<TranscribeRequest["diarization"]>, signal?: AbortSignal): Promise<DiarizationSegment[]> {
+  /** Decoding, voice detection, whisper and speakers: the transcript before translation, kept once made. */
+  private async transcribe(run: Run): Promise<Transcript> {
+    const { request, checkpoint, clock, report, signal } = run;
+    const samples = await this.decode(run);
+    const duration = samples / SAMPLE_RATE;
+    clock.expect("detecting_speech", duration);
+    clock.expect("diarizing", duration);
+    clock.expect("transcribing", duration);
+    if (signal?.aborted) throw new JobAbortedError();
+
+    const speakers = request.diarization ? this.speakers(run, request.diarization) : undefined;
+    speakers?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
+    let spans = await checkpoint.speech();
+    if (spans) run.resumed.push("speech");
+    else {
+      clock.enter("detecting_speech", duration);
+      report();
+      spans = await detectSpeech(
+        checkpoint.pcmPath,
+        { ...this.options.vad, ...request.vad },
+        (f) => {
+          clock.advance("detecting_speech", f * duration);
+          report();
+        },
+        signal,
+      );
+      await checkpoint.saveSpeech(spans);
+    }
+    clock.finish("detecting_speech");
+    const chunks = planChunks(spans, samples);
+    const speech = chunkSeconds(chunks);
+    this.options.logger.debug({ input: request.displayName, duration, spans: spans.length, chunks: chunks.length, speech }, "voice activity");
+
+    const segments = await this.decodeChunks(run, chunks, speech);
+    const detected = request.language ? undefined : majority(segments.languages);
+    const language = request.language ?? detected ?? "unknown";
+    const probability = detected !== undefined ? segments.probabilities.get(detected) : undefined;
+    let list = segments.list;
+    let turns: SpeakerTurn[] | undefined;
+    if (speakers) {
+      clock.enter("diarizing");
+      report();
+      ({ segments: list, turns } = attributeSpeakers(list, await speakers));
+    }
+    const transcript: Transcript = {
+      text: list.map((s) => s.text).join(" "),
+      language,
+      ...(probability && probability.seconds > 0 ? { language_probability: Math.round((probability.sum / probability.seconds) * 1000) / 1000 } : {}),
+      duration: Math.round(duration * 1000) / 1000,
+      task: request.translate ? "translate" : "transcribe",
+      model: request.model,
+      segments: list,
+      ...(turns ? { transcript_with_speakers: turns } : {}),
+    };
+    await checkpoint.saveTranscript(transcript);
+    return transcript;
+  }
+
+  /** The decoded audio's sample count: kept from an earlier run when whole, else probed and decoded now. */
+  private async decode(run: Run): Promise<number> {
+    const { request, checkpoint, clock, report, signal } = run;
+    const kept = await checkpoint.decoded();
+    if (kept !== undefined) {
+      run.resumed.push("decoded audio");
+      clock.expect("decoding", kept / SAMPLE_RATE);
+      clock.finish("decoding");
+      return kept;
+    }
+    clock.enter("decoding");
+    report();
+    const stall = this.options.ffmpegStallMs !== undefined ? { stallMs: this.options.ffmpegStallMs } : {};
+    const probe = await probeAudio(request.input, request.displayName, { ...stall, ...(signal ? { signal } : {}) });
+    if (probe.durationSeconds !== undefined && probe.durationSeconds > this.options.maxAudioSeconds) {
+      throw new AudioError(`${request.displayName} lasts ${formatDuration(probe.durationSeconds)}, over the ${this.options.maxAudioSeconds / 3600}-hour limit`);
+    }
+    const guess = probe.durationSeconds ?? 60;
+    for (const phase of ["decoding", "detecting_speech", "diarizing", "transcribing"] as const) clock.expect(phase, guess);
+    clock.expect("translating", guess / 5);
+    report();
+    const samples = await decodeToPcm(request.input, checkpoint.pcmPath, {
+      maxSeconds: this.options.maxAudioSeconds,
+      displayName: request.displayName,
+      ...stall,
+      ...(signal ? { signal } : {}),
+      onOutput: (bytes) => {
+        clock.advance("decoding", bytes / 4 / SAMPLE_RATE);
+        report();
+      },
+    });
+    clock.expect("decoding", samples / SAMPLE_RATE);
+    clock.finish("decoding");
+    await checkpoint.saveDecoded(samples);
+    return samples;
+  }
+
+  /** Speaker turns: kept from an earlier run, else computed beside voice detection and whisper, and kept. */
+  private async speakers(run: Run, counts: NonNullable<TranscribeRequest["diarization"]>): Promise<DiarizationSegment[]> {
+    const kept = await run.checkpoint.diarization();
+    if (kept) {
+      run.resumed.push("speakers");
+      run.clock.finish("diarizing");
+      return kept;
+    }
     if (!this.options.diarization) throw new EngineError("speaker diarization needs --segmentation-model and --embedding-model");
-    return diarize(pcmPath, this.options.diarization, counts, signal);
+    run.clock.startBackground("diarizing");
+    const turns = await diarize(run.checkpoint.pcmPath, this.options.diarization, counts, run.signal);
+    await run.checkpoint.saveDiarization(turns);
+    run.clock.finish("diarizing");
+    return turns;
   }
 
   /**
    * Translates segment by segment (and speaker turn by turn), keeping timings: each keeps its
-   * original text in `original_text`; the transcript records `translated_to`.
+   * original text in `original_text`; the transcript records `translated_to`. Each segment's
+   * translation is kept as it is made: a resumed run translates only the rest.
    */
-  private async translate(transcript: Transcript, to: string, signal?: AbortSignal): Promise<void> {
+  private async translate(run: Run, transcript: Transcript, to: string): Promise<void> {
+    const { checkpoint, clock, report, signal } = run;
     const translator = this.options.translator;
     if (!translator) throw new EngineError(`translation into "${to}" needs a chat model on this node (--serve)`);
+    const done = await checkpoint.translated();
+    if (done.size > 0) run.resumed.push(`${done.size} translated segments`);
+    clock.enter("translating", transcript.segments.length, done.size);
+    report();
     const from = transcript.language;
     for (const seg of transcript.segments) {
       if (signal?.aborted) throw new JobAbortedError();
       seg.original_text = seg.text;
-      seg.text = (await translator(seg.text, from, to, signal)).trim();
+      let text = done.get(seg.id);
+      if (text === undefined) {
+        text = (await translator(seg.text, from, to, signal)).trim();
+        await checkpoint.saveTranslated({ id: seg.id, text });
+        done.set(seg.id, text);
+      }
+      seg.text = text;
+      clock.advance("translating", done.size);
+      report();
     }
     for (const turn of transcript.transcript_with_speakers ?? []) {
       turn.original_text = turn.text;
@@ -188,102 +320,117 @@ export class Transcriber {
     transcript.translated_to = to;
   }
 
-  private async decodeChunks(
-    request: TranscribeRequest,
-    pcmPath: string,
-    chunks: Chunk[],
-    speech: number,
-    initialRtf: number,
-    report: (progress: number, eta: number) => void,
-    signal?: AbortSignal,
-    onSegments?: (segments: Segment[]) => void,
-  ): Promise<{ list: Segment[]; languages: Map<string, number>; probabilities: Map<string, { sum: number; seconds: number }> }> {
+  /** Whisper over the chunks an earlier run did not finish; each finished chunk is kept as it ends. */
+  private async decodeChunks(run: Run, chunks: Chunk[], speech: number): Promise<Decoded> {
+    const { request, checkpoint, clock, report, signal, onSegments } = run;
     const { whisper } = this.options;
-    // This run's own whisper engine process: a native crash there fails this job alone.
-    const session = whisper.session(request.label ?? basename(request.workDir));
-    const pcm = await PcmFile.open(pcmPath).catch((err: unknown) => {
-      void session.close();
-      throw err;
-    });
-    const perChunk: Omit<Segment, "id">[][] = new Array<Omit<Segment, "id">[]>(chunks.length);
-    const languages = new Map<string, number>();
-    // per detected language: its probabilities weighted by the seconds of the chunks that detected it
-    const probabilities = new Map<string, { sum: number; seconds: number }>();
+    const records: (ChunkRecord | undefined)[] = new Array<ChunkRecord | undefined>(chunks.length);
+    let kept = 0;
+    let keptSeconds = 0;
+    for (const [index, record] of await checkpoint.chunks()) {
+      if (index >= chunks.length) continue;
+      records[index] = record;
+      kept++;
+      keptSeconds += record.seconds;
+    }
+    if (kept > 0) run.resumed.push(`${kept} of ${chunks.length} chunks`);
+    clock.enter("transcribing", speech, keptSeconds);
+    report();
     const partial = new Map<number, number>(); // chunk index → seconds decoded so far
-    let done = 0;
+    let done = keptSeconds;
+    const update = () => {
+      clock.advance("transcribing", done + [...partial.values()].reduce((a, b) => a + b, 0));
+      report();
+    };
     // the segments given to onSegments so far: those of chunks 0 … nextChunk − 1
     let nextChunk = 0;
     let released = 0;
     const releaseInOrder = () => {
-      while (perChunk[nextChunk] !== undefined) {
-        const finished = perChunk[nextChunk++]!.map((s) => ({ id: released++, ...s }));
+      while (records[nextChunk] !== undefined) {
+        const finished = records[nextChunk++]!.segments.map((s) => ({ id: released++, ...s }));
         if (finished.length > 0) onSegments?.(finished);
       }
     };
-    const whisperStart = Date.now();
-    const update = () => {
-      const decoded = done + [...partial.values()].reduce((a, b) => a + b, 0);
-      const elapsed = (Date.now() - whisperStart) / 1000;
-      const measured = decoded > 1 ? elapsed / decoded : initialRtf;
-      const fraction = speech > 0 ? decoded / speech : 1;
-      report(DECODE_SHARE + VAD_SHARE + (1 - DECODE_SHARE - VAD_SHARE) * fraction, (speech - decoded) * measured);
-    };
-    // Bounds the chunks held in memory by this job to what whisper can decode at once.
-    const inFlight = new Semaphore(whisper.parallel);
-    try {
-      await Promise.all(
-        chunks.map(async (chunk) => {
-          const release = await inFlight.acquire();
-          try {
-            if (signal?.aborted) throw new JobAbortedError();
-            const audio = await readChunk(pcm, chunk);
-            const seconds = chunk.samples / SAMPLE_RATE;
-            const decoded: WhisperSegment[] = await session.decode(
-              request.model,
-              audio,
-              {
-                translate: request.translate,
-                ...(request.language ? { language: request.language } : {}),
-                ...(request.decoding ? { decoding: request.decoding } : {}),
-              },
-              (seg) => {
-                partial.set(chunk.index, Math.min(seconds, seg.to / 1000));
-                update();
-              },
-              signal ? { signal } : {},
-            );
-            partial.delete(chunk.index);
-            done += seconds;
-            const first = decoded.find((s) => s.lang);
-            const lang = first?.lang;
-            if (lang) languages.set(lang, (languages.get(lang) ?? 0) + seconds);
-            if (lang && first.langProb !== undefined) {
-              const p = probabilities.get(lang) ?? { sum: 0, seconds: 0 };
-              probabilities.set(lang, { sum: p.sum + first.langProb * seconds, seconds: p.seconds + seconds });
+    releaseInOrder();
+    const todo = chunks.filter((c) => records[c.index] === undefined);
+    if (todo.length > 0) {
+      // This run's own whisper engine process: a native crash there fails this job alone.
+      const session = whisper.session(request.label ?? basename(request.workDir));
+      const pcm = await PcmFile.open(checkpoint.pcmPath).catch((err: unknown) => {
+        void session.close();
+        throw err;
+      });
+      // Bounds the chunks held in memory by this job to what whisper can decode at once.
+      const inFlight = new Semaphore(whisper.parallel);
+      try {
+        await Promise.all(
+          todo.map(async (chunk) => {
+            const release = await inFlight.acquire();
+            try {
+              if (signal?.aborted) throw new JobAbortedError();
+              const audio = await readChunk(pcm, chunk);
+              const seconds = chunk.samples / SAMPLE_RATE;
+              const decoded: WhisperSegment[] = await session.decode(
+                request.model,
+                audio,
+                {
+                  translate: request.translate,
+                  ...(request.language ? { language: request.language } : {}),
+                  ...(request.decoding ? { decoding: request.decoding } : {}),
+                },
+                (seg) => {
+                  partial.set(chunk.index, Math.min(seconds, seg.to / 1000));
+                  update();
+                },
+                signal ? { signal } : {},
+              );
+              const first = decoded.find((s) => s.lang);
+              const record: ChunkRecord = {
+                index: chunk.index,
+                seconds,
+                segments: segmentsFromChunk(chunk, decoded),
+                ...(first?.lang ? { lang: first.lang } : {}),
+                ...(first?.lang && first.langProb !== undefined ? { langProb: first.langProb } : {}),
+              };
+              await checkpoint.saveChunk(record);
+              partial.delete(chunk.index);
+              done += seconds;
+              records[chunk.index] = record;
+              releaseInOrder();
+              update();
+            } finally {
+              release();
             }
-            perChunk[chunk.index] = segmentsFromChunk(chunk, decoded);
-            releaseInOrder();
-            update();
-          } finally {
-            release();
-          }
-        }),
-      );
-    } finally {
-      void session.close(); // once its last decode ends, the engine serves the next run
-      await pcm.close();
+          }),
+        );
+      } finally {
+        void session.close(); // once its last decode ends, the engine serves the next run
+        await pcm.close();
+      }
     }
-    if (speech > 0) {
-      const measured = (Date.now() - whisperStart) / 1000 / speech;
-      const previous = this.rtf.get(request.model);
-      this.rtf.set(request.model, previous === undefined ? measured : 0.7 * previous + 0.3 * measured);
-    }
-    const list = perChunk
-      .flat()
-      .sort((a, b) => a.start - b.start)
-      .map((s, id) => ({ id, ...s }));
-    return { list, languages, probabilities };
+    clock.finish("transcribing");
+    return summarize(records as ChunkRecord[]);
   }
+}
+
+/** The transcript's segments in time order, and the languages the chunks heard weighted by their speech. */
+function summarize(records: readonly ChunkRecord[]): Decoded {
+  const languages = new Map<string, number>();
+  // per detected language: its probabilities weighted by the seconds of the chunks that detected it
+  const probabilities = new Map<string, { sum: number; seconds: number }>();
+  for (const r of records) {
+    if (!r.lang) continue;
+    languages.set(r.lang, (languages.get(r.lang) ?? 0) + r.seconds);
+    if (r.langProb !== undefined) {
+      const p = probabilities.get(r.lang) ?? { sum: 0, seconds: 0 };
+      probabilities.set(r.lang, { sum: p.sum + r.langProb * r.seconds, seconds: p.seconds + r.seconds });
+    }
+  }
+  const list = records
+    .flatMap((r) => r.segments)
+    .sort((a, b) => a.start - b.start)
+    .map((s, id) => ({ id, ...s }));
+  return { list, languages, probabilities };
 }
 
 async function readChunk(pcm: PcmFile, chunk: Chunk): Promise<Float32Array> {

@@ -79,6 +79,8 @@ interface SessionHost {
   slot(): Promise<() => void>;
   path(name: WhisperModelName): string;
   giveBack(): void;
+  /** Counts a chunk whisper finished. */
+  decoded(): void;
 }
 
 export class WhisperPool {
@@ -89,6 +91,8 @@ export class WhisperPool {
   private readonly idleTimers = new Map<WhisperEngine, NodeJS.Timeout>();
   private disposed = false;
   private chosen: Promise<WhisperBackend> | undefined;
+  /** Chunks whisper has decoded since this pool was made (`kiln_asr_chunks_decoded_total`). */
+  chunksDecoded = 0;
 
   constructor(private readonly options: WhisperPoolOptions) {
     this.slots = new Semaphore(options.parallel);
@@ -147,6 +151,7 @@ export class WhisperPool {
       slot: () => this.slots.acquire(),
       path: (name) => this.path(name),
       giveBack: () => this.giveBack(engine),
+      decoded: () => void this.chunksDecoded++,
     });
   }
 
@@ -261,7 +266,10 @@ export class WhisperSession {
       throw err;
     }
     // The slot stays taken until the engine is done with the audio, even if the caller stops waiting.
-    void work.then(release, release);
+    void work.then(() => {
+      this.host.decoded();
+      release();
+    }, release);
     return signal ? abortable(work, signal) : work;
   }
 

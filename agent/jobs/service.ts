@@ -19,12 +19,16 @@ import { matchesDigest, sha256Hex } from "../../core/digest.js";
 import type { Logger } from "../../core/log.js";
 import type { WhisperModelName } from "../../models/whisper.js";
 import { AudioError, EngineError, JobAbortedError } from "../asr/errors.js";
+import type { JobPhase } from "../asr/eta.js";
 import type { Transcriber } from "../asr/pipeline.js";
 import type { Segment, Transcript } from "../../speech/transcript.js";
 import { StagingBudget } from "./budget.js";
 import { JobStore, type JobOptions, type JobRow, type JobStatus } from "./store.js";
 
-/** Attempts (first run plus resumes after restarts) before an interrupted job is given up. */
+/**
+ * Runs in a row that the agent died in without the job finishing a step (a crash, a kill; not a
+ * drain) before the job is given up: its input may be what brings the agent down.
+ */
 const MAX_ATTEMPTS = 3;
 const PERSIST_EVERY_MS = 1000;
 /** Most jobs on one page of `list`. */
@@ -53,6 +57,8 @@ export interface JobServiceOptions {
 export interface JobView {
   job_id: string;
   status: JobStatus;
+  /** What a processing job is doing now; null once it has ended. */
+  phase: JobPhase | null;
   progress: number;
   estimated_time_remaining: number;
   /**
@@ -102,6 +108,7 @@ interface Running {
 }
 
 interface Live {
+  phase: JobPhase;
   progress: number;
   eta: number;
   persistedAt: number;
@@ -111,7 +118,7 @@ interface Live {
 
 /** What `watch` tells of a job as it runs (`GET /api/jobs/{id}/events`). */
 export type JobEvent =
-  | { type: "progress"; progress: number; estimated_time_remaining: number }
+  | { type: "progress"; phase: JobPhase | null; progress: number; estimated_time_remaining: number }
   | { type: "segment"; segment: Segment }
   | { type: "done"; status: JobStatus; error?: string; /** "invalid_audio" when the file was at fault (undecodable, too long). */ code?: string };
 
@@ -249,13 +256,17 @@ export class JobService {
       } else if (!kept) {
         this.store.fail(job.id, "the agent restarted while this job was processing and its upload is gone; submit the file again");
       } else if (job.attempts >= MAX_ATTEMPTS) {
-        this.store.fail(job.id, `the agent stopped ${job.attempts} times while this job was processing; giving up`);
+        this.store.fail(
+          job.id,
+          `engine fault: the agent stopped ${job.attempts} times in a row while this job was processing, without finishing a step; giving up (the file may be what stops it)`,
+        );
         await rm(dirname(job.inputPath), { recursive: true, force: true });
+        await rm(this.workDir(job.id), { recursive: true, force: true });
       } else {
         this.budget.hold(kept.size);
         this.held.set(job.id, kept.size);
         this.store.retry(job.id);
-        this.live.set(job.id, { progress: job.progress, eta: job.eta, persistedAt: 0, segments: [] });
+        this.live.set(job.id, { phase: "queued", progress: job.progress, eta: job.eta, persistedAt: 0, segments: [] });
         this.enqueue(job.id);
         this.options.logger.info({ job: job.id, attempt: job.attempts + 1 }, "resuming interrupted transcription job");
       }
@@ -272,6 +283,7 @@ export class JobService {
     return {
       job_id: row.id,
       status: row.status,
+      phase: row.status === "processing" ? (live?.phase ?? "queued") : null,
       progress: row.status === "completed" ? 1 : Math.max(row.progress, live?.progress ?? 0),
       estimated_time_remaining: row.status === "processing" ? (live?.eta ?? row.eta) : 0,
       segments: live?.segments ?? [], // the live list itself, not a copy per poll: callers only read it or replace it
@@ -351,7 +363,8 @@ export class JobService {
     };
     const known = (id: string) => this.store.get(id) !== undefined;
     await sweepDir(this.uploadsDir, (id) => this.staging.has(id) || known(id));
-    await sweepDir(join(this.options.dataDir, "work"), (id) => this.running.has(id));
+    // a processing job's work folder holds its checkpoints, queued to resume or running
+    await sweepDir(join(this.options.dataDir, "work"), (id) => this.running.has(id) || this.store.get(id)?.status === "processing");
     await sweepDir(join(this.options.dataDir, "results"), (name) => {
       const m = /^(.+)\.json(\.partial)?$/.exec(name);
       return m !== null && (m[2] ? this.running.has(m[1]!) : known(m[1]!)); // a .partial is being written by its running job
@@ -362,7 +375,7 @@ export class JobService {
 
   private async erase(row: JobRow): Promise<void> {
     await this.removeInput(row.id, row.inputPath);
-    await rm(join(this.options.dataDir, "work", row.id), { recursive: true, force: true });
+    await rm(this.workDir(row.id), { recursive: true, force: true });
     if (row.resultPath) await rm(row.resultPath, { force: true });
     this.store.delete(row.id);
   }
@@ -400,7 +413,7 @@ export class JobService {
     // the state and the subscription in one turn: no event falls between them
     const now = this.view(id);
     if (!now) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`); // removed meanwhile
-    listener({ type: "progress", progress: now.progress, estimated_time_remaining: now.estimated_time_remaining });
+    listener({ type: "progress", phase: now.phase, progress: now.progress, estimated_time_remaining: now.estimated_time_remaining });
     const segments = now.status === "completed" ? (view.result?.segments ?? []) : now.segments;
     for (const segment of segments) if (segment.id > after) listener({ type: "segment", segment });
     if (now.status !== "processing") listener({ type: "done", status: now.status, ...(now.error ? { error: now.error } : {}) });
@@ -486,15 +499,32 @@ export class JobService {
     if (!row) return;
     const { logger } = this.options;
     const started = Date.now();
-    const live = this.live.get(id) ?? { progress: 0, eta: 0, persistedAt: 0, segments: [] };
+    const live = this.live.get(id) ?? { phase: "queued", progress: 0, eta: 0, persistedAt: 0, segments: [] };
+    live.phase = "decoding";
+    live.segments = []; // a resumed run tells its kept segments again
     this.live.set(id, live);
+    const tell = () => {
+      this.emit(id, { type: "progress", phase: live.phase, progress: live.progress, estimated_time_remaining: live.eta });
+      if (Date.now() - live.persistedAt >= PERSIST_EVERY_MS) {
+        live.persistedAt = Date.now();
+        this.guarded(id, "progress", () => this.store.progress(id, live.progress, live.eta));
+      }
+    };
+    let advanced = false;
     try {
       const transcript = await this.options.transcriber.run(
         {
           label: id,
           input: row.inputPath,
           displayName: row.fileName,
-          workDir: join(this.options.dataDir, "work", id),
+          workDir: this.workDir(id),
+          resumable: true,
+          // the first step this run keeps shows the job is moving: its count of runs without one starts again
+          onCheckpoint: () => {
+            if (advanced) return;
+            advanced = true;
+            this.guarded(id, "progress", () => this.store.advanced(id));
+          },
           model: row.options.model as WhisperModelName,
           // Whisper's own translate task goes into English only; other targets translate afterwards.
           translate: row.options.translate && (row.options.targetLanguage ?? "en") === "en",
@@ -511,14 +541,11 @@ export class JobService {
           ...(row.options.decoding ? { decoding: row.options.decoding } : {}),
           ...(row.options.vad ? { vad: row.options.vad } : {}),
         },
-        ({ progress, etaSeconds }) => {
+        ({ phase, progress, etaSeconds }) => {
+          live.phase = phase;
           live.progress = Math.max(live.progress, progress);
           live.eta = etaSeconds;
-          this.emit(id, { type: "progress", progress: live.progress, estimated_time_remaining: live.eta });
-          if (Date.now() - live.persistedAt >= PERSIST_EVERY_MS) {
-            live.persistedAt = Date.now();
-            this.guarded(id, "progress", () => this.store.progress(id, live.progress, live.eta));
-          }
+          tell();
         },
         AbortSignal.any([this.abort.signal, cancelled]),
         (segments) => {
@@ -528,6 +555,8 @@ export class JobService {
           }
         },
       );
+      live.phase = "writing";
+      tell();
       const resultPath = join(this.options.dataDir, "results", `${id}.json`);
       await mkdir(dirname(resultPath), { recursive: true });
       await writeFile(`${resultPath}.partial`, JSON.stringify(transcript));
@@ -535,6 +564,7 @@ export class JobService {
       this.store.complete(id, resultPath);
       this.options.onFinished?.("completed", transcript.duration, (Date.now() - started) / 1000);
       await this.removeInput(id, row.inputPath);
+      await rm(this.workDir(id), { recursive: true, force: true });
       logger.info({ job: id, file: row.fileName, segments: transcript.segments.length }, "transcription job completed");
     } catch (err) {
       await this.settleFailure(row, live, err).catch((writeErr: unknown) => {
@@ -546,27 +576,44 @@ export class JobService {
     }
   }
 
-  /** Records why a job stopped: interrupted by shutdown (resumes later), cancelled, or failed. */
+  /**
+   * Records why a job stopped: interrupted by shutdown (it resumes at the next start from its kept
+   * steps, and the run does not count against it), cancelled, or failed. A failure says whose fault
+   * it was: the input's ("bad input: …") or the node's ("engine fault: …").
+   */
   private async settleFailure(row: JobRow, live: Live, err: unknown): Promise<void> {
     const { logger } = this.options;
     const id = row.id;
     if (err instanceof JobAbortedError && this.closed) {
-      this.guarded(id, "progress", () => this.store.progress(id, live.progress, live.eta));
-      logger.info({ job: id }, "transcription job interrupted by shutdown; it resumes at the next start");
+      this.guarded(id, "progress", () => {
+        this.store.progress(id, live.progress, live.eta);
+        this.store.yielded(id);
+      });
+      logger.info({ job: id, phase: live.phase }, "transcription job interrupted by shutdown; it resumes at the next start");
       return;
     }
     if (err instanceof JobAbortedError && this.running.get(id)?.cancel.signal.aborted) {
       this.store.cancel(id);
       await this.removeInput(id, row.inputPath);
+      await rm(this.workDir(id), { recursive: true, force: true });
       return;
     }
     // An unexpected error's text may name paths on this machine: it goes to the log, not to the client.
-    const message = err instanceof AudioError || err instanceof EngineError ? err.message : "transcription failed (an internal error, logged under this job id)";
+    const message =
+      err instanceof AudioError
+        ? `bad input: ${err.message}`
+        : `engine fault: ${err instanceof EngineError ? err.message : "the transcription failed on this node (an internal error, logged under this job id); the file may be fine, submit it again"}`;
     if (err instanceof AudioError) this.audioFaults.add(id);
     else logger.error({ job: id, err }, "transcription job failed");
     this.options.onFinished?.("error");
     await this.removeInput(id, row.inputPath);
+    await rm(this.workDir(id), { recursive: true, force: true });
     this.store.fail(id, message);
+  }
+
+  /** The folder a job's run keeps its decoded audio and finished steps in. */
+  private workDir(id: string): string {
+    return join(this.options.dataDir, "work", id);
   }
 
   /** A store write whose failure must not end the job's run (it is logged). */

@@ -20,6 +20,7 @@ export interface JobRow {
   inputPath: string;
   options: JobOptions;
   resultPath: string | null;
+  /** Runs in a row that ended with the agent stopping before the job finished a step, the current one included. */
   attempts: number;
   /** SHA-256 (hex) of the job's handle; null for jobs from before handles existed (token only). */
   handleHash: string | null;
@@ -170,8 +171,19 @@ export class JobStore {
     this.db.prepare("UPDATE jobs SET progress = MAX(progress, ?), eta = ?, updated_at = ? WHERE id = ? AND status = 'processing'").run(progress, eta, Date.now(), id);
   }
 
+  /** A run of the job begins again after the agent stopped (counted until the job advances). */
   retry(id: string): void {
     this.db.prepare("UPDATE jobs SET attempts = attempts + 1, updated_at = ? WHERE id = ?").run(Date.now(), id);
+  }
+
+  /** The job finished a step: the runs without one start counting again from this one. */
+  advanced(id: string): void {
+    this.db.prepare("UPDATE jobs SET attempts = 1 WHERE id = ? AND attempts > 1").run(id);
+  }
+
+  /** The job's run was stopped by a drain, not by a fault: it does not count (the next start's `retry` adds it back). */
+  yielded(id: string): void {
+    this.db.prepare("UPDATE jobs SET attempts = MAX(0, attempts - 1) WHERE id = ?").run(id);
   }
 
   complete(id: string, resultPath: string): void {

@@ -3,7 +3,7 @@
  * the fabricated whisper and energy-VAD models, audio made by ffmpeg, uploads and polling.
  */
 import { execFileSync } from "node:child_process";
-import { openAsBlob } from "node:fs";
+import { openAsBlob, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { parseAgentConfig } from "../../config/index.js";
 import { createLogger } from "../../core/log.js";
@@ -60,9 +60,10 @@ export async function startTranscription(raw: Record<string, string> = {}): Prom
 }
 
 /** `kiln agent` as a process (transcription only); resolves once its API listens. */
-export async function spawnTranscription(dataDir: string, extra: string[] = []): Promise<{ proc: KilnProcess; base: string }> {
+export async function spawnTranscription(dataDir: string, extra: string[] = [], env: Record<string, string> = {}): Promise<{ proc: KilnProcess; base: string }> {
   const proc = spawnKiln(["agent", "--whisper-dir", TEST_WHISPER_DIR, "--vad-model", TEST_VAD, "--asr-parallel", "1", "--asr-threads", "1", "--gpu", "cpu", ...extra], {
     KILN_DATA_DIR: dataDir,
+    ...env,
   });
   const line = await proc.waitFor(/transcription API listening/, 20_000);
   const port = Number(/"http":"[^"]*:(\d+)"/.exec(line)?.[1]);
@@ -101,20 +102,41 @@ export async function getJson(url: string, headers: Record<string, string> = {})
   return { status: res.status, body: await res.json() };
 }
 
-/** Polls a job until it leaves `processing`; returns the final view and every progress seen. */
-export async function waitForJob(base: string, id: string, timeoutMs = 60_000): Promise<{ view: any; progress: number[]; etas: unknown[] }> {
+/** What one poll of a job's status said. */
+export interface JobSample {
+  /** When it was read (ms). */
+  at: number;
+  phase: string | null;
+  progress: number;
+  eta: number;
+}
+
+/** Polls a job until it leaves `processing`; returns the final view and every progress, ETA and phase seen. */
+export async function waitForJob(base: string, id: string, timeoutMs = 60_000): Promise<{ view: any; progress: number[]; etas: unknown[]; samples: JobSample[] }> {
   const progress: number[] = [];
   const etas: unknown[] = [];
+  const samples: JobSample[] = [];
   let view: any;
   await until(
     async () => {
       view = (await getJson(`${base}/api/status/${id}`)).body;
       progress.push(view.progress);
       etas.push(view.estimated_time_remaining);
+      samples.push({ at: Date.now(), phase: view.phase, progress: view.progress, eta: view.estimated_time_remaining });
       return view.status !== "processing";
     },
     timeoutMs,
     `job ${id}`,
   );
-  return { view, progress, etas };
+  return { view, progress, etas, samples };
+}
+
+/**
+ * An ffmpeg for `KILN_FFMPEG` that is the real one, except that it decodes reading its input at
+ * `rate` times the audio's own speed: decoding lasts long enough for a test to stop the agent in it.
+ */
+export function slowDecodingFfmpeg(rate: number): string {
+  const script = join(tempDir(), "ffmpeg");
+  writeFileSync(script, `#!/bin/sh\ncase "$*" in\n  *f32le*) exec ${ffmpegPath()} -readrate ${rate} "$@" ;;\nesac\nexec ${ffmpegPath()} "$@"\n`, { mode: 0o755 });
+  return script;
 }

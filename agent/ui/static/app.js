@@ -3,6 +3,16 @@ const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "kiln-agent-token";
 const LOW_CONFIDENCE = 0.5;
 const POLL_MS = 500;
+/** What a processing job's `phase` is called on screen. */
+const PHASES = {
+  queued: "queued",
+  decoding: "decoding",
+  detecting_speech: "finding speech",
+  diarizing: "telling speakers apart",
+  transcribing: "transcribing",
+  translating: "translating",
+  writing: "writing the result",
+};
 
 let node = null;
 let selected = [];
@@ -236,7 +246,8 @@ function trackJob(id, name, format) {
     const pct = Math.round((job.progress ?? 0) * 100);
     bar.value = pct;
     if (job.status === "processing") {
-      status.textContent = `Processing · ${pct} %${job.estimated_time_remaining ? ` · ${eta(job.estimated_time_remaining)}` : ""}`;
+      const phase = PHASES[job.phase] ? ` · ${PHASES[job.phase]}` : "";
+      status.textContent = `Processing${phase} · ${pct} %${job.estimated_time_remaining ? ` · ${eta(job.estimated_time_remaining)}` : ""}`;
       if (job.segments?.length) {
         for (const segment of job.segments) words[segment.id] = segment.text;
         partial.textContent = words.join(" ");
