@@ -219,19 +219,24 @@ async function nodeInfo({ config, hardware, jobs, links, capabilities }: AgentFa
 }
 
 /** `/readyz`: chat models loaded and, with `--scheduler`, a link up; transcription's state reported beside. */
-async function readiness({ config, engine, links, vadModel, whisper }: AgentFacts) {
+async function readiness({ config, engine, links, vadModel, whisper, capabilities }: AgentFacts) {
   const checks: Record<string, boolean> = {
     chat_models_loaded: engine.modelPools.length === new Set(config.serve.map((s) => resolve(s.path))).size,
   };
   // with several schedulers, one link up is enough: the node serves through it while the others reconnect
   if (config.scheduler) checks.scheduler_connected = (links()?.connected ?? 0) > 0;
   // Transcription readiness is reported, not required: a chat-only node is ready without it.
+  const installed = (await whisper.status()).filter((m) => m.installed).map((m) => m.name);
   const transcription = {
     vad_model: await checkVadModel(vadModel).then(
       () => true,
       () => false,
     ),
-    whisper_model_installed: (await whisper.status()).some((m) => m.installed),
+    whisper_model_installed: installed.length > 0,
+    /** What `POST /api/process` would accept: the installed models, and speakers and translation (beyond English) when the node has their models. */
+    whisper_models: installed,
+    diarization: capabilities.diarization,
+    translation: capabilities.translation,
   };
   return { ready: Object.values(checks).every(Boolean), checks, transcription };
 }

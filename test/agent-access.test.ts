@@ -391,7 +391,7 @@ describe("ffmpeg reads local files in the accepted containers only", () => {
     expect(res.status).toBe(202);
     const { view } = await waitForJob(t.base, res.body.job_id);
     expect(view.status).toBe("error");
-    expect(view.error).toMatch(new RegExp(`^${name.replace(".", "\\.")} (is not an audio or video file ffmpeg can read|could not be read)`));
+    expect(view.error).toMatch(new RegExp(`^bad input: ${name.replace(".", "\\.")} (is not an audio or video file ffmpeg can read|could not be read)`));
     expect(hits).toBe(0);
   });
 });

@@ -4,6 +4,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ffmpegPath } from "../agent/asr/ffmpeg.js";
@@ -19,6 +20,22 @@ beforeAll(async () => {
   media = tempDir();
 });
 afterAll(() => t?.agent.close());
+
+/**
+ * Sends the start of a multipart body (boundary "b") that declares 50 MB and never ends; resolves
+ * with the answer, which therefore has to come before the rest of the body.
+ */
+function unfinishedUpload(base: string, pieces: (string | Buffer)[]): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}/api/process`, { method: "POST", headers: { "content-type": "multipart/form-data; boundary=b", "content-length": 50 * 1024 ** 2 } }, (res) => {
+      let text = "";
+      res.on("data", (d: Buffer) => (text += d.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    req.on("error", reject);
+    for (const piece of pieces) req.write(piece);
+  });
+}
 
 const FORMATS = ["mp3", "wav", "flac", "m4a", "aac", "ogg", "wma"];
 const VIDEO = ["mp4", "avi", "mov"];
@@ -131,6 +148,51 @@ describe("POST /api/process", () => {
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ type: "invalid_request_error", code });
     expect(res.body.error.message.startsWith(`${field}:`)).toBe(true);
+  });
+
+  it.each([
+    ["a model not installed", "model=small", "model_not_installed", "model:"],
+    ["speakers on a node without diarization models", "speaker_diarization=true", "diarization_unavailable", "speaker_diarization:"],
+    ["translation beyond English on a node without a chat model", "target_language=de", "translation_unavailable", "target_language:"],
+  ])("refuses %s when the field comes before the file: answered while the file still streams, nothing stored", async (_what, field, code, names) => {
+    const dataDir = tempDir();
+    const agent = await startTranscription({ dataDir });
+    try {
+      const [name, value] = field.split("=");
+      const head = `--b\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n--b\r\nContent-Disposition: form-data; name="audio"; filename="long.wav"\r\n\r\n`;
+      const answer = await unfinishedUpload(agent.base, [head, Buffer.alloc(64 * 1024, 1)]);
+      expect(answer.status).toBe(400);
+      expect(answer.body.error).toMatchObject({ type: "invalid_request_error", code });
+      expect(answer.body.error.message.startsWith(names)).toBe(true);
+      expect(existsSync(join(dataDir, "uploads"))).toBe(false); // not a byte staged: not even the uploads folder was made
+    } finally {
+      await agent.agent.close();
+    }
+  });
+
+  it("refuses a model not installed that comes after a file as soon as the field arrives: the next file is not waited for, none is kept", async () => {
+    const dataDir = tempDir();
+    const agent = await startTranscription({ dataDir });
+    try {
+      const part = (name: string, file?: string) => `--b\r\nContent-Disposition: form-data; name="${name}"${file ? `; filename="${file}"` : ""}\r\n\r\n`;
+      const first = readFileSync(makeMedia(media, "first.wav", { seconds: 2 }));
+      const answer = await unfinishedUpload(agent.base, [
+        part("audio", "first.wav"),
+        first,
+        `\r\n${part("model")}small\r\n${part("audio", "second.wav")}`,
+        Buffer.alloc(64 * 1024, 1),
+      ]);
+      expect(answer.status).toBe(400);
+      expect(answer.body.error).toMatchObject({ code: "model_not_installed" });
+      expect(readdirSync(join(dataDir, "uploads"))).toEqual([]);
+    } finally {
+      await agent.agent.close();
+    }
+  });
+
+  it("/readyz tells what /api/process accepts: the installed models, speakers and translation", async () => {
+    const body = await (await fetch(`${t.base}/readyz`)).json();
+    expect(body.transcription).toMatchObject({ vad_model: true, whisper_model_installed: true, whisper_models: ["base"], diarization: false, translation: false });
   });
 
   it.each([

@@ -42,7 +42,7 @@ export interface AgentHttpDeps {
   node: () => Promise<NodeInfo>;
   metrics: HttpMetrics;
   /** Readiness checks (models loaded, scheduler link when configured). */
-  ready: () => Promise<{ ready: boolean; checks: Record<string, boolean>; transcription: Record<string, boolean> }>;
+  ready: () => Promise<{ ready: boolean; checks: Record<string, boolean>; transcription: Record<string, boolean | string[]> }>;
   logger: Logger;
 }
 
@@ -121,6 +121,8 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
         stage: (fileName) => jobs.stage(fileName, reserved),
         charge: (file, bytes) => jobs.charge(file, bytes),
         discard: (files) => jobs.discard(files),
+        // the fields so far: the model only when named (it may follow), the rest as they stand
+        check: async (fields) => checkRunnable(parseJobFields(fields), deps.whisper, deps.capabilities, { model: fields.model !== undefined }),
       });
     } catch (err) {
       if (!ticket) {

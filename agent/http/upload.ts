@@ -4,6 +4,11 @@
  * upload at once with a 413 and its partial file is removed; an 11th `audio` part is a 400; bytes
  * past the staging budget (charged chunk by chunk) stop it with the budget's error (507).
  * Text fields are collected (small, bounded); other file parts are drained and ignored.
+ *
+ * A `check` of the fields refuses what cannot run as early as the form allows: before the first
+ * `audio` part is stored (on the fields sent before it), and again as each later field arrives (the
+ * upload stops there and its parts are removed). A client that sends its fields first, as curl -F
+ * in order and the OpenAI SDKs do, is refused before a byte of its file is kept.
  */
 import { formatBytes } from "../../core/bytes.js";
 import { createWriteStream, type WriteStream } from "node:fs";
@@ -38,6 +43,8 @@ export interface UploadStaging {
   charge(upload: StagedUpload, bytes: number): Promise<void>;
   /** Removes the parts of a refused upload. */
   discard(files: StagedUpload[]): Promise<void>;
+  /** Refuses (throws an ApiError) when the fields so far already say the upload cannot run. */
+  check?(fields: Readonly<Record<string, string>>): Promise<void>;
 }
 
 /**
@@ -72,6 +79,8 @@ class Upload {
   private readonly open = new Set<WriteStream>();
   private failure: ApiError | undefined;
   private audioParts = 0;
+  /** The field checks so far, one after another: the first audio part waits for them. */
+  private checked: Promise<void> = Promise.resolve();
   private rejectReceiving: (err: ApiError) => void = () => undefined;
 
   constructor(
@@ -85,6 +94,7 @@ class Upload {
     try {
       await this.receive();
       await Promise.all(this.writes);
+      await this.checked;
       if (this.failure) throw this.failure;
     } catch (err) {
       await Promise.allSettled(this.writes);
@@ -134,6 +144,9 @@ class Upload {
   }
 
   private async write(stream: NodeJS.ReadableStream, fileName: string, index: number): Promise<void> {
+    if (index === 0) this.check();
+    await this.checked; // nothing is stored before the fields sent ahead of the file are found runnable
+    if (this.failure) throw this.failure;
     const staged = await this.staging.stage(fileName);
     this.files[index] = staged; // in the order of the parts, however staging interleaves
     if (this.failure) throw this.failure;
@@ -157,7 +170,21 @@ class Upload {
 
   private onField(name: string, value: string, info: busboy.FieldInfo): void {
     if (info.valueTruncated) this.fail(new InvalidRequestError("field_too_large", `${name}: longer than ${FIELD_BYTES} bytes`));
-    else this.fields[name] = value;
+    else {
+      this.fields[name] = value;
+      if (this.audioParts > 0) this.check(); // a field after the file: refused as soon as it arrives
+    }
+  }
+
+  /** Runs the staging's check on the fields so far, after the ones before; a refusal fails the upload. */
+  private check(): void {
+    const check = this.staging.check;
+    if (!check || this.failure) return;
+    const fields = { ...this.fields };
+    this.checked = this.checked.then(async () => {
+      if (this.failure) return;
+      await check.call(this.staging, fields).catch((err: unknown) => this.fail(storageFailure(err)));
+    });
   }
 
   /** The first failure ends the upload: the request is unpiped and drained, the parts' writes stopped. */

@@ -2,6 +2,7 @@
  * Whether this node can run a transcription as asked: the model installed, and the models that
  * diarization and translation into languages other than English need. Both ways in (the HTTP API
  * and the fleet link) check with this before a job is queued; each refusal is a 400 naming its field.
+ * `check.model: false` leaves the model out (an upload whose model field has not arrived yet).
  */
 import { InvalidRequestError, ServiceUnavailableError } from "../../core/errors.js";
 import { checkVadModel } from "../asr/vad/index.js";
@@ -15,8 +16,8 @@ export interface NodeCapabilities {
   translation: boolean;
 }
 
-export async function checkRunnable(options: JobOptions, whisper: WhisperPool, capabilities: NodeCapabilities): Promise<void> {
-  if (!(await whisper.isInstalled(options.model as WhisperModelName))) {
+export async function checkRunnable(options: JobOptions, whisper: WhisperPool, capabilities: NodeCapabilities, check = { model: true }): Promise<void> {
+  if (check.model && !(await whisper.isInstalled(options.model as WhisperModelName))) {
     const installed = (await whisper.status()).filter((m) => m.installed).map((m) => m.name);
     throw new InvalidRequestError("model_not_installed", `model: "${options.model}" is not installed on this instance (installed: ${installed.join(", ") || "none"})`);
   }
