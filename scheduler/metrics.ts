@@ -1,5 +1,6 @@
 /** The scheduler's metrics: HTTP, generation (tokens, time to first token) and the fleet's state. */
 import { Counter, createHttpMetrics, Gauge, Histogram, type HttpMetrics } from "../core/metrics.js";
+import { KilnError } from "../core/errors.js";
 import type { CompletionEvent, Fleet } from "./fleet/index.js";
 import type { UsageRow } from "./usage/index.js";
 
@@ -40,6 +41,12 @@ export function createSchedulerMetrics(fleet: Fleet, options: SchedulerMetricsOp
     name: "kiln_completions_total",
     help: "Finished completions by model and finish reason",
     labelNames: ["model", "finish_reason"] as const,
+    registers,
+  });
+  const failed = new Counter({
+    name: "kiln_completions_failed_total",
+    help: "Completions that ended in an error, by model and code (agent_lost: the node died mid-generation, a stream that cannot be saved)",
+    labelNames: ["model", "code"] as const,
     registers,
   });
   new Gauge({
@@ -94,20 +101,25 @@ export function createSchedulerMetrics(fleet: Fleet, options: SchedulerMetricsOp
     async *measure(events, model) {
       const started = performance.now();
       let firstText: number | undefined;
-      for await (const e of events) {
-        if (e.type === "text" && firstText === undefined) {
-          firstText = performance.now();
-          ttft.observe({ model }, (firstText - started) / 1000);
-        } else if (e.type === "done") {
-          tokens.inc({ model, kind: "prompt" }, e.promptTokens);
-          tokens.inc({ model, kind: "completion" }, e.completionTokens);
-          completions.inc({ model, finish_reason: e.finishReason });
-          const seconds = (performance.now() - (firstText ?? started)) / 1000;
-          if (e.completionTokens > 1 && seconds > 0) rate.observe({ model }, (e.completionTokens - 1) / seconds);
-        } else if (e.type === "embeddings") {
-          tokens.inc({ model, kind: "prompt" }, e.promptTokens);
+      try {
+        for await (const e of events) {
+          if (e.type === "text" && firstText === undefined) {
+            firstText = performance.now();
+            ttft.observe({ model }, (firstText - started) / 1000);
+          } else if (e.type === "done") {
+            tokens.inc({ model, kind: "prompt" }, e.promptTokens);
+            tokens.inc({ model, kind: "completion" }, e.completionTokens);
+            completions.inc({ model, finish_reason: e.finishReason });
+            const seconds = (performance.now() - (firstText ?? started)) / 1000;
+            if (e.completionTokens > 1 && seconds > 0) rate.observe({ model }, (e.completionTokens - 1) / seconds);
+          } else if (e.type === "embeddings") {
+            tokens.inc({ model, kind: "prompt" }, e.promptTokens);
+          }
+          yield e;
         }
-        yield e;
+      } catch (err) {
+        failed.inc({ model, code: err instanceof KilnError ? err.code : "internal_error" });
+        throw err;
       }
     },
   };

@@ -83,6 +83,9 @@ describe("agent lost mid-flight", () => {
     );
     expect(lastEvent.error).toMatchObject({ type: "upstream_error", code: "agent_lost" });
     expect(rest).not.toContain("[DONE]");
+    // a stream that could not be saved is counted
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^kiln_completions_failed_total\\{[^}]*model="${MODEL_ID}"[^}]*code="agent_lost"[^}]*\\} 1$`, "m"));
 
     for (const r of [await onSurvivor, ...(await Promise.all(queued))]) {
       expect(r.status).toBe(200);

@@ -1,0 +1,32 @@
+/**
+ * `npm run soak -- [--seconds N] [--seed S] [--fault-every S]`: the fleet under seeded faults
+ * (scripts/lib/soak.ts). Prints each fault and the report; exits 1 when a check failed.
+ */
+import { parseArgs } from "node:util";
+import { runSoak } from "./lib/soak.js";
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: "string", default: "300" },
+    seed: { type: "string", default: "1" },
+    "fault-every": { type: "string", default: "10" },
+  },
+});
+const number = (name: string, raw: string): number => {
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) {
+    console.error(`soak: --${name} must be a positive number, got "${raw}"`);
+    process.exit(2);
+  }
+  return n;
+};
+
+const report = await runSoak({
+  seconds: number("seconds", values.seconds),
+  seed: number("seed", values.seed),
+  faultEverySeconds: number("fault-every", values["fault-every"]),
+  log: (line) => console.log(`${new Date().toISOString()} ${line}`),
+});
+console.log(JSON.stringify(report, null, 2));
+console.log(report.passed ? "soak passed" : `soak FAILED: ${report.failures.length} check(s)`);
+process.exit(report.passed ? 0 : 1);
