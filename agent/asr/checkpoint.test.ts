@@ -4,7 +4,14 @@ import { describe, expect, it } from "vitest";
 import { tempDir } from "../../test/helpers/temp.js";
 import { Checkpoint } from "./checkpoint.js";
 
-const chunk = (index: number) => ({ index, seconds: 30, segments: [{ start: index * 30, end: index * 30 + 2, text: `chunk ${index}`, words: [] }], lang: "en" });
+const chunk = (index: number) => ({
+  index,
+  start: index * 480_000,
+  samples: 480_000,
+  seconds: 30,
+  segments: [{ start: index * 30, end: index * 30 + 2, text: `chunk ${index}`, words: [] }],
+  lang: "en",
+});
 
 describe("Checkpoint", () => {
   it("keeps the chunks a run finished; a record cut short by a crash is dropped and does not swallow the next run's first", async () => {

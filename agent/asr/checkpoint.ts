@@ -24,6 +24,9 @@ import type { Segment, Transcript } from "../../speech/transcript.js";
 /** A whisper chunk's outcome as kept: its segments on the original timeline and the language it heard. */
 export interface ChunkRecord {
   index: number;
+  /** Where the chunk begins on the original timeline and how long it is, in samples: a record is used only for the same chunk. */
+  start: number;
+  samples: number;
   /** Seconds of speech in the chunk. */
   seconds: number;
   segments: Omit<Segment, "id">[];
@@ -81,11 +84,11 @@ export class Checkpoint {
     return this.write("diarization.json", turns);
   }
 
-  /** The chunks finished by earlier runs, by index. */
+  /** The chunks finished by earlier runs, by index (the caller checks each against its own plan). */
   async chunks(): Promise<Map<number, ChunkRecord>> {
     const done = new Map<number, ChunkRecord>();
     for (const record of await this.lines<ChunkRecord>("chunks.jsonl")) {
-      if (Number.isInteger(record.index) && Array.isArray(record.segments) && typeof record.seconds === "number") done.set(record.index, record);
+      if (Number.isInteger(record.index) && record.index >= 0 && Array.isArray(record.segments) && typeof record.seconds === "number") done.set(record.index, record);
     }
     return done;
   }

@@ -36,10 +36,11 @@ export interface TranscribeRequest {
   displayName: string;
   /**
    * A scratch folder for this job, holding its checkpoints. Removed when the run ends, unless it
-   * is `resumable` and was stopped: then a later run on the same folder resumes from it.
+   * is `resumable`: then a later run on the same folder resumes from it, and the caller removes it
+   * once the job has ended.
    */
   workDir: string;
-  /** Keep the work folder when the run is stopped (the caller removes it once the job has ended). Default false. */
+  /** Keep the work folder after the run (the caller removes it once the job has ended). Default false. */
   resumable?: boolean;
   /** Called when a step is kept in the work folder (the job advanced). */
   onCheckpoint?: () => void;
@@ -134,14 +135,19 @@ export class Transcriber {
       model: request.model,
     });
     let floor = 0;
+    let ended = false;
+    // Stops the run's other work (chunks in flight, diarization beside them) when one part fails.
+    const halt = new AbortController();
+    const stop = signal ? AbortSignal.any([signal, halt.signal]) : halt.signal;
     const report = () => {
+      if (ended) return; // a straggler after the end tells nothing
       const now = clock.snapshot();
       floor = Math.max(floor, now.progress);
       onProgress({ phase: now.phase, progress: floor, etaSeconds: now.etaSeconds });
     };
     const ticker = setInterval(report, REPORT_EVERY_MS);
-    const run: Run = { request, checkpoint, clock, report, signal, onSegments, resumed: [] };
-    let stopped = false;
+    const tell = onSegments && ((segments: Segment[]) => void (ended || onSegments(segments)));
+    const run: Run = { request, checkpoint, clock, report, signal: stop, onSegments: tell, resumed: [] };
     try {
       const kept = await checkpoint.transcript();
       if (kept) {
@@ -159,14 +165,14 @@ export class Transcriber {
       return transcript;
     } catch (err) {
       // Whatever a stopped run threw (ffmpeg's AbortError, the chat engine's), it was stopped, not failed.
-      if (signal?.aborted) {
-        stopped = true;
-        throw new JobAbortedError();
-      }
+      if (signal?.aborted) throw new JobAbortedError();
       throw err;
     } finally {
+      ended = true;
+      halt.abort();
       clearInterval(ticker);
-      if (!(stopped && request.resumable)) await rm(request.workDir, { recursive: true, force: true });
+      // a resumable run's folder is its caller's to remove once the job has ended (its result written)
+      if (!request.resumable) await rm(request.workDir, { recursive: true, force: true });
     }
   }
 
@@ -328,7 +334,9 @@ export class Transcriber {
     let kept = 0;
     let keptSeconds = 0;
     for (const [index, record] of await checkpoint.chunks()) {
-      if (index >= chunks.length) continue;
+      const chunk = chunks[index];
+      // the same chunk only: a plan made otherwise (an upgrade that chunks differently) decodes again
+      if (!chunk || record.start !== chunk.pieces[0]?.start || record.samples !== chunk.samples) continue;
       records[index] = record;
       kept++;
       keptSeconds += record.seconds;
@@ -387,6 +395,8 @@ export class Transcriber {
               const first = decoded.find((s) => s.lang);
               const record: ChunkRecord = {
                 index: chunk.index,
+                start: chunk.pieces[0]?.start ?? 0,
+                samples: chunk.samples,
                 seconds,
                 segments: segmentsFromChunk(chunk, decoded),
                 ...(first?.lang ? { lang: first.lang } : {}),

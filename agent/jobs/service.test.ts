@@ -2,16 +2,25 @@
  * The job service's error path when the store itself fails: a real Transcriber (ffmpeg refuses a
  * file that is not audio) and a real SQLite store that refuses writes.
  */
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import type { Logger } from "../../core/log.js";
-import { TEST_VAD, TEST_WHISPER_DIR } from "../../test/helpers/speech.js";
+import { makeMedia, TEST_VAD, TEST_WHISPER_DIR } from "../../test/helpers/speech.js";
 import { Transcriber, WhisperPool } from "../asr/index.js";
 import { JobService } from "./service.js";
 import { JobStore } from "./store.js";
+
+/** A job service's options on a fresh data folder, a real whisper pool and transcriber, logging nothing. */
+function quietService() {
+  const logger = pino({ level: "silent" }) as unknown as Logger;
+  const dataDir = mkdtempSync(join(tmpdir(), "kiln-jobs-"));
+  const whisper = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 256, parallel: 1, threads: 1, logger });
+  const transcriber = new Transcriber({ whisper, vad: { model: TEST_VAD }, maxAudioSeconds: 3600, logger });
+  return { whisper, options: { dataDir, transcriber, concurrency: 1, maxQueued: 4, uploadBudgetBytes: 10 * 1024 ** 2, resultTtlSeconds: 3600, maxResults: 10, logger } };
+}
 
 describe("JobService", () => {
   it("logs, with the job id, a failure to record a job's outcome; nothing becomes an unhandled rejection", async () => {
@@ -48,11 +57,7 @@ describe("JobService", () => {
   });
 
   it("a job resumed at start holds its upload's bytes in the staging budget until it ends", async () => {
-    const logger = pino({ level: "silent" }) as unknown as Logger;
-    const dataDir = mkdtempSync(join(tmpdir(), "kiln-jobs-"));
-    const whisper = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 256, parallel: 1, threads: 1, logger });
-    const transcriber = new Transcriber({ whisper, vad: { model: TEST_VAD }, maxAudioSeconds: 3600, logger });
-    const options = { dataDir, transcriber, concurrency: 1, maxQueued: 4, uploadBudgetBytes: 10 * 1024 ** 2, resultTtlSeconds: 3600, maxResults: 10, logger };
+    const { whisper, options } = quietService();
     // A job left in `processing` by a previous run (its service closed before it could start).
     const before = new JobService({ ...options, concurrency: 0 });
     const staged = await before.stage("kept.mp3", await before.admit());
@@ -73,6 +78,29 @@ describe("JobService", () => {
 });
 
 describe("JobService.recover", () => {
+  it("a job that waits in the queue through restarts keeps every attempt: only runs the agent died in count", async () => {
+    const { whisper, options } = quietService();
+    const first = new JobService({ ...options, concurrency: 0 }); // a busy agent: the job only waits
+    const staged = await first.stage("talk.wav", await first.admit());
+    copyFileSync(makeMedia(mkdtempSync(join(tmpdir(), "kiln-media-")), "talk.wav", { seconds: 4 }), staged.path);
+    const [job] = first.submit([staged], { model: "base", translate: false, speakerDiarization: false, decoding: { temperatureIncrement: 0 } });
+    await first.close();
+    for (let restart = 0; restart < 4; restart++) {
+      const waiting = new JobService({ ...options, concurrency: 0 });
+      await waiting.recover();
+      expect(waiting.view(job!.job_id)).toMatchObject({ status: "processing", phase: "queued" });
+      await waiting.close();
+    }
+    const jobs = new JobService(options);
+    try {
+      await jobs.recover();
+      await expect.poll(() => jobs.view(job!.job_id)?.status, { timeout: 30_000 }).toBe("completed");
+    } finally {
+      await jobs.close();
+      await whisper.dispose();
+    }
+  });
+
   it("ends a fleet job the agent was running when it stopped (no one waits for it) and removes its upload", async () => {
     const logger = pino({ level: "silent" }) as unknown as Logger;
     const dataDir = mkdtempSync(join(tmpdir(), "kiln-jobs-"));

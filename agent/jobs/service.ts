@@ -253,8 +253,10 @@ export class JobService {
         // its scheduler request ended with the link: the result would reach no one
         this.store.fail(job.id, "the agent restarted while this fleet job was processing; the scheduler's request has ended");
         if (kept) await rm(dirname(job.inputPath), { recursive: true, force: true });
+        await rm(this.workDir(job.id), { recursive: true, force: true });
       } else if (!kept) {
-        this.store.fail(job.id, "the agent restarted while this job was processing and its upload is gone; submit the file again");
+        this.store.fail(job.id, "engine fault: the agent restarted while this job was processing and its upload is gone; submit the file again");
+        await rm(this.workDir(job.id), { recursive: true, force: true });
       } else if (job.attempts >= MAX_ATTEMPTS) {
         this.store.fail(
           job.id,
@@ -265,7 +267,6 @@ export class JobService {
       } else {
         this.budget.hold(kept.size);
         this.held.set(job.id, kept.size);
-        this.store.retry(job.id);
         this.live.set(job.id, { phase: "queued", progress: job.progress, eta: job.eta, persistedAt: 0, segments: [] });
         this.enqueue(job.id);
         this.options.logger.info({ job: job.id, attempt: job.attempts + 1 }, "resuming interrupted transcription job");
@@ -417,11 +418,15 @@ export class JobService {
     const segments = now.status === "completed" ? (view.result?.segments ?? []) : now.segments;
     for (const segment of segments) if (segment.id > after) listener({ type: "segment", segment });
     if (now.status !== "processing") listener({ type: "done", status: now.status, ...(now.error ? { error: now.error } : {}) });
-    // registered until the caller unsubscribes, ended or not: the cap counts every open stream
-    set.add(listener);
+    // registered until the caller unsubscribes, ended or not: the cap counts every open stream; a
+    // resumed run tells its kept segments again, and those the caller already has are not repeated
+    const heard = (event: JobEvent) => {
+      if (event.type !== "segment" || event.segment.id > after) listener(event);
+    };
+    set.add(heard);
     this.watchers.set(id, set);
     return () => {
-      set.delete(listener);
+      set.delete(heard);
       if (set.size === 0 && this.watchers.get(id) === set) this.watchers.delete(id);
     };
   }
@@ -503,6 +508,7 @@ export class JobService {
     live.phase = "decoding";
     live.segments = []; // a resumed run tells its kept segments again
     this.live.set(id, live);
+    this.guarded(id, "run", () => this.store.begun(id));
     const tell = () => {
       this.emit(id, { type: "progress", phase: live.phase, progress: live.progress, estimated_time_remaining: live.eta });
       if (Date.now() - live.persistedAt >= PERSIST_EVERY_MS) {
@@ -518,7 +524,8 @@ export class JobService {
           input: row.inputPath,
           displayName: row.fileName,
           workDir: this.workDir(id),
-          resumable: true,
+          // a fleet job is not resumed (its scheduler request ends with the agent): nothing to keep
+          resumable: !row.options.fleet,
           // the first step this run keeps shows the job is moving: its count of runs without one starts again
           onCheckpoint: () => {
             if (advanced) return;
@@ -584,18 +591,19 @@ export class JobService {
   private async settleFailure(row: JobRow, live: Live, err: unknown): Promise<void> {
     const { logger } = this.options;
     const id = row.id;
+    // a cancel first: one that races a drain must not come back at the next start
+    if (err instanceof JobAbortedError && this.running.get(id)?.cancel.signal.aborted) {
+      this.store.cancel(id);
+      await this.removeInput(id, row.inputPath);
+      await rm(this.workDir(id), { recursive: true, force: true });
+      return;
+    }
     if (err instanceof JobAbortedError && this.closed) {
       this.guarded(id, "progress", () => {
         this.store.progress(id, live.progress, live.eta);
         this.store.yielded(id);
       });
       logger.info({ job: id, phase: live.phase }, "transcription job interrupted by shutdown; it resumes at the next start");
-      return;
-    }
-    if (err instanceof JobAbortedError && this.running.get(id)?.cancel.signal.aborted) {
-      this.store.cancel(id);
-      await this.removeInput(id, row.inputPath);
-      await rm(this.workDir(id), { recursive: true, force: true });
       return;
     }
     // An unexpected error's text may name paths on this machine: it goes to the log, not to the client.

@@ -20,7 +20,7 @@ export interface JobRow {
   inputPath: string;
   options: JobOptions;
   resultPath: string | null;
-  /** Runs in a row that ended with the agent stopping before the job finished a step, the current one included. */
+  /** Runs in a row that the agent died in before the job finished a step, a run in progress included. */
   attempts: number;
   /** SHA-256 (hex) of the job's handle; null for jobs from before handles existed (token only). */
   handleHash: string | null;
@@ -124,8 +124,8 @@ export class JobStore {
     const now = Date.now();
     this.db
       .prepare(
-        `INSERT INTO jobs (id, status, progress, eta, file_name, input_path, options, handle_hash, created_at, updated_at)
-                     VALUES (?, 'processing', 0, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO jobs (id, status, progress, eta, file_name, input_path, options, handle_hash, attempts, created_at, updated_at)
+                     VALUES (?, 'processing', 0, ?, ?, ?, ?, ?, 0, ?, ?)`,
       )
       .run(job.id, job.eta, job.fileName, job.inputPath, JSON.stringify(job.options), job.handleHash, now, now);
   }
@@ -171,17 +171,17 @@ export class JobStore {
     this.db.prepare("UPDATE jobs SET progress = MAX(progress, ?), eta = ?, updated_at = ? WHERE id = ? AND status = 'processing'").run(progress, eta, Date.now(), id);
   }
 
-  /** A run of the job begins again after the agent stopped (counted until the job advances). */
-  retry(id: string): void {
+  /** A run of the job begins: counted until it finishes a step (`advanced`) or is stopped by a drain (`yielded`). */
+  begun(id: string): void {
     this.db.prepare("UPDATE jobs SET attempts = attempts + 1, updated_at = ? WHERE id = ?").run(Date.now(), id);
   }
 
-  /** The job finished a step: the runs without one start counting again from this one. */
+  /** The job finished a step: no run so far has died without one. */
   advanced(id: string): void {
-    this.db.prepare("UPDATE jobs SET attempts = 1 WHERE id = ? AND attempts > 1").run(id);
+    this.db.prepare("UPDATE jobs SET attempts = 0 WHERE id = ? AND attempts > 0").run(id);
   }
 
-  /** The job's run was stopped by a drain, not by a fault: it does not count (the next start's `retry` adds it back). */
+  /** The job's run was stopped by a drain, not by a fault: it does not count. */
   yielded(id: string): void {
     this.db.prepare("UPDATE jobs SET attempts = MAX(0, attempts - 1) WHERE id = ?").run(id);
   }

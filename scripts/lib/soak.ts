@@ -55,7 +55,7 @@ export interface SoakReport {
     notAccepted: number;
     /** Jobs processing on an agent when it was stopped or killed. */
     interrupted: number;
-    /** Times an agent, starting again, resumed an interrupted job. */
+    /** Runs that took up steps an interrupted run had kept (decoded audio, chunks…). */
     resumed: number;
   };
   chat: {
@@ -135,6 +135,11 @@ class Managed {
     const code = (await this.exit) ?? null;
     clearTimeout(timer);
     return code;
+  }
+
+  /** Kills it at once, without waiting (the soak's own exit). */
+  kill(): void {
+    if (this.up) this.child?.kill("SIGKILL");
   }
 
   /** Samples its resident memory. */
@@ -239,11 +244,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       ],
       { KILN_NODE_TOKEN: NODE_TOKEN },
       /transcription API listening/,
-      /resuming interrupted transcription job/,
+      // a run that took up kept steps says so in its "transcribed" line
+      /"resumed":\[/,
     );
     agents.push({ proc, base: `http://127.0.0.1:${port}`, dataDir });
   }
   const everyone = [scheduler, ...agents.map((a) => a.proc)];
+  // if the soak itself dies (a test runner's timeout), its processes go with it
+  const killAll = () => everyone.forEach((p) => p.kill());
+  process.once("exit", killAll);
   const sampler = setInterval(() => everyone.forEach((p) => p.sample()), 500);
 
   let deadline = 0; // set once everything has started
@@ -299,7 +308,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           accepted.push(job);
           processing.add(job);
           report.jobs.accepted++;
-        } else report.jobs.notAccepted++;
+        } else if (res.status === 503)
+          report.jobs.notAccepted++; // draining, or the queue full: refused, nothing promised
+        else fail(`an upload to ${agent.proc.name} was answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
       } catch {
         report.jobs.notAccepted++; // the agent was down or went down mid-upload: no 202, nothing promised
       }
@@ -371,9 +382,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     }
 
     // Nothing left behind: every job has ended, so no upload or work folder may remain.
+    // (a job is marked completed just before its files go: a moment's grace)
     for (const agent of agents) {
       for (const dir of ["uploads", "work"]) {
-        const left = readdirSafe(join(agent.dataDir, dir));
+        let left = readdirSafe(join(agent.dataDir, dir));
+        for (let i = 0; i < 10 && left.length > 0; i++) {
+          await sleep(200);
+          left = readdirSafe(join(agent.dataDir, dir));
+        }
         if (left.length > 0) fail(`${agent.proc.name} left ${left.length} entries in ${dir}/ after every job ended`);
       }
     }
@@ -382,6 +398,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   } finally {
     clearInterval(sampler);
     await Promise.all(everyone.map((p) => p.stop("SIGTERM")));
+    process.removeListener("exit", killAll);
     rmSync(root, { recursive: true, force: true });
   }
 
@@ -392,6 +409,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   }
   if (report.jobs.accepted === 0) fail("no job was accepted: the soak tested nothing");
   if (report.jobs.interrupted === 0) fail("no fault landed on a job in progress: the soak tested no resume");
+  else if (report.jobs.resumed === 0) fail(`${report.jobs.interrupted} jobs were interrupted, and no run took up the steps one had kept`);
   if (report.chat.completed === 0) fail("no chat request completed: the soak tested nothing");
   report.passed = report.failures.length === 0;
   return report;

@@ -26,6 +26,9 @@ async function postgresRun(): Promise<Postgres | undefined> {
 }
 
 export default async function setup(): Promise<() => void> {
+  // Each vitest project (lane) names this setup; the run needs it once (one temporary folder, one PostgreSQL).
+  if (process.env.KILN_TEST_SETUP) return () => undefined;
+  process.env.KILN_TEST_SETUP = "1";
   rmSync(PROCESS_LOG_DIR, { recursive: true, force: true });
   const runTmp = mkdtempSync(join(tmpdir(), "kiln-run-"));
   chmodSync(runTmp, 0o1777); // as /tmp: servers the suites start as other users (PostgreSQL's initdb) reach their folders in it
