@@ -101,6 +101,40 @@ describe("JobService.recover", () => {
     }
   });
 
+  it("gives up a job after three runs in a row that the agent died in without a finished step, removing its files; two are resumed", async () => {
+    const { whisper, options } = quietService();
+    const store = new JobStore(join(options.dataDir, "jobs.db"));
+    const seed = (id: string, runs: number) => {
+      mkdirSync(join(options.dataDir, "uploads", id), { recursive: true });
+      mkdirSync(join(options.dataDir, "work", id), { recursive: true });
+      writeFileSync(join(options.dataDir, "uploads", id, "input"), "bytes");
+      store.insert({
+        id,
+        fileName: `${id}.wav`,
+        inputPath: join(options.dataDir, "uploads", id, "input"),
+        options: { model: "base", translate: false, speakerDiarization: false },
+        eta: 0,
+        handleHash: "x",
+      });
+      for (let i = 0; i < runs; i++) store.begun(id); // each run began, and the agent died before it finished a step
+    };
+    seed("poison", 3);
+    seed("unlucky", 2);
+    store.close();
+    const jobs = new JobService({ ...options, concurrency: 0 });
+    try {
+      await jobs.recover();
+      expect(jobs.view("poison")).toMatchObject({ status: "error", error: expect.stringMatching(/^engine fault: the agent stopped 3 times in a row/) });
+      expect(existsSync(join(options.dataDir, "uploads", "poison"))).toBe(false);
+      expect(existsSync(join(options.dataDir, "work", "poison"))).toBe(false);
+      expect(jobs.view("unlucky")).toMatchObject({ status: "processing", phase: "queued" });
+      expect(existsSync(join(options.dataDir, "work", "unlucky"))).toBe(true); // its kept steps wait for its run
+    } finally {
+      await jobs.close();
+      await whisper.dispose();
+    }
+  });
+
   it("ends a fleet job the agent was running when it stopped (no one waits for it) and removes its upload", async () => {
     const logger = pino({ level: "silent" }) as unknown as Logger;
     const dataDir = mkdtempSync(join(tmpdir(), "kiln-jobs-"));
