@@ -128,8 +128,9 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
       if (!ticket) {
         // Refused before a byte was staged: the body is read and dropped first, the connection kept.
         await drain(c.env.incoming);
-      } else if (err instanceof ApiError) {
-        // Refused mid-upload: the rest is not worth reading; answer, then close the connection.
+      } else if (err instanceof ApiError && (err.status === 413 || err.status === 507)) {
+        // Refused mid-upload for its size: the rest is not worth reading; answer, then close the connection.
+        // (Any other refusal reads and drops the rest in the background, bounded: a client still sending gets the answer.)
         c.header("Connection", "close");
       }
       throw err;
