@@ -33,6 +33,7 @@ import { createLogger } from "../core/log.js";
 import { buildTools, provideCudaBackend } from "./build-llama.js";
 import { buildWhisper, buildWhisperCli } from "./build-whisper.js";
 import { argValue, median } from "./lib/cli.js";
+import { makeAudio, toneBursts } from "./lib/media.js";
 import { writeTinyWhisper, type TinyWhisperOptions } from "../fabricate/tiny-whisper.js";
 import { scratchWhisperDir } from "./eval-asr.js";
 import { defaultModelDir, ensureTestSpeechModels } from "../fabricate/index.js";
@@ -69,7 +70,7 @@ async function main(): Promise<void> {
   let vad = argValue(argv, "--vad") ?? (data ? join(data, "models", "silero_vad.onnx") : undefined);
   if (!audio || !vad) {
     audio = join(work, "tones.wav");
-    execFileSync(ffmpegPath(), ["-v", "error", "-y", "-f", "lavfi", "-i", "aevalsrc=0.4*sin(2*PI*440*t)*gt(mod(t\\,3)\\,1):s=16000:d=60", audio]);
+    makeAudio(audio, toneBursts(60));
     vad = (await ensureTestSpeechModels()).vadModel;
   }
   const wav = join(work, "audio-16k.wav");

@@ -13,15 +13,15 @@
  *
  *   npm run bench:audio-fleet -- [--size 1gb] [--rounds 5] [--skip-memory]
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ffmpegPath } from "../agent/asr/ffmpeg.js";
 import { ensureTestSpeechModels } from "../fabricate/index.js";
-import { MB, parseSize, rss, wavHeader } from "./lib/media.js";
+import { makeAudio, MB, parseSize, rss, toneBursts, wavHeader } from "./lib/media.js";
 import { argValue, median } from "./lib/cli.js";
+import { kilnKey } from "./lib/run.js";
 
 const size = parseSize(argValue(process.argv, "--size") ?? "1gb");
 const rounds = Number(argValue(process.argv, "--rounds") ?? "5");
@@ -52,10 +52,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "kiln-bench-audio-"));
   const speech = await ensureTestSpeechModels();
   const db = join(dir, "kiln.db");
-  const keyOut = execFileSync(process.execPath, [resolve("bin/kiln.js"), "keys", "create", "--db", db, "--account", "bench", "--tier", "enterprise", "--rpm", "100000"], {
-    encoding: "utf8",
-  });
-  const key = /key:\s+(\S+)/.exec(keyOut)![1]!;
+  const key = kilnKey(db, "bench");
   const maxUpload = `${Math.ceil((size + MB) / MB)}mb`;
   const scheduler = await start(
     ["scheduler", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--db", db, "--spool-dir", join(dir, "spool"), "--max-audio-upload", maxUpload],
@@ -180,7 +177,7 @@ async function memory(base: string, key: string, schedulerPid: number, agentPid:
 async function timing(fleetBase: string, agentBase: string, key: string, dir: string) {
   const data = process.env.KILN_TEST_DATA ? join(process.env.KILN_TEST_DATA, "audio", "jfk.mp3") : "";
   const file = data && existsSync(data) ? data : join(dir, "speech.mp3");
-  if (file !== data) execFileSync(ffmpegPath(), ["-v", "error", "-y", "-f", "lavfi", "-i", "aevalsrc=0.4*sin(2*PI*440*t)*gt(mod(t\\,3)\\,1):s=16000:d=30", file]);
+  if (file !== data) makeAudio(file, toneBursts(30));
   const bytes = new Uint8Array(readFileSync(file));
   const form = (name: string) => {
     const f = new FormData();

@@ -25,12 +25,12 @@ afterAll(() => t?.agent.close());
  * Sends the start of a multipart body (boundary "b") that declares 50 MB and never ends; resolves
  * with the answer, which therefore has to come before the rest of the body.
  */
-function unfinishedUpload(base: string, pieces: (string | Buffer)[]): Promise<{ status: number; body: any }> {
+function unfinishedUpload(base: string, pieces: (string | Buffer)[]): Promise<{ status: number; body: any; connection: string | undefined }> {
   return new Promise((resolve, reject) => {
     const req = request(`${base}/api/process`, { method: "POST", headers: { "content-type": "multipart/form-data; boundary=b", "content-length": 50 * 1024 ** 2 } }, (res) => {
       let text = "";
       res.on("data", (d: Buffer) => (text += d.toString()));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text), connection: res.headers.connection }));
     });
     req.on("error", reject);
     for (const piece of pieces) req.write(piece);
@@ -170,7 +170,7 @@ describe("POST /api/process", () => {
     }
   });
 
-  it("refuses a model not installed that comes after a file as soon as the field arrives: the next file is not waited for, none is kept", async () => {
+  it("refuses a model not installed that comes after a file as soon as the field arrives: the next file is not waited for, none is kept, the connection is kept", async () => {
     const dataDir = tempDir();
     const agent = await startTranscription({ dataDir });
     try {
@@ -185,6 +185,8 @@ describe("POST /api/process", () => {
       expect(answer.status).toBe(400);
       expect(answer.body.error).toMatchObject({ code: "model_not_installed" });
       expect(readdirSync(join(dataDir, "uploads"))).toEqual([]);
+      // not closed under a client still sending (the rest is read and dropped): it gets the answer, not a reset
+      expect(answer.connection).not.toBe("close");
     } finally {
       await agent.agent.close();
     }

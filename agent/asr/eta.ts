@@ -125,7 +125,16 @@ export class RunProgress {
     step.done = Math.min(step.work, Math.max(step.done, done));
   }
 
-  /** Revises the work a phase will take (the decoded length, the speech found, the segments to translate). */
+  /**
+   * Revises the work of the phases not yet ended from the audio's length (a guess from the probe,
+   * then the decoded length): seconds of audio for each, a segment per 5 s for translation.
+   */
+  expectAudio(seconds: number): void {
+    for (const phase of ["decoding", "detecting_speech", "diarizing", "transcribing"] as const) this.expect(phase, seconds);
+    this.expect("translating", seconds / 5);
+  }
+
+  /** Revises the work a phase will take (the speech found, the segments to translate). */
   expect(phase: RunPhase, work: number): void {
     const step = this.steps.get(phase);
     if (step && step.ended === undefined) step.work = Math.max(work, step.done);
@@ -141,9 +150,8 @@ export class RunProgress {
   }
 
   /** Ends the run: every phase done. */
-  complete(): RunSnapshot {
+  complete(): void {
     for (const phase of this.steps.keys()) this.finish(phase);
-    return { phase: this.current, progress: 1, etaSeconds: 0 };
   }
 
   snapshot(): RunSnapshot {
@@ -190,6 +198,6 @@ export class RunProgress {
     const elapsed = (this.now() - step.started) / 1000;
     const moved = step.done - step.base;
     if (moved > 0 && elapsed > 0) return Math.max(remaining > 0 ? MIN_LEFT : 0, (remaining * elapsed) / moved);
-    return Math.max(MIN_LEFT, (step.work - step.base) / this.speeds.get(step.phase, this.variant(step.phase)) - elapsed);
+    return Math.max(MIN_LEFT, prior - elapsed); // not moved yet: its remaining work is all of it
   }
 }

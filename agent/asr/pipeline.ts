@@ -181,9 +181,6 @@ export class Transcriber {
     const { request, checkpoint, clock, report, signal } = run;
     const samples = await this.decode(run);
     const duration = samples / SAMPLE_RATE;
-    clock.expect("detecting_speech", duration);
-    clock.expect("diarizing", duration);
-    clock.expect("transcribing", duration);
     if (signal?.aborted) throw new JobAbortedError();
 
     const speakers = request.diarization ? this.speakers(run, request.diarization) : undefined;
@@ -240,7 +237,7 @@ export class Transcriber {
     const kept = await checkpoint.decoded();
     if (kept !== undefined) {
       run.resumed.push("decoded audio");
-      clock.expect("decoding", kept / SAMPLE_RATE);
+      clock.expectAudio(kept / SAMPLE_RATE);
       clock.finish("decoding");
       return kept;
     }
@@ -251,9 +248,7 @@ export class Transcriber {
     if (probe.durationSeconds !== undefined && probe.durationSeconds > this.options.maxAudioSeconds) {
       throw new AudioError(`${request.displayName} lasts ${formatDuration(probe.durationSeconds)}, over the ${this.options.maxAudioSeconds / 3600}-hour limit`);
     }
-    const guess = probe.durationSeconds ?? 60;
-    for (const phase of ["decoding", "detecting_speech", "diarizing", "transcribing"] as const) clock.expect(phase, guess);
-    clock.expect("translating", guess / 5);
+    clock.expectAudio(probe.durationSeconds ?? 60);
     report();
     const samples = await decodeToPcm(request.input, checkpoint.pcmPath, {
       maxSeconds: this.options.maxAudioSeconds,
@@ -265,7 +260,7 @@ export class Transcriber {
         report();
       },
     });
-    clock.expect("decoding", samples / SAMPLE_RATE);
+    clock.expectAudio(samples / SAMPLE_RATE);
     clock.finish("decoding");
     await checkpoint.saveDecoded(samples);
     return samples;

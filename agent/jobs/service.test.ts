@@ -22,6 +22,14 @@ function quietService() {
   return { whisper, options: { dataDir, transcriber, concurrency: 1, maxQueued: 4, uploadBudgetBytes: 10 * 1024 ** 2, resultTtlSeconds: 3600, maxResults: 10, logger } };
 }
 
+/** Submits `seconds` of tone bursts as one job (no temperature fallback: the random-weight whisper would trip it); returns its id. */
+async function submitTalk(jobs: JobService, seconds: number): Promise<string> {
+  const staged = await jobs.stage("talk.wav", await jobs.admit());
+  copyFileSync(makeMedia(mkdtempSync(join(tmpdir(), "kiln-media-")), "talk.wav", { seconds }), staged.path);
+  const [job] = jobs.submit([staged], { model: "base", translate: false, speakerDiarization: false, decoding: { temperatureIncrement: 0 } });
+  return job!.job_id;
+}
+
 describe("JobService", () => {
   it("logs, with the job id, a failure to record a job's outcome; nothing becomes an unhandled rejection", async () => {
     const lines: Record<string, unknown>[] = [];
@@ -77,24 +85,76 @@ describe("JobService", () => {
   });
 });
 
+describe("JobService.watch", () => {
+  it("a watcher that reconnects after a restart with the last segment it had gets each later segment once, none it had (the resumed run tells its kept ones again)", async () => {
+    const { whisper, options } = quietService();
+    const before = new JobService(options);
+    const id = await submitTalk(before, 150);
+    await expect.poll(() => before.view(id)?.segments.length ?? 0, { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+    const had = before.view(id)!.segments.at(-1)!.id; // what the client had when the agent stopped
+    await before.close(); // a drain: the job stays, its finished chunks kept
+    const jobs = new JobService(options);
+    try {
+      await jobs.recover();
+      const heard: number[] = [];
+      let done = false;
+      await jobs.watch(
+        id,
+        (event) => {
+          if (event.type === "segment") heard.push(event.segment.id);
+          if (event.type === "done") done = true;
+        },
+        had,
+      );
+      await expect.poll(() => done, { timeout: 30_000 }).toBe(true);
+      expect(jobs.view(id)?.status).toBe("completed");
+      expect(heard.length).toBeGreaterThan(0);
+      expect(Math.min(...heard)).toBe(had + 1);
+      expect(new Set(heard).size).toBe(heard.length);
+    } finally {
+      await jobs.close();
+      await whisper.dispose();
+    }
+  });
+});
+
+describe("JobService.cancel", () => {
+  it("a cancel that races a drain stays cancelled: the job does not come back at the next start", async () => {
+    const { whisper, options } = quietService();
+    const first = new JobService(options);
+    const id = await submitTalk(first, 150);
+    await expect.poll(() => first.view(id)?.phase, { timeout: 30_000 }).toBe("transcribing");
+    const cancelled = first.cancel(id).catch(() => undefined); // its answer may find the store closed by the drain
+    await first.close();
+    await cancelled;
+    const next = new JobService(options);
+    try {
+      await next.recover();
+      expect(next.view(id)?.status).toBe("cancelled");
+      expect(next.counts()).toEqual({ running: 0, queued: 0 });
+    } finally {
+      await next.close();
+      await whisper.dispose();
+    }
+  });
+});
+
 describe("JobService.recover", () => {
   it("a job that waits in the queue through restarts keeps every attempt: only runs the agent died in count", async () => {
     const { whisper, options } = quietService();
     const first = new JobService({ ...options, concurrency: 0 }); // a busy agent: the job only waits
-    const staged = await first.stage("talk.wav", await first.admit());
-    copyFileSync(makeMedia(mkdtempSync(join(tmpdir(), "kiln-media-")), "talk.wav", { seconds: 4 }), staged.path);
-    const [job] = first.submit([staged], { model: "base", translate: false, speakerDiarization: false, decoding: { temperatureIncrement: 0 } });
+    const id = await submitTalk(first, 4);
     await first.close();
     for (let restart = 0; restart < 4; restart++) {
       const waiting = new JobService({ ...options, concurrency: 0 });
       await waiting.recover();
-      expect(waiting.view(job!.job_id)).toMatchObject({ status: "processing", phase: "queued" });
+      expect(waiting.view(id)).toMatchObject({ status: "processing", phase: "queued" });
       await waiting.close();
     }
     const jobs = new JobService(options);
     try {
       await jobs.recover();
-      await expect.poll(() => jobs.view(job!.job_id)?.status, { timeout: 30_000 }).toBe("completed");
+      await expect.poll(() => jobs.view(id)?.status, { timeout: 30_000 }).toBe("completed");
     } finally {
       await jobs.close();
       await whisper.dispose();
@@ -135,12 +195,14 @@ describe("JobService.recover", () => {
     }
   });
 
-  it("ends a fleet job the agent was running when it stopped (no one waits for it) and removes its upload", async () => {
+  it("ends a fleet job the agent was running when it stopped (no one waits for it) and removes its upload and work folder", async () => {
     const logger = pino({ level: "silent" }) as unknown as Logger;
     const dataDir = mkdtempSync(join(tmpdir(), "kiln-jobs-"));
     const input = join(dataDir, "uploads", "fleet-job", "input");
     mkdirSync(join(dataDir, "uploads", "fleet-job"), { recursive: true });
     writeFileSync(input, "bytes of a tenant's upload");
+    mkdirSync(join(dataDir, "work", "fleet-job"), { recursive: true });
+    writeFileSync(join(dataDir, "work", "fleet-job", "audio.f32"), "its decoded audio");
     const store = new JobStore(join(dataDir, "jobs.db"));
     store.insert({
       id: "fleet-job",
@@ -158,6 +220,7 @@ describe("JobService.recover", () => {
       await jobs.recover();
       expect(jobs.view("fleet-job")).toMatchObject({ status: "error", error: expect.stringMatching(/fleet job/) });
       expect(existsSync(input)).toBe(false);
+      expect(existsSync(join(dataDir, "work", "fleet-job"))).toBe(false);
       expect(jobs.counts()).toEqual({ running: 0, queued: 0 });
     } finally {
       await jobs.close();

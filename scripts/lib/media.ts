@@ -1,5 +1,7 @@
-/** Pieces the upload benchmarks share: sizes, a process's resident memory, a WAV header. */
+/** Pieces the benchmarks, the soak and the tests share: sizes, a process's resident memory, a WAV header, audio made by ffmpeg. */
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { ffmpegPath } from "../../agent/asr/ffmpeg.js";
 
 export const MB = 1024 ** 2;
 
@@ -33,4 +35,17 @@ export function wavHeader(dataBytes: number, rate = 16_000, channels = 1): Buffe
   h.write("data", 36);
   h.writeUInt32LE(Math.min(0xffffffff, dataBytes), 40);
   return h;
+}
+
+/** 1 s of silence then 2 s of a 440 Hz tone, repeated: speech for the energy VAD, with pauses (an ffmpeg lavfi source). */
+export const toneBursts = (seconds: number): string => `aevalsrc=0.4*sin(2*PI*440*t)*gt(mod(t\\,3)\\,1):s=16000:d=${seconds}`;
+
+/** Two "speakers": a 220 Hz voice for 3 s, a pause, a 1500 Hz voice for 3 s, a pause; repeated (an ffmpeg lavfi source). */
+export const twoVoices = (seconds: number): string =>
+  `aevalsrc=0.3*sin(2*PI*220*t)*lt(mod(t\\,8)\\,3)+0.3*sin(2*PI*1500*t)*gt(mod(t\\,8)\\,4)*lt(mod(t\\,8)\\,7):s=16000:d=${seconds}`;
+
+/** Writes `file` (its format from its extension) from an ffmpeg lavfi audio `source`. */
+export function makeAudio(file: string, source: string): string {
+  execFileSync(ffmpegPath(), ["-v", "error", "-y", "-f", "lavfi", "-i", source, file]);
+  return file;
 }

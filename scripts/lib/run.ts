@@ -1,7 +1,7 @@
 /** Running other programs from the build and benchmark scripts. */
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, resolve } from "node:path";
 import { createServer, type AddressInfo } from "node:net";
 
 /**
@@ -28,4 +28,14 @@ export async function freePort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise((ok) => server.close(ok));
   return port;
+}
+
+/** Issues an enterprise key (no quotas in the way of a benchmark) on `db` with `kiln keys create`; returns the key. */
+export function kilnKey(db: string, account: string): string {
+  const out = execFileSync(process.execPath, [resolve("bin/kiln.js"), "keys", "create", "--db", db, "--account", account, "--tier", "enterprise", "--rpm", "100000"], {
+    encoding: "utf8",
+  });
+  const key = /key:\s+(\S+)/.exec(out.split("\n")[1] ?? "")?.[1];
+  if (!key) throw new Error(`kiln keys create printed no key:\n${out}`);
+  return key;
 }

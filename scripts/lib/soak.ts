@@ -14,16 +14,15 @@
  * (`agent_lost`) and the scheduler counts it in `kiln_completions_failed_total`. The processes run
  * on the fabricated test models (`fabricate/`): the soak is about faults, not about speed or text.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { promisify } from "node:util";
-import { ffmpegPath } from "../../agent/asr/ffmpeg.js";
 import { defaultModelDir, ensureTestModel, ensureTestSpeechModels } from "../../fabricate/index.js";
 import { uniformSource as random } from "../../fabricate/tensors.js";
-import { freePort } from "./run.js";
+import { makeAudio, MB, rss, twoVoices } from "./media.js";
+import { freePort, kilnKey } from "./run.js";
 
 export interface SoakOptions {
   /** How long the load and the faults run, in seconds; the jobs accepted are then waited for. */
@@ -89,8 +88,6 @@ class Managed {
   private exit: Promise<number | null> | undefined;
   readonly lines: string[] = [];
   peakRssMb = 0;
-  /** Summed over its lives: what each life's metrics said last (read before it is stopped). */
-  counted = 0;
   /** Lines of its logs, over its lives, that matched `tally`. */
   tallied = 0;
 
@@ -146,8 +143,7 @@ class Managed {
   sample(): void {
     if (!this.child?.pid || !this.up) return;
     try {
-      const kb = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${this.child.pid}/status`, "utf8"))?.[1] ?? 0);
-      this.peakRssMb = Math.max(this.peakRssMb, Math.round(kb / 1024));
+      this.peakRssMb = Math.max(this.peakRssMb, Math.round(rss(this.child.pid) / MB));
     } catch {
       // it exited between the check and the read
     }
@@ -194,33 +190,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const speech = await ensureTestSpeechModels(defaultModelDir());
   const media = join(root, "media");
   mkdirSync(media);
-  const clips = await Promise.all(
-    [30, 90].map(async (seconds) => {
-      const file = join(media, `talk-${seconds}.flac`);
-      // two "voices" with pauses (the energy VAD hears them as speech; the speakers differ in pitch)
-      const source = `aevalsrc=0.3*sin(2*PI*220*t)*lt(mod(t\\,8)\\,3)+0.3*sin(2*PI*1500*t)*gt(mod(t\\,8)\\,4)*lt(mod(t\\,8)\\,7):s=16000:d=${seconds}`;
-      await promisify(execFile)(ffmpegPath(), ["-v", "error", "-y", "-f", "lavfi", "-i", source, file]);
-      return { file, bytes: readFileSync(file) };
-    }),
-  );
+  // two "voices" with pauses (the energy VAD hears them as speech; the speakers differ in pitch)
+  const clips = [30, 90].map((seconds) => readFileSync(makeAudio(join(media, `talk-${seconds}.flac`), twoVoices(seconds))));
 
   // The control plane: a scheduler on fixed ports (the agents dial it again after each restart), and a key.
   const db = join(root, "kiln.db");
-  const created = await promisify(execFile)(process.execPath, [
-    resolve("bin/kiln.js"),
-    "keys",
-    "create",
-    "--db",
-    db,
-    "--account",
-    "soak",
-    "--tier",
-    "enterprise",
-    "--rpm",
-    "100000",
-  ]);
-  const key = /key:\s+(\S+)/.exec(created.stdout.split("\n")[1] ?? "")?.[1];
-  if (!key) throw new Error(`kiln keys create printed no key:\n${created.stdout}`);
+  const key = kilnKey(db, "soak");
   const [httpPort, grpcPort] = [await freePort(), await freePort()];
   const scheduler = new Managed(
     "scheduler",
@@ -299,7 +274,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       };
       const form = new FormData();
       for (const [k, v] of Object.entries(fields)) form.append(k, v);
-      form.append("audio", new Blob([clip.bytes]), "talk.flac");
+      form.append("audio", new Blob([clip]), "talk.flac");
       try {
         const res = await fetch(`${agent.base}/api/process`, { method: "POST", body: form, signal: AbortSignal.timeout(30_000) });
         const body = (await res.json()) as { job_id?: string; handle?: string };
@@ -342,7 +317,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       const signal: NodeJS.Signals = faultRand() < 0.5 ? "SIGTERM" : "SIGKILL";
       const kind = `${target === scheduler ? "scheduler" : "agent"} ${signal}` as FaultKind;
       if (target === scheduler) {
-        scheduler.counted += await readCounted();
+        report.chat.countedFailures += await readCounted(); // its count goes with it
         schedulerStops++;
         schedulerDown = true;
       }
@@ -393,7 +368,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         if (left.length > 0) fail(`${agent.proc.name} left ${left.length} entries in ${dir}/ after every job ended`);
       }
     }
-    report.chat.countedFailures = scheduler.counted + (await readCounted());
+    report.chat.countedFailures += await readCounted();
     report.jobs.resumed = agents.reduce((n, a) => n + a.proc.tallied, 0);
   } finally {
     clearInterval(sampler);

@@ -17,11 +17,8 @@ export const TEST_VAD = join(defaultModelDir(), TEST_SPEECH.vad);
 export const TEST_SEGMENTATION = join(defaultModelDir(), TEST_SPEECH.segmentation);
 export const TEST_EMBEDDING = join(defaultModelDir(), TEST_SPEECH.embedding);
 
-/** Two "speakers": a 220 Hz voice for 3 s, a pause, a 1500 Hz voice for 3 s, a pause; repeated. */
-export const twoVoices = (seconds: number) => `aevalsrc=0.3*sin(2*PI*220*t)*lt(mod(t\\,8)\\,3)+0.3*sin(2*PI*1500*t)*gt(mod(t\\,8)\\,4)*lt(mod(t\\,8)\\,7):s=16000:d=${seconds}`;
-
-/** 1 s of silence then 2 s of a 440 Hz tone, repeated: speech for the energy VAD, with pauses. */
-export const toneBursts = (seconds: number) => `aevalsrc=0.4*sin(2*PI*440*t)*gt(mod(t\\,3)\\,1):s=16000:d=${seconds}`;
+import { toneBursts } from "../../scripts/lib/media.js";
+export { toneBursts, twoVoices } from "../../scripts/lib/media.js";
 
 /** Makes `name` in `dir` with ffmpeg from a lavfi audio source (and a test video for video containers). */
 export function makeMedia(dir: string, name: string, options: { seconds?: number; video?: boolean; audio?: boolean; source?: string } = {}): string {
