@@ -3,11 +3,10 @@ import { defineConfig } from "vitest/config";
 const UNITS = "{agent,scheduler,config,core,cli,models,speech,fabricate,scripts}/**/*.test.ts";
 
 /**
- * A second lane, beside the main one: the soak (mostly waiting on its processes) and control-plane
- * suites that start schedulers and small chat agents but no whisper work, so that they do not
- * compete with the transcription suites for the same kind of time.
+ * Files that may run two at a time: the soak (which mostly waits on its processes) and the
+ * control-plane suites that start schedulers and small chat agents but no whisper work.
  */
-const SIDE = [
+const PAIRED = [
   "test/soak.test.ts",
   "test/fleet-security.test.ts",
   "test/mcp.test.ts",
@@ -19,24 +18,29 @@ const SIDE = [
   "test/chat-api.test.ts",
   "test/openai-client.test.ts",
   "test/auth.test.ts",
-  "scheduler/store/store.test.ts",
-  "scheduler/ratelimit/redis.test.ts",
+  "test/fleet-resilience.test.ts",
+  "test/many-schedulers.test.ts",
+  "test/shared-limits.test.ts",
+  "test/fair-use.test.ts",
+  "test/drain.test.ts",
+  "test/operations.test.ts",
+  "test/openapi.test.ts",
+  "test/fleet-messages.test.ts",
+  "{scheduler,config,core,cli,models,speech}/**/*.test.ts",
 ];
 
 export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Two projects run side by side, each one file at a time: suites run real native engines and
-    // real sockets on 2 cores, and one file per lane keeps their timings honest.
+    // vitest runs the `paired` project first, two files at a time (the soak beside the others), then
+    // the `serial` one a file at a time: its suites run whisper and the other native engines, whose
+    // timings two files at once on 2 cores would not keep honest.
     projects: [
+      { extends: true, test: { name: "paired", include: PAIRED, globalSetup: ["test/helpers/global-setup.ts"], maxWorkers: 2 } },
       {
         extends: true,
-        test: { name: "main", include: ["test/**/*.test.ts", UNITS], exclude: SIDE, globalSetup: ["test/helpers/global-setup.ts"], fileParallelism: false },
-      },
-      {
-        extends: true,
-        test: { name: "side", include: SIDE, globalSetup: ["test/helpers/global-setup.ts"], fileParallelism: false },
+        test: { name: "serial", include: ["test/**/*.test.ts", UNITS], exclude: PAIRED, globalSetup: ["test/helpers/global-setup.ts"], fileParallelism: false },
       },
     ],
   },
