@@ -1,6 +1,6 @@
 import { defineConfig } from "vitest/config";
 
-const UNITS = "{agent,scheduler,config,core,cli,models,speech,fabricate,scripts}/**/*.test.ts";
+const UNITS = "{agent,scheduler,config,core,cli,hub,models,speech,fabricate,scripts}/**/*.test.ts";
 
 /**
  * Files that may run two at a time: the soak (which mostly waits on its processes) and the
@@ -26,7 +26,7 @@ const PAIRED = [
   "test/operations.test.ts",
   "test/openapi.test.ts",
   "test/fleet-messages.test.ts",
-  "{scheduler,config,core,cli,models,speech}/**/*.test.ts",
+  "{scheduler,config,core,cli,hub,models,speech}/**/*.test.ts",
 ];
 
 export default defineConfig({

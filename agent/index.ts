@@ -23,6 +23,9 @@ import { createAgentMetrics, type AgentMetrics } from "./metrics.js";
 import type { Hardware } from "../proto/index.js";
 import type { ChannelCredentials } from "@grpc/grpc-js";
 import { WHISPER_LANGUAGES } from "../models/whisper.js";
+import { logProgress, ModelHub, PullError } from "../hub/index.js";
+import { EngineError, JobAbortedError } from "./asr/errors.js";
+import type { WhisperFetcher } from "./asr/whisper.js";
 
 /** The spec's limits on one transcription input. */
 export const MAX_AUDIO_SECONDS = 4 * 3600;
@@ -34,6 +37,8 @@ const IDLE_TIMEOUT_MS = 120_000;
 
 export interface AgentHandle {
   engine: LlmEngine;
+  /** The whisper and GGUF folders, filled from the model hub. */
+  hub: ModelHub;
   /** The links to the schedulers, one each; absent on a transcription-only instance (no `--scheduler`). */
   links?: SchedulerLinks;
   jobs: JobService;
@@ -50,8 +55,15 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   }
   // The certificate files first: a bad one fails the start before models load.
   const credentials = config.scheduler ? agentChannelCredentials(config, logger) : undefined;
+  const hub = new ModelHub({
+    source: { url: config.hubUrl, ...(config.hfToken ? { token: config.hfToken } : {}) },
+    whisperDir: resolve(config.whisperDir),
+    modelsDir: resolve(config.modelsDir),
+    catalog: config.whisperCatalog,
+  });
+  const serve = await pullServed(config, hub, logger);
   const engine = await LlmEngine.load({
-    models: config.serve,
+    models: serve,
     sequences: config.sequences,
     contextSize: config.contextSize,
     threads: config.threads,
@@ -59,10 +71,17 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     logger,
     ...(config.batchSize !== undefined ? { batchSize: config.batchSize } : {}),
   });
-  const speech = await startSpeech(config, engine, logger);
+  const speech = await startSpeech(config, engine, hub, logger);
+  for (const ref of config.pull) {
+    // in the background: the API serves meanwhile, and a job for the model waits for the same download
+    void hub.pull(ref.ref, { onProgress: logProgress(logger, ref.ref) }).then(
+      (p) => logger.info({ model: p.ref, path: p.path, sha256: p.sha256, cached: p.cached }, p.cached ? "--pull: already installed" : "--pull: installed"),
+      (err: Error) => logger.error({ model: ref.ref }, `--pull failed: ${err.message}`),
+    );
+  }
   let links: SchedulerLinks | undefined;
   const metrics = createAgentMetrics({ jobs: () => work.jobs, whisper: () => speech.whisper, engine, links: () => links });
-  const work = await startJobs(config, speech.transcriber, metrics, logger);
+  const work = await startJobs(config, speech, metrics, logger);
   const hardware = await probeHardware(engine.compute, config.dataDir);
   // With a GPU in the machine, choose whisper's backend now, so the log says at start where transcription runs.
   if (hardware.gpus?.length) void speech.whisper.backend();
@@ -86,6 +105,7 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   links = await joinFleet(config, { ...facts, dataDir: work.dataDir, ...(credentials ? { credentials } : {}) }, logger);
   return {
     engine,
+    hub,
     ...(links ? { links } : {}),
     jobs: work.jobs,
     whisper: speech.whisper,
@@ -93,6 +113,7 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     async close(deadlineMs = 0) {
       await links?.drain(deadlineMs);
       await http.close(Math.min(deadlineMs, 1000));
+      hub.close();
       await work.close();
       await speech.whisper.dispose();
       await engine.dispose();
@@ -100,13 +121,50 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   };
 }
 
+/**
+ * `--serve ID=hf:…` entries pulled into --models-dir (a cached file is not fetched again; with
+ * `--offline` it must be there), each with its installed path.
+ */
+async function pullServed(config: AgentConfig, hub: ModelHub, logger: Logger): Promise<{ id: string; path: string }[]> {
+  return Promise.all(
+    config.serve.map(async ({ id, path, ref }) => {
+      if (!ref) return { id, path };
+      const cached = await hub.cached(ref);
+      if (cached) return { id, path: cached };
+      if (config.offline) throw new ConfigError("--serve / KILN_SERVE", `${ref} (for ${id}) is not in --models-dir and --offline forbids fetching it`);
+      logger.info({ model: ref, id, hub: hub.hub }, "pulling a served model");
+      const pulled = await hub.pull(ref, { onProgress: logProgress(logger, ref) });
+      logger.info({ model: ref, id, path: pulled.path, sha256: pulled.sha256 }, "pulled");
+      return { id, path: pulled.path };
+    }),
+  );
+}
+
+/** How jobs fetch a whisper model that is not installed: through the hub, one download per file; absent with --offline. */
+function whisperFetcher(config: AgentConfig, hub: ModelHub): WhisperFetcher | undefined {
+  if (config.offline) return undefined;
+  return {
+    fetch: async (name, onProgress, signal) => {
+      await hub.pull(`whisper:${name}`, { onProgress, signal }).catch((err: unknown) => {
+        if (signal.aborted) throw new JobAbortedError();
+        // a PullError's message names the model and the hub, and nothing of this machine's secrets
+        throw err instanceof PullError ? new EngineError(err.message) : err;
+      });
+    },
+    progress: (name) => hub.progress(`whisper:${name}`),
+  };
+}
+
 /** The transcription engines: whisper's pool, the voice-activity model, diarization and translation when configured. */
-async function startSpeech(config: AgentConfig, engine: LlmEngine, logger: Logger) {
+async function startSpeech(config: AgentConfig, engine: LlmEngine, hub: ModelHub, logger: Logger) {
   const whisperDir = resolve(config.whisperDir);
   const vadModel = resolve(config.vadModel ?? join(whisperDir, "silero_vad.onnx"));
   await checkVadModel(vadModel).catch((err: Error) => logger.warn({ vadModel }, `${err.message}: transcription jobs will fail until it is installed`));
+  const fetcher = whisperFetcher(config, hub);
   const whisper = new WhisperPool({
     dir: whisperDir,
+    catalog: config.whisperCatalog,
+    ...(fetcher ? { fetcher } : {}),
     compute: config.gpu,
     // Each running job has its own engine process with its own loaded models: the budget is shared out.
     memoryBudgetMb: Math.floor(config.whisperMemory / 1024 ** 2 / config.asrJobs),
@@ -132,13 +190,15 @@ async function startSpeech(config: AgentConfig, engine: LlmEngine, logger: Logge
 }
 
 /** The job service on the data folder, its interrupted jobs resumed, and the hourly sweep of finished ones. */
-async function startJobs(config: AgentConfig, transcriber: Transcriber, metrics: AgentMetrics, logger: Logger) {
+async function startJobs(config: AgentConfig, { transcriber, whisper }: { transcriber: Transcriber; whisper: WhisperPool }, metrics: AgentMetrics, logger: Logger) {
   const dataDir = resolve(config.dataDir);
   await mkdir(dataDir, { recursive: true });
   const uploadBudgetBytes = "bytes" in config.uploadBudget ? config.uploadBudget.bytes : Math.floor((await freeBytes(dataDir)) * config.uploadBudget.share);
   const jobs = new JobService({
     dataDir,
     transcriber,
+    // a model not installed is fetched first (phase downloading_model), unless --offline
+    prepareModel: (model, onProgress, signal) => whisper.ensure(model, onProgress, signal),
     concurrency: config.asrJobs,
     maxQueued: config.asrQueue,
     logger,

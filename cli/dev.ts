@@ -9,7 +9,7 @@ import { createLogger } from "../core/log.js";
 import { DEV_MODEL_ID } from "../models/catalog.js";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { WHISPER_MODELS } from "../models/whisper.js";
+import { WhisperCatalog } from "../models/whisper.js";
 import { ensureTestModel, ensureTestSpeechModels } from "../fabricate/index.js";
 import { startAgent } from "../agent/index.js";
 import { startScheduler } from "../scheduler/index.js";
@@ -41,7 +41,7 @@ export async function runDev(raw: Record<string, string | string[] | undefined>)
   // Likewise for transcription: with no whisper model installed, the fabricated tiny one (noise
   // words, real pipeline) under the name "base", and the energy VAD in place of Silero.
   let { whisperDir, vadModel } = raw as { whisperDir?: string; vadModel?: string };
-  if (!WHISPER_MODELS.some((m) => existsSync(join(resolve(whisperDir ?? AGENT_OPTIONS.whisperDir.default), m.file)))) {
+  if (!WhisperCatalog.builtin.models.some((m) => existsSync(join(resolve(whisperDir ?? AGENT_OPTIONS.whisperDir.default), m.file)))) {
     const speech = await ensureTestSpeechModels(resolve(".kiln", "models"));
     whisperDir = speech.whisperDir;
     vadModel ??= speech.vadModel;

@@ -1,9 +1,9 @@
 /**
- * The `kiln` command: `dev`, `scheduler`, `agent`, `keys`. Every flag has a `KILN_*` twin;
+ * The `kiln` command: `dev`, `scheduler`, `agent`, `keys`, `models`. Every flag has a `KILN_*` twin;
  * configuration is validated by `config/` before anything starts.
  */
 import { Command, Option } from "commander";
-import { AGENT_OPTIONS, SCHEDULER_OPTIONS, maskSecrets, parseAgentConfig, parseSchedulerConfig, type OptionSpec } from "../config/index.js";
+import { AGENT_OPTIONS, MODELS_OPTIONS, SCHEDULER_OPTIONS, maskSecrets, parseAgentConfig, parseModelsConfig, parseSchedulerConfig, type OptionSpec } from "../config/index.js";
 import { ConfigError, KilnError } from "../core/errors.js";
 import { createLogger } from "../core/log.js";
 import { KeyService, TIERS, isTier } from "../scheduler/auth/index.js";
@@ -123,6 +123,33 @@ withKeyService(keys.command("list").description("list keys (never their secrets)
     process.stdout.write(`${k.keyId}\t${k.account}\t${k.tier}\t${k.rpm ?? "-"}\t${state}\n`);
   }
 });
+
+const models = program.command("models").description("whisper and GGUF files in --whisper-dir and --models-dir, pulled from the model hub (--hub-url)");
+
+addOptions(
+  models.command("pull").description("download models, checked against their sha256: whisper:<name>, hf:<org>/<repo>/<file>.gguf, hf:<org>/<repo>:<quant>"),
+  MODELS_OPTIONS,
+  ["serve"],
+)
+  .argument("<refs...>")
+  .action(async (refs: string[], opts: Raw) => {
+    const { pullModels } = await import("./models.js");
+    await pullModels(parseModelsConfig(opts), refs);
+  });
+
+addOptions(models.command("list").description("every installed file: kind, size, sha256 and the ids it serves"), MODELS_OPTIONS)
+  .option("--json", "print JSON")
+  .action(async (opts: Raw) => {
+    const { listModels } = await import("./models.js");
+    await listModels(parseModelsConfig(opts), Boolean(opts.json));
+  });
+
+addOptions(models.command("rm").description("delete installed models (a reference or a file name), with any partial download"), MODELS_OPTIONS, ["serve", "hubUrl", "hfToken"])
+  .argument("<targets...>")
+  .action(async (targets: string[], opts: Raw) => {
+    const { removeModels } = await import("./models.js");
+    await removeModels(parseModelsConfig(opts), targets);
+  });
 
 program.parseAsync().catch((err: unknown) => {
   // Errors Kiln names (bad configuration, an engine that cannot load) are for the operator: their message.

@@ -12,6 +12,9 @@ import { z } from "zod";
 import { ConfigError } from "../core/errors.js";
 import { LOG_LEVELS } from "../core/log.js";
 import { loadStdioCatalog } from "./stdio-catalog.js";
+import { loadWhisperCatalog } from "./whisper-catalog.js";
+import { WhisperCatalog } from "../models/whisper.js";
+import { parseRef, type ModelRef } from "../hub/refs.js";
 
 export type { StdioCatalog, StdioServerSpec } from "./stdio-catalog.js";
 import { defaultThreads } from "../core/cpu.js";
@@ -185,14 +188,48 @@ const nodeTokens = list.pipe(z.array(z.string()).min(1, "at least one token is r
 /** A secret sent as `Authorization: Bearer <token>`: at least 16 characters, no whitespace. */
 const bearerSecret = z.string().min(16, "must be at least 16 characters").regex(/^\S+$/, 'cannot hold whitespace (it travels as "Bearer <token>")');
 
-/** `ID=PATH` pairs of `--serve`. */
-const serveSpec = z.string().transform((s, ctx) => {
-  const eq = s.indexOf("=");
-  if (eq <= 0 || eq === s.length - 1) {
-    ctx.addIssue({ code: "custom", message: `expected ID=GGUF (e.g. famB-v3.1=./model.gguf), got "${s}"` });
+/** A model reference (`whisper:<name>`, `hf:<org>/<repo>/<file>.gguf`, `hf:<org>/<repo>:<quant>`), checked (hub/refs.ts). */
+const modelRef = z.string().transform((s, ctx): ModelRef => {
+  try {
+    return parseRef(s);
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: (err as Error).message });
     return z.NEVER;
   }
-  return { id: s.slice(0, eq), path: s.slice(eq + 1) };
+});
+
+/** `ID=GGUF` pairs of `--serve`: a file, or a hub reference pulled into `--models-dir` at start. */
+const serveSpec = z.string().transform((s, ctx): { id: string; path: string; ref?: string } => {
+  const eq = s.indexOf("=");
+  if (eq <= 0 || eq === s.length - 1) {
+    ctx.addIssue({ code: "custom", message: `expected ID=GGUF (e.g. famB-v3.1=./model.gguf or famB-v3.1=hf:org/repo/file.gguf), got "${s}"` });
+    return z.NEVER;
+  }
+  const id = s.slice(0, eq);
+  const target = s.slice(eq + 1);
+  if (!target.startsWith("hf:")) return { id, path: target };
+  const ref = modelRef.safeParse(target);
+  if (!ref.success) {
+    ctx.addIssue({ code: "custom", message: ref.error.issues[0]!.message });
+    return z.NEVER;
+  }
+  // the path is known once it is pulled (agent start); until then it is the reference
+  return { id, path: ref.data.ref, ref: ref.data.ref };
+});
+
+/** A hub's base URL: http(s), no query or fragment. */
+const hubUrl = z.string().transform((s, ctx) => {
+  let url: URL | undefined;
+  try {
+    url = new URL(s);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !/^https?:$/.test(url.protocol) || url.search || url.hash || url.username || url.password) {
+    ctx.addIssue({ code: "custom", message: `expected an http(s) URL without credentials, query or fragment (e.g. https://huggingface.co), got "${s}"` });
+    return z.NEVER;
+  }
+  return s.replace(/\/+$/, "");
 });
 
 /** `--max-inflight`'s default: chat completions an account may have in flight (queued or generating), by tier. */
@@ -576,6 +613,67 @@ export const AGENT_OPTIONS = {
     description: "serve a catalog model id from a GGUF file (repeatable; comma-separated in the env)",
     schema: z.array(serveSpec),
   },
+  /** Where `--serve ID=hf:…` and `kiln models pull hf:…` put GGUF files. Default: .kiln/models. */
+  modelsDir: {
+    flags: "--models-dir <dir>",
+    env: "KILN_MODELS_DIR",
+    default: ".kiln/models",
+    description: "folder GGUF files are pulled into (--serve ID=hf:…, kiln models pull hf:…)",
+    schema: z.string().min(1),
+  },
+  /** The model hub weights come from, in Hugging Face's layout ({hub}/{repo}/resolve/{revision}/{file}). Default: https://huggingface.co. */
+  hubUrl: {
+    flags: "--hub-url <url>",
+    env: "KILN_HUB_URL",
+    default: "https://huggingface.co",
+    description: "model hub that whisper and GGUF files are pulled from, in Hugging Face's layout ({hub}/{repo}/resolve/{revision}/{file}): Hugging Face or a mirror",
+    schema: hubUrl,
+  },
+  /** Token for gated repositories, sent to the hub only and never logged. Default: none. */
+  hfToken: {
+    flags: "--hf-token <token>",
+    env: "HF_TOKEN",
+    secret: true,
+    description: "token sent to the hub for gated repositories (never logged; default: none)",
+    schema: z.string().min(1).optional(),
+  },
+  /** Never download: a job for a whisper model that is not installed is a 400. Default: off. */
+  offline: {
+    flags: "--offline",
+    env: "KILN_OFFLINE",
+    description: "never download models: a job naming a whisper model that is not installed is refused (default: off, the instance fetches it)",
+    schema: bool,
+  },
+  /** Models fetched at start, in the background (`whisper:small,hf:org/repo/file.gguf`). Default: none. */
+  pull: {
+    flags: "--pull <refs>",
+    env: "KILN_PULL",
+    repeatable: true,
+    description: "models to fetch at start, in the background: whisper:<name> or hf:… references (repeatable; comma-separated)",
+    schema: z
+      .array(z.string())
+      .transform((list) => list.flatMap((s) => s.split(",")).filter((s) => s.trim()))
+      .pipe(z.array(modelRef)),
+  },
+  /** Whisper catalog entries added to (or replacing) the built-in ones. Default: none. */
+  whisperCatalog: {
+    flags: "--whisper-catalog <file>",
+    env: "KILN_WHISPER_CATALOG",
+    description: 'JSON array of whisper models to add or override: {"name", "repo", "file", "sha256", "size_bytes", "languages", "revision"?} (default: the built-in catalog)',
+    schema: z
+      .string()
+      .min(1)
+      .optional()
+      .transform((file, ctx) => {
+        if (file === undefined) return WhisperCatalog.builtin;
+        try {
+          return loadWhisperCatalog(file);
+        } catch (err) {
+          ctx.addIssue({ code: "custom", message: (err as Error).message });
+          return z.NEVER;
+        }
+      }),
+  },
   sequences: { flags: "--sequences <n>", env: "KILN_SEQUENCES", default: "4", description: "parallel sequences (slots) per loaded model", schema: int(1, 256) },
   contextSize: {
     flags: "--context-size <tokens>",
@@ -745,6 +843,22 @@ function parseWith<T extends Record<string, OptionSpec>>(specs: T, raw: Raw, req
 export type SchedulerConfig = Parsed<typeof SCHEDULER_OPTIONS>;
 export type AgentConfig = Parsed<typeof AGENT_OPTIONS>;
 
+/** Options of `kiln models`: the agent's folders, hub and catalog (and `--serve`, whose ids `list` shows). */
+export const MODELS_OPTIONS = (({ whisperDir, modelsDir, hubUrl, hfToken, whisperCatalog, serve, logLevel }) => ({
+  whisperDir,
+  modelsDir,
+  hubUrl,
+  hfToken,
+  whisperCatalog,
+  serve,
+  logLevel,
+}))(AGENT_OPTIONS);
+export type ModelsConfig = Parsed<typeof MODELS_OPTIONS>;
+
+export function parseModelsConfig(raw: Raw): ModelsConfig {
+  return parseWith(MODELS_OPTIONS, raw);
+}
+
 /** `--flag / KILN_VAR` of a declared option, as a `ConfigError` names it. */
 export const optionName = (spec: OptionSpec): string => `${spec.flags.split(" ")[0]} / ${spec.env}`;
 
@@ -766,6 +880,14 @@ export function parseSchedulerConfig(raw: Raw): SchedulerConfig {
 
 export function parseAgentConfig(raw: Raw): AgentConfig {
   const config = parseWith(AGENT_OPTIONS, raw);
+  for (const ref of config.pull) {
+    if (ref.kind === "whisper" && !config.whisperCatalog.has(ref.name)) {
+      throw new ConfigError(
+        optionName(AGENT_OPTIONS.pull),
+        `whisper:${ref.name} is not in the whisper catalog (${config.whisperCatalog.names.join(", ")}); --whisper-catalog adds entries`,
+      );
+    }
+  }
   if (config.scheduler && !config.nodeToken) throw new ConfigError("--node-token / KILN_NODE_TOKEN", "is required with --scheduler");
   const o = AGENT_OPTIONS;
   if (config.tlsCert && !config.tlsKey) throw new ConfigError(optionName(o.tlsKey), "is required with --tls-cert");

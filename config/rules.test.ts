@@ -297,6 +297,53 @@ describe("the agent's rules", () => {
       { id: "a", path: "/1.gguf" },
       { id: "b", path: "/2.gguf" },
     ]); // empty items skipped
-    for (const bad of ["=x", "x=", "nothing"]) refusal(() => agent({ serve: [bad] }), "--serve / KILN_SERVE", `expected ID=GGUF (e.g. famB-v3.1=./model.gguf), got "${bad}"`);
+    for (const bad of ["=x", "x=", "nothing"])
+      refusal(() => agent({ serve: [bad] }), "--serve / KILN_SERVE", `expected ID=GGUF (e.g. famB-v3.1=./model.gguf or famB-v3.1=hf:org/repo/file.gguf), got "${bad}"`);
+  });
+
+  it("models from a hub: --serve ID=hf:…, --pull, --hub-url and --whisper-catalog are checked before anything starts", () => {
+    expect(agent({ serve: ["famB-v3.1=hf:acme/chat-GGUF/chat.Q4.gguf"] }).serve).toEqual([
+      { id: "famB-v3.1", path: "hf:acme/chat-GGUF/chat.Q4.gguf", ref: "hf:acme/chat-GGUF/chat.Q4.gguf" },
+    ]);
+    refusal(
+      () => agent({ serve: ["famB-v3.1=hf:acme/chat-GGUF/../../etc/passwd.gguf"] }),
+      "--serve / KILN_SERVE",
+      /is not a model reference: the file path has an empty, hidden or malformed part/,
+    );
+    expect(agent({ pull: ["whisper:small,whisper:large-v2", "hf:acme/chat-GGUF:Q4_K_M"] }).pull.map((r) => r.ref)).toEqual([
+      "whisper:small",
+      "whisper:large-v2",
+      "hf:acme/chat-GGUF:Q4_K_M",
+    ]);
+    refusal(() => agent({ pull: ["whisper:tiny"] }), "--pull / KILN_PULL", /whisper:tiny is not in the whisper catalog \(base, small, /);
+    refusal(() => agent({ pull: ["ollama:llama3"] }), "--pull / KILN_PULL", /starts with neither "whisper:" nor "hf:"/);
+    expect(agent({}).hubUrl).toBe("https://huggingface.co");
+    expect(agent({ hubUrl: "http://mirror.internal:8080/hf/" }).hubUrl).toBe("http://mirror.internal:8080/hf");
+    for (const bad of ["ftp://hub", "https://user:pw@hub", "https://hub/?x=1", "hub"])
+      refusal(() => agent({ hubUrl: bad }), "--hub-url / KILN_HUB_URL", /expected an http\(s\) URL/);
+    expect(maskSecrets(AGENT_OPTIONS, agent({ hfToken: "hf_secret_value_123" }))).toMatchObject({ hfToken: "[redacted]" });
+
+    const dir = mkdtempSync(join(tmpdir(), "kiln-catalog-"));
+    const file = (entries: unknown) => {
+      const path = join(dir, `${Math.random()}.json`);
+      writeFileSync(path, JSON.stringify(entries));
+      return path;
+    };
+    const good = { name: "large-v3-de", repo: "acme/whisper-de", file: "ggml-large-v3-de.bin", sha256: "c".repeat(64), size_bytes: 3_000_000_000, languages: 1 };
+    const catalog = agent({ whisperCatalog: file([good, { ...good, name: "base", file: "ggml-base-mirror.bin", revision: "v1.2" }]) }).whisperCatalog;
+    expect(catalog.get("large-v3-de")).toMatchObject({ repo: "acme/whisper-de", file: "ggml-large-v3-de.bin", size: "3000MB", sizeBytes: 3_000_000_000, languages: 1 });
+    expect(catalog.get("base")).toMatchObject({ file: "ggml-base-mirror.bin", revision: "v1.2" }); // replaced in place
+    expect(catalog.names.slice(0, 2)).toEqual(["base", "small"]);
+    const bad: [unknown, RegExp][] = [
+      [[{ ...good, file: "../../etc/cron.d/x" }], /\[0\]\.file: must be a plain file name/],
+      [[{ ...good, repo: "acme/../x" }], /\[0\]\.repo: must be org\/name/],
+      [[{ ...good, sha256: "abc" }], /\[0\]\.sha256: must be 64 hex digits/],
+      [[{ ...good, revision: "../main" }], /\[0\]\.revision: must be a branch/],
+      [[{ ...good, extra: 1 }], /Unrecognized key/],
+      [[good, good], /"large-v3-de" is listed twice/],
+      [[{ ...good, file: "ggml-base.bin" }], /both name ggml-base.bin with different sha256/],
+      [{ not: "an array" }, /\(top\)/],
+    ];
+    for (const [entries, message] of bad) refusal(() => agent({ whisperCatalog: file(entries) }), "--whisper-catalog / KILN_WHISPER_CATALOG", message);
   });
 });

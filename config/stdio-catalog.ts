@@ -8,8 +8,8 @@
  *               "env": { "NODE_ENV": "production" }, "tenant_env": ["GITHUB_TOKEN"], "memory_mb": 512 } }
  * ```
  */
-import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { loadJsonFile } from "./json-file.js";
 
 const name = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "server names are 1–64 letters, digits, _ or -");
 const variable = z.string().regex(/^[A-Z_][A-Z0-9_]{0,127}$/, "must name an environment variable (A-Z, 0-9, _)");
@@ -36,16 +36,5 @@ const CATALOG = z.record(name, STDIO_SERVER);
 
 /** Reads and validates a catalog file; throws an Error whose message names the file and the member. */
 export function loadStdioCatalog(file: string): StdioCatalog {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(file, "utf8"));
-  } catch (err) {
-    throw new Error(`${file}: ${(err as Error).message}`);
-  }
-  const parsed = CATALOG.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new Error(`${file}: ${issue.path.join(".") || "(top)"}: ${issue.message}`);
-  }
-  return parsed.data;
+  return loadJsonFile(file, CATALOG);
 }

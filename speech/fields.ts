@@ -3,7 +3,7 @@
  * its field. Unknown fields are ignored; booleans are `true`/`false` (also 1/0, yes/no).
  */
 import { InvalidRequestError } from "../core/errors.js";
-import { DEFAULT_WHISPER_MODEL, isWhisperModelName, normalizeLanguage, WHISPER_MODELS } from "../models/whisper.js";
+import { DEFAULT_WHISPER_MODEL, normalizeLanguage, WhisperCatalog } from "../models/whisper.js";
 import type { JobOptions } from "./options.js";
 
 /** Most speakers a diarization request may ask for. */
@@ -98,11 +98,11 @@ function decodingOf(fields: Record<string, string>): Pick<JobOptions, "decoding"
   return { ...(Object.keys(decoding).length > 0 ? { decoding } : {}), ...(Object.keys(vad).length > 0 ? { vad } : {}) };
 }
 
-/** The job options the fields describe (the model's installation is checked by the caller). */
-export function parseJobFields(fields: Record<string, string>): JobOptions {
+/** The job options the fields describe, the model one of `catalog`'s (whether it is installed is checked by the caller). */
+export function parseJobFields(fields: Record<string, string>, catalog: WhisperCatalog = WhisperCatalog.builtin): JobOptions {
   const model = fields.model?.trim() || DEFAULT_WHISPER_MODEL;
-  if (!isWhisperModelName(model)) {
-    throw new InvalidRequestError("invalid_model", `model: "${fields.model}" is not one of ${WHISPER_MODELS.map((m) => m.name).join(", ")}`);
+  if (!catalog.has(model)) {
+    throw new InvalidRequestError("invalid_model", `model: "${fields.model}" is not one of ${catalog.names.join(", ")}`);
   }
   const lang = language(fields, "language", true);
   const source = language(fields, "source_language", true);

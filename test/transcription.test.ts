@@ -286,12 +286,24 @@ describe("results", () => {
 });
 
 describe("GET /api/models", () => {
-  it("lists the five catalog models with sizes, 99 languages, installed and loaded", async () => {
+  it("lists the spec's five models first with their sizes, then the newer and English-only ones, with languages, installed and loaded", async () => {
     const { status, body } = await getJson(`${t.base}/api/models`);
     expect(status).toBe(200);
-    expect(body.models.map((m: { name: string }) => m.name)).toEqual(["base", "small", "medium", "large", "large-v2"]);
-    expect(body.models.map((m: { size: string }) => m.size)).toEqual(["39MB", "244MB", "769MB", "1550MB", "1550MB"]);
-    for (const m of body.models) expect(m.languages).toBe(99);
+    expect(body.models.map((m: { name: string }) => m.name)).toEqual([
+      "base",
+      "small",
+      "medium",
+      "large",
+      "large-v2",
+      "large-v3",
+      "large-v3-turbo",
+      "base.en",
+      "small.en",
+      "medium.en",
+    ]);
+    expect(body.models.slice(0, 5).map((m: { size: string }) => m.size)).toEqual(["39MB", "244MB", "769MB", "1550MB", "1550MB"]);
+    expect(body.models.map((m: { languages: number }) => m.languages)).toEqual([99, 99, 99, 99, 99, 99, 99, 1, 1, 1]);
+    expect(body.models[0]).toMatchObject({ size_bytes: 147_951_465 });
     expect(body.models[0]).toMatchObject({ installed: true, loaded: true });
     expect(body.models[1]).toMatchObject({ installed: false, loaded: false });
   });

@@ -10,10 +10,10 @@
  */
 
 /** What a job is doing now (`GET /api/status` `phase`). */
-export type JobPhase = "queued" | "decoding" | "detecting_speech" | "diarizing" | "transcribing" | "translating" | "writing";
+export type JobPhase = "queued" | "downloading_model" | "decoding" | "detecting_speech" | "diarizing" | "transcribing" | "translating" | "writing";
 
 /** The phases a transcription run itself goes through, in order. */
-export type RunPhase = Exclude<JobPhase, "queued" | "writing">;
+export type RunPhase = Exclude<JobPhase, "queued" | "downloading_model" | "writing">;
 
 /** Work per wall second assumed before a node has measured a phase. */
 const DEFAULT_SPEEDS: Record<RunPhase, number> = {

@@ -10,17 +10,37 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../core/log.js";
 import { Semaphore } from "../../core/semaphore.js";
-import { WHISPER_MODELS, whisperModel, type WhisperModelName } from "../../models/whisper.js";
-import { JobAbortedError } from "./errors.js";
+import { WhisperCatalog, type WhisperModelName } from "../../models/whisper.js";
+import { EngineError, JobAbortedError } from "./errors.js";
 import { chooseWhisperBackend, type WhisperBackend, type WhisperCompute } from "./engine/backend.js";
 import { WhisperEngine } from "./engine/whisper-engine.js";
 import type { DecodeParams, WhisperSegment } from "./engine/whisper-protocol.js";
 
 export type { DecodeParams, WhisperSegment, WhisperToken } from "./engine/whisper-protocol.js";
 
+/** Fetches a catalog model that is not installed (an instance's on-demand download, `hub/`). */
+export interface WhisperFetcher {
+  /** Installs the model; `onProgress` is told how the download goes. Rejects with a message naming the model and the hub. */
+  fetch(name: WhisperModelName, onProgress: (p: FetchProgress) => void, signal: AbortSignal): Promise<void>;
+  /** The download of the model under way, if any. */
+  progress(name: WhisperModelName): Promise<FetchProgress | undefined>;
+}
+
+export interface FetchProgress {
+  downloadedBytes: number;
+  /** 0 while unknown. */
+  totalBytes: number;
+  /** Seconds left at the current speed; Infinity while unknown. */
+  etaSeconds: number;
+}
+
 export interface WhisperPoolOptions {
-  /** Folder holding `ggml-<name>.bin` files. */
+  /** Folder holding the catalog's `ggml-*.bin` files. */
   dir: string;
+  /** The models jobs may name, and their files. Default: the built-in catalog. */
+  catalog?: WhisperCatalog;
+  /** Fetches models that are not installed when a job names one. Default: none (such a job is refused). */
+  fetcher?: WhisperFetcher;
   /**
    * Where whisper computes: `auto` takes the first of CUDA and Vulkan whose backend finds a GPU,
    * else the CPU; `cuda` / `vulkan` only that one, else the CPU (with a warning); `cpu` never
@@ -54,8 +74,12 @@ export interface WhisperPoolOptions {
 export interface WhisperModelStatus {
   name: WhisperModelName;
   size: string;
+  /** Bytes of its file. */
+  size_bytes: number;
   languages: number;
   installed: boolean;
+  /** While its file downloads: the share downloaded, 0 to 1. */
+  downloading?: number;
   /** Loaded in one of the engine processes. */
   loaded: boolean;
 }
@@ -102,8 +126,30 @@ export class WhisperPool {
     return this.options.parallel;
   }
 
+  get catalog(): WhisperCatalog {
+    return this.options.catalog ?? WhisperCatalog.builtin;
+  }
+
+  /** Whether a job may name a model that is not installed (it is fetched first). */
+  get fetches(): boolean {
+    return this.options.fetcher !== undefined;
+  }
+
   path(name: WhisperModelName): string {
-    return join(this.options.dir, whisperModel(name).file);
+    const model = this.catalog.get(name);
+    if (!model) throw new EngineError(`whisper model "${name}" is not in this node's catalog`);
+    return join(this.options.dir, model.file);
+  }
+
+  /**
+   * Installs the model if it is not (with a fetcher), telling `onProgress` how the download goes
+   * only when one runs. Without a fetcher a missing model is left to fail at load.
+   */
+  async ensure(name: WhisperModelName, onProgress: (p: FetchProgress) => void, signal: AbortSignal): Promise<void> {
+    if ((await this.isInstalled(name)) || !this.options.fetcher) return;
+    // told at once: the hub is asked before the first byte comes
+    onProgress({ downloadedBytes: 0, totalBytes: this.catalog.get(name)?.sizeBytes ?? 0, etaSeconds: Infinity });
+    await this.options.fetcher.fetch(name, onProgress, signal);
   }
 
   async isInstalled(name: WhisperModelName): Promise<boolean> {
@@ -116,13 +162,18 @@ export class WhisperPool {
   async status(): Promise<WhisperModelStatus[]> {
     const loaded = new Set([...this.live].flatMap((e) => e.loaded));
     return Promise.all(
-      WHISPER_MODELS.map(async (m) => ({
-        name: m.name,
-        size: m.size,
-        languages: m.languages,
-        installed: await this.isInstalled(m.name),
-        loaded: loaded.has(m.name),
-      })),
+      this.catalog.models.map(async (m) => {
+        const download = await this.options.fetcher?.progress(m.name);
+        return {
+          name: m.name,
+          size: m.size,
+          size_bytes: m.sizeBytes,
+          languages: m.languages,
+          installed: await this.isInstalled(m.name),
+          ...(download ? { downloading: download.totalBytes > 0 ? Math.min(1, download.downloadedBytes / download.totalBytes) : 0 } : {}),
+          loaded: loaded.has(m.name),
+        };
+      }),
     );
   }
 

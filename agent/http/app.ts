@@ -122,7 +122,7 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
         charge: (file, bytes) => jobs.charge(file, bytes),
         discard: (files) => jobs.discard(files),
         // the fields so far: the model only when named (it may follow), the rest as they stand
-        check: async (fields) => checkRunnable(parseJobFields(fields), deps.whisper, deps.capabilities, { model: fields.model !== undefined }),
+        check: async (fields) => checkRunnable(parseJobFields(fields, deps.whisper.catalog), deps.whisper, deps.capabilities, { model: fields.model !== undefined }),
       });
     } catch (err) {
       if (!ticket) {
@@ -141,7 +141,7 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
       else uploading.delete(client);
     }
     try {
-      const options = parseJobFields(upload.fields);
+      const options = parseJobFields(upload.fields, deps.whisper.catalog);
       await checkRunnable(options, deps.whisper, deps.capabilities);
       const jobs = deps.jobs.submit(upload.files, options);
       const body =
@@ -261,7 +261,8 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
   });
 
   // `languages` (code → name) is beyond the spec's shape: the web UI's language choices.
-  app.get("/api/models", async (c) => c.json({ models: await deps.whisper.status(), languages: WHISPER_LANGUAGES }));
+  // `on_demand`: a model not installed may be picked (the job downloads it first)
+  app.get("/api/models", async (c) => c.json({ models: await deps.whisper.status(), languages: WHISPER_LANGUAGES, on_demand: deps.whisper.fetches }));
 
   app.get("/api/node", async (c) => c.json(await deps.node()));
 

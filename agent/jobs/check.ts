@@ -1,12 +1,12 @@
 /**
- * Whether this node can run a transcription as asked: the model installed, and the models that
+ * Whether this node can run a transcription as asked: the model installed (or, on an instance that
+ * fetches models, in its catalog: the job downloads it first), and the models that
  * diarization and translation into languages other than English need. Both ways in (the HTTP API
  * and the fleet link) check with this before a job is queued; each refusal is a 400 naming its field.
  * `check.model: false` leaves the model out (an upload whose model field has not arrived yet).
  */
 import { InvalidRequestError, ServiceUnavailableError } from "../../core/errors.js";
 import { checkVadModel } from "../asr/vad/index.js";
-import type { WhisperModelName } from "../../models/whisper.js";
 import type { JobOptions } from "../../speech/options.js";
 import type { WhisperPool } from "../asr/whisper.js";
 
@@ -17,9 +17,12 @@ export interface NodeCapabilities {
 }
 
 export async function checkRunnable(options: JobOptions, whisper: WhisperPool, capabilities: NodeCapabilities, check = { model: true }): Promise<void> {
-  if (check.model && !(await whisper.isInstalled(options.model as WhisperModelName))) {
+  if (check.model && !whisper.fetches && !(await whisper.isInstalled(options.model))) {
     const installed = (await whisper.status()).filter((m) => m.installed).map((m) => m.name);
-    throw new InvalidRequestError("model_not_installed", `model: "${options.model}" is not installed on this instance (installed: ${installed.join(", ") || "none"})`);
+    throw new InvalidRequestError(
+      "model_not_installed",
+      `model: "${options.model}" is not installed on this instance, which does not download models (--offline) (installed: ${installed.join(", ") || "none"})`,
+    );
   }
   if (options.speakerDiarization && !capabilities.diarization) {
     throw new InvalidRequestError("diarization_unavailable", "speaker_diarization: this instance has no speaker-diarization models (--segmentation-model, --embedding-model)");
@@ -34,12 +37,12 @@ export async function checkRunnable(options: JobOptions, whisper: WhisperPool, c
 
 /**
  * Whether this node can transcribe at all, checked before an upload is stored: its voice-activity
- * model readable and a whisper model installed. Throws 503 `engine_unavailable` naming what is
+ * model readable and a whisper model installed (or fetched on demand). Throws 503 `engine_unavailable` naming what is
  * missing and the flag that sets it (the operator's fault, not the client's: another node may take it).
  */
 export async function checkPipeline(vadModel: string, whisper: WhisperPool): Promise<void> {
   const missing: string[] = [];
   await checkVadModel(vadModel).catch((err: Error) => missing.push(`${err.message}`));
-  if (!(await whisper.status()).some((m) => m.installed)) missing.push("no whisper model is installed (--whisper-dir)");
+  if (!whisper.fetches && !(await whisper.status()).some((m) => m.installed)) missing.push("no whisper model is installed (--whisper-dir)");
   if (missing.length > 0) throw new ServiceUnavailableError("engine_unavailable", `audio: this instance cannot transcribe now: ${missing.join("; ")}; nothing was stored`);
 }

@@ -17,7 +17,6 @@ import { ConflictError, NotFoundError, ServiceUnavailableError, TooManyRequestsE
 import { withContext } from "../../core/context.js";
 import { matchesDigest, sha256Hex } from "../../core/digest.js";
 import type { Logger } from "../../core/log.js";
-import type { WhisperModelName } from "../../models/whisper.js";
 import { AudioError, EngineError, JobAbortedError } from "../asr/errors.js";
 import type { JobPhase } from "../asr/eta.js";
 import type { Transcriber } from "../asr/pipeline.js";
@@ -48,9 +47,32 @@ export interface JobServiceOptions {
   resultTtlSeconds: number;
   /** Finished jobs kept at most; the oldest are removed first. */
   maxResults: number;
+  /**
+   * Installs the job's whisper model when it is not (an on-demand download), telling `onProgress`
+   * how it goes; rejects when it cannot. Default: none (the model must be installed).
+   */
+  prepareModel?: (model: string, onProgress: (p: ModelDownload) => void, signal: AbortSignal) => Promise<void>;
   /** Told of every job that ends (metrics). */
   onFinished?: (outcome: "completed" | "error", audioSeconds?: number, wallSeconds?: number) => void;
   logger: Logger;
+}
+
+/** A whisper model downloading for a job (phase `downloading_model`). */
+export interface ModelDownload {
+  downloadedBytes: number;
+  /** 0 while unknown. */
+  totalBytes: number;
+  /** Seconds left at the current speed; Infinity while unknown. */
+  etaSeconds: number;
+}
+
+/** The download a job waits for, as its status shows it. */
+export interface DownloadView {
+  model: string;
+  downloaded_bytes: number;
+  total_bytes: number;
+  /** Share downloaded, 0 to 1 (0 while the size is unknown). */
+  fraction: number;
 }
 
 /** `GET /api/status/{id}`. */
@@ -61,6 +83,8 @@ export interface JobView {
   phase: JobPhase | null;
   progress: number;
   estimated_time_remaining: number;
+  /** In phase `downloading_model`: how the model's download goes (the job's own progress has not begun). */
+  download?: DownloadView;
   /**
    * While the job runs: the segments finished so far, in time order (whisper's, before speaker labels
    * and translation); they only grow. Empty once it has ended: a completed job's are `result.segments`.
@@ -111,6 +135,7 @@ interface Live {
   phase: JobPhase;
   progress: number;
   eta: number;
+  download?: DownloadView;
   persistedAt: number;
   /** Segments finished so far, in order (the run's; a resumed job starts them again). */
   segments: Segment[];
@@ -118,7 +143,7 @@ interface Live {
 
 /** What `watch` tells of a job as it runs (`GET /api/jobs/{id}/events`). */
 export type JobEvent =
-  | { type: "progress"; phase: JobPhase | null; progress: number; estimated_time_remaining: number }
+  | { type: "progress"; phase: JobPhase | null; progress: number; estimated_time_remaining: number; download?: DownloadView }
   | { type: "segment"; segment: Segment }
   | { type: "done"; status: JobStatus; error?: string; /** "invalid_audio" when the file was at fault (undecodable, too long). */ code?: string };
 
@@ -287,6 +312,7 @@ export class JobService {
       phase: row.status === "processing" ? (live?.phase ?? "queued") : null,
       progress: row.status === "completed" ? 1 : Math.max(row.progress, live?.progress ?? 0),
       estimated_time_remaining: row.status === "processing" ? (live?.eta ?? row.eta) : 0,
+      ...(row.status === "processing" && live?.phase === "downloading_model" && live.download ? { download: live.download } : {}),
       segments: live?.segments ?? [], // the live list itself, not a copy per poll: callers only read it or replace it
       result: null,
       ...(row.error ? { error: row.error } : {}),
@@ -414,7 +440,13 @@ export class JobService {
     // the state and the subscription in one turn: no event falls between them
     const now = this.view(id);
     if (!now) throw new NotFoundError("job_not_found", `job_id: no job "${id}"`); // removed meanwhile
-    listener({ type: "progress", phase: now.phase, progress: now.progress, estimated_time_remaining: now.estimated_time_remaining });
+    listener({
+      type: "progress",
+      phase: now.phase,
+      progress: now.progress,
+      estimated_time_remaining: now.estimated_time_remaining,
+      ...(now.download ? { download: now.download } : {}),
+    });
     const segments = now.status === "completed" ? (view.result?.segments ?? []) : now.segments;
     for (const segment of segments) if (segment.id > after) listener({ type: "segment", segment });
     if (now.status !== "processing") listener({ type: "done", status: now.status, ...(now.error ? { error: now.error } : {}) });
@@ -504,20 +536,44 @@ export class JobService {
     if (!row) return;
     const { logger } = this.options;
     const started = Date.now();
-    const live = this.live.get(id) ?? { phase: "queued", progress: 0, eta: 0, persistedAt: 0, segments: [] };
-    live.phase = "decoding";
+    const live: Live = this.live.get(id) ?? { phase: "queued", progress: 0, eta: 0, persistedAt: 0, segments: [] };
     live.segments = []; // a resumed run tells its kept segments again
     this.live.set(id, live);
     this.guarded(id, "run", () => this.store.begun(id));
     const tell = () => {
-      this.emit(id, { type: "progress", phase: live.phase, progress: live.progress, estimated_time_remaining: live.eta });
+      this.emit(id, { type: "progress", phase: live.phase, progress: live.progress, estimated_time_remaining: live.eta, ...(live.download ? { download: live.download } : {}) });
       if (Date.now() - live.persistedAt >= PERSIST_EVERY_MS) {
         live.persistedAt = Date.now();
         this.guarded(id, "progress", () => this.store.progress(id, live.progress, live.eta));
       }
     };
     let advanced = false;
+    const stopped = AbortSignal.any([this.abort.signal, cancelled]);
     try {
+      if (this.options.prepareModel) {
+        const model = row.options.model;
+        await this.options.prepareModel(
+          model,
+          (p) => {
+            live.phase = "downloading_model";
+            live.download = {
+              model,
+              downloaded_bytes: p.downloadedBytes,
+              total_bytes: p.totalBytes,
+              fraction: p.totalBytes > 0 ? Math.min(1, p.downloadedBytes / p.totalBytes) : 0,
+            };
+            live.eta = Number.isFinite(p.etaSeconds) ? Math.ceil(p.etaSeconds) : live.eta;
+            tell();
+          },
+          stopped,
+        );
+      }
+      // "decoding" once the model is there: until then the job shows "queued" or "downloading_model"
+      live.phase = "decoding";
+      if (live.download) {
+        delete live.download;
+        tell();
+      }
       const transcript = await this.options.transcriber.run(
         {
           label: id,
@@ -532,7 +588,7 @@ export class JobService {
             advanced = true;
             this.guarded(id, "progress", () => this.store.advanced(id));
           },
-          model: row.options.model as WhisperModelName,
+          model: row.options.model,
           // Whisper's own translate task goes into English only; other targets translate afterwards.
           translate: row.options.translate && (row.options.targetLanguage ?? "en") === "en",
           ...(row.options.language ? { language: row.options.language } : {}),
@@ -554,7 +610,7 @@ export class JobService {
           live.eta = etaSeconds;
           tell();
         },
-        AbortSignal.any([this.abort.signal, cancelled]),
+        stopped,
         (segments) => {
           for (const segment of segments) {
             live.segments.push(segment);

@@ -14,7 +14,7 @@
 import { createWriteStream, type WriteStream } from "node:fs";
 import { ConflictError, ApiError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
-import { DEFAULT_WHISPER_MODEL, WHISPER_MODELS } from "../../models/whisper.js";
+import { DEFAULT_WHISPER_MODEL } from "../../models/whisper.js";
 import type { AgentMessage, Transcription, TranscriptionRequest__Output } from "../../proto/index.js";
 
 import { parseJobFields } from "../../speech/fields.js";
@@ -73,7 +73,7 @@ export class FleetTranscriptions {
   private async describe(): Promise<Transcription> {
     const installed = (await this.options.whisper.status()).filter((m) => m.installed).map((m) => m.name);
     // `whisper-1` is the catalog's default when installed, else the largest installed
-    const fallback = WHISPER_MODELS.filter((m) => installed.includes(m.name)).at(-1)?.name ?? "";
+    const fallback = this.options.whisper.catalog.models.filter((m) => installed.includes(m.name)).at(-1)?.name ?? "";
     return {
       models: installed,
       default_model: installed.includes(DEFAULT_WHISPER_MODEL) ? DEFAULT_WHISPER_MODEL : fallback,
@@ -107,7 +107,7 @@ export class FleetTranscriptions {
         this.options.logger.error({ requestId: t.trace, err: (err as Error).message }, "fleet transcription refused: this node cannot transcribe");
         throw new ServiceUnavailableError("engine_unavailable", "a node cannot transcribe now (a model it needs is missing; its log names it)");
       });
-      const options = parseJobFields({ ...req.fields });
+      const options = parseJobFields({ ...req.fields }, this.options.whisper.catalog);
       await checkRunnable(options, this.options.whisper, this.options.capabilities);
       t.options = { ...options, fleet: true };
       // the uploads still arriving will want a place in the queue too
@@ -143,7 +143,7 @@ export class FleetTranscriptions {
       if (last) {
         // the fields that came after the file complete the request's: checked again, all together
         if (Object.keys(fields).length > 0) {
-          t.options = { ...parseJobFields({ ...fields }), fleet: true };
+          t.options = { ...parseJobFields({ ...fields }, this.options.whisper.catalog), fleet: true };
           await checkRunnable(t.options, this.options.whisper, this.options.capabilities);
         }
         await this.submit(t);

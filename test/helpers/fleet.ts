@@ -53,6 +53,8 @@ export async function inProcessAgent(scheduler: { grpc: { host: string; port: nu
       host: "127.0.0.1",
       port: "0",
       dataDir: tempDir(),
+      // no test reaches the internet: an agent fetches models only from a test's own hub
+      offline: "true",
       ...raw,
     }),
     quiet(),
@@ -129,6 +131,8 @@ export function spawnKiln(args: string[], env: Record<string, string> = {}): Kil
       KILN_HOST: "127.0.0.1",
       KILN_PORT: "0",
       KILN_DATA_DIR: tempDir(),
+      // no test reaches the internet: an agent fetches models only from a test's own hub
+      KILN_OFFLINE: "1",
       ...(secretsKey ? { KILN_SECRETS_KEY: secretsKey } : {}),
       ...env,
     },

@@ -49,6 +49,8 @@ export async function startTranscription(raw: Record<string, string> = {}): Prom
       asrParallel: "2",
       asrThreads: "2",
       gpu: "cpu",
+      // no test reaches the internet: an agent fetches models only from a test's own hub
+      offline: "true",
       ...raw,
     }),
     createLogger("test", (process.env.KILN_TEST_LOG_LEVEL as "info" | undefined) ?? "silent"),

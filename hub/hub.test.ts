@@ -1,0 +1,190 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WhisperCatalog } from "../models/whisper.js";
+import { sha256Hex, startHub, type TestHub } from "../test/helpers/hub.js";
+import { tempDir } from "../test/helpers/temp.js";
+import { ModelHub, PullError, type PullProgress } from "./index.js";
+
+let hub: TestHub;
+beforeAll(async () => {
+  hub = await startHub();
+});
+afterAll(() => hub.close());
+
+/** Made-up weights: the hub serves them, the catalog pins them. */
+const weights = (bytes: number) => randomBytes(bytes);
+
+function modelHub(extra: Parameters<WhisperCatalog["extend"]>[0] = [], token?: string) {
+  const whisperDir = tempDir();
+  const modelsDir = tempDir();
+  const models = new ModelHub({
+    source: { url: hub.url, ...(token ? { token } : {}) },
+    whisperDir,
+    modelsDir,
+    catalog: WhisperCatalog.builtin.extend(extra),
+    reserveBytes: 0,
+  });
+  return { models, whisperDir, modelsDir };
+}
+
+/** Every file under `dir`, the record and partial folder included. */
+const everything = (dir: string): string[] => readdirSync(dir, { recursive: true, encoding: "utf8" }).sort();
+
+const failure = async (p: Promise<unknown>): Promise<PullError> => {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(PullError);
+  return err as PullError;
+};
+
+describe("kiln models pull from a hub in Hugging Face's layout", () => {
+  it("pulls a whisper catalog file, checked against the catalog's sha256, and records it", async () => {
+    const body = weights(300_000);
+    hub.put("acme/whisper-test", "ggml-tiny-test.bin", { body, sha256: null }, "v2");
+    const { models, whisperDir } = modelHub([
+      { name: "tiny-test", repo: "acme/whisper-test", file: "ggml-tiny-test.bin", sha256: sha256Hex(body), size_bytes: body.length, languages: 99, revision: "v2" },
+    ]);
+    const seen: PullProgress[] = [];
+    const pulled = await models.pull("whisper:tiny-test", { onProgress: (p) => seen.push(p) });
+    expect(pulled).toMatchObject({ ref: "whisper:tiny-test", path: join(whisperDir, "ggml-tiny-test.bin"), sha256: sha256Hex(body), cached: false });
+    expect(readFileSync(pulled.path).equals(body)).toBe(true);
+    expect(seen.at(-1)).toMatchObject({ downloadedBytes: body.length, totalBytes: body.length });
+    // nothing else is left but the record (and the emptied partial folder)
+    expect(everything(whisperDir)).toEqual([".kiln-models.json", ".partial", "ggml-tiny-test.bin"]);
+    expect(await models.list()).toEqual([{ kind: "whisper", path: pulled.path, size: body.length, sha256: sha256Hex(body), ids: ["tiny-test"] }]);
+  });
+
+  it("pulls a GGUF by file and by quantization, checked against the hub's x-linked-etag", async () => {
+    const body = weights(200_000);
+    hub.put("acme/chat-GGUF", "chat-Q4_K_M.gguf", { body });
+    hub.manifest("acme/chat-GGUF", "Q4_K_M", "chat-Q4_K_M.gguf");
+    const { models, modelsDir } = modelHub();
+    const byFile = await models.pull("hf:acme/chat-GGUF/chat-Q4_K_M.gguf");
+    expect(byFile.path).toBe(join(modelsDir, "hf_acme_chat-GGUF_chat-Q4_K_M.gguf"));
+    expect(readFileSync(byFile.path).equals(body)).toBe(true);
+
+    const other = modelHub();
+    const byQuant = await other.models.pull("hf:acme/chat-GGUF:Q4_K_M");
+    expect(byQuant).toMatchObject({ ref: "hf:acme/chat-GGUF:Q4_K_M", sha256: sha256Hex(body), cached: false });
+    expect(readFileSync(byQuant.path).equals(body)).toBe(true);
+    // the tag's file is recorded: asked again, it is found without the hub
+    const before = hub.requests.length;
+    expect(await other.models.pull("hf:acme/chat-GGUF:Q4_K_M")).toMatchObject({ path: byQuant.path, cached: true });
+    expect(hub.requests.length).toBe(before);
+    expect((await other.models.list()).map((f) => f.ids)).toEqual([["hf:acme/chat-GGUF:Q4_K_M"]]);
+  });
+
+  it("takes up a download the hub cuts off halfway from its last whole chunk, and ends with the right sha256", async () => {
+    // 24 MiB: the downloader keeps its progress in 5-MiB chunks, and resumes from the last whole one
+    const body = weights(24 * 1024 ** 2);
+    const cutAt = 12 * 1024 ** 2;
+    hub.put("acme/cut-GGUF", "cut.gguf", { body, cutAt });
+    const { models } = modelHub();
+    const pulled = await models.pull("hf:acme/cut-GGUF/cut.gguf");
+    expect(pulled.sha256).toBe(sha256Hex(body));
+    expect(readFileSync(pulled.path).equals(body)).toBe(true);
+    const gets = hub.requests.filter((r) => r.path.endsWith("/cut.gguf") && r.range);
+    const cut = gets.findIndex((r) => r.cut);
+    expect(cut).toBeGreaterThanOrEqual(0);
+    const from = (r: { range?: string }) => Number(/^bytes=(\d+)-/.exec(r.range!)![1]);
+    // asked again past the file's start, at a chunk the cut connection had reached
+    expect(gets.slice(cut + 1).some((r) => from(r) > 0 && from(r) >= from(gets[cut]!) && from(r) <= cutAt)).toBe(true);
+  });
+
+  it("resumes a pull stopped midway at the next pull, fetching only the chunks it lacks", async () => {
+    const body = weights(24 * 1024 ** 2);
+    hub.put("acme/stop-GGUF", "stop.gguf", { body, bytesPerSecond: 8 * 1024 ** 2 });
+    const first = modelHub();
+    const stopped = first.models.pull("hf:acme/stop-GGUF/stop.gguf", {
+      onProgress: (p) => {
+        if (p.downloadedBytes > body.length * 0.75) first.models.close();
+      },
+    });
+    expect((await failure(stopped)).message).toContain("Kiln is shutting down");
+    expect(existsSync(join(first.modelsDir, "hf_acme_stop-GGUF_stop.gguf"))).toBe(false);
+    const asked = hub.requests.length;
+    hub.put("acme/stop-GGUF", "stop.gguf", { body });
+    const again = new ModelHub({ source: { url: hub.url }, whisperDir: first.whisperDir, modelsDir: first.modelsDir, catalog: WhisperCatalog.builtin, reserveBytes: 0 });
+    const pulled = await again.pull("hf:acme/stop-GGUF/stop.gguf");
+    expect(pulled.sha256).toBe(sha256Hex(body));
+    const ranges = hub.requests.slice(asked).flatMap((r) => (r.range ? [/^bytes=(\d+)-(\d+)$/.exec(r.range)!.slice(1).map(Number) as [number, number]] : []));
+    expect(ranges.length).toBeGreaterThan(0);
+    // the chunks it kept are not asked for again
+    expect(ranges.reduce((sum, [from, to]) => sum + to - from + 1, 0)).toBeLessThanOrEqual(body.length / 2);
+  });
+
+  it("refuses a file whose sha256 is not the catalog's, leaving nothing in place", async () => {
+    const body = weights(100_000);
+    hub.put("acme/whisper-test", "ggml-wrong.bin", { body, sha256: null });
+    const pinned = "a".repeat(64);
+    const { models, whisperDir } = modelHub([{ name: "wrong", repo: "acme/whisper-test", file: "ggml-wrong.bin", sha256: pinned, size_bytes: body.length, languages: 99 }]);
+    const err = await failure(models.pull("whisper:wrong"));
+    expect(err.code).toBe("checksum_mismatch");
+    expect(err.message).toContain(`whisper:wrong could not be fetched from ${hub.url}`);
+    expect(err.message).toContain(sha256Hex(body));
+    expect(everything(whisperDir).filter((f) => f !== ".partial")).toEqual([]);
+    expect(await models.cached("whisper:wrong")).toBeUndefined();
+  });
+
+  it("refuses a GGUF whose bytes differ from the hub's x-linked-etag, leaving nothing in place", async () => {
+    const body = weights(100_000);
+    hub.put("acme/bad-GGUF", "bad.gguf", { body, sha256: "b".repeat(64) });
+    const { models, modelsDir } = modelHub();
+    const err = await failure(models.pull("hf:acme/bad-GGUF/bad.gguf"));
+    expect(err.code).toBe("checksum_mismatch");
+    expect(everything(modelsDir).filter((f) => f !== ".partial")).toEqual([]);
+  });
+
+  it("refuses a file larger than the free disk before a byte is written", async () => {
+    hub.put("acme/huge-GGUF", "huge.gguf", { body: weights(1000), announcedSize: 2 ** 50 });
+    const { models, modelsDir } = modelHub();
+    const err = await failure(models.pull("hf:acme/huge-GGUF/huge.gguf"));
+    expect(err.code).toBe("insufficient_disk");
+    expect(err.message).toMatch(/^hf:acme\/huge-GGUF\/huge\.gguf needs 1125899\.9 GB more on the disk of .+, which has .+ free/);
+    expect(hub.requests.filter((r) => r.path.endsWith("/huge.gguf") && r.method === "GET")).toEqual([]);
+    expect(everything(modelsDir).filter((f) => f !== ".partial")).toEqual([]);
+  });
+
+  it("shares one download between pulls of the same file", async () => {
+    const body = weights(1_000_000);
+    hub.put("acme/shared-GGUF", "shared.gguf", { body, bytesPerSecond: 2_000_000 });
+    const { models } = modelHub();
+    const [a, b] = await Promise.all([models.pull("hf:acme/shared-GGUF/shared.gguf"), models.pull("hf:acme/shared-GGUF/shared.gguf")]);
+    expect(a.path).toBe(b.path);
+    expect(readFileSync(a.path).equals(body)).toBe(true);
+    // one download: one probe of ours, one transfer of the downloader's
+    expect(hub.requests.filter((r) => r.path.endsWith("/shared.gguf") && r.method === "HEAD")).toHaveLength(1);
+  });
+
+  it("sends HF_TOKEN to the hub for a gated file, and never puts it in a message", async () => {
+    const token = "hf_test_secret_token_0123456789";
+    const body = weights(50_000);
+    hub.put("acme/gated-GGUF", "gated.gguf", { body, token });
+    const without = await failure(modelHub().models.pull("hf:acme/gated-GGUF/gated.gguf"));
+    expect(without.code).toBe("hub_refused");
+    expect(without.message).toContain("a gated repository needs HF_TOKEN");
+    const { models } = modelHub([], token);
+    const pulled = await models.pull("hf:acme/gated-GGUF/gated.gguf");
+    expect(readFileSync(pulled.path).equals(body)).toBe(true);
+    const wrong = await failure(modelHub([], "hf_wrong_token_0123456789").models.pull("hf:acme/gated-GGUF/gated.gguf"));
+    expect(wrong.message).not.toContain("hf_wrong_token");
+  });
+
+  it("removes an installed file with its record, and refuses references that would leave the folder", async () => {
+    const body = weights(10_000);
+    hub.put("acme/rm-GGUF", "rm.gguf", { body });
+    const { models, modelsDir } = modelHub();
+    const pulled = await models.pull("hf:acme/rm-GGUF/rm.gguf");
+    expect(await models.remove("hf:acme/rm-GGUF/rm.gguf")).toEqual([pulled.path]);
+    expect(existsSync(pulled.path)).toBe(false);
+    expect(JSON.parse(readFileSync(join(modelsDir, ".kiln-models.json"), "utf8"))).toEqual({ files: {} });
+    for (const ref of ["hf:acme/rm-GGUF/../../etc/passwd.gguf", "hf:../x/y.gguf", "whisper:../../x", "hf:acme/rm-GGUF/.hidden.gguf", "hf:acme/rm-GGUF/a.gguf#../main"]) {
+      expect((await failure(models.pull(ref))).code, ref).toBe("bad_ref");
+    }
+    expect((await failure(models.remove("../.kiln-models.json"))).code).toBe("bad_ref");
+  });
+});

@@ -1,0 +1,226 @@
+/**
+ * Models on demand, against a hub on loopback in Hugging Face's layout (helpers/hub.ts): an
+ * instance fetches the whisper model a job names, jobs share the download, a failed one names the
+ * model and the hub, `--offline` refuses before the body is stored, `--pull` and `--serve ID=hf:…`
+ * fetch at start, and `kiln models pull | list | rm` work as a command.
+ */
+import { execFile } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sha256Hex, startHub, type TestHub } from "./helpers/hub.js";
+import { tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
+import { getJson, makeMedia, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
+
+const run = promisify(execFile);
+const kiln = (args: string[], env: Record<string, string> = {}): Promise<{ code?: number; stdout: string; stderr: string }> =>
+  run(process.execPath, [resolve("bin/kiln.js"), ...args], { env: { ...process.env, KILN_LOG_LEVEL: "info", ...env } }).catch(
+    (e: { code: number; stdout: string; stderr: string }) => e,
+  );
+
+/** The fabricated whisper weights (random, real format): what the hub serves as made-up models. */
+const WEIGHTS = readFileSync(join(TEST_WHISPER_DIR, "ggml-base.bin"));
+const REPO = "acme/whisper-ggml";
+
+let hub: TestHub;
+let audio: string;
+/** A catalog with made-up models the hub serves: `slow` trickles, `missing` is not on the hub. */
+let catalog: string;
+
+beforeAll(async () => {
+  hub = await startHub();
+  // about 1.5 s a download: long enough to be seen
+  hub.put(REPO, "ggml-slow.bin", { body: WEIGHTS, bytesPerSecond: 6_000_000 });
+  hub.put(REPO, "ggml-fast.bin", { body: WEIGHTS });
+  const entry = (name: string, file: string) => ({ name, repo: REPO, file, sha256: sha256Hex(WEIGHTS), size_bytes: WEIGHTS.length, languages: 99 });
+  catalog = join(tempDir(), "catalog.json");
+  writeFileSync(catalog, JSON.stringify([entry("slow", "ggml-slow.bin"), entry("fast", "ggml-fast.bin"), entry("missing", "ggml-missing.bin")]));
+  audio = makeMedia(tempDir(), "speech.wav", { seconds: 3 });
+});
+afterAll(() => hub.close());
+
+const requestsFor = (file: string) => hub.requests.filter((r) => r.path.endsWith(`/${file}`));
+
+describe("an instance fetches the whisper model a job names", () => {
+  let t: Transcription;
+  let whisperDir: string;
+  beforeAll(async () => {
+    whisperDir = tempDir(); // nothing installed
+    t = await startTranscription({ whisperDir, whisperCatalog: catalog, hubUrl: hub.url, offline: "false", asrJobs: "2" });
+  });
+  afterAll(() => t.agent.close());
+
+  it("lists the merged catalog in /api/models, each model with its size and whether it is installed", async () => {
+    const { body } = await getJson(`${t.base}/api/models`);
+    expect(body.on_demand).toBe(true);
+    expect(body.models.map((m: { name: string }) => m.name)).toEqual([
+      ...["base", "small", "medium", "large", "large-v2", "large-v3", "large-v3-turbo", "base.en", "small.en", "medium.en"],
+      ...["slow", "fast", "missing"],
+    ]);
+    expect(body.models.find((m: { name: string }) => m.name === "slow")).toMatchObject({ size_bytes: WEIGHTS.length, languages: 99, installed: false });
+  });
+
+  it("downloads it in phase downloading_model with its own progress, shows the download in /api/models, then transcribes", async () => {
+    const submitted = await upload(t.base, [audio], { model: "slow", temperature_increment: "0" });
+    expect(submitted.status).toBe(202);
+    const id = submitted.body.job_id as string;
+    const downloads: number[] = [];
+    let listed: number | undefined;
+    await until(async () => {
+      const { body } = await getJson(`${t.base}/api/status/${id}`);
+      if (body.phase === "downloading_model") {
+        expect(body.download).toMatchObject({ model: "slow", total_bytes: WEIGHTS.length });
+        downloads.push(body.download.fraction);
+        listed ??= (await getJson(`${t.base}/api/models`)).body.models.find((m: { name: string }) => m.name === "slow").downloading;
+      }
+      return body.phase !== "queued" && body.phase !== "downloading_model";
+    }, 20_000);
+    expect(downloads.length).toBeGreaterThan(1);
+    expect(downloads.at(-1)!).toBeGreaterThan(downloads[0]!);
+    expect(listed).toBeGreaterThanOrEqual(0);
+    expect(listed).toBeLessThanOrEqual(1);
+    const { view } = await waitForJob(t.base, id);
+    expect(view.status).toBe("completed");
+    expect(readFileSync(join(whisperDir, "ggml-slow.bin")).equals(WEIGHTS)).toBe(true);
+    const models = (await getJson(`${t.base}/api/models`)).body.models;
+    expect(models.find((m: { name: string }) => m.name === "slow")).toMatchObject({ installed: true });
+    expect(models.find((m: { name: string }) => m.name === "slow").downloading).toBeUndefined();
+  });
+
+  it("two jobs waiting for the same model share one download", async () => {
+    hub.put(REPO, "ggml-shared.bin", { body: WEIGHTS, bytesPerSecond: 8_000_000 });
+    const own = join(tempDir(), "catalog.json");
+    writeFileSync(own, JSON.stringify([{ name: "shared", repo: REPO, file: "ggml-shared.bin", sha256: sha256Hex(WEIGHTS), size_bytes: WEIGHTS.length, languages: 99 }]));
+    const shared = await startTranscription({ whisperDir: tempDir(), whisperCatalog: own, hubUrl: hub.url, offline: "false", asrJobs: "2" });
+    try {
+      const [a, b] = await Promise.all([
+        upload(shared.base, [audio], { model: "shared", temperature_increment: "0" }),
+        upload(shared.base, [audio], { model: "shared", temperature_increment: "0" }),
+      ]);
+      const [ja, jb] = await Promise.all([waitForJob(shared.base, a.body.job_id), waitForJob(shared.base, b.body.job_id)]);
+      expect([ja.view.status, jb.view.status]).toEqual(["completed", "completed"]);
+      // both were seen waiting for the download, which went out once
+      expect(ja.samples.some((s) => s.phase === "downloading_model")).toBe(true);
+      expect(jb.samples.some((s) => s.phase === "downloading_model")).toBe(true);
+      expect(requestsFor("ggml-shared.bin").filter((r) => r.method === "HEAD")).toHaveLength(1);
+    } finally {
+      await shared.agent.close();
+    }
+  });
+
+  it("a failed download fails the job with an error naming the model and the hub", async () => {
+    const submitted = await upload(t.base, [audio], { model: "missing" });
+    expect(submitted.status).toBe(202);
+    const { view } = await waitForJob(t.base, submitted.body.job_id);
+    expect(view.status).toBe("error");
+    expect(view.error).toBe(`engine fault: whisper:missing could not be fetched from ${hub.url}: ${hub.url} has no such file (404)`);
+  });
+});
+
+describe("--offline", () => {
+  it("answers a job for a model not installed with 400 model_not_installed naming it, before the body is stored", async () => {
+    const dataDir = tempDir();
+    const t = await startTranscription({ dataDir, whisperDir: TEST_WHISPER_DIR, whisperCatalog: catalog, hubUrl: hub.url, offline: "true" });
+    try {
+      expect((await getJson(`${t.base}/api/models`)).body.on_demand).toBe(false);
+      const asked = hub.requests.length;
+      const res = await upload(t.base, [audio], { model: "fast" });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: "model_not_installed", param: "model" });
+      expect(res.body.error.message).toContain('model: "fast" is not installed on this instance');
+      expect(res.body.error.message).toContain("installed: base");
+      // nothing staged, nothing fetched
+      const uploads = join(dataDir, "uploads");
+      expect(existsSync(uploads) ? readdirSync(uploads) : []).toEqual([]);
+      expect(hub.requests.length).toBe(asked);
+    } finally {
+      await t.agent.close();
+    }
+  });
+});
+
+describe("fetching at start", () => {
+  it("--pull fetches whisper models in the background while the API serves", async () => {
+    const whisperDir = tempDir();
+    const t = await startTranscription({ whisperDir, whisperCatalog: catalog, hubUrl: hub.url, offline: "false", pull: "whisper:fast" });
+    try {
+      await until(() => existsSync(join(whisperDir, "ggml-fast.bin")), 20_000, "the pulled model");
+      await until(async () => (await getJson(`${t.base}/api/models`)).body.models.find((m: { name: string }) => m.name === "fast").installed === true);
+      expect(readFileSync(join(whisperDir, "ggml-fast.bin")).equals(WEIGHTS)).toBe(true);
+    } finally {
+      await t.agent.close();
+    }
+  });
+
+  it("--serve ID=hf:… pulls the GGUF into --models-dir and loads it; a cached file is not fetched again", async () => {
+    const gguf = readFileSync(TINY_MODEL);
+    hub.put("acme/tiny-GGUF", "tiny.gguf", { body: gguf });
+    const modelsDir = tempDir();
+    const raw = { modelsDir, hubUrl: hub.url, offline: "false", serve: "famB-v3.1=hf:acme/tiny-GGUF/tiny.gguf", threads: "1", contextSize: "256" };
+    const first = await startTranscription(raw);
+    try {
+      expect(first.agent.engine.modelPools).toHaveLength(1);
+      expect(readFileSync(join(modelsDir, "hf_acme_tiny-GGUF_tiny.gguf")).equals(gguf)).toBe(true);
+    } finally {
+      await first.agent.close();
+    }
+    const asked = requestsFor("tiny.gguf").length;
+    const second = await startTranscription(raw);
+    try {
+      expect(second.agent.engine.modelPools).toHaveLength(1);
+      expect(requestsFor("tiny.gguf").length).toBe(asked);
+    } finally {
+      await second.agent.close();
+    }
+  });
+});
+
+describe("kiln models", () => {
+  it("pull logs a JSON line of progress off a terminal; list shows kind, size, sha256 and ids; rm deletes", async () => {
+    const whisperDir = tempDir();
+    const modelsDir = tempDir();
+    const env = { KILN_WHISPER_DIR: whisperDir, KILN_MODELS_DIR: modelsDir, KILN_HUB_URL: hub.url, KILN_WHISPER_CATALOG: catalog, HF_TOKEN: "hf_never_printed_0123456789" };
+    const pulled = await kiln(["models", "pull", "whisper:fast", "hf:acme/tiny-GGUF/tiny.gguf"], env);
+    expect(pulled.code).toBeUndefined();
+    const lines = pulled.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.filter((l) => l.msg === "downloading" && l.model === "whisper:fast").length).toBeGreaterThan(0);
+    expect(lines.find((l) => l.msg === "installed" && l.model === "whisper:fast")).toMatchObject({ sha256: sha256Hex(WEIGHTS), size_bytes: WEIGHTS.length });
+    expect(pulled.stdout + pulled.stderr).not.toContain("hf_never_printed");
+
+    const listed = await kiln(["models", "list", "--json"], { ...env, KILN_SERVE: "famB-v3.1=hf:acme/tiny-GGUF/tiny.gguf" });
+    expect(JSON.parse(listed.stdout)).toEqual([
+      { kind: "whisper", path: join(whisperDir, "ggml-fast.bin"), size_bytes: WEIGHTS.length, sha256: sha256Hex(WEIGHTS), ids: ["fast"] },
+      {
+        kind: "gguf",
+        path: join(modelsDir, "hf_acme_tiny-GGUF_tiny.gguf"),
+        size_bytes: readFileSync(TINY_MODEL).length,
+        sha256: sha256Hex(readFileSync(TINY_MODEL)),
+        ids: ["hf:acme/tiny-GGUF/tiny.gguf", "famB-v3.1"],
+      },
+    ]);
+    const table = await kiln(["models", "list"], env);
+    expect(table.stdout.split("\n")[0]).toMatch(/^KIND\s+SIZE\s+SHA256\s+IDS\s+PATH$/);
+
+    const removed = await kiln(["models", "rm", "whisper:fast"], env);
+    expect(removed.stdout).toBe(`removed ${join(whisperDir, "ggml-fast.bin")}\n`);
+    expect(existsSync(join(whisperDir, "ggml-fast.bin"))).toBe(false);
+    const again = await kiln(["models", "rm", "whisper:fast"], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe("kiln: whisper:fast is not installed\n");
+  });
+
+  it("a wrong sha256 or too little disk fails with a clear message and exit code 1", async () => {
+    hub.put("acme/huge-GGUF", "huge.gguf", { body: Buffer.alloc(10), announcedSize: 2 ** 50 });
+    const env = { KILN_MODELS_DIR: tempDir(), KILN_HUB_URL: hub.url };
+    const huge = await kiln(["models", "pull", "hf:acme/huge-GGUF/huge.gguf"], env);
+    expect(huge.code).toBe(1);
+    expect(huge.stderr).toMatch(/^kiln: hf:acme\/huge-GGUF\/huge\.gguf needs 1125899\.9 GB more on the disk of .+ free/);
+    const bad = await kiln(["models", "pull", "hf:acme/../etc/x.gguf"], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('"hf:acme/../etc/x.gguf" is not a model reference');
+  });
+});
