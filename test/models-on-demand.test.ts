@@ -8,11 +8,13 @@ import { execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex, startHub, type TestHub } from "./helpers/hub.js";
 import { tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
 import { getJson, makeMedia, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
 
+const CHROMIUM = process.env.KILN_CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => existsSync(p));
 const run = promisify(execFile);
 const kiln = (args: string[], env: Record<string, string> = {}): Promise<{ code?: number; stdout: string; stderr: string }> =>
   run(process.execPath, [resolve("bin/kiln.js"), ...args], { env: { ...process.env, KILN_LOG_LEVEL: "info", ...env } }).catch(
@@ -118,6 +120,34 @@ describe("an instance fetches the whisper model a job names", () => {
   });
 });
 
+describe.skipIf(!CHROMIUM)("the web UI on an instance that downloads models", () => {
+  it("offers a model not installed with its download size, shows the job downloading it, then the model installed", async () => {
+    hub.put(REPO, "ggml-ui.bin", { body: WEIGHTS, bytesPerSecond: 4_000_000 });
+    const own = join(tempDir(), "catalog.json");
+    writeFileSync(own, JSON.stringify([{ name: "ui", repo: REPO, file: "ggml-ui.bin", sha256: sha256Hex(WEIGHTS), size_bytes: WEIGHTS.length, languages: 99 }]));
+    const t = await startTranscription({ whisperDir: tempDir(), whisperCatalog: own, hubUrl: hub.url, offline: "false" });
+    const browser = await chromium.launch({ executablePath: CHROMIUM!, args: ["--no-sandbox"] });
+    try {
+      const page = await browser.newPage();
+      await page.goto(t.base);
+      const option = page.locator('#model option[value="ui"]');
+      await expect.poll(() => option.textContent()).toBe("ui · 8MB · downloads on first use (8 MB)");
+      expect(await option.isDisabled()).toBe(false);
+      await page.selectOption("#model", "ui");
+      await page.setInputFiles("#audio", audio);
+      await page.click("#submit");
+      const status = page.locator(".job .status").first();
+      await status.filter({ hasText: /Processing · downloading the model ui \d+ % of 8 MB/ }).waitFor({ timeout: 20_000 });
+      await expect.poll(() => option.textContent(), { timeout: 20_000 }).toMatch(/^ui · 8MB · downloading \d+ %$/);
+      await status.filter({ hasText: "Completed · 100 %" }).waitFor({ timeout: 60_000 });
+      await expect.poll(() => option.textContent(), { timeout: 10_000 }).toMatch(/^ui · 8MB( · loaded)?$/);
+    } finally {
+      await browser.close();
+      await t.agent.close();
+    }
+  }, 90_000);
+});
+
 describe("--offline", () => {
   it("answers a job for a model not installed with 400 model_not_installed naming it, before the body is stored", async () => {
     const dataDir = tempDir();
@@ -211,6 +241,21 @@ describe("kiln models", () => {
     const again = await kiln(["models", "rm", "whisper:fast"], env);
     expect(again.code).toBe(1);
     expect(again.stderr).toBe("kiln: whisper:fast is not installed\n");
+  });
+
+  it.skipIf(!existsSync("/usr/bin/script"))("pull draws a progress bar with bytes, speed and the share done on a terminal", async () => {
+    hub.put("acme/tty-GGUF", "tty.gguf", { body: WEIGHTS, bytesPerSecond: 8_000_000 });
+    const modelsDir = tempDir();
+    // util-linux's script runs the command on a pseudo-terminal
+    const { CI: _ci, ...env } = process.env;
+    const { stdout } = await run("/usr/bin/script", ["-qec", `${process.execPath} ${resolve("bin/kiln.js")} models pull hf:acme/tty-GGUF/tty.gguf`, "/dev/null"], {
+      env: { ...env, KILN_MODELS_DIR: modelsDir, KILN_HUB_URL: hub.url },
+    });
+    const text = stdout.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");
+    expect(text).toContain(`pulling hf:acme/tty-GGUF/tty.gguf from ${hub.url}`);
+    expect(text).toMatch(/⏵ hf_acme_t.*tty\.gguf +\d+(\.\d+)?% \([\d.]+[kM]B\/8\.41MB\) +[\d.]+[kM]?B\/s/);
+    expect(text).toContain(`sha256 ${sha256Hex(WEIGHTS)}`);
+    expect(readFileSync(join(modelsDir, "hf_acme_tty-GGUF_tty.gguf")).equals(WEIGHTS)).toBe(true);
   });
 
   it("a wrong sha256 or too little disk fails with a clear message and exit code 1", async () => {

@@ -39,7 +39,7 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
 
   it("uploads a file, shows progress to 100 %, the transcript, and downloads the SRT that /api/result gives", async () => {
     const page = await open();
-    await expect.poll(() => page.locator("#model option").count()).toBe(5);
+    await expect.poll(() => page.locator("#model option").count()).toBe(10);
     await page.setInputFiles("#audio", makeMedia(media, "hello.wav", { seconds: 6 }));
     await page.selectOption("#format", "srt");
     const [submitted] = await Promise.all([page.waitForResponse((r) => r.url().endsWith("/api/process")), page.click("#submit")]);
@@ -71,7 +71,7 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
 
   it("shows the words finished so far under a long job's bar while it runs, and the transcript once it is done", async () => {
     const page = await open();
-    await expect.poll(() => page.locator("#model option").count()).toBe(5);
+    await expect.poll(() => page.locator("#model option").count()).toBe(10);
     await page.setInputFiles("#audio", makeMedia(media, "long.wav", { seconds: 200 }));
     await page.click("#submit");
     const row = page.locator(".job").first();
@@ -95,7 +95,7 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
 
   it("shows each speaker in its own colour and marks low-confidence words", async () => {
     const page = await open();
-    await expect.poll(() => page.locator("#model option").count()).toBe(5);
+    await expect.poll(() => page.locator("#model option").count()).toBe(10);
     await page.setInputFiles("#audio", makeMedia(media, "voices.wav", { seconds: 16, source: twoVoices(16) }));
     await page.check("#speaker_diarization");
     await page.fill("#min_speakers", "2");
@@ -117,7 +117,7 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
 
   it("shows the server's message for a bad file, and client-side checks beside their field", async () => {
     const page = await open();
-    await expect.poll(() => page.locator("#model option").count()).toBe(5);
+    await expect.poll(() => page.locator("#model option").count()).toBe(10);
     const bad = join(media, "notes.mp3");
     writeFileSync(bad, "not audio\n".repeat(100));
     await page.setInputFiles("#audio", bad);
@@ -141,10 +141,10 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
       await page.locator("#token-dialog[open]").waitFor();
       await page.fill("#token", "ui-secret-token-16");
       await page.click("#token-form button[type=submit]");
-      await expect.poll(() => page.locator("#model option").count()).toBe(5);
+      await expect.poll(() => page.locator("#model option").count()).toBe(10);
       expect(await page.locator("#node").textContent()).toMatch(/Jobs0 running, 0 queued/);
       await page.reload();
-      await expect.poll(() => page.locator("#model option").count()).toBe(5);
+      await expect.poll(() => page.locator("#model option").count()).toBe(10);
       expect(await page.locator("#token-dialog[open]").count()).toBe(0);
       await page.close();
     } finally {
@@ -154,7 +154,7 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
 
   it("passes an accessibility check: labelled controls, landmarks and roles, focus in reading order", async () => {
     const page = await open();
-    await expect.poll(() => page.locator("#model option").count()).toBe(5);
+    await expect.poll(() => page.locator("#model option").count()).toBe(10);
     const unlabelled = await page.evaluate(() =>
       [...document.querySelectorAll("input, select, textarea, button, progress")]
         .filter((e) => {

@@ -6,6 +6,7 @@ const POLL_MS = 500;
 /** What a processing job's `phase` is called on screen. */
 const PHASES = {
   queued: "queued",
+  downloading_model: "downloading the model",
   decoding: "decoding",
   detecting_speech: "finding speech",
   diarizing: "telling speakers apart",
@@ -111,6 +112,7 @@ async function loadNode() {
     ["Chat models", node.chat_models.join(", ") || "none"],
   ];
   const models = await (await api("/api/models")).json();
+  showModels(models);
   rows.push([
     "Whisper models loaded",
     models.models
@@ -125,19 +127,38 @@ async function loadNode() {
   return models;
 }
 
-async function loadChoices() {
-  const models = await loadNode();
-  if (!models) return;
-  const firstInstalled = models.models.find((m) => m.installed)?.name;
-  $("model").replaceChildren(
+/** What a model's option says: installed (and loaded), downloading (how far), or fetched when first used (an instance that downloads models). */
+function modelLabel(m, onDemand) {
+  const state = m.installed
+    ? m.loaded
+      ? " · loaded"
+      : ""
+    : m.downloading !== undefined
+      ? ` · downloading ${Math.round(m.downloading * 100)} %`
+      : onDemand
+        ? ` · downloads on first use (${formatBytes(m.size_bytes)})`
+        : " · not installed";
+  return `${m.name} · ${m.size}${state}`;
+}
+
+/** The model picker: the selection kept across refreshes; a model not installed can be picked when the instance downloads models. */
+function showModels(models) {
+  const picker = $("model");
+  const chosen = picker.value || models.models.find((m) => m.installed)?.name;
+  picker.replaceChildren(
     ...models.models.map((m) =>
       el(
         "option",
-        { value: m.name, ...(m.installed ? {} : { disabled: "" }), ...(m.name === firstInstalled ? { selected: "" } : {}) },
-        `${m.name} · ${m.size}${m.installed ? (m.loaded ? " · loaded" : "") : " · not installed"}`,
+        { value: m.name, ...(m.installed || models.on_demand ? {} : { disabled: "" }), ...(m.name === chosen ? { selected: "" } : {}) },
+        modelLabel(m, models.on_demand),
       ),
     ),
   );
+}
+
+async function loadChoices() {
+  const models = await loadNode();
+  if (!models) return;
   const languages = Object.entries(models.languages ?? {}).sort((a, b) => a[1].localeCompare(b[1]));
   const option = ([code, name]) => el("option", { value: code }, `${name[0].toUpperCase()}${name.slice(1)} (${code})`);
   $("language").replaceChildren(el("option", { value: "" }, "Detect automatically"), ...languages.map(option));
@@ -246,8 +267,10 @@ function trackJob(id, name, format) {
     const pct = Math.round((job.progress ?? 0) * 100);
     bar.value = pct;
     if (job.status === "processing") {
-      const phase = PHASES[job.phase] ? ` · ${PHASES[job.phase]}` : "";
+      const download = job.download ? ` ${job.download.model} ${Math.round(job.download.fraction * 100)} % of ${formatBytes(job.download.total_bytes)}` : "";
+      const phase = PHASES[job.phase] ? ` · ${PHASES[job.phase]}${download}` : "";
       status.textContent = `Processing${phase} · ${pct} %${job.estimated_time_remaining ? ` · ${eta(job.estimated_time_remaining)}` : ""}`;
+      if (job.phase === "downloading_model") void loadNode(); // the picker shows the download too
       if (job.segments?.length) {
         for (const segment of job.segments) words[segment.id] = segment.text;
         partial.textContent = words.join(" ");
