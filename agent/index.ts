@@ -37,8 +37,6 @@ const IDLE_TIMEOUT_MS = 120_000;
 
 export interface AgentHandle {
   engine: LlmEngine;
-  /** The whisper and GGUF folders, filled from the model hub. */
-  hub: ModelHub;
   /** The links to the schedulers, one each; absent on a transcription-only instance (no `--scheduler`). */
   links?: SchedulerLinks;
   jobs: JobService;
@@ -105,7 +103,6 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   links = await joinFleet(config, { ...facts, dataDir: work.dataDir, ...(credentials ? { credentials } : {}) }, logger);
   return {
     engine,
-    hub,
     ...(links ? { links } : {}),
     jobs: work.jobs,
     whisper: speech.whisper,
@@ -141,14 +138,16 @@ async function pullServed(config: AgentConfig, hub: ModelHub, logger: Logger): P
 }
 
 /** How jobs fetch a whisper model that is not installed: through the hub, one download per file; absent with --offline. */
-function whisperFetcher(config: AgentConfig, hub: ModelHub): WhisperFetcher | undefined {
+function whisperFetcher(config: AgentConfig, hub: ModelHub, logger: Logger): WhisperFetcher | undefined {
   if (config.offline) return undefined;
   return {
     fetch: async (name, onProgress, signal) => {
       await hub.pull(`whisper:${name}`, { onProgress, signal }).catch((err: unknown) => {
         if (signal.aborted) throw new JobAbortedError();
-        // a PullError's message names the model and the hub, and nothing of this machine's secrets
-        throw err instanceof PullError ? new EngineError(err.message) : err;
+        if (!(err instanceof PullError)) throw err;
+        // the operator's log gets the details (paths, free disk, the hub's answer); the job's user the model, the hub and the reason in general terms
+        logger.error({ model: `whisper:${name}`, code: err.code }, err.message);
+        throw new EngineError(err.brief(`whisper:${name} could not be fetched from ${hub.hub}`));
       });
     },
     progress: (name) => hub.progress(`whisper:${name}`),
@@ -160,7 +159,7 @@ async function startSpeech(config: AgentConfig, engine: LlmEngine, hub: ModelHub
   const whisperDir = resolve(config.whisperDir);
   const vadModel = resolve(config.vadModel ?? join(whisperDir, "silero_vad.onnx"));
   await checkVadModel(vadModel).catch((err: Error) => logger.warn({ vadModel }, `${err.message}: transcription jobs will fail until it is installed`));
-  const fetcher = whisperFetcher(config, hub);
+  const fetcher = whisperFetcher(config, hub, logger);
   const whisper = new WhisperPool({
     dir: whisperDir,
     catalog: config.whisperCatalog,

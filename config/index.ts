@@ -14,6 +14,7 @@ import { LOG_LEVELS } from "../core/log.js";
 import { loadStdioCatalog } from "./stdio-catalog.js";
 import { loadWhisperCatalog } from "./whisper-catalog.js";
 import { WhisperCatalog } from "../models/whisper.js";
+// refs.ts alone, not hub/index.ts: configuration is parsed by every command, and the downloader's imports are heavy
 import { parseRef, type ModelRef } from "../hub/refs.js";
 
 export type { StdioCatalog, StdioServerSpec } from "./stdio-catalog.js";
@@ -880,6 +881,7 @@ export function parseSchedulerConfig(raw: Raw): SchedulerConfig {
 
 export function parseAgentConfig(raw: Raw): AgentConfig {
   const config = parseWith(AGENT_OPTIONS, raw);
+  if (config.offline && config.pull.length > 0) throw new ConfigError(optionName(AGENT_OPTIONS.pull), "contradicts --offline (which never downloads): give one or the other");
   for (const ref of config.pull) {
     if (ref.kind === "whisper" && !config.whisperCatalog.has(ref.name)) {
       throw new ConfigError(

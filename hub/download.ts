@@ -1,41 +1,51 @@
 /**
  * Downloads one file into a model folder, whole and checked, or not at all:
  *
- * 1. the hub is asked for the file's size and sha256 (remote.ts);
+ * 1. the hub is asked where the file is and what it is (remote.ts: redirects, size, sha256);
  * 2. the free disk is checked (statfs) before a byte is written;
- * 3. node-llama-cpp's downloader (ipull: parallel connections, resume from its `.ipull` progress
- *    file) fetches it into `<dir>/.partial/`; a connection cut off is retried, resuming;
+ * 3. node-llama-cpp's downloader (ipull: parallel connections, progress kept in 5-MiB chunks of its
+ *    `.ipull` file) fetches it into `<dir>/.partial/`; a connection cut off is taken up again from
+ *    the last whole chunk, and a download that sends nothing for `stallSeconds` is stopped;
  * 4. its sha256 is computed and compared: the catalog's for whisper files, the hub's
  *    `x-linked-etag` for GGUFs when the hub sends one; a mismatch deletes it and fails;
  * 5. only then is it renamed into `<dir>/<file>`, and recorded (installed.ts).
+ *
+ * A lock file in `.partial/` keeps a second Kiln process (`kiln models pull` beside an agent)
+ * from writing the same file at the same time.
  */
-import { mkdir, rename, rm, stat } from "node:fs/promises";
+import { open, rename, rm, stat, mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { createModelDownloader } from "node-llama-cpp";
+import { createModelDownloader, type ModelDownloader } from "node-llama-cpp";
 import { freeBytes } from "../core/disk.js";
 import { sha256OfFile } from "../core/digest.js";
 import { PullError } from "./errors.js";
 import { updateRecord } from "./installed.js";
-import { hubLabel, probeFile, type HubSource } from "./remote.js";
+import { hubLabel, onHub, probeFile, type HubSource } from "./remote.js";
 
 /** Where a download's parts wait until the file is whole and checked. */
 export const PARTIAL_DIR = ".partial";
 
 /** How a download is going (also what `onProgress` gets). */
 export interface PullProgress {
+  /** Bytes on disk so far. */
   downloadedBytes: number;
-  /** 0 while the size is not known yet. */
+  /** The file's size; 0 while not known yet. */
   totalBytes: number;
+  /** Average speed of the transfer. */
   bytesPerSecond: number;
   /** Seconds left at the current speed; Infinity while unknown. */
   etaSeconds: number;
 }
 
+/** One file to download. */
 export interface FileDownload {
   /** The reference, as messages name it (`whisper:small`, `hf:org/repo/file.gguf`). */
   ref: string;
+  /** Its address on the hub (`{hub}/{repo}/resolve/{revision}/{file}`). */
   url: string;
+  /** The folder it is installed in. */
   dir: string;
+  /** Its file name there. */
   file: string;
   /** The sha256 the file must have (the catalog's); without one, the hub's is used when it sends one. */
   sha256?: string;
@@ -44,96 +54,207 @@ export interface FileDownload {
 }
 
 export interface DownloadOptions {
+  /** The hub and its token. */
   hub: HubSource;
   /** Free bytes a download must leave on the disk. Default 512 MiB. */
   reserveBytes?: number;
-  /** Connections tried after a failure, each resuming where the last stopped. Default 3. */
+  /** Tries after a failed transfer, each resuming where the last stopped. Default 2. */
   retries?: number;
+  /** A transfer that adds no byte for this long is stopped (and tried again). Default 60. */
+  stallSeconds?: number;
   /** Draws node-llama-cpp's progress bar on the terminal. Default false. */
   progressBar?: boolean;
+  /** Told how the transfer goes, many times a second. Default: nobody. */
   onProgress?: (progress: PullProgress) => void;
+  /** Stops the download; its part is kept for the next pull to resume. */
   signal?: AbortSignal;
 }
 
 /** The installed file. */
 export interface Installed {
+  /** Where it is. */
   path: string;
+  /** Its sha256 (hex), computed over the bytes written. */
   sha256: string;
+  /** Its size in bytes. */
   size: number;
 }
 
-export const DEFAULT_RESERVE_BYTES = 512 * 1024 ** 2;
+const DEFAULT_RESERVE_BYTES = 512 * 1024 ** 2;
 
 const human = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : `${Math.max(0, Math.round(n / 1e6))} MB`);
 
 export async function downloadFile(d: FileDownload, options: DownloadOptions): Promise<Installed> {
+  const prefix = `${d.ref} could not be fetched from ${hubLabel(options.hub)}`;
+  try {
+    return await download(d, options);
+  } catch (err) {
+    if (options.signal?.aborted && err === options.signal.reason) throw err;
+    if (err instanceof PullError && !err.message.startsWith(prefix)) throw new PullError(err.code, `${prefix}: ${err.message}`, { cause: err });
+    throw err;
+  }
+}
+
+async function download(d: FileDownload, options: DownloadOptions): Promise<Installed> {
   const { hub, signal } = options;
-  const what = `${d.ref} could not be fetched from ${hubLabel(hub)}`;
   const partialDir = join(d.dir, PARTIAL_DIR);
   await mkdir(partialDir, { recursive: true });
-
-  const remote = await probeFile(d.url, hub, what, signal);
-  if (d.sha256 && remote.sha256 && remote.sha256 !== d.sha256) {
-    throw new PullError("checksum_mismatch", `${what}: the hub's file has sha256 ${remote.sha256}, not the catalog's ${d.sha256}`);
-  }
-  const expected = d.sha256 ?? remote.sha256;
-  const size = remote.size ?? d.sizeBytes;
-  if (size !== undefined) {
-    const started = await stat(join(partialDir, `${d.file}.ipull`)).then(
-      (s) => Math.min(s.size, size),
-      () => 0,
-    );
-    const free = await freeBytes(partialDir);
-    const reserve = options.reserveBytes ?? DEFAULT_RESERVE_BYTES;
-    if (free - (size - started) < reserve) {
-      throw new PullError(
-        "insufficient_disk",
-        `${d.ref} needs ${human(size - started)} more on the disk of ${d.dir}, which has ${human(free)} free (and keeps ${human(reserve)} spare): free some space or pick another folder`,
-      );
-    }
-  }
-
   const partial = join(partialDir, d.file);
-  const retries = options.retries ?? 3;
-  for (let attempt = 0; ; attempt++) {
+  const unlock = await lock(`${partial}.lock`);
+  try {
+    const remote = await probeFile(d.url, hub, new URL(d.url).pathname.slice(1), signal);
+    if (d.sha256 && remote.sha256 && remote.sha256 !== d.sha256) {
+      throw new PullError("checksum_mismatch", `the hub's file has sha256 ${remote.sha256}, not the catalog's ${d.sha256}`);
+    }
+    const expected = d.sha256 ?? remote.sha256;
+    const size = Math.max(remote.size ?? 0, d.sizeBytes ?? 0) || undefined;
+    if (size !== undefined) await checkDisk(d, partialDir, size, options.reserveBytes ?? DEFAULT_RESERVE_BYTES);
+
+    const retries = options.retries ?? 2;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await transfer(d, remote.url, partialDir, size, options);
+        break;
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+        if (err instanceof PullError && err.code !== "hub_unreachable") throw err;
+        if (attempt >= retries)
+          throw new PullError("hub_unreachable", `the transfer failed ${attempt + 1} times (${describe(err)}); run the pull again to resume it`, { cause: err });
+        await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+      }
+    }
+
+    const got = await sha256OfFile(partial);
+    if (expected && got !== expected) {
+      await rm(partial, { force: true });
+      throw new PullError("checksum_mismatch", `the downloaded file has sha256 ${got}, not ${expected}; it was deleted`);
+    }
+    const path = join(d.dir, d.file);
+    await rename(partial, path);
+    const s = await stat(path);
+    await updateRecord(d.dir, d.file, (now) => ({ sha256: got, size: s.size, mtimeMs: s.mtimeMs, refs: [...new Set([...(now?.refs ?? []), d.ref])], source: d.url }));
+    return { path, sha256: got, size: s.size };
+  } finally {
+    await unlock();
+  }
+}
+
+/** Refuses a download the disk cannot hold (what its part already holds counted, by the blocks it really takes). */
+async function checkDisk(d: FileDownload, partialDir: string, size: number, reserve: number): Promise<void> {
+  // the .ipull part holds ipull's progress record after the bytes, and is written sparsely by parallel connections: its blocks say what it holds
+  const held = await stat(join(partialDir, `${d.file}.ipull`)).then(
+    (s) => Math.min(s.blocks * 512, size),
+    () => 0,
+  );
+  const free = await freeBytes(partialDir);
+  if (free - (size - held) < reserve) {
+    throw new PullError(
+      "insufficient_disk",
+      `it needs ${human(size - held)} more on the disk of ${d.dir}, which has ${human(free)} free (and keeps ${human(reserve)} spare): free some space or pick another folder`,
+    );
+  }
+}
+
+/** One transfer by node-llama-cpp's downloader, resuming its part; stopped when it stalls or outgrows the size announced. */
+async function transfer(d: FileDownload, url: string, partialDir: string, size: number | undefined, options: DownloadOptions): Promise<void> {
+  const stop = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
+  const stallMs = (options.stallSeconds ?? 60) * 1000;
+  let last = -1;
+  let watchdog: NodeJS.Timeout | undefined;
+  const watch = () => {
+    clearTimeout(watchdog);
+    watchdog = setTimeout(() => stop.abort(new PullError("hub_unreachable", `no byte arrived for ${stallMs / 1000} s`)), stallMs).unref();
+  };
+  watch();
+  let downloader: ModelDownloader | undefined;
+  try {
+    const creating = createModelDownloader({
+      modelUri: url,
+      dirPath: partialDir,
+      fileName: d.file,
+      showCliProgress: options.progressBar ?? false,
+      // kept on a stop: the next pull resumes it
+      deleteTempFileOnCancel: false,
+      // the hub's token for the hub's origin only (null: none at all; without it node-llama-cpp would read HF_TOKEN or
+      // ~/.cache/huggingface/token and send that). Its runtime honours null although its type omits it.
+      endpoints: { huggingFace: `${options.hub.url.replace(/\/+$/, "")}/` },
+      tokens: { huggingFace: options.hub.token && onHub(options.hub, url) ? options.hub.token : (null as unknown as string) },
+      onProgress: (p) => {
+        if (size !== undefined && p.downloadedSize > size) stop.abort(new PullError("checksum_mismatch", `the hub sends more than the ${size} bytes it announced`));
+        if (p.downloadedSize > last) {
+          last = p.downloadedSize;
+          watch();
+        }
+        options.onProgress?.({
+          downloadedBytes: p.downloadedSize,
+          totalBytes: p.totalSize,
+          bytesPerSecond: p.averageSpeed,
+          // ipull says 35 days for a stalled transfer: unknown
+          etaSeconds: p.estimatedTimeLeft > 0 && p.estimatedTimeLeft < 86_400_000 ? p.estimatedTimeLeft / 1000 : Infinity,
+        });
+      },
+    });
+    downloader = await untilAborted(creating, signal);
+    if (size !== undefined && downloader.totalSize > 0 && downloader.totalSize !== size) {
+      throw new PullError("checksum_mismatch", `the hub announced ${size} bytes but sends ${downloader.totalSize}`);
+    }
+    await downloader.download({ signal });
+    if (signal.aborted) throw signal.reason; // a cancelled download ends without an error of its own
+  } catch (err) {
+    if (signal.aborted) await downloader?.cancel({ deleteTempFile: false }).catch(() => undefined);
+    throw stop.signal.aborted ? stop.signal.reason : err;
+  } finally {
+    clearTimeout(watchdog);
+  }
+}
+
+/** The promise's value, or the signal's reason once it aborts first (a downloader made later is cancelled). */
+async function untilAborted(promise: Promise<ModelDownloader>, signal: AbortSignal): Promise<ModelDownloader> {
+  if (signal.aborted) throw signal.reason;
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => {
+      void promise.then((late) => late.cancel({ deleteTempFile: false })).catch(() => undefined);
+      reject(signal.reason as Error);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+
+/** A failure in general terms: no address (ipull names the signed CDN address it used). */
+function describe(err: unknown): string {
+  return ((err as Error)?.message ?? String(err)).replace(/https?:\/\/\S+/g, "<address>").slice(0, 200);
+}
+
+/** Takes `path` as a lock (O_EXCL, holding this pid); a lock whose process is gone is taken over. Returns the release. */
+async function lock(path: string): Promise<() => Promise<void>> {
+  for (let tries = 0; tries < 2; tries++) {
     try {
-      const downloader = await createModelDownloader({
-        modelUri: d.url,
-        dirPath: partialDir,
-        fileName: d.file,
-        showCliProgress: options.progressBar ?? false,
-        // kept on a stop: the next pull resumes it
-        deleteTempFileOnCancel: false,
-        // the token goes to the hub (and only there): its endpoint is this hub
-        endpoints: { huggingFace: `${hub.url.replace(/\/+$/, "")}/` },
-        // null: no token (node-llama-cpp would otherwise read HF_TOKEN or ~/.cache/huggingface/token and send it to this hub, a mirror
-        // maybe); its runtime honours null although its type omits it
-        tokens: { huggingFace: hub.token ?? (null as unknown as string) },
-        ...(options.onProgress
-          ? {
-              onProgress: (p: { totalSize: number; downloadedSize: number; estimatedTimeLeft: number; averageSpeed: number }) =>
-                options.onProgress!({ downloadedBytes: p.downloadedSize, totalBytes: p.totalSize, bytesPerSecond: p.averageSpeed, etaSeconds: p.estimatedTimeLeft / 1000 }),
-            }
-          : {}),
-      });
-      await downloader.download(signal ? { signal } : {});
-      if (signal?.aborted) throw signal.reason; // a cancelled download ends without an error of its own
-      break;
+      const handle = await open(path, "wx");
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return () => rm(path, { force: true });
     } catch (err) {
-      if (signal?.aborted) throw signal.reason;
-      if (err instanceof PullError || attempt >= retries) throw new PullError("hub_unreachable", `${what}: ${(err as Error).message}`, { cause: err });
-      await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const pid = Number(await readFile(path, "utf8").catch(() => ""));
+      if (pid > 0 && pid !== process.pid && alive(pid)) throw new PullError("busy", `another Kiln process (pid ${pid}) is downloading it; wait for it, or stop it`);
+      await rm(path, { force: true }); // its process is gone
     }
   }
+  throw new PullError("busy", "its lock file could not be taken");
+}
 
-  const got = await sha256OfFile(partial);
-  if (expected && got !== expected) {
-    await rm(partial, { force: true });
-    throw new PullError("checksum_mismatch", `${what}: the downloaded file has sha256 ${got}, not ${expected}; it was deleted`);
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
-  const path = join(d.dir, d.file);
-  await rename(partial, path);
-  const s = await stat(path);
-  await updateRecord(d.dir, d.file, (now) => ({ sha256: got, size: s.size, mtimeMs: s.mtimeMs, refs: [...new Set([...(now?.refs ?? []), d.ref])], source: d.url }));
-  return { path, sha256: got, size: s.size };
 }

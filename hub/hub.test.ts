@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WhisperCatalog } from "../models/whisper.js";
 import { sha256Hex, startHub, type TestHub } from "../test/helpers/hub.js";
 import { tempDir } from "../test/helpers/temp.js";
+import { until } from "../test/helpers/fleet.js";
 import { ModelHub, PullError, type PullProgress } from "./index.js";
 
 let hub: TestHub;
@@ -64,7 +65,7 @@ describe("kiln models pull from a hub in Hugging Face's layout", () => {
     hub.manifest("acme/chat-GGUF", "Q4_K_M", "chat-Q4_K_M.gguf");
     const { models, modelsDir } = modelHub();
     const byFile = await models.pull("hf:acme/chat-GGUF/chat-Q4_K_M.gguf");
-    expect(byFile.path).toBe(join(modelsDir, "hf_acme_chat-GGUF_chat-Q4_K_M.gguf"));
+    expect(byFile.path).toMatch(new RegExp(`^${modelsDir}/hf_acme_chat-GGUF_chat-Q4_K_M\\.[0-9a-f]{12}\\.gguf$`));
     expect(readFileSync(byFile.path).equals(body)).toBe(true);
 
     const other = modelHub();
@@ -105,7 +106,7 @@ describe("kiln models pull from a hub in Hugging Face's layout", () => {
       },
     });
     expect((await failure(stopped)).message).toContain("Kiln is shutting down");
-    expect(existsSync(join(first.modelsDir, "hf_acme_stop-GGUF_stop.gguf"))).toBe(false);
+    expect(readdirSync(first.modelsDir).filter((f) => f.endsWith(".gguf"))).toEqual([]);
     const asked = hub.requests.length;
     hub.put("acme/stop-GGUF", "stop.gguf", { body });
     const again = new ModelHub({ source: { url: hub.url }, whisperDir: first.whisperDir, modelsDir: first.modelsDir, catalog: WhisperCatalog.builtin, reserveBytes: 0 });
@@ -144,7 +145,9 @@ describe("kiln models pull from a hub in Hugging Face's layout", () => {
     const { models, modelsDir } = modelHub();
     const err = await failure(models.pull("hf:acme/huge-GGUF/huge.gguf"));
     expect(err.code).toBe("insufficient_disk");
-    expect(err.message).toMatch(/^hf:acme\/huge-GGUF\/huge\.gguf needs 1125899\.9 GB more on the disk of .+, which has .+ free/);
+    expect(err.message).toMatch(
+      new RegExp(`^hf:acme/huge-GGUF/huge\\.gguf could not be fetched from ${hub.url}: it needs 1125899\\.9 GB more on the disk of .+, which has .+ free`),
+    );
     expect(hub.requests.filter((r) => r.path.endsWith("/huge.gguf") && r.method === "GET")).toEqual([]);
     expect(everything(modelsDir).filter((f) => f !== ".partial")).toEqual([]);
   });
@@ -156,8 +159,98 @@ describe("kiln models pull from a hub in Hugging Face's layout", () => {
     const [a, b] = await Promise.all([models.pull("hf:acme/shared-GGUF/shared.gguf"), models.pull("hf:acme/shared-GGUF/shared.gguf")]);
     expect(a.path).toBe(b.path);
     expect(readFileSync(a.path).equals(body)).toBe(true);
-    // one download: one probe of ours, one transfer of the downloader's
+    // one download: the hub was asked about the file once
     expect(hub.requests.filter((r) => r.path.endsWith("/shared.gguf") && r.method === "HEAD")).toHaveLength(1);
+  });
+
+  it("sends HF_TOKEN to the hub's origin only: not to the CDN its redirect names", async () => {
+    const token = "hf_test_secret_token_redirected";
+    const body = weights(6 * 1024 ** 2);
+    const cdn = await startHub();
+    try {
+      cdn.put("cdn", "blob", { body });
+      hub.put("acme/cdn-GGUF", "cdn.gguf", { body, token, redirect: `${cdn.url}/cdn/resolve/main/blob?signature=abc` });
+      const pulled = await modelHub([], token).models.pull("hf:acme/cdn-GGUF/cdn.gguf");
+      expect(readFileSync(pulled.path).equals(body)).toBe(true);
+      expect(hub.requests.filter((r) => r.path.endsWith("/cdn.gguf")).every((r) => r.authorization === `Bearer ${token}`)).toBe(true);
+      expect(cdn.requests.filter((r) => r.method === "GET").length).toBeGreaterThan(0);
+      expect(cdn.requests.filter((r) => r.authorization !== undefined)).toEqual([]);
+    } finally {
+      await cdn.close();
+    }
+  });
+
+  it("refuses a hub that sends more than it announced, a split GGUF its manifest names, and a file another process is downloading", async () => {
+    hub.put("acme/liar-GGUF", "liar.gguf", { body: weights(200_000), sha256: null, announcedSize: 1000 });
+    const { models, modelsDir } = modelHub();
+    const liar = await failure(models.pull("hf:acme/liar-GGUF/liar.gguf"));
+    expect(liar.code).toBe("checksum_mismatch");
+    expect(liar.message).toMatch(/announced 1000 bytes but sends 200000/);
+    expect(readdirSync(modelsDir).filter((f) => f.endsWith(".gguf"))).toEqual([]);
+
+    hub.manifest("acme/big-GGUF", "Q8_0", "big-Q8_0-00001-of-00003.gguf");
+    const split = await failure(models.pull("hf:acme/big-GGUF:Q8_0"));
+    expect(split.code).toBe("not_supported");
+    expect(hub.requests.filter((r) => r.path.includes("big-Q8_0"))).toEqual([]);
+
+    const body = weights(1000);
+    hub.put("acme/locked-GGUF", "locked.gguf", { body });
+    const name = (await models.pull("hf:acme/locked-GGUF/locked.gguf")).path.split("/").at(-1)!;
+    await models.remove("hf:acme/locked-GGUF/locked.gguf");
+    writeFileSync(join(modelsDir, ".partial", `${name}.lock`), "1"); // pid 1 is alive: another process holds it
+    const busy = await failure(models.pull("hf:acme/locked-GGUF/locked.gguf"));
+    expect(busy.code).toBe("busy");
+    expect(busy.message).toContain("another Kiln process (pid 1) is downloading it");
+    writeFileSync(join(modelsDir, ".partial", `${name}.lock`), "999999999"); // a process long gone: taken over
+    expect((await models.pull("hf:acme/locked-GGUF/locked.gguf")).sha256).toBe(sha256Hex(body));
+  });
+
+  it("keeps two GGUFs apart whose names alone would collide, and finds a tag's file again when its record went stale", async () => {
+    const one = weights(1000);
+    const two = weights(1000);
+    hub.put("acme/b_c", "x.gguf", { body: one });
+    hub.put("acme/b", "c_x.gguf", { body: two });
+    const { models, modelsDir } = modelHub();
+    const a = await models.pull("hf:acme/b_c/x.gguf");
+    const b = await models.pull("hf:acme/b/c_x.gguf");
+    expect(a.path).not.toBe(b.path);
+    expect(readFileSync(a.path).equals(one) && readFileSync(b.path).equals(two)).toBe(true);
+
+    hub.put("acme/tag-GGUF", "tag-Q4_K_M.gguf", { body: one });
+    hub.manifest("acme/tag-GGUF", "Q4_K_M", "tag-Q4_K_M.gguf");
+    const tagged = await models.pull("hf:acme/tag-GGUF:Q4_K_M");
+    rmSync(tagged.path); // deleted by hand: the record still names it
+    const again = await models.pull("hf:acme/tag-GGUF:Q4_K_M");
+    expect(again).toMatchObject({ path: tagged.path, cached: false });
+    // pulled by its path, then asked for by its tag: found, not fetched again
+    hub.put("acme/both-GGUF", "both-Q4_K_M.gguf", { body: two });
+    hub.manifest("acme/both-GGUF", "Q4_K_M", "both-Q4_K_M.gguf");
+    const byPath = await models.pull("hf:acme/both-GGUF/both-Q4_K_M.gguf");
+    const asked = hub.requests.filter((r) => r.path.endsWith("/both-Q4_K_M.gguf")).length;
+    expect(await models.pull("hf:acme/both-GGUF:Q4_K_M")).toMatchObject({ path: byPath.path, cached: true });
+    expect(hub.requests.filter((r) => r.path.endsWith("/both-Q4_K_M.gguf")).length).toBe(asked);
+    expect((await models.list()).find((f) => f.path === byPath.path)?.ids).toEqual(["hf:acme/both-GGUF/both-Q4_K_M.gguf", "hf:acme/both-GGUF:Q4_K_M"]);
+    expect(readdirSync(modelsDir).filter((f) => f.endsWith(".gguf"))).toHaveLength(4);
+  });
+
+  it("stops a download when its only caller stops waiting, keeping the part to resume", async () => {
+    const body = weights(24 * 1024 ** 2);
+    hub.put("acme/cancel-GGUF", "cancel.gguf", { body, bytesPerSecond: 8 * 1024 ** 2 });
+    const { models, modelsDir } = modelHub();
+    const stop = new AbortController();
+    const pull = models.pull("hf:acme/cancel-GGUF/cancel.gguf", {
+      signal: stop.signal,
+      onProgress: (p) => {
+        if (p.downloadedBytes > 16 * 1024 ** 2) stop.abort(new Error("the job was cancelled")); // past a whole 5-MiB chunk of each connection: the part holds bytes
+      },
+    });
+    await expect(pull).rejects.toThrow("the job was cancelled");
+    await until(async () => (await models.progress("hf:acme/cancel-GGUF/cancel.gguf")) === undefined);
+    await new Promise((r) => setTimeout(r, 300)); // the connections close
+    const sent = hub.sentBytes;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(hub.sentBytes).toBe(sent); // nothing more is fetched
+    expect(readdirSync(join(modelsDir, ".partial")).some((f) => f.endsWith(".ipull"))).toBe(true);
   });
 
   it("sends HF_TOKEN to the hub for a gated file, and never puts it in a message", async () => {
@@ -180,6 +273,10 @@ describe("kiln models pull from a hub in Hugging Face's layout", () => {
     const { models, modelsDir } = modelHub();
     const pulled = await models.pull("hf:acme/rm-GGUF/rm.gguf");
     expect(await models.remove("hf:acme/rm-GGUF/rm.gguf")).toEqual([pulled.path]);
+    // a whisper model copied in by hand under its older name (ggml-<name>.bin) counts as installed
+    const whisper = modelHub();
+    writeFileSync(join(whisper.whisperDir, "ggml-large.bin"), "weights");
+    expect(await whisper.models.cached("whisper:large")).toBe(join(whisper.whisperDir, "ggml-large.bin"));
     expect(existsSync(pulled.path)).toBe(false);
     expect(JSON.parse(readFileSync(join(modelsDir, ".kiln-models.json"), "utf8"))).toEqual({ files: {} });
     for (const ref of ["hf:acme/rm-GGUF/../../etc/passwd.gguf", "hf:../x/y.gguf", "whisper:../../x", "hf:acme/rm-GGUF/.hidden.gguf", "hf:acme/rm-GGUF/a.gguf#../main"]) {

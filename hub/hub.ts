@@ -1,16 +1,19 @@
 /**
  * The models of one machine: its whisper folder and its GGUF folder, filled from a model hub.
- * `pull` turns a reference (refs.ts) into a checked file (download.ts); pulls of the same file
- * share one download, each caller told its progress. `cached` answers without the network,
- * `list` says what is installed and `remove` deletes it.
+ * `pull` turns a reference (refs.ts) into a checked file (download.ts). Pulls of the same file
+ * share one download, each caller told its progress; a download whose every caller stopped
+ * waiting is stopped (its part kept to resume). Downloads run one at a time, so each one's disk
+ * check sees what the others took. `cached` answers without the network, `list` says what is
+ * installed and `remove` deletes it.
  */
 import { readdir, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
-import type { WhisperCatalog } from "../models/whisper.js";
+import { basename, dirname, join } from "node:path";
+import { Semaphore } from "../core/semaphore.js";
+import { whisperFiles, type WhisperCatalog } from "../models/whisper.js";
 import { PullError } from "./errors.js";
 import { downloadFile, PARTIAL_DIR, type FileDownload, type Installed, type PullProgress } from "./download.js";
 import { readRecords, recordOf, RECORD_FILE, updateRecord } from "./installed.js";
-import { ggufFileName, parseRef, type ModelRef } from "./refs.js";
+import { ggufFileName, parseRef, refuseSplit, type ModelRef } from "./refs.js";
 import { hubLabel, resolveQuant, resolveUrl, type HubSource } from "./remote.js";
 
 export interface ModelHubOptions {
@@ -20,14 +23,18 @@ export interface ModelHubOptions {
   whisperDir: string;
   /** `--models-dir`: where GGUF files go. */
   modelsDir: string;
+  /** The whisper models `whisper:<name>` may name, and their files and checksums. */
   catalog: WhisperCatalog;
   /** Free bytes every download leaves on the disk. Default 512 MiB. */
   reserveBytes?: number;
+  /** A transfer that adds no byte for this long is stopped. Default 60. */
+  stallSeconds?: number;
 }
 
 export interface PullOptions {
+  /** Told how the download goes (many times a second). Default: nobody. */
   onProgress?: (progress: PullProgress) => void;
-  /** Stops this caller's wait; the download goes on for the others (and is kept to resume). */
+  /** Stops this caller's wait; the download goes on while another caller waits for it, else it stops (its part kept). */
   signal?: AbortSignal;
   /** Draws a progress bar on the terminal (`kiln models pull` on a TTY). Default false. */
   progressBar?: boolean;
@@ -35,6 +42,7 @@ export interface PullOptions {
 
 /** A pulled (or already installed) file. */
 export interface Pulled extends Installed {
+  /** The reference, canonical (`hf:org/repo:Q4_K_M`). */
   ref: string;
   /** Whether it was there already (nothing was fetched). */
   cached: boolean;
@@ -54,70 +62,65 @@ interface Flight {
   promise: Promise<Installed>;
   listeners: Set<(p: PullProgress) => void>;
   progress?: PullProgress;
+  /** Callers waiting that may stop waiting; the flight stops when the last of them does. */
+  waiters: number;
+  /** A caller that cannot stop waiting (no signal) holds it to the end. */
+  held: boolean;
+  stop: AbortController;
 }
+
+const NOT_STARTED: PullProgress = { downloadedBytes: 0, totalBytes: 0, bytesPerSecond: 0, etaSeconds: Infinity };
 
 export class ModelHub {
   private readonly flights = new Map<string, Flight>();
   private readonly stop = new AbortController();
+  private readonly turns = new Semaphore(1);
 
   constructor(private readonly options: ModelHubOptions) {}
 
+  /** The hub, as messages name it. */
   get hub(): string {
     return hubLabel(this.options.source);
   }
 
   /** The installed file a reference names, without asking the hub; undefined when not installed. */
   async cached(text: string): Promise<string | undefined> {
-    const ref = parseRef(text);
-    const { dir, file } = await this.place(ref, false);
-    if (file === undefined) return undefined;
-    const s = await stat(join(dir, file)).catch(() => undefined);
-    return s?.isFile() && s.size > 0 ? join(dir, file) : undefined;
+    const { dir, files } = await this.place(parseRef(text));
+    for (const file of files) {
+      const s = await stat(join(dir, file)).catch(() => undefined);
+      if (s?.isFile() && s.size > 0) return join(dir, file);
+    }
+    return undefined;
   }
 
-  /** The download under way for a reference, if any. */
+  /** The download under way (or waiting its turn) for a reference, if any. */
   async progress(text: string): Promise<PullProgress | undefined> {
-    const { dir, file } = await this.place(parseRef(text), false);
-    const flight = file === undefined ? undefined : this.flights.get(join(dir, file));
-    return flight && (flight.progress ?? { downloadedBytes: 0, totalBytes: 0, bytesPerSecond: 0, etaSeconds: Infinity });
+    const { dir, files } = await this.place(parseRef(text));
+    const flight = files.length ? this.flights.get(join(dir, files[0]!)) : undefined;
+    return flight && (flight.progress ?? NOT_STARTED);
   }
 
-  /** Installs what the reference names (a cached file is not fetched again) and returns it. */
+  /** Installs what the reference names (a file already there is not fetched again) and returns it. */
   async pull(text: string, options: PullOptions = {}): Promise<Pulled> {
     const ref = parseRef(text);
-    const cached = await this.cached(ref.ref);
-    if (cached) {
-      const record = await recordOf(this.dirOf(ref), cached.slice(this.dirOf(ref).length + 1));
-      return { ref: ref.ref, path: cached, sha256: record!.sha256, size: record!.size, cached: true };
-    }
+    const installed = (await this.cached(ref.ref)) ?? (await this.resolvedCopy(ref, options.signal));
+    if (installed) return { ref: ref.ref, ...(await this.describe(installed, ref.ref)), cached: true };
     const download = await this.download(ref, options.signal);
-    // one download per file, whichever names ask for it (`whisper:large` and `whisper:large-v3` share one)
+    // one download per file, whichever references ask for it (`whisper:large` and `whisper:large-v3` share one)
     const key = join(download.dir, download.file);
-    let flight = this.flights.get(key);
-    if (!flight) {
-      const listeners = new Set<(p: PullProgress) => void>();
-      const started: Flight = {
-        listeners,
-        promise: downloadFile(download, {
-          hub: this.options.source,
-          signal: this.stop.signal,
-          ...(options.progressBar ? { progressBar: true } : {}),
-          ...(this.options.reserveBytes !== undefined ? { reserveBytes: this.options.reserveBytes } : {}),
-          onProgress: (p) => {
-            started.progress = p;
-            for (const l of listeners) l(p);
-          },
-        }).finally(() => this.flights.delete(key)),
-      };
-      flight = started;
-      this.flights.set(key, flight);
-    }
+    const flight = this.flights.get(key) ?? this.launch(key, download, options.progressBar === true);
     if (options.onProgress) flight.listeners.add(options.onProgress);
+    if (options.signal) flight.waiters++;
+    else flight.held = true;
     try {
-      const installed = await waitFor(flight.promise, options.signal);
-      return { ref: ref.ref, ...installed, cached: false };
+      const done = await waitFor(flight.promise, options.signal);
+      // every reference that asked for it is recorded, the first caller's and the others'
+      if (ref.ref !== download.ref) await updateRecord(download.dir, download.file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] });
+      return { ref: ref.ref, ...done, cached: false };
     } finally {
       if (options.onProgress) flight.listeners.delete(options.onProgress);
+      if (options.signal && --flight.waiters === 0 && !flight.held)
+        flight.stop.abort(new PullError("hub_unreachable", "every job waiting for it stopped; it resumes at the next pull"));
     }
   }
 
@@ -132,7 +135,7 @@ export class ModelHub {
         if (name.startsWith(".")) continue;
         const record = await recordOf(dir, name);
         if (!record) continue; // a folder, or gone meanwhile
-        const whisper = dir === whisperDir ? catalog.models.filter((m) => m.file === name).map((m) => m.name) : [];
+        const whisper = dir === whisperDir ? catalog.models.filter((m) => whisperFiles(m).includes(name)).map((m) => m.name) : [];
         const kind = whisper.length > 0 || /^ggml-.*\.bin$/.test(name) ? "whisper" : name.toLowerCase().endsWith(".gguf") ? "gguf" : "other";
         const ids = [...whisper, ...(records[name]?.refs ?? []).filter((r) => !r.startsWith("whisper:"))];
         files.push({ kind, path: join(dir, name), size: record.size, sha256: record.sha256, ids });
@@ -143,23 +146,23 @@ export class ModelHub {
 
   /** Deletes what a reference (or a file name in either folder) names, with its record and any partial download. Returns the paths removed. */
   async remove(text: string): Promise<string[]> {
-    const target = text.includes(":") ? await this.place(parseRef(text), false) : this.byName(text);
-    if (target.file === undefined) throw new PullError("not_found", `${text} is not installed`);
-    const { dir, file } = target;
-    if (this.flights.has(join(dir, file))) throw new PullError("not_supported", `${text} is downloading now; remove it once that ends`);
+    const { dir, files } = text.includes(":") ? await this.place(parseRef(text)) : this.byName(text);
     const removed: string[] = [];
-    for (const path of [join(dir, file), join(dir, PARTIAL_DIR, file), join(dir, PARTIAL_DIR, `${file}.ipull`)]) {
-      if (
-        await stat(path).then(
-          () => true,
-          () => false,
-        )
-      ) {
-        await rm(path, { force: true });
-        removed.push(path);
+    for (const file of files) {
+      if (this.flights.has(join(dir, file))) throw new PullError("busy", `${text} is downloading now; remove it once that ends`);
+      for (const path of [join(dir, file), join(dir, PARTIAL_DIR, file), join(dir, PARTIAL_DIR, `${file}.ipull`)]) {
+        if (
+          await stat(path).then(
+            () => true,
+            () => false,
+          )
+        ) {
+          await rm(path, { force: true });
+          removed.push(path);
+        }
       }
+      await updateRecord(dir, file, () => undefined);
     }
-    await updateRecord(dir, file, () => undefined);
     if (removed.length === 0) throw new PullError("not_found", `${text} is not installed`);
     return removed;
   }
@@ -169,44 +172,100 @@ export class ModelHub {
     this.stop.abort(new PullError("hub_unreachable", "the download was stopped: Kiln is shutting down; it resumes at the next pull"));
   }
 
+  private launch(key: string, download: FileDownload, progressBar: boolean): Flight {
+    const stop = new AbortController();
+    const flight: Flight = { listeners: new Set(), waiters: 0, held: false, stop, promise: Promise.resolve() as unknown as Promise<Installed> };
+    const tell = (p: PullProgress) => {
+      flight.progress = p;
+      for (const l of flight.listeners) l(p);
+    };
+    flight.promise = (async () => {
+      const release = await this.turns.acquire(); // one download at a time: each disk check sees what the others took
+      try {
+        const signal = AbortSignal.any([this.stop.signal, stop.signal]);
+        if (signal.aborted) throw signal.reason;
+        return await downloadFile(download, {
+          hub: this.options.source,
+          signal,
+          onProgress: tell,
+          ...(progressBar ? { progressBar: true } : {}),
+          ...(this.options.reserveBytes !== undefined ? { reserveBytes: this.options.reserveBytes } : {}),
+          ...(this.options.stallSeconds !== undefined ? { stallSeconds: this.options.stallSeconds } : {}),
+        });
+      } finally {
+        release();
+        this.flights.delete(key);
+      }
+    })();
+    flight.promise.catch(() => undefined); // its callers see the failure; none may be left
+    this.flights.set(key, flight);
+    return flight;
+  }
+
+  /** The installed file's sha256 and size (hashed once, then from its record). */
+  private async describe(path: string, ref: string): Promise<Installed> {
+    const record = await recordOf(dirname(path), basename(path));
+    if (!record) throw new PullError("not_found", `${ref} was removed while it was read`);
+    return { path, sha256: record.sha256, size: record.size };
+  }
+
+  /** For a `:quant` tag not recorded yet: the file its manifest names, when it is installed already (pulled by its path); recorded under the tag. */
+  private async resolvedCopy(ref: ModelRef, signal?: AbortSignal): Promise<string | undefined> {
+    if (ref.kind !== "gguf-quant") return undefined;
+    const { dir, file } = await this.resolveTag(ref, signal);
+    const s = await stat(join(dir, file)).catch(() => undefined);
+    if (!s?.isFile() || s.size === 0) return undefined;
+    await recordOf(dir, file);
+    await updateRecord(dir, file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] });
+    return join(dir, file);
+  }
+
   private dirOf(ref: ModelRef): string {
     return ref.kind === "whisper" ? this.options.whisperDir : this.options.modelsDir;
   }
 
   /** A bare file name in one of the folders (`kiln models rm ggml-small.bin`). */
-  private byName(name: string): { dir: string; file?: string } {
+  private byName(name: string): { dir: string; files: string[] } {
     if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(name) || name === RECORD_FILE) throw new PullError("bad_ref", `"${name}" is neither a model reference nor a file name`);
     const dir = name.toLowerCase().endsWith(".gguf") ? this.options.modelsDir : this.options.whisperDir;
-    return { dir, file: name };
+    return { dir, files: [name] };
   }
 
-  /** The folder and file a reference installs to; for a `:quant` tag, the file a previous pull recorded (or, with `resolve`, the hub's manifest names). */
-  private async place(ref: ModelRef, resolve: boolean, signal?: AbortSignal): Promise<{ dir: string; file?: string; path?: string }> {
+  /** The folder and the files a reference may be installed as, without the network (a `:quant` tag: the file a pull recorded, if still there). */
+  private async place(ref: ModelRef): Promise<{ dir: string; files: string[] }> {
     const dir = this.dirOf(ref);
     switch (ref.kind) {
-      case "whisper": {
-        const model = this.options.catalog.get(ref.name);
-        if (!model)
-          throw new PullError("not_found", `whisper:${ref.name} is not in the whisper catalog (${this.options.catalog.names.join(", ")}); --whisper-catalog adds entries`);
-        return { dir, file: model.file };
-      }
+      case "whisper":
+        return { dir, files: whisperFiles(this.whisperModel(ref.name)) };
       case "gguf":
-        return { dir, file: ggufFileName(ref) };
+        return { dir, files: [ggufFileName(ref)] };
       case "gguf-quant": {
-        const records = await readRecords(dir);
-        const file = Object.entries(records).find(([, r]) => r.refs.includes(ref.ref))?.[0];
-        if (file || !resolve) return { dir, ...(file ? { file } : {}) };
-        const path = await resolveQuant(this.options.source, ref.org, ref.repo, ref.quant, `${ref.ref} could not be resolved at ${this.hub}`, signal);
-        return { dir, file: ggufFileName({ kind: "gguf", ref: ref.ref, org: ref.org, repo: ref.repo, path, revision: "main" }), path };
+        const recorded = Object.entries(await readRecords(dir)).find(([, r]) => r.refs.includes(ref.ref))?.[0];
+        return { dir, files: recorded ? [recorded] : [] };
       }
     }
   }
 
+  private whisperModel(name: string) {
+    const model = this.options.catalog.get(name);
+    if (!model) throw new PullError("not_found", `whisper:${name} is not in the whisper catalog (${this.options.catalog.names.join(", ")}); --whisper-catalog adds entries`);
+    return model;
+  }
+
+  /** The file a `:quant` tag names, as the hub's manifest says (a split GGUF refused). */
+  private async resolveTag(ref: Extract<ModelRef, { kind: "gguf-quant" }>, signal?: AbortSignal): Promise<{ dir: string; file: string; path: string }> {
+    const path = await resolveQuant(this.options.source, ref.org, ref.repo, ref.quant, signal).catch((err: unknown) => {
+      throw err instanceof PullError ? new PullError(err.code, `${ref.ref} could not be resolved at ${this.hub}: ${err.message}`) : err;
+    });
+    refuseSplit(path, ref.ref);
+    return { dir: this.dirOf(ref), file: ggufFileName({ kind: "gguf", ref: ref.ref, org: ref.org, repo: ref.repo, path, revision: "main" }), path };
+  }
+
   /** What to download for a reference. */
   private async download(ref: ModelRef, signal?: AbortSignal): Promise<FileDownload> {
-    const { source, catalog } = this.options;
+    const { source } = this.options;
     if (ref.kind === "whisper") {
-      const model = catalog.get(ref.name)!;
+      const model = this.whisperModel(ref.name);
       return {
         ref: ref.ref,
         url: resolveUrl(source, model.repo, model.revision ?? "main", model.file),
@@ -217,8 +276,8 @@ export class ModelHub {
       };
     }
     if (ref.kind === "gguf") return { ref: ref.ref, url: resolveUrl(source, `${ref.org}/${ref.repo}`, ref.revision, ref.path), dir: this.dirOf(ref), file: ggufFileName(ref) };
-    const { dir, file, path } = await this.place(ref, true, signal);
-    return { ref: ref.ref, url: resolveUrl(source, `${ref.org}/${ref.repo}`, "main", path!), dir, file: file! };
+    const { dir, file, path } = await this.resolveTag(ref, signal);
+    return { ref: ref.ref, url: resolveUrl(source, `${ref.org}/${ref.repo}`, "main", path), dir, file };
   }
 }
 

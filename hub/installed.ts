@@ -25,13 +25,30 @@ export interface FileRecord {
 
 type Records = Record<string, FileRecord>;
 
+/** Whether a record read from disk has the fields Kiln writes (a hand-edited one may not). */
+const wellFormed = (r: unknown): r is FileRecord => {
+  const x = r as FileRecord | null;
+  return (
+    typeof x === "object" &&
+    x !== null &&
+    typeof x.sha256 === "string" &&
+    typeof x.size === "number" &&
+    typeof x.mtimeMs === "number" &&
+    Array.isArray(x.refs) &&
+    x.refs.every((s) => typeof s === "string")
+  );
+};
+
+/** The folder's records; one that is malformed is left out (its file is hashed again), a missing or unreadable file reads as none. */
 export async function readRecords(dir: string): Promise<Records> {
+  let files: unknown;
   try {
-    const parsed = JSON.parse(await readFile(join(dir, RECORD_FILE), "utf8")) as { files?: Records };
-    return parsed.files && typeof parsed.files === "object" ? parsed.files : {};
+    files = (JSON.parse(await readFile(join(dir, RECORD_FILE), "utf8")) as { files?: unknown }).files;
   } catch {
-    return {}; // none yet, or unreadable: the files are hashed again
+    return {};
   }
+  if (typeof files !== "object" || files === null) return {};
+  return Object.fromEntries(Object.entries(files).filter(([, r]) => wellFormed(r))) as Records;
 }
 
 async function writeRecords(dir: string, files: Records): Promise<void> {
@@ -67,6 +84,7 @@ export async function recordOf(dir: string, file: string): Promise<FileRecord | 
   if (known && known.size === s.size && known.mtimeMs === s.mtimeMs) return known;
   const sha256 = await sha256OfFile(join(dir, file));
   const record: FileRecord = { sha256, size: s.size, mtimeMs: s.mtimeMs, refs: known?.refs ?? [], ...(known?.source ? { source: known.source } : {}) };
-  await updateRecord(dir, file, () => record);
+  // kept for the next read when the folder is writable; a read-only one is hashed again next time
+  await updateRecord(dir, file, () => record).catch(() => undefined);
   return record;
 }

@@ -9,6 +9,7 @@
  * Every part is checked here before it goes into a URL or a file name: no part is `.` or `..`,
  * none holds a separator of its own.
  */
+import { createHash } from "node:crypto";
 import { PullError } from "./errors.js";
 import { WHISPER_NAME } from "../models/whisper.js";
 
@@ -19,7 +20,7 @@ export type ModelRef =
 
 /** One path segment: letters, digits, `.`, `_`, `-`, not starting with a dot. */
 const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
-const QUANT = /^[A-Za-z0-9_.-]{1,32}$/;
+const QUANT = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,31}$/;
 
 const bad = (ref: string, why: string) =>
   new PullError("bad_ref", `"${ref}" is not a model reference: ${why} (expected whisper:<name>, hf:<org>/<repo>/<file>.gguf or hf:<org>/<repo>:<quant>)`);
@@ -66,11 +67,26 @@ export function parseRef(ref: string): ModelRef {
   return { kind: "gguf", ref: `hf:${org}/${repoAndQuant}/${path}${revision === "main" ? "" : `#${revision}`}`, org, repo: repoAndQuant, path, revision };
 }
 
-/** The file name a GGUF is kept under in --models-dir: unambiguous across repositories and revisions. */
+/** Refuses one part of a split GGUF (`-00001-of-00003.gguf`), named directly or by a manifest. */
+export function refuseSplit(path: string, ref: string): void {
+  if (/-\d{5}-of-\d{5}\.gguf$/i.test(path)) {
+    throw new PullError(
+      "not_supported",
+      `"${ref}" is one part of a split GGUF (${path}), which Kiln does not pull yet: pick a single-file quantization, or merge the parts with llama-gguf-split`,
+    );
+  }
+}
+
+/**
+ * The file name a GGUF is kept under in --models-dir: readable (`hf_<org>_<repo>_<file stem>`) and
+ * unambiguous: a digest of the file's place (repository, revision, path) tells apart two files the
+ * readable part alone would confuse (`a/b_c/x.gguf` and `a/b/c_x.gguf`, `Q4/model.gguf` and `Q8/model.gguf`).
+ */
 export function ggufFileName(ref: Extract<ModelRef, { kind: "gguf" }>): string {
-  const base = ref.path.split("/").at(-1)!;
-  const revision = ref.revision === "main" ? "" : `${ref.revision.replaceAll("/", "-")}_`;
-  const name = `hf_${ref.org}_${ref.repo}_${revision}${base}`;
-  if (name.length > 255) throw new PullError("bad_ref", `"${ref.ref}" makes a file name longer than 255 characters`);
-  return name;
+  const place = createHash("sha256").update(`${ref.org}/${ref.repo}@${ref.revision}/${ref.path}`).digest("hex").slice(0, 12);
+  const stem = ref.path
+    .split("/")
+    .at(-1)!
+    .replace(/\.gguf$/i, "");
+  return `hf_${ref.org}_${ref.repo}_${stem}`.slice(0, 200) + `.${place}.gguf`;
 }

@@ -1,8 +1,13 @@
 /**
- * What Kiln asks a model hub before it downloads: a file's size and sha256 (a HEAD request, read
- * before any redirect: Hugging Face sends `x-linked-size` and `x-linked-etag` on the redirect of an
- * LFS file), and the file a `:<quant>` tag names (the hub's llama.cpp manifest). The token goes to
- * the hub only, never into a message.
+ * What Kiln asks a model hub before it downloads: where a file really is and what it is (a HEAD
+ * request per hop, redirects followed here: Hugging Face sends `x-linked-size` and `x-linked-etag`
+ * on the redirect of an LFS file to its CDN), and the file a `:<quant>` tag names (the hub's
+ * llama.cpp manifest).
+ *
+ * The token goes to the hub's own origin only: a redirect to another origin (a CDN, or wherever a
+ * compromised mirror points) is followed without it, and the downloader is handed the final
+ * location, so it never carries the token across origins itself. Messages name the hub without
+ * credentials, and never a signed CDN address.
  */
 import { PullError } from "./errors.js";
 import { safePath } from "./refs.js";
@@ -11,9 +16,16 @@ import { safePath } from "./refs.js";
 export interface HubSource {
   /** Base URL, e.g. `https://huggingface.co` (no trailing slash needed). */
   url: string;
-  /** Sent as `Authorization: Bearer` to the hub. Default: none. */
+  /** Sent as `Authorization: Bearer` to the hub's origin only. Default: none. */
   token?: string;
 }
+
+/** Longest a HEAD or manifest request may take. */
+const REQUEST_TIMEOUT_MS = 30_000;
+/** Redirects followed at most. */
+const MAX_REDIRECTS = 5;
+/** Largest manifest read. */
+const MAX_MANIFEST_BYTES = 1024 ** 2;
 
 /** The hub as messages name it: its address without credentials, query or trailing slash. */
 export function hubLabel(hub: HubSource): string {
@@ -27,32 +39,43 @@ export function resolveUrl(hub: HubSource, repo: string, revision: string, path:
   return `${hub.url.replace(/\/+$/, "")}/${escape(repo)}/resolve/${escape(revision)}/${escape(path)}`;
 }
 
-const headers = (hub: HubSource, extra: Record<string, string> = {}) => ({ ...extra, ...(hub.token ? { Authorization: `Bearer ${hub.token}` } : {}) });
-
-/** Fails with the hub's answer in the operator's terms. */
-function refused(status: number, what: string, hub: HubSource): PullError {
-  if (status === 401 || status === 403) {
-    return new PullError("hub_refused", `${what}: ${hubLabel(hub)} answered ${status}${hub.token ? " with the HF_TOKEN given" : "; a gated repository needs HF_TOKEN"}`);
-  }
-  if (status === 404) return new PullError("not_found", `${what}: ${hubLabel(hub)} has no such file (404)`);
-  return new PullError("hub_unreachable", `${what}: ${hubLabel(hub)} answered ${status}`);
+/** Whether `url` is on the hub's own origin (the only place its token goes). */
+export function onHub(hub: HubSource, url: string): boolean {
+  return new URL(url).origin === new URL(hub.url).origin;
 }
 
-async function request(url: string, init: RequestInit, what: string, hub: HubSource, signal?: AbortSignal): Promise<Response> {
+const headers = (hub: HubSource, url: string, extra: Record<string, string> = {}) => ({
+  ...extra,
+  ...(hub.token && onHub(hub, url) ? { Authorization: `Bearer ${hub.token}` } : {}),
+});
+
+/** The hub's answer in the operator's terms (`what`: the file, as the repository names it). */
+function refused(status: number, what: string, hub: HubSource): PullError {
+  if (status === 401 || status === 403)
+    return new PullError("hub_refused", `${what} was refused (${status})${hub.token ? " with the HF_TOKEN given" : "; a gated repository needs HF_TOKEN"}`);
+  if (status === 404) return new PullError("not_found", `${what} does not exist there (404)`);
+  return new PullError("hub_unreachable", `${what} could not be read (HTTP ${status})`);
+}
+
+async function request(url: string, init: RequestInit, hub: HubSource, signal?: AbortSignal): Promise<Response> {
+  const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
   try {
-    return await fetch(url, { ...init, ...(signal ? { signal } : {}) });
+    return await fetch(url, { ...init, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
   } catch (err) {
     if (signal?.aborted) throw signal.reason;
-    throw new PullError(
-      "hub_unreachable",
-      `${what}: ${hubLabel(hub)} could not be reached (${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message})`,
-      { cause: err },
-    );
+    const why = timeout.aborted
+      ? `no answer in ${REQUEST_TIMEOUT_MS / 1000} s`
+      : (err as Error).cause instanceof Error
+        ? ((err as Error).cause as Error).message
+        : (err as Error).message;
+    throw new PullError("hub_unreachable", `${new URL(url).host} could not be reached (${why})`, { cause: err });
   }
 }
 
-/** A file's size and, when the hub says, its sha256. */
+/** Where a file is, and its size and sha256 when the hub says. */
 export interface RemoteFile {
+  /** The address to download from: the last hop of the hub's redirects. */
+  url: string;
   size?: number;
   sha256?: string;
 }
@@ -66,27 +89,64 @@ function sha256Of(res: Response): string | undefined {
   return undefined;
 }
 
-/** HEAD of a file: its size and sha256 as the hub reports them (either may be absent). */
+/**
+ * Follows a file's redirects with HEAD requests (the token only on the hub's origin) and returns
+ * its last address, with the size and sha256 the first hop that names them gave.
+ * `what` names the file in messages (`acme/repo/resolve/main/file.bin`).
+ */
 export async function probeFile(url: string, hub: HubSource, what: string, signal?: AbortSignal): Promise<RemoteFile> {
-  const res = await request(url, { method: "HEAD", redirect: "manual", headers: headers(hub) }, what, hub, signal);
-  const redirected = res.status >= 300 && res.status < 400;
-  if (!res.ok && !redirected) throw refused(res.status, what, hub);
-  const size = Number(res.headers.get("x-linked-size") ?? (redirected ? NaN : res.headers.get("content-length")));
-  const sha256 = sha256Of(res);
-  return { ...(Number.isSafeInteger(size) && size > 0 ? { size } : {}), ...(sha256 ? { sha256 } : {}) };
+  let at = url;
+  let size: number | undefined;
+  let sha256: string | undefined;
+  for (let hop = 0; ; hop++) {
+    const res = await request(at, { method: "HEAD", redirect: "manual", headers: headers(hub, at) }, hub, signal);
+    const redirected = res.status >= 300 && res.status < 400;
+    if (!res.ok && !redirected) throw refused(res.status, what, hub);
+    const linked = Number(res.headers.get("x-linked-size") ?? (redirected ? NaN : res.headers.get("content-length")));
+    if (size === undefined && Number.isSafeInteger(linked) && linked > 0) size = linked;
+    sha256 ??= sha256Of(res);
+    const location = res.headers.get("location");
+    if (!redirected || !location) return { url: at, ...(size !== undefined ? { size } : {}), ...(sha256 ? { sha256 } : {}) };
+    if (hop >= MAX_REDIRECTS) throw new PullError("hub_unreachable", `${what} redirects more than ${MAX_REDIRECTS} times`);
+    const next = new URL(location, at);
+    if (!/^https?:$/.test(next.protocol)) throw new PullError("hub_unreachable", `${what} redirects to a ${next.protocol} address`);
+    at = next.href;
+  }
 }
 
 /** The path of the GGUF a repository's `:<quant>` tag names (`{hub}/v2/{org}/{repo}/manifests/{quant}`). */
-export async function resolveQuant(hub: HubSource, org: string, repo: string, quant: string, what: string, signal?: AbortSignal): Promise<string> {
+export async function resolveQuant(hub: HubSource, org: string, repo: string, quant: string, signal?: AbortSignal): Promise<string> {
   const url = `${hub.url.replace(/\/+$/, "")}/v2/${encodeURIComponent(org)}/${encodeURIComponent(repo)}/manifests/${encodeURIComponent(quant)}`;
-  // the hub answers this manifest with its ggufFile only to llama.cpp's user agent
-  const res = await request(url, { headers: headers(hub, { "User-Agent": "llama-cpp", Accept: "application/json" }) }, what, hub, signal);
-  if (res.status === 404 || res.status === 400) throw new PullError("not_found", `${what}: ${hubLabel(hub)} has no quantization "${quant}" in ${org}/${repo}`);
+  const what = `the manifest of ${org}/${repo}:${quant}`;
+  // the hub answers this manifest with its ggufFile only to llama.cpp's user agent; a redirect is not followed (nor the token sent on)
+  const res = await request(url, { redirect: "manual", headers: headers(hub, url, { "User-Agent": "llama-cpp", Accept: "application/json" }) }, hub, signal);
+  if (res.status === 404 || res.status === 400) throw new PullError("not_found", `${org}/${repo} has no quantization "${quant}"`);
   if (!res.ok) throw refused(res.status, what, hub);
-  const body = (await res.json().catch(() => undefined)) as { ggufFile?: { rfilename?: unknown } } | undefined;
-  const path = body?.ggufFile?.rfilename;
-  if (typeof path !== "string" || !safePath(path) || !path.toLowerCase().endsWith(".gguf")) {
-    throw new PullError("hub_unreachable", `${what}: ${hubLabel(hub)} sent a manifest without a usable ggufFile.rfilename`);
+  const text = await boundedText(res, MAX_MANIFEST_BYTES, what);
+  let path: unknown;
+  try {
+    path = (JSON.parse(text) as { ggufFile?: { rfilename?: unknown } } | null)?.ggufFile?.rfilename;
+  } catch {
+    path = undefined;
   }
+  if (typeof path !== "string" || !safePath(path) || !path.toLowerCase().endsWith(".gguf")) throw new PullError("hub_unreachable", `${what} has no usable ggufFile.rfilename`);
   return path;
+}
+
+/** A response's body as text, refused past `max` bytes (read no further). */
+async function boundedText(res: Response, max: number, what: string): Promise<string> {
+  const parts: Buffer[] = [];
+  let bytes = 0;
+  const reader = res.body?.getReader();
+  for (;;) {
+    const next = await reader?.read();
+    if (!next || next.done) break;
+    bytes += next.value.length;
+    if (bytes > max) {
+      await reader!.cancel().catch(() => undefined);
+      throw new PullError("hub_unreachable", `${what} is larger than ${max} bytes`);
+    }
+    parts.push(Buffer.from(next.value));
+  }
+  return Buffer.concat(parts).toString("utf8");
 }

@@ -105,6 +105,15 @@ export class WhisperCatalog {
   }
 }
 
+/**
+ * The file names a model may be installed under, the catalog's first: before the catalog named
+ * repository files, every model was `ggml-<name>.bin` (so `large` was `ggml-large.bin`), and a file
+ * an operator copied in under that name still serves.
+ */
+export function whisperFiles(model: WhisperCatalogModel): string[] {
+  return [...new Set([model.file, `ggml-${model.name}.bin`])];
+}
+
 /** The model used when a request names none. */
 export const DEFAULT_WHISPER_MODEL: WhisperModelName = "base";
 

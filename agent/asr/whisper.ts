@@ -6,11 +6,12 @@
  * one is dropped and the next session gets a fresh one. Decodes running at once across all
  * sessions are bounded by `parallel`.
  */
+import { existsSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../core/log.js";
 import { Semaphore } from "../../core/semaphore.js";
-import { WhisperCatalog, type WhisperModelName } from "../../models/whisper.js";
+import { whisperFiles, WhisperCatalog, type WhisperModelName } from "../../models/whisper.js";
 import { EngineError, JobAbortedError } from "./errors.js";
 import { chooseWhisperBackend, type WhisperBackend, type WhisperCompute } from "./engine/backend.js";
 import { WhisperEngine } from "./engine/whisper-engine.js";
@@ -135,10 +136,12 @@ export class WhisperPool {
     return this.options.fetcher !== undefined;
   }
 
+  /** The model's file: the catalog's name, or the older `ggml-<name>.bin` an operator copied in (models/whisper.ts#whisperFiles). */
   path(name: WhisperModelName): string {
     const model = this.catalog.get(name);
     if (!model) throw new EngineError(`whisper model "${name}" is not in this node's catalog`);
-    return join(this.options.dir, model.file);
+    const paths = whisperFiles(model).map((f) => join(this.options.dir, f));
+    return paths.find((p) => existsSync(p)) ?? paths[0]!;
   }
 
   /**

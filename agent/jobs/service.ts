@@ -20,6 +20,7 @@ import type { Logger } from "../../core/log.js";
 import { AudioError, EngineError, JobAbortedError } from "../asr/errors.js";
 import type { JobPhase } from "../asr/eta.js";
 import type { Transcriber } from "../asr/pipeline.js";
+import type { FetchProgress } from "../asr/whisper.js";
 import type { Segment, Transcript } from "../../speech/transcript.js";
 import { StagingBudget } from "./budget.js";
 import { JobStore, type JobOptions, type JobRow, type JobStatus } from "./store.js";
@@ -51,19 +52,10 @@ export interface JobServiceOptions {
    * Installs the job's whisper model when it is not (an on-demand download), telling `onProgress`
    * how it goes; rejects when it cannot. Default: none (the model must be installed).
    */
-  prepareModel?: (model: string, onProgress: (p: ModelDownload) => void, signal: AbortSignal) => Promise<void>;
+  prepareModel?: (model: string, onProgress: (p: FetchProgress) => void, signal: AbortSignal) => Promise<void>;
   /** Told of every job that ends (metrics). */
   onFinished?: (outcome: "completed" | "error", audioSeconds?: number, wallSeconds?: number) => void;
   logger: Logger;
-}
-
-/** A whisper model downloading for a job (phase `downloading_model`). */
-export interface ModelDownload {
-  downloadedBytes: number;
-  /** 0 while unknown. */
-  totalBytes: number;
-  /** Seconds left at the current speed; Infinity while unknown. */
-  etaSeconds: number;
 }
 
 /** The download a job waits for, as its status shows it. */

@@ -20,9 +20,13 @@ export interface HubFile {
   bytesPerSecond?: number;
   /** Answer 401 unless `Authorization: Bearer <token>` is sent. */
   token?: string;
+  /** Answer with a 302 to this address (with x-linked-size and x-linked-etag), as Hugging Face sends LFS files to its CDN. */
+  redirect?: string;
 }
 
 export interface HubRequest {
+  /** When it arrived (ms). */
+  at: number;
   method: string;
   path: string;
   range?: string;
@@ -38,7 +42,7 @@ export interface TestHub {
   /** Answers the manifest of `repo:quant` with `rfilename`. */
   manifest(repo: string, quant: string, rfilename: string): void;
   requests: HubRequest[];
-  /** Bytes of file bodies sent so far. */
+  /** Bytes of file bodies the clients took so far (writes wait for the socket to drain). */
   sentBytes: number;
   close(): Promise<void>;
 }
@@ -54,7 +58,11 @@ export async function startHub(): Promise<TestHub> {
     sentBytes: 0,
     put: (repo, file, spec, revision = "main") => files.set(`/${repo}/resolve/${revision}/${file}`, spec),
     manifest: (repo, quant, rfilename) => manifests.set(`/v2/${repo}/manifests/${quant}`, rfilename),
-    close: () => new Promise((r) => server.close(() => r())),
+    close: () =>
+      new Promise((r) => {
+        server.close(() => r());
+        server.closeAllConnections(); // a probe that read only the headers holds its connection open
+      }),
   };
 
   const serveFile = async (req: IncomingMessage, res: ServerResponse, f: HubFile & { cut?: boolean }, seen: HubRequest) => {
@@ -65,6 +73,10 @@ export async function startHub(): Promise<TestHub> {
     const sha = f.sha256 === undefined ? sha256Hex(f.body) : f.sha256;
     const headers: Record<string, string> = { "accept-ranges": "bytes", "content-type": "application/octet-stream", etag: `"${sha ?? "0"}"` };
     if (sha) headers["x-linked-etag"] = `"${sha}"`;
+    if (f.redirect) {
+      res.writeHead(302, { ...headers, location: f.redirect, "x-linked-size": String(f.announcedSize ?? f.body.length) }).end();
+      return;
+    }
     if (req.method === "HEAD") {
       const size = f.announcedSize ?? f.body.length;
       res.writeHead(200, { ...headers, "content-length": String(size), "x-linked-size": String(size) }).end();
@@ -99,7 +111,8 @@ export async function startHub(): Promise<TestHub> {
         return;
       }
       if (res.destroyed) return;
-      res.write(f.body.subarray(at, to));
+      // as a real server does: no more is queued than the client takes (a probe that reads only the headers gets little)
+      if (!res.write(f.body.subarray(at, to))) await new Promise((r) => (res.once("drain", r), res.once("close", r)));
       hub.sentBytes += to - at;
       if (f.bytesPerSecond) await new Promise((r) => setTimeout(r, 50));
     }
@@ -109,6 +122,7 @@ export async function startHub(): Promise<TestHub> {
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? "/", "http://hub").pathname);
     const seen: HubRequest = {
+      at: Date.now(),
       method: req.method ?? "",
       path,
       ...(req.headers.range ? { range: req.headers.range } : {}),

@@ -16,6 +16,8 @@ const PHASES = {
 };
 
 let node = null;
+/** When the node panel was last read for a job's download (ms). */
+let nodeReadAt = 0;
 let selected = [];
 /** Each job's handle (returned at upload; reading the job needs it, or the instance's token). Kept in this tab only. */
 const handles = new Map();
@@ -270,7 +272,11 @@ function trackJob(id, name, format) {
       const download = job.download ? ` ${job.download.model} ${Math.round(job.download.fraction * 100)} % of ${formatBytes(job.download.total_bytes)}` : "";
       const phase = PHASES[job.phase] ? ` · ${PHASES[job.phase]}${download}` : "";
       status.textContent = `Processing${phase} · ${pct} %${job.estimated_time_remaining ? ` · ${eta(job.estimated_time_remaining)}` : ""}`;
-      if (job.phase === "downloading_model") void loadNode(); // the picker shows the download too
+      // the picker shows the download too: the node panel is read again every 2 s while one runs
+      if (job.phase === "downloading_model" && Date.now() - nodeReadAt > 2000) {
+        nodeReadAt = Date.now();
+        void loadNode();
+      }
       if (job.segments?.length) {
         for (const segment of job.segments) words[segment.id] = segment.text;
         partial.textContent = words.join(" ");
