@@ -5,7 +5,7 @@
  *   npm run eval:asr -- --model /path/to/ggml-base.bin [--audio FILE --reference "TEXT"] [--vad silero_vad.onnx] [--language en]
  *
  * Real whisper weights cannot be downloaded on the development machines; the script runs wherever
- * they are (`scripts/fetch-models` or any ggml-*.bin). Without --audio it needs KILN_TEST_DATA.
+ * they are (`kiln models pull whisper:base`, or any ggml-*.bin). Without --audio it needs KILN_TEST_DATA.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, symlinkSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
