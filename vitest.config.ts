@@ -34,14 +34,30 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // vitest runs the `paired` project first, two files at a time (the soak beside the others), then
-    // the `serial` one a file at a time: its suites run whisper and the other native engines, whose
-    // timings two files at once on 2 cores would not keep honest.
+    // the `serial` one a file at a time, then `units` a file at a time: their suites run whisper and the
+    // other native engines, whose timings two files at once on 2 cores would not keep honest.
+    // `serial`, the integration suites of test/, runs its files in one worker that keeps the modules
+    // it imported (isolate: false): each file imported the agent, the scheduler and the engines'
+    // bindings anew (about 2 s a file), and none changes the process's environment or native state
+    // for the next. The unit suites keep a process each (`units`): some load node-llama-cpp or the
+    // whisper addon in their own process and check what loaded, or set the environment for a whole file.
+    // (vitest runs a one-worker project without isolation in a group of its own: groupOrder 1, after
+    // `paired`'s 0; it queues every isolated one-file-at-a-time project last, in one shared queue.)
     projects: [
       { extends: true, test: { name: "paired", include: PAIRED, globalSetup: ["test/helpers/global-setup.ts"], maxWorkers: 2 } },
       {
         extends: true,
-        test: { name: "serial", include: ["test/**/*.test.ts", UNITS], exclude: PAIRED, globalSetup: ["test/helpers/global-setup.ts"], fileParallelism: false },
+        test: {
+          name: "serial",
+          include: ["test/**/*.test.ts"],
+          exclude: PAIRED,
+          globalSetup: ["test/helpers/global-setup.ts"],
+          fileParallelism: false,
+          isolate: false,
+          sequence: { groupOrder: 1 },
+        },
       },
+      { extends: true, test: { name: "units", include: [UNITS], exclude: PAIRED, globalSetup: ["test/helpers/global-setup.ts"], fileParallelism: false } },
     ],
   },
 });

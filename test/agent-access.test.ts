@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnKiln, tempDir, until } from "./helpers/fleet.js";
-import { getJson, handleOf, makeMedia, startTranscription, upload, waitForJob, type Transcription } from "./helpers/speech.js";
+import { getJson, handleOf, makeMedia, QUICK_SPEECH_SECONDS, startTranscription, upload, waitForJob, type Transcription } from "./helpers/speech.js";
 
 const TOKEN = "agent-token-for-tests-0123";
 const operator = { authorization: `Bearer ${TOKEN}` };
@@ -88,8 +88,8 @@ describe("with --agent-token", () => {
   });
 
   it("opens a job to the token or to its own handle, and to no other job's handle", async () => {
-    const a = await upload(t.base, [makeMedia(media, "a.wav", { seconds: 2 })], {}, operator);
-    const b = await upload(t.base, [makeMedia(media, "b.wav", { seconds: 2 })], {}, operator);
+    const a = await upload(t.base, [makeMedia(media, "a.wav", { seconds: QUICK_SPEECH_SECONDS })], {}, operator);
+    const b = await upload(t.base, [makeMedia(media, "b.wav", { seconds: QUICK_SPEECH_SECONDS })], {}, operator);
     expect([a.status, b.status]).toEqual([202, 202]);
     await waitForJob(t.base, a.body.job_id);
     await waitForJob(t.base, b.body.job_id);
@@ -166,7 +166,7 @@ describe("without a token (loopback)", () => {
   afterAll(() => t?.agent.close());
 
   it("reads a job only with its handle, and refuses the job list", async () => {
-    const res = await upload(t.base, [makeMedia(media, "mine.wav", { seconds: 2 })]);
+    const res = await upload(t.base, [makeMedia(media, "mine.wav", { seconds: QUICK_SPEECH_SECONDS })]);
     expect(res.status).toBe(202);
     await waitForJob(t.base, res.body.job_id);
     const bare = await fetch(`${t.base}/api/result/${res.body.job_id}`);

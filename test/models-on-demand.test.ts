@@ -12,7 +12,7 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex, startHub, type TestHub } from "./helpers/hub.js";
 import { tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
-import { fetchJob, getJson, makeMedia, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
+import { fetchJob, getJson, makeMedia, QUICK_SPEECH_SECONDS, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
 
 const CHROMIUM = process.env.KILN_CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => existsSync(p));
 const run = promisify(execFile);
@@ -38,7 +38,7 @@ beforeAll(async () => {
   const entry = (name: string, file: string) => ({ name, repo: REPO, file, sha256: sha256Hex(WEIGHTS), size_bytes: WEIGHTS.length, languages: 99 });
   catalog = join(tempDir(), "catalog.json");
   writeFileSync(catalog, JSON.stringify([entry("slow", "ggml-slow.bin"), entry("fast", "ggml-fast.bin"), entry("missing", "ggml-missing.bin")]));
-  audio = makeMedia(tempDir(), "speech.wav", { seconds: 3 });
+  audio = makeMedia(tempDir(), "speech.wav", { seconds: QUICK_SPEECH_SECONDS });
 });
 afterAll(() => hub.close());
 

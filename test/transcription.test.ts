@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ffmpegPath } from "../agent/asr/ffmpeg.js";
 import { tempDir, until } from "./helpers/fleet.js";
-import { fetchJob, getJson, handleOf, makeMedia, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
+import { fetchJob, getJson, handleOf, makeMedia, QUICK_SPEECH_SECONDS, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
 
 let t: Transcription;
 let media: string;
@@ -42,7 +42,8 @@ const VIDEO = ["mp4", "avi", "mov"];
 
 describe("POST /api/process", () => {
   it("transcribes every accepted format, ten files in one request, with monotonic progress and an integer ETA", async () => {
-    const files = [...FORMATS.map((f) => makeMedia(media, `audio.${f}`, { seconds: 3 })), ...VIDEO.map((f) => makeMedia(media, `video.${f}`, { video: true, seconds: 3 }))];
+    const seconds = QUICK_SPEECH_SECONDS;
+    const files = [...FORMATS.map((f) => makeMedia(media, `audio.${f}`, { seconds })), ...VIDEO.map((f) => makeMedia(media, `video.${f}`, { video: true, seconds }))];
     // no temperature fallback: the random-weight model would re-decode every window (this test is about formats)
     const res = await upload(t.base, files, { model: "base", temperature_increment: "0" });
     expect(res.status).toBe(202);
@@ -55,7 +56,7 @@ describe("POST /api/process", () => {
       expect(view.progress).toBe(1);
       for (let k = 1; k < progress.length; k++) expect(progress[k]!).toBeGreaterThanOrEqual(progress[k - 1]!);
       for (const eta of etas) expect(Number.isInteger(eta)).toBe(true);
-      expect(view.result).toMatchObject({ language: expect.any(String), duration: expect.closeTo(3, 0), segments: expect.any(Array) });
+      expect(view.result).toMatchObject({ language: expect.any(String), duration: expect.closeTo(seconds, 0), segments: expect.any(Array) });
       completed[files[i]!.split(".").pop()!] = job.job_id;
     }
   });
@@ -84,7 +85,7 @@ describe("POST /api/process", () => {
   });
 
   it("answers one file with {job_id, status, handle}", async () => {
-    const res = await upload(t.base, [makeMedia(media, "one.wav", { seconds: 3 })]);
+    const res = await upload(t.base, [makeMedia(media, "one.wav", { seconds: QUICK_SPEECH_SECONDS })]);
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ job_id: expect.stringMatching(/^[0-9a-f-]{36}$/), status: "processing", handle: expect.stringMatching(/^jh_[\w-]{32}$/) });
     expect((await waitForJob(t.base, res.body.job_id)).view.status).toBe("completed");
@@ -463,9 +464,9 @@ describe("partial results", () => {
   }, 180_000);
 
   it("an events stream needs the job's own handle", async () => {
-    const res = await upload(t.base, [makeMedia(media, "short.wav")], { model: "base" });
+    const res = await upload(t.base, [makeMedia(media, "short.wav", { seconds: QUICK_SPEECH_SECONDS })], { model: "base" });
     const id = res.body.job_id as string;
-    const other = (await upload(t.base, [makeMedia(media, "other.wav")], { model: "base" })).body.job_id as string;
+    const other = (await upload(t.base, [makeMedia(media, "other.wav", { seconds: QUICK_SPEECH_SECONDS })], { model: "base" })).body.job_id as string;
     expect((await (await fetch(`${t.base}/api/jobs/${id}/events`)).json()).error).toMatchObject({ code: "missing_job_handle" });
     const wrong = await fetch(`${t.base}/api/jobs/${id}/events`, { headers: { authorization: `Bearer ${handleOf(other)}` } });
     expect(wrong.status).toBe(401);
@@ -477,7 +478,7 @@ describe("partial results", () => {
 
 describe("decoding options", () => {
   it("the prompt reaches whisper (the same audio decodes otherwise with it), and the voice-activity threshold decides what is speech", async () => {
-    let file = makeMedia(media, "options.wav", { seconds: 8 });
+    let file = makeMedia(media, "options.wav", { seconds: QUICK_SPEECH_SECONDS });
     const run = async (fields: Record<string, string>) => {
       const res = await upload(t.base, [file], { model: "base", temperature_increment: "0", ...fields });
       expect(res.status).toBe(202);
@@ -500,7 +501,7 @@ describe("decoding options", () => {
 
 describe("language detection", () => {
   it("reports the detected language's probability, and none when the request names the language", async () => {
-    const file = makeMedia(media, "which-language.wav", { seconds: 8 });
+    const file = makeMedia(media, "which-language.wav", { seconds: QUICK_SPEECH_SECONDS });
     const detect = await upload(t.base, [file], { model: "base" });
     const named = await upload(t.base, [file], { model: "base", language: "de" });
     const detected = (await waitForJob(t.base, detect.body.job_id)).view.result;

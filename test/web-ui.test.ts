@@ -10,7 +10,7 @@ import { join, resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "./helpers/fleet.js";
-import { makeMedia, startTranscription, TEST_EMBEDDING, TEST_SEGMENTATION, twoVoices, type Transcription } from "./helpers/speech.js";
+import { makeMedia, QUICK_SPEECH_SECONDS, startTranscription, TEST_EMBEDDING, TEST_SEGMENTATION, twoVoices, type Transcription } from "./helpers/speech.js";
 
 const CHROMIUM = process.env.KILN_CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => existsSync(p));
 const ARTIFACTS = resolve("test-artifacts");
@@ -40,7 +40,7 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
   it("uploads a file, shows progress to 100 %, the transcript, and downloads the SRT that /api/result gives", async () => {
     const page = await open();
     await expect.poll(() => page.locator("#model option").count()).toBe(10);
-    await page.setInputFiles("#audio", makeMedia(media, "hello.wav", { seconds: 6 }));
+    await page.setInputFiles("#audio", makeMedia(media, "hello.wav", { seconds: QUICK_SPEECH_SECONDS }));
     await page.selectOption("#format", "srt");
     const [submitted] = await Promise.all([page.waitForResponse((r) => r.url().endsWith("/api/process")), page.click("#submit")]);
     const { handle } = (await submitted.json()) as { handle: string };
@@ -72,7 +72,8 @@ describe.skipIf(!CHROMIUM)("web UI in chromium", () => {
   it("shows the words finished so far under a long job's bar while it runs, and the transcript once it is done", async () => {
     const page = await open();
     await expect.poll(() => page.locator("#model option").count()).toBe(10);
-    await page.setInputFiles("#audio", makeMedia(media, "long.wav", { seconds: 200 }));
+    // 270 s: nine chunks, whose words come in over about 3 s (200 s took 15: its last chunk sets the fabricated model off through every fallback)
+    await page.setInputFiles("#audio", makeMedia(media, "long.wav", { seconds: 270 }));
     await page.click("#submit");
     const row = page.locator(".job").first();
     const partial = row.locator(".partial");

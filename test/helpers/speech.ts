@@ -20,6 +20,15 @@ export const TEST_EMBEDDING = join(defaultModelDir(), TEST_SPEECH.embedding);
 import { toneBursts } from "../../scripts/lib/media.js";
 export { toneBursts, twoVoices } from "../../scripts/lib/media.js";
 
+/**
+ * Seconds of `toneBursts` that the fabricated whisper model decodes in well under a second, for a test
+ * that needs a job with some speech, not a length. Counter to intuition, shorter clips cost more: in
+ * 1–12 s of bursts, whisper's 30 s window is mostly padding, over which the random-weight model writes
+ * to its token limit and fails every fallback test, so the default temperature fallback decodes the
+ * window again at each step (2–6 s a job on 2 cores); 14–32 s of bursts it decodes once.
+ */
+export const QUICK_SPEECH_SECONDS = 16;
+
 /** Makes `name` in `dir` with ffmpeg from a lavfi audio source (and a test video for video containers). */
 export function makeMedia(dir: string, name: string, options: { seconds?: number; video?: boolean; audio?: boolean; source?: string } = {}): string {
   const out = join(dir, name);
