@@ -5,7 +5,7 @@
  * fetch at start, and `kiln models pull | list | rm` work as a command.
  */
 import { execFile } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { chromium } from "playwright-core";
@@ -108,6 +108,29 @@ describe("an instance fetches the whisper model a job names", () => {
       expect(requestsFor("ggml-shared.bin").filter((r) => r.method === "HEAD")).toHaveLength(1);
     } finally {
       await shared.agent.close();
+    }
+  });
+
+  it("a job waiting for its model's download gives its place to the next job, and takes one again once the model is there", async () => {
+    hub.put(REPO, "ggml-place.bin", { body: WEIGHTS, bytesPerSecond: 1_500_000 });
+    const own = join(tempDir(), "catalog.json");
+    writeFileSync(own, JSON.stringify([{ name: "place", repo: REPO, file: "ggml-place.bin", sha256: sha256Hex(WEIGHTS), size_bytes: WEIGHTS.length, languages: 99 }]));
+    const whisperDir = tempDir();
+    copyFileSync(join(TEST_WHISPER_DIR, "ggml-base.bin"), join(whisperDir, "ggml-base.bin"));
+    // one job at a time
+    const one = await startTranscription({ whisperDir, whisperCatalog: own, hubUrl: hub.url, offline: "false", asrJobs: "1" });
+    try {
+      const waiting = (await upload(one.base, [audio], { model: "place", temperature_increment: "0" })).body.job_id as string;
+      await until(async () => (await getJson(`${one.base}/api/status/${waiting}`)).body.phase === "downloading_model", 20_000);
+      const next = (await upload(one.base, [audio], { model: "base", temperature_increment: "0" })).body.job_id as string;
+      const done = await waitForJob(one.base, next);
+      expect(done.view.status).toBe("completed");
+      // the first job was still downloading when the second ended
+      expect((await getJson(`${one.base}/api/status/${waiting}`)).body.phase).toBe("downloading_model");
+      const first = await waitForJob(one.base, waiting, 30_000);
+      expect(first.view.status).toBe("completed");
+    } finally {
+      await one.agent.close();
     }
   });
 

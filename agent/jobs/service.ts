@@ -121,6 +121,8 @@ export interface StagedUpload {
 interface Running {
   done: Promise<void>;
   cancel: AbortController;
+  /** Whether it holds one of the `concurrency` places (a job waiting for its model's download gives its place back). */
+  slot: boolean;
 }
 
 interface Live {
@@ -148,6 +150,10 @@ export class JobService {
   private readonly live = new Map<string, Live>();
   private readonly watchers = new Map<string, Set<(event: JobEvent) => void>>();
   private readonly running = new Map<string, Running>();
+  /** Places of `concurrency` taken: running jobs, less those waiting for their model's download. */
+  private computing = 0;
+  /** Jobs whose model arrived, waiting for a place again (they go before the queue). */
+  private readonly slotWaiters: (() => void)[] = [];
   /** Uploads streaming now (their folders have no row yet: the sweeper leaves them alone). */
   private readonly staging = new Map<string, StagedUpload>();
   /** Bytes each accepted job's upload holds in the budget, until the file is removed. */
@@ -228,7 +234,7 @@ export class JobService {
 
   /** Throws a 503 unless `count` more jobs fit in the queue. */
   ensureRoom(count: number): void {
-    const waiting = this.queue.length + Math.max(0, this.running.size + count - this.options.concurrency);
+    const waiting = this.queue.length + this.slotWaiters.length + Math.max(0, this.computing + count - this.options.concurrency);
     if (this.closed || waiting > this.options.maxQueued) {
       throw new ServiceUnavailableError("queue_full", `audio: the transcription queue is full (${this.options.maxQueued} waiting); try again later`);
     }
@@ -507,19 +513,59 @@ export class JobService {
   }
 
   private pump(): void {
-    while (!this.closed && this.running.size < this.options.concurrency && this.queue.length) {
-      const id = this.queue.shift()!;
-      const cancel = new AbortController();
-      const done = withContext({ job: id }, () => this.execute(id, cancel.signal))
+    while (!this.closed && this.computing < this.options.concurrency) {
+      const waiter = this.slotWaiters.shift();
+      if (waiter) {
+        this.computing++;
+        waiter();
+        continue;
+      }
+      const id = this.queue.shift();
+      if (id === undefined) return;
+      this.computing++;
+      const job: Running = { cancel: new AbortController(), slot: true, done: Promise.resolve() };
+      job.done = withContext({ job: id }, () => this.execute(id, job.cancel.signal))
         .catch((err: unknown) => {
           this.options.logger.error({ job: id, err }, "transcription job runner failed");
         })
         .finally(() => {
           this.running.delete(id);
+          if (job.slot) this.computing--;
           this.pump();
         });
-      this.running.set(id, { done, cancel });
+      this.running.set(id, job);
     }
+  }
+
+  /** Gives a running job's place to the next job while it waits (for its model's download). */
+  private yieldSlot(id: string): void {
+    const job = this.running.get(id);
+    if (!job?.slot) return;
+    job.slot = false;
+    this.computing--;
+    this.pump();
+  }
+
+  /** Takes a place again for a job that gave its place back, before the queued jobs; rejects with `JobAbortedError` when stopped first. */
+  private async takeSlot(id: string, signal: AbortSignal): Promise<void> {
+    const job = this.running.get(id);
+    if (!job || job.slot) return;
+    if (signal.aborted) throw new JobAbortedError();
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        const at = this.slotWaiters.indexOf(waiter);
+        if (at >= 0) this.slotWaiters.splice(at, 1);
+        reject(new JobAbortedError());
+      };
+      const waiter = () => {
+        signal.removeEventListener("abort", onAbort);
+        job.slot = true;
+        resolve();
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.slotWaiters.push(waiter);
+      this.pump();
+    });
   }
 
   /** Runs one job to its end. A failure to record its outcome is logged here; `pump` logs anything else. */
@@ -547,6 +593,8 @@ export class JobService {
         await this.options.prepareModel(
           model,
           (p) => {
+            // a download may take minutes: the job's place goes to the next job meanwhile
+            if (live.phase !== "downloading_model") this.yieldSlot(id);
             live.phase = "downloading_model";
             live.download = {
               model,
@@ -560,12 +608,15 @@ export class JobService {
           stopped,
         );
       }
-      // "decoding" once the model is there: until then the job shows "queued" or "downloading_model"
-      live.phase = "decoding";
       if (live.download) {
+        // the model is here: the job waits for a place again, before the queued jobs
         delete live.download;
+        live.phase = "queued";
         tell();
+        await this.takeSlot(id, stopped);
       }
+      // "decoding" once the model is there and the job has its place: until then it shows "queued" or "downloading_model"
+      live.phase = "decoding";
       const transcript = await this.options.transcriber.run(
         {
           label: id,
