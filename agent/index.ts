@@ -143,7 +143,8 @@ function whisperFetcher(config: AgentConfig, hub: ModelHub, logger: Logger): Whi
   return {
     fetch: async (name, onProgress, signal) => {
       await hub.pull(`whisper:${name}`, { onProgress, signal }).catch((err: unknown) => {
-        if (signal.aborted) throw new JobAbortedError();
+        // stopped (the job cancelled, or the agent shutting down: the job resumes at the next start), not refused
+        if (signal.aborted || hub.closed) throw new JobAbortedError();
         if (!(err instanceof PullError)) throw err;
         // the operator's log gets the details (paths, free disk, the hub's answer); the job's user the model, the hub and the reason in general terms
         logger.error({ model: `whisper:${name}`, code: err.code }, err.message);

@@ -7,9 +7,23 @@ export class Semaphore {
     this.free = permits;
   }
 
-  async acquire(): Promise<() => void> {
+  /** Waits for a permit; with `signal`, stops waiting (rejecting with its reason) when it aborts first. */
+  async acquire(signal?: AbortSignal): Promise<() => void> {
+    if (signal?.aborted) throw signal.reason;
     if (this.free > 0) this.free--;
-    else await new Promise<void>((resolve) => this.waiters.push(resolve));
+    else
+      await new Promise<void>((resolve, reject) => {
+        const granted = () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        const onAbort = () => {
+          this.waiters.splice(this.waiters.indexOf(granted), 1);
+          reject(signal!.reason as Error);
+        };
+        signal?.addEventListener("abort", onAbort, { once: true });
+        this.waiters.push(granted);
+      });
     let released = false;
     return () => {
       if (released) return;

@@ -11,15 +11,17 @@
  * 5. only then is it renamed into `<dir>/<file>`, and recorded (installed.ts).
  *
  * A lock file in `.partial/` keeps a second Kiln process (`kiln models pull` beside an agent)
- * from writing the same file at the same time.
+ * from writing the same file at the same time: the second waits, and finds the file installed.
  */
-import { open, rename, rm, stat, mkdir, readFile } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { link, mkdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import { createModelDownloader, type ModelDownloader } from "node-llama-cpp";
 import { freeBytes } from "../core/disk.js";
 import { sha256OfFile } from "../core/digest.js";
 import { PullError } from "./errors.js";
-import { updateRecord } from "./installed.js";
+import { recordOf, updateRecord } from "./installed.js";
 import { hubLabel, onHub, probeFile, type HubSource } from "./remote.js";
 
 /** Where a download's parts wait until the file is whole and checked. */
@@ -100,9 +102,14 @@ async function download(d: FileDownload, options: DownloadOptions): Promise<Inst
   const partialDir = join(d.dir, PARTIAL_DIR);
   await mkdir(partialDir, { recursive: true });
   const partial = join(partialDir, d.file);
-  const unlock = await lock(`${partial}.lock`);
+  const path = join(d.dir, d.file);
+  const unlock = await lock(`${partial}.lock`, signal);
   try {
-    const remote = await probeFile(d.url, hub, new URL(d.url).pathname.slice(1), signal);
+    // another process may have installed it while this one waited for the lock
+    const there = await stat(path).catch(() => undefined);
+    if (there?.isFile() && there.size > 0) return { path, sha256: (await recordOf(d.dir, d.file))!.sha256, size: there.size };
+    const what = new URL(d.url).pathname.slice(1);
+    let remote = await probeFile(d.url, hub, what, signal);
     if (d.sha256 && remote.sha256 && remote.sha256 !== d.sha256) {
       throw new PullError("checksum_mismatch", `the hub's file has sha256 ${remote.sha256}, not the catalog's ${d.sha256}`);
     }
@@ -113,14 +120,16 @@ async function download(d: FileDownload, options: DownloadOptions): Promise<Inst
     const retries = options.retries ?? 2;
     for (let attempt = 0; ; attempt++) {
       try {
-        await transfer(d, remote.url, partialDir, size, options);
+        // asked again at each try: a CDN's signed address expires
+        if (attempt > 0) remote = await probeFile(d.url, hub, what, signal);
+        await transfer(d, remote.url, partialDir, remote.size, options);
         break;
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
         if (err instanceof PullError && err.code !== "hub_unreachable") throw err;
         if (attempt >= retries)
           throw new PullError("hub_unreachable", `the transfer failed ${attempt + 1} times (${describe(err)}); run the pull again to resume it`, { cause: err });
-        await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+        await sleep(500 * 2 ** attempt, undefined, signal ? { signal } : {});
       }
     }
 
@@ -129,10 +138,12 @@ async function download(d: FileDownload, options: DownloadOptions): Promise<Inst
       await rm(partial, { force: true });
       throw new PullError("checksum_mismatch", `the downloaded file has sha256 ${got}, not ${expected}; it was deleted`);
     }
-    const path = join(d.dir, d.file);
     await rename(partial, path);
     const s = await stat(path);
-    await updateRecord(d.dir, d.file, (now) => ({ sha256: got, size: s.size, mtimeMs: s.mtimeMs, refs: [...new Set([...(now?.refs ?? []), d.ref])], source: d.url }));
+    // installed now: a record that cannot be written (a folder another user owns) is made again by the next read
+    await updateRecord(d.dir, d.file, (now) => ({ sha256: got, size: s.size, mtimeMs: s.mtimeMs, refs: [...new Set([...(now?.refs ?? []), d.ref])], source: d.url })).catch(
+      () => undefined,
+    );
     return { path, sha256: got, size: s.size };
   } finally {
     await unlock();
@@ -155,8 +166,8 @@ async function checkDisk(d: FileDownload, partialDir: string, size: number, rese
   }
 }
 
-/** One transfer by node-llama-cpp's downloader, resuming its part; stopped when it stalls or outgrows the size announced. */
-async function transfer(d: FileDownload, url: string, partialDir: string, size: number | undefined, options: DownloadOptions): Promise<void> {
+/** One transfer by node-llama-cpp's downloader, resuming its part; stopped when it stalls; refused when the hub sends another size than it announced. */
+async function transfer(d: FileDownload, url: string, partialDir: string, announced: number | undefined, options: DownloadOptions): Promise<void> {
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const stallMs = (options.stallSeconds ?? 60) * 1000;
@@ -181,7 +192,6 @@ async function transfer(d: FileDownload, url: string, partialDir: string, size: 
       endpoints: { huggingFace: `${options.hub.url.replace(/\/+$/, "")}/` },
       tokens: { huggingFace: options.hub.token && onHub(options.hub, url) ? options.hub.token : (null as unknown as string) },
       onProgress: (p) => {
-        if (size !== undefined && p.downloadedSize > size) stop.abort(new PullError("checksum_mismatch", `the hub sends more than the ${size} bytes it announced`));
         if (p.downloadedSize > last) {
           last = p.downloadedSize;
           watch();
@@ -195,11 +205,12 @@ async function transfer(d: FileDownload, url: string, partialDir: string, size: 
         });
       },
     });
-    downloader = await untilAborted(creating, signal);
-    if (size !== undefined && downloader.totalSize > 0 && downloader.totalSize !== size) {
-      throw new PullError("checksum_mismatch", `the hub announced ${size} bytes but sends ${downloader.totalSize}`);
+    downloader = await untilAborted(creating, signal, (late) => void late.cancel({ deleteTempFile: false }).catch(() => undefined));
+    if (announced !== undefined && downloader.totalSize > 0 && downloader.totalSize !== announced) {
+      throw new PullError("checksum_mismatch", `the hub announced ${announced} bytes but sends ${downloader.totalSize}`);
     }
-    await downloader.download({ signal });
+    // raced with the signal: ipull retries a failed connection on its own, long after a cancel
+    await untilAborted(downloader.download({ signal }), signal);
     if (signal.aborted) throw signal.reason; // a cancelled download ends without an error of its own
   } catch (err) {
     if (signal.aborted) await downloader?.cancel({ deleteTempFile: false }).catch(() => undefined);
@@ -209,13 +220,13 @@ async function transfer(d: FileDownload, url: string, partialDir: string, size: 
   }
 }
 
-/** The promise's value, or the signal's reason once it aborts first (a downloader made later is cancelled). */
-async function untilAborted(promise: Promise<ModelDownloader>, signal: AbortSignal): Promise<ModelDownloader> {
+/** The promise's value, or the signal's reason once it aborts first (`late` then gets the value if it comes). */
+async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, late?: (value: T) => void): Promise<T> {
   if (signal.aborted) throw signal.reason;
   let onAbort: () => void = () => undefined;
   const aborted = new Promise<never>((_, reject) => {
     onAbort = () => {
-      void promise.then((late) => late.cancel({ deleteTempFile: false })).catch(() => undefined);
+      promise.then((value) => late?.(value)).catch(() => undefined);
       reject(signal.reason as Error);
     };
     signal.addEventListener("abort", onAbort, { once: true });
@@ -232,22 +243,57 @@ function describe(err: unknown): string {
   return ((err as Error)?.message ?? String(err)).replace(/https?:\/\/\S+/g, "<address>").slice(0, 200);
 }
 
-/** Takes `path` as a lock (O_EXCL, holding this pid); a lock whose process is gone is taken over. Returns the release. */
-async function lock(path: string): Promise<() => Promise<void>> {
-  for (let tries = 0; tries < 2; tries++) {
-    try {
-      const handle = await open(path, "wx");
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return () => rm(path, { force: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const pid = Number(await readFile(path, "utf8").catch(() => ""));
-      if (pid > 0 && pid !== process.pid && alive(pid)) throw new PullError("busy", `another Kiln process (pid ${pid}) is downloading it; wait for it, or stop it`);
-      await rm(path, { force: true }); // its process is gone
+/** A lock whose holder has not touched it for this long is taken over (its process died, and its pid may be reused). */
+const LOCK_STALE_MS = 120_000;
+
+/**
+ * Takes `path` as a lock, written whole (a file with this process's pid and a token, linked into
+ * place) and touched while held; waits while a live process holds it. A lock whose process is gone,
+ * or that nobody touched for two minutes, is taken over. Returns the release, which removes the lock
+ * only while it is still this one.
+ */
+async function lock(path: string, signal?: AbortSignal): Promise<() => Promise<void>> {
+  const token = `${process.pid} ${randomUUID()}`;
+  const mine = `${path}.${randomUUID()}`;
+  await writeFile(mine, token);
+  try {
+    for (;;) {
+      try {
+        await link(mine, path);
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      }
+      const held = await readFile(path, "utf8").catch(() => "");
+      const age = await stat(path).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
+      const pid = Number(held.split(" ")[0]);
+      if (held && (!(pid > 0) || !alive(pid) || age > LOCK_STALE_MS)) {
+        // taken away by one process only; one that moved a fresh lock by mistake puts it back
+        const moved = `${path}.stale.${randomUUID()}`;
+        if (
+          await rename(path, moved).then(
+            () => true,
+            () => false,
+          )
+        ) {
+          if ((await readFile(moved, "utf8").catch(() => "")) !== held) await link(moved, path).catch(() => undefined);
+          await rm(moved, { force: true });
+        }
+        continue;
+      }
+      await sleep(1000, undefined, signal ? { signal } : {}); // another process downloads it: wait, then find it installed
     }
+  } finally {
+    await rm(mine, { force: true });
   }
-  throw new PullError("busy", "its lock file could not be taken");
+  const beat = setInterval(() => void utimes(path, new Date(), new Date()).catch(() => undefined), LOCK_STALE_MS / 4).unref();
+  return async () => {
+    clearInterval(beat);
+    if ((await readFile(path, "utf8").catch(() => "")) === token) await rm(path, { force: true });
+  };
 }
 
 function alive(pid: number): boolean {

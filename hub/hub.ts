@@ -115,7 +115,7 @@ export class ModelHub {
     try {
       const done = await waitFor(flight.promise, options.signal);
       // every reference that asked for it is recorded, the first caller's and the others'
-      if (ref.ref !== download.ref) await updateRecord(download.dir, download.file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] });
+      if (ref.ref !== download.ref) await updateRecord(download.dir, download.file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] }).catch(() => undefined);
       return { ref: ref.ref, ...done, cached: false };
     } finally {
       if (options.onProgress) flight.listeners.delete(options.onProgress);
@@ -167,6 +167,11 @@ export class ModelHub {
     return removed;
   }
 
+  /** Whether `close` was called: a download that failed since was stopped, not refused. */
+  get closed(): boolean {
+    return this.stop.signal.aborted;
+  }
+
   /** Stops every download (each keeps its part, to resume at the next pull). */
   close(): void {
     this.stop.abort(new PullError("hub_unreachable", "the download was stopped: Kiln is shutting down; it resumes at the next pull"));
@@ -180,10 +185,10 @@ export class ModelHub {
       for (const l of flight.listeners) l(p);
     };
     flight.promise = (async () => {
-      const release = await this.turns.acquire(); // one download at a time: each disk check sees what the others took
+      const signal = AbortSignal.any([this.stop.signal, stop.signal]);
+      let release: (() => void) | undefined;
       try {
-        const signal = AbortSignal.any([this.stop.signal, stop.signal]);
-        if (signal.aborted) throw signal.reason;
+        release = await this.turns.acquire(signal); // one download at a time: each disk check sees what the others took
         return await downloadFile(download, {
           hub: this.options.source,
           signal,
@@ -193,8 +198,8 @@ export class ModelHub {
           ...(this.options.stallSeconds !== undefined ? { stallSeconds: this.options.stallSeconds } : {}),
         });
       } finally {
-        release();
-        this.flights.delete(key);
+        release?.();
+        if (this.flights.get(key) === flight) this.flights.delete(key);
       }
     })();
     flight.promise.catch(() => undefined); // its callers see the failure; none may be left
@@ -216,7 +221,7 @@ export class ModelHub {
     const s = await stat(join(dir, file)).catch(() => undefined);
     if (!s?.isFile() || s.size === 0) return undefined;
     await recordOf(dir, file);
-    await updateRecord(dir, file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] });
+    await updateRecord(dir, file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] }).catch(() => undefined);
     return join(dir, file);
   }
 

@@ -1,12 +1,12 @@
 /**
- * What Kiln asks a model hub before it downloads: where a file really is and what it is (a HEAD
- * request per hop, redirects followed here: Hugging Face sends `x-linked-size` and `x-linked-etag`
- * on the redirect of an LFS file to its CDN), and the file a `:<quant>` tag names (the hub's
- * llama.cpp manifest).
+ * What Kiln asks a model hub before it downloads: where a file really is and what it is (HEAD
+ * requests on the hub's origin, its redirects followed here: Hugging Face sends `x-linked-size` and
+ * `x-linked-etag` on the redirect of an LFS file to its CDN), and the file a `:<quant>` tag names
+ * (the hub's llama.cpp manifest).
  *
- * The token goes to the hub's own origin only: a redirect to another origin (a CDN, or wherever a
- * compromised mirror points) is followed without it, and the downloader is handed the final
- * location, so it never carries the token across origins itself. Messages name the hub without
+ * The token goes to the hub's own origin only: the address of a redirect to another origin (a
+ * CDN, or wherever a compromised mirror points) is handed to the downloader as it is, without the
+ * token, so the downloader never carries it across origins itself. Messages name the hub without
  * credentials, and never a signed CDN address.
  */
 import { PullError } from "./errors.js";
@@ -80,9 +80,9 @@ export interface RemoteFile {
   sha256?: string;
 }
 
-/** The hub's `x-linked-etag` (or, without one, an etag that is a sha256), as a lowercase hex digest. */
-function sha256Of(res: Response): string | undefined {
-  for (const name of ["x-linked-etag", "etag"]) {
+/** The hub's `x-linked-etag` (or, from the hub's own origin, an etag that is a sha256), as a lowercase hex digest. */
+function sha256Of(res: Response, hubOrigin: boolean): string | undefined {
+  for (const name of hubOrigin ? ["x-linked-etag", "etag"] : ["x-linked-etag"]) {
     const tag = res.headers.get(name)?.replace(/^W\//, "").replaceAll('"', "").trim().toLowerCase();
     if (tag && /^[0-9a-f]{64}$/.test(tag)) return tag;
   }
@@ -90,27 +90,31 @@ function sha256Of(res: Response): string | undefined {
 }
 
 /**
- * Follows a file's redirects with HEAD requests (the token only on the hub's origin) and returns
- * its last address, with the size and sha256 the first hop that names them gave.
+ * Follows a file's redirects on the hub's origin with HEAD requests (the token sent there) and
+ * returns the address to download from, with the size and sha256 the hub named on the way. A
+ * redirect to another origin (a CDN's signed address, signed for GET alone) is not requested here:
+ * its address is handed to the downloader as it is, without the token.
  * `what` names the file in messages (`acme/repo/resolve/main/file.bin`).
  */
 export async function probeFile(url: string, hub: HubSource, what: string, signal?: AbortSignal): Promise<RemoteFile> {
   let at = url;
   let size: number | undefined;
   let sha256: string | undefined;
+  const found = () => ({ url: at, ...(size !== undefined ? { size } : {}), ...(sha256 ? { sha256 } : {}) });
   for (let hop = 0; ; hop++) {
     const res = await request(at, { method: "HEAD", redirect: "manual", headers: headers(hub, at) }, hub, signal);
     const redirected = res.status >= 300 && res.status < 400;
     if (!res.ok && !redirected) throw refused(res.status, what, hub);
     const linked = Number(res.headers.get("x-linked-size") ?? (redirected ? NaN : res.headers.get("content-length")));
     if (size === undefined && Number.isSafeInteger(linked) && linked > 0) size = linked;
-    sha256 ??= sha256Of(res);
+    sha256 ??= sha256Of(res, true);
     const location = res.headers.get("location");
-    if (!redirected || !location) return { url: at, ...(size !== undefined ? { size } : {}), ...(sha256 ? { sha256 } : {}) };
+    if (!redirected || !location) return found();
     if (hop >= MAX_REDIRECTS) throw new PullError("hub_unreachable", `${what} redirects more than ${MAX_REDIRECTS} times`);
     const next = new URL(location, at);
     if (!/^https?:$/.test(next.protocol)) throw new PullError("hub_unreachable", `${what} redirects to a ${next.protocol} address`);
     at = next.href;
+    if (!onHub(hub, at)) return found();
   }
 }
 
@@ -118,8 +122,14 @@ export async function probeFile(url: string, hub: HubSource, what: string, signa
 export async function resolveQuant(hub: HubSource, org: string, repo: string, quant: string, signal?: AbortSignal): Promise<string> {
   const url = `${hub.url.replace(/\/+$/, "")}/v2/${encodeURIComponent(org)}/${encodeURIComponent(repo)}/manifests/${encodeURIComponent(quant)}`;
   const what = `the manifest of ${org}/${repo}:${quant}`;
-  // the hub answers this manifest with its ggufFile only to llama.cpp's user agent; a redirect is not followed (nor the token sent on)
-  const res = await request(url, { redirect: "manual", headers: headers(hub, url, { "User-Agent": "llama-cpp", Accept: "application/json" }) }, hub, signal);
+  // the hub answers this manifest with its ggufFile only to llama.cpp's user agent; redirects are followed on the hub's origin only (a moved repository)
+  let at = url;
+  let res = await request(at, { redirect: "manual", headers: headers(hub, at, { "User-Agent": "llama-cpp", Accept: "application/json" }) }, hub, signal);
+  for (let hop = 0; res.status >= 300 && res.status < 400 && res.headers.get("location") && hop < MAX_REDIRECTS; hop++) {
+    at = new URL(res.headers.get("location")!, at).href;
+    if (!onHub(hub, at)) throw new PullError("hub_unreachable", `${what} redirects off the hub`);
+    res = await request(at, { redirect: "manual", headers: headers(hub, at, { "User-Agent": "llama-cpp", Accept: "application/json" }) }, hub, signal);
+  }
   if (res.status === 404 || res.status === 400) throw new PullError("not_found", `${org}/${repo} has no quantization "${quant}"`);
   if (!res.ok) throw refused(res.status, what, hub);
   const text = await boundedText(res, MAX_MANIFEST_BYTES, what);

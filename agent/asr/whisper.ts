@@ -6,7 +6,7 @@
  * one is dropped and the next session gets a fresh one. Decodes running at once across all
  * sessions are bounded by `parallel`.
  */
-import { existsSync } from "node:fs";
+import { statSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../core/log.js";
@@ -141,7 +141,13 @@ export class WhisperPool {
     const model = this.catalog.get(name);
     if (!model) throw new EngineError(`whisper model "${name}" is not in this node's catalog`);
     const paths = whisperFiles(model).map((f) => join(this.options.dir, f));
-    return paths.find((p) => existsSync(p)) ?? paths[0]!;
+    // as ModelHub.cached judges it: a regular file with bytes in it
+    return (
+      paths.find((p) => {
+        const s = statSync(p, { throwIfNoEntry: false });
+        return s?.isFile() && s.size > 0;
+      }) ?? paths[0]!
+    );
   }
 
   /**

@@ -22,6 +22,12 @@ export interface HubFile {
   token?: string;
   /** Answer with a 302 to this address (with x-linked-size and x-linked-etag), as Hugging Face sends LFS files to its CDN. */
   redirect?: string;
+  /** Refuse HEAD (405), as a store of addresses signed for GET does. */
+  noHead?: boolean;
+  /** Bodies start only once this settles (a test holds a download where it wants it). */
+  gate?: Promise<unknown>;
+  /** After this many bytes of a ranged GET, send nothing more and keep the connection open (a stalled transfer). */
+  stallAt?: number;
 }
 
 export interface HubRequest {
@@ -44,6 +50,8 @@ export interface TestHub {
   requests: HubRequest[];
   /** Bytes of file bodies the clients took so far (writes wait for the socket to drain). */
   sentBytes: number;
+  /** The same, by request path. */
+  sentTo: Map<string, number>;
   close(): Promise<void>;
 }
 
@@ -56,6 +64,7 @@ export async function startHub(): Promise<TestHub> {
     url: "",
     requests: [],
     sentBytes: 0,
+    sentTo: new Map(),
     put: (repo, file, spec, revision = "main") => files.set(`/${repo}/resolve/${revision}/${file}`, spec),
     manifest: (repo, quant, rfilename) => manifests.set(`/v2/${repo}/manifests/${quant}`, rfilename),
     close: () =>
@@ -77,6 +86,10 @@ export async function startHub(): Promise<TestHub> {
       res.writeHead(302, { ...headers, location: f.redirect, "x-linked-size": String(f.announcedSize ?? f.body.length) }).end();
       return;
     }
+    if (req.method === "HEAD" && f.noHead) {
+      res.writeHead(405).end();
+      return;
+    }
     if (req.method === "HEAD") {
       const size = f.announcedSize ?? f.body.length;
       res.writeHead(200, { ...headers, "content-length": String(size), "x-linked-size": String(size) }).end();
@@ -96,6 +109,11 @@ export async function startHub(): Promise<TestHub> {
     } else {
       res.writeHead(200, { ...headers, "content-length": String(f.body.length) });
     }
+    await f.gate;
+    const sent = (n: number) => {
+      hub.sentBytes += n;
+      hub.sentTo.set(seen.path, (hub.sentTo.get(seen.path) ?? 0) + n);
+    };
     const step = f.bytesPerSecond ? Math.max(1, Math.floor(f.bytesPerSecond / 20)) : end - start + 1;
     for (let at = start; at <= end; at += step) {
       const to = Math.min(end + 1, at + step);
@@ -104,16 +122,24 @@ export async function startHub(): Promise<TestHub> {
         seen.cut = true;
         if (at < f.cutAt) {
           res.write(f.body.subarray(at, f.cutAt));
-          hub.sentBytes += f.cutAt - at;
+          sent(f.cutAt - at);
         }
         await new Promise((r) => setTimeout(r, 50));
         req.socket.destroy(); // mid-body: the client sees the connection end early
         return;
       }
       if (res.destroyed) return;
-      // as a real server does: no more is queued than the client takes (a probe that reads only the headers gets little)
-      if (!res.write(f.body.subarray(at, to))) await new Promise((r) => (res.once("drain", r), res.once("close", r)));
-      hub.sentBytes += to - at;
+      if (f.stallAt !== undefined && range && to > f.stallAt) {
+        await new Promise((r) => res.once("close", r)); // holds the connection, sends nothing
+        return;
+      }
+      // as a real server does: no more is queued than the client takes (a probe that reads only the headers gets little);
+      // counted once the client took it
+      if (!res.write(f.body.subarray(at, to))) {
+        const drained = await new Promise<boolean>((r) => (res.once("drain", () => r(true)), res.once("close", () => r(false))));
+        if (!drained) return;
+      }
+      sent(to - at);
       if (f.bytesPerSecond) await new Promise((r) => setTimeout(r, 50));
     }
     res.end();
