@@ -164,7 +164,7 @@ async function startSpeech(config: AgentConfig, engine: LlmEngine, hub: ModelHub
   const whisper = new WhisperPool({
     dir: whisperDir,
     catalog: config.whisperCatalog,
-    ...(fetcher ? { fetcher } : {}),
+    ...(fetcher ? { fetcher, fetchable: config.fetchModels } : {}),
     compute: config.gpu,
     // Each running job has its own engine process with its own loaded models: the budget is shared out.
     memoryBudgetMb: Math.floor(config.whisperMemory / 1024 ** 2 / config.asrJobs),

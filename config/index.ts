@@ -656,6 +656,14 @@ export const AGENT_OPTIONS = {
       .transform((list) => list.flatMap((s) => s.split(",")).filter((s) => s.trim()))
       .pipe(z.array(modelRef)),
   },
+  /** The whisper models a job may have this instance download (the others must be installed). Default: every catalog model. */
+  fetchModels: {
+    flags: "--fetch-models <names>",
+    env: "KILN_FETCH_MODELS",
+    repeatable: true,
+    description: "whisper models a job may have this instance download when they are not installed, comma-separated (default: every catalog model; --offline: none)",
+    schema: z.array(z.string().min(1)),
+  },
   /** Whisper catalog entries added to (or replacing) the built-in ones. Default: none. */
   whisperCatalog: {
     flags: "--whisper-catalog <file>",
@@ -882,6 +890,11 @@ export function parseSchedulerConfig(raw: Raw): SchedulerConfig {
 export function parseAgentConfig(raw: Raw): AgentConfig {
   const config = parseWith(AGENT_OPTIONS, raw);
   if (config.offline && config.pull.length > 0) throw new ConfigError(optionName(AGENT_OPTIONS.pull), "contradicts --offline (which never downloads): give one or the other");
+  if (config.offline && config.fetchModels.length > 0)
+    throw new ConfigError(optionName(AGENT_OPTIONS.fetchModels), "contradicts --offline (which never downloads): give one or the other");
+  const unknown = config.fetchModels.filter((name) => !config.whisperCatalog.has(name));
+  if (unknown.length > 0)
+    throw new ConfigError(optionName(AGENT_OPTIONS.fetchModels), `${unknown.join(", ")} not in the whisper catalog (${config.whisperCatalog.names.join(", ")})`);
   for (const ref of config.pull) {
     if (ref.kind === "whisper" && !config.whisperCatalog.has(ref.name)) {
       throw new ConfigError(

@@ -318,6 +318,13 @@ describe("the agent's rules", () => {
     refusal(() => agent({ pull: ["whisper:tiny"] }), "--pull / KILN_PULL", /whisper:tiny is not in the whisper catalog \(base, small, /);
     refusal(() => agent({ pull: ["ollama:llama3"] }), "--pull / KILN_PULL", /starts with neither "whisper:" nor "hf:"/);
     refusal(() => agent({ pull: ["whisper:small"], offline: "true" }), "--pull / KILN_PULL", "contradicts --offline (which never downloads): give one or the other");
+    expect(agent({ fetchModels: "small,large-v3-turbo" }).fetchModels).toEqual(["small", "large-v3-turbo"]);
+    refusal(
+      () => agent({ fetchModels: "small,tiny" }),
+      "--fetch-models / KILN_FETCH_MODELS",
+      /^--fetch-models \/ KILN_FETCH_MODELS: tiny not in the whisper catalog \(base, small/,
+    );
+    refusal(() => agent({ fetchModels: "small", offline: "true" }), "--fetch-models / KILN_FETCH_MODELS", "contradicts --offline (which never downloads): give one or the other");
     expect(agent({}).hubUrl).toBe("https://huggingface.co");
     expect(agent({ hubUrl: "http://mirror.internal:8080/hf/" }).hubUrl).toBe("http://mirror.internal:8080/hf");
     for (const bad of ["ftp://hub", "https://user:pw@hub", "https://hub/?x=1", "hub"])

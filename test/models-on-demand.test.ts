@@ -197,6 +197,27 @@ describe.skipIf(!CHROMIUM)("the web UI on an instance that downloads models", ()
   }, 90_000);
 });
 
+describe("--fetch-models", () => {
+  it("downloads only the models it names: a job for another one not installed is a 400 before anything is stored or fetched", async () => {
+    const dataDir = tempDir();
+    const t = await startTranscription({ dataDir, whisperDir: tempDir(), whisperCatalog: catalog, hubUrl: hub.url, offline: "false", fetchModels: "fast" });
+    try {
+      const models = (await getJson(`${t.base}/api/models`)).body.models as { name: string; on_demand: boolean }[];
+      expect(models.filter((m) => m.on_demand).map((m) => m.name)).toEqual(["fast"]);
+      const asked = hub.requests.length;
+      const res = await upload(t.base, [audio], { model: "slow" });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: "model_not_installed", param: "model" });
+      expect(res.body.error.message).toBe('model: "slow" is not installed on this instance, which downloads only fast (installed: none)');
+      expect(hub.requests.length).toBe(asked);
+      const uploads = join(dataDir, "uploads");
+      expect(existsSync(uploads) ? readdirSync(uploads) : []).toEqual([]);
+    } finally {
+      await t.agent.close();
+    }
+  });
+});
+
 describe("--offline", () => {
   it("answers a job for a model not installed with 400 model_not_installed naming it, before the body is stored", async () => {
     const dataDir = tempDir();

@@ -42,6 +42,8 @@ export interface WhisperPoolOptions {
   catalog?: WhisperCatalog;
   /** Fetches models that are not installed when a job names one. Default: none (such a job is refused). */
   fetcher?: WhisperFetcher;
+  /** The models the fetcher may fetch. Default: every catalog model. */
+  fetchable?: readonly WhisperModelName[];
   /**
    * Where whisper computes: `auto` takes the first of CUDA and Vulkan whose backend finds a GPU,
    * else the CPU; `cuda` / `vulkan` only that one, else the CPU (with a warning); `cpu` never
@@ -81,6 +83,8 @@ export interface WhisperModelStatus {
   installed: boolean;
   /** While its file downloads: the share downloaded, 0 to 1. */
   downloading?: number;
+  /** Whether a job may name it while it is not installed (the instance downloads it first). */
+  on_demand: boolean;
   /** Loaded in one of the engine processes. */
   loaded: boolean;
 }
@@ -131,9 +135,15 @@ export class WhisperPool {
     return this.options.catalog ?? WhisperCatalog.builtin;
   }
 
-  /** Whether a job may name a model that is not installed (it is fetched first). */
+  /** Whether a job may name some model that is not installed (it is fetched first). */
   get fetches(): boolean {
     return this.options.fetcher !== undefined;
+  }
+
+  /** Whether a job may name this model when it is not installed (`--fetch-models`; none with `--offline`). */
+  fetchable(name: WhisperModelName): boolean {
+    const allowed = this.options.fetchable;
+    return this.fetches && this.catalog.has(name) && (!allowed?.length || allowed.includes(name));
   }
 
   /** The model's file: the catalog's name, or the older `ggml-<name>.bin` an operator copied in (models/whisper.ts#whisperFiles). */
@@ -155,7 +165,7 @@ export class WhisperPool {
    * only when one runs. Without a fetcher a missing model is left to fail at load.
    */
   async ensure(name: WhisperModelName, onProgress: (p: FetchProgress) => void, signal: AbortSignal): Promise<void> {
-    if ((await this.isInstalled(name)) || !this.options.fetcher) return;
+    if ((await this.isInstalled(name)) || !this.options.fetcher || !this.fetchable(name)) return;
     // told at once: the hub is asked before the first byte comes
     onProgress({ downloadedBytes: 0, totalBytes: this.catalog.get(name)?.sizeBytes ?? 0, etaSeconds: Infinity });
     await this.options.fetcher.fetch(name, onProgress, signal);
@@ -179,6 +189,7 @@ export class WhisperPool {
           size_bytes: m.sizeBytes,
           languages: m.languages,
           installed: await this.isInstalled(m.name),
+          on_demand: this.fetchable(m.name),
           ...(download ? { downloading: download.totalBytes > 0 ? Math.min(1, download.downloadedBytes / download.totalBytes) : 0 } : {}),
           loaded: loaded.has(m.name),
         };

@@ -17,11 +17,13 @@ export interface NodeCapabilities {
 }
 
 export async function checkRunnable(options: JobOptions, whisper: WhisperPool, capabilities: NodeCapabilities, check = { model: true }): Promise<void> {
-  if (check.model && !whisper.fetches && !(await whisper.isInstalled(options.model))) {
-    const installed = (await whisper.status()).filter((m) => m.installed).map((m) => m.name);
+  if (check.model && !whisper.fetchable(options.model) && !(await whisper.isInstalled(options.model))) {
+    const models = await whisper.status();
+    const installed = models.filter((m) => m.installed).map((m) => m.name);
+    const fetched = models.filter((m) => m.on_demand).map((m) => m.name);
     throw new InvalidRequestError(
       "model_not_installed",
-      `model: "${options.model}" is not installed on this instance, which does not download models (--offline) (installed: ${installed.join(", ") || "none"})`,
+      `model: "${options.model}" is not installed on this instance, which ${fetched.length ? `downloads only ${fetched.join(", ")}` : "does not download models"} (installed: ${installed.join(", ") || "none"})`,
     );
   }
   if (options.speakerDiarization && !capabilities.diarization) {

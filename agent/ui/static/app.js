@@ -137,7 +137,7 @@ function modelLabel(m, onDemand) {
       : ""
     : m.downloading !== undefined
       ? ` · downloading ${Math.round(m.downloading * 100)} %`
-      : onDemand
+      : (m.on_demand ?? onDemand)
         ? ` · downloads on first use (${formatBytes(m.size_bytes)})`
         : " · not installed";
   return `${m.name} · ${m.size}${state}`;
@@ -151,7 +151,7 @@ function showModels(models) {
     ...models.models.map((m) =>
       el(
         "option",
-        { value: m.name, ...(m.installed || models.on_demand ? {} : { disabled: "" }), ...(m.name === chosen ? { selected: "" } : {}) },
+        { value: m.name, ...(m.installed || (m.on_demand ?? models.on_demand) ? {} : { disabled: "" }), ...(m.name === chosen ? { selected: "" } : {}) },
         modelLabel(m, models.on_demand),
       ),
     ),
