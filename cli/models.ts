@@ -40,7 +40,7 @@ export async function listModels(config: ModelsConfig, json: boolean): Promise<v
   if (json) {
     process.stdout.write(
       `${JSON.stringify(
-        rows.map((r) => ({ kind: r.kind, path: r.path, size_bytes: r.size, sha256: r.sha256, ids: r.ids })),
+        rows.map((r) => ({ kind: r.kind, path: r.path, size_bytes: r.size, sha256: r.sha256, ids: r.ids, verified: r.verified })),
         null,
         2,
       )}\n`,
@@ -51,7 +51,12 @@ export async function listModels(config: ModelsConfig, json: boolean): Promise<v
     process.stdout.write(`no models in ${resolve(config.whisperDir)} or ${resolve(config.modelsDir)}\n`);
     return;
   }
-  const table = [["KIND", "SIZE", "SHA256", "IDS", "PATH"], ...rows.map((r) => [r.kind, `${(r.size / 1e6).toFixed(1)} MB`, r.sha256, r.ids.join(",") || "-", r.path])];
+  // VERIFIED: a whisper file's sha256 against the catalog's ("no": copied in by hand from elsewhere)
+  const check = (v: boolean | null) => (v === null ? "-" : v ? "yes" : "no");
+  const table = [
+    ["KIND", "SIZE", "SHA256", "VERIFIED", "IDS", "PATH"],
+    ...rows.map((r) => [r.kind, `${(r.size / 1e6).toFixed(1)} MB`, r.sha256 ?? "-", check(r.verified), r.ids.join(",") || "-", r.path]),
+  ];
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   for (const row of table) process.stdout.write(`${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ")}\n`);
 }

@@ -56,7 +56,10 @@ describe("kiln models pull from a hub in Hugging Face's layout", () => {
     expect(seen.at(-1)).toMatchObject({ downloadedBytes: body.length, totalBytes: body.length });
     // nothing else is left but the record (and the emptied partial folder)
     expect(everything(whisperDir)).toEqual([".kiln-models.json", ".partial", "ggml-tiny-test.bin"]);
-    expect(await models.list()).toEqual([{ kind: "whisper", path: pulled.path, size: body.length, sha256: sha256Hex(body), ids: ["tiny-test"] }]);
+    expect(await models.list()).toEqual([{ kind: "whisper", path: pulled.path, size: body.length, sha256: sha256Hex(body), ids: ["tiny-test"], verified: true }]);
+    // a file copied in by hand under a catalog name is listed, and said not to be the catalog's
+    writeFileSync(join(whisperDir, "ggml-small.bin"), "other weights");
+    expect((await models.list()).find((f) => f.path.endsWith("ggml-small.bin"))).toMatchObject({ kind: "whisper", ids: ["small"], verified: false });
   });
 
   it("pulls a GGUF by file and by quantization, checked against the hub's x-linked-etag", async () => {
@@ -107,6 +110,11 @@ describe("kiln models pull from a hub in Hugging Face's layout", () => {
     });
     expect((await failure(stopped)).message).toContain("Kiln is shutting down");
     expect(readdirSync(first.modelsDir).filter((f) => f.endsWith(".gguf"))).toEqual([]);
+    // listed as a partial download, with what it holds so far
+    const [part] = await first.models.list();
+    expect(part).toMatchObject({ kind: "partial", sha256: null, verified: null });
+    expect(part!.path).toMatch(/\/\.partial\/hf_acme_stop-GGUF_stop\.[0-9a-f]{12}\.gguf\.ipull$/);
+    expect(part!.size).toBeGreaterThan(0);
     const asked = hub.requests.length;
     hub.put("acme/stop-GGUF", "stop.gguf", { body });
     const again = new ModelHub({ source: { url: hub.url }, whisperDir: first.whisperDir, modelsDir: first.modelsDir, catalog: WhisperCatalog.builtin, reserveBytes: 0 });

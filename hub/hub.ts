@@ -50,12 +50,17 @@ export interface Pulled extends Installed {
 
 /** An installed file as `kiln models list` shows it. */
 export interface InstalledFile {
-  kind: "whisper" | "gguf" | "other";
+  /** `partial`: a download that stopped before it was whole (the next pull resumes it; `kiln models rm <file>` removes it). */
+  kind: "whisper" | "gguf" | "other" | "partial";
   path: string;
+  /** Bytes (of a partial download: on disk so far). */
   size: number;
-  sha256: string;
+  /** Its sha256; null for a partial download. */
+  sha256: string | null;
   /** The names it serves: whisper catalog names, the references pulled into it. */
   ids: string[];
+  /** For a whisper catalog file: whether its sha256 is the catalog's (a file copied in by hand may not be); null otherwise. */
+  verified: boolean | null;
 }
 
 interface Flight {
@@ -135,10 +140,17 @@ export class ModelHub {
         if (name.startsWith(".")) continue;
         const record = await recordOf(dir, name);
         if (!record) continue; // a folder, or gone meanwhile
-        const whisper = dir === whisperDir ? catalog.models.filter((m) => whisperFiles(m).includes(name)).map((m) => m.name) : [];
-        const kind = whisper.length > 0 || /^ggml-.*\.bin$/.test(name) ? "whisper" : name.toLowerCase().endsWith(".gguf") ? "gguf" : "other";
-        const ids = [...whisper, ...(records[name]?.refs ?? []).filter((r) => !r.startsWith("whisper:"))];
-        files.push({ kind, path: join(dir, name), size: record.size, sha256: record.sha256, ids });
+        const models = dir === whisperDir ? catalog.models.filter((m) => whisperFiles(m).includes(name)) : [];
+        const kind = models.length > 0 || /^ggml-.*\.bin$/.test(name) ? "whisper" : name.toLowerCase().endsWith(".gguf") ? "gguf" : "other";
+        const ids = [...models.map((m) => m.name), ...(records[name]?.refs ?? []).filter((r) => !r.startsWith("whisper:"))];
+        const verified = models.length > 0 ? models.every((m) => m.sha256 === record.sha256) : null;
+        files.push({ kind, path: join(dir, name), size: record.size, sha256: record.sha256, ids, verified });
+      }
+      // downloads that stopped short: shown, so that they can be resumed or removed
+      for (const part of (await readdir(join(dir, PARTIAL_DIR)).catch(() => [] as string[])).sort()) {
+        if (!part.endsWith(".ipull")) continue;
+        const s = await stat(join(dir, PARTIAL_DIR, part)).catch(() => undefined);
+        if (s?.isFile()) files.push({ kind: "partial", path: join(dir, PARTIAL_DIR, part), size: s.blocks * 512, sha256: null, ids: [], verified: null });
       }
     }
     return files;

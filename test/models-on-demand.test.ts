@@ -296,17 +296,18 @@ describe("kiln models", () => {
     const gguf = lines.find((l) => l.msg === "installed" && l.model === "hf:acme/tiny-GGUF/tiny.gguf")!.path as string;
     const listed = await kiln(["models", "list", "--json"], { ...env, KILN_SERVE: "famB-v3.1=hf:acme/tiny-GGUF/tiny.gguf" });
     expect(JSON.parse(listed.stdout)).toEqual([
-      { kind: "whisper", path: join(whisperDir, "ggml-fast.bin"), size_bytes: WEIGHTS.length, sha256: sha256Hex(WEIGHTS), ids: ["fast"] },
+      { kind: "whisper", path: join(whisperDir, "ggml-fast.bin"), size_bytes: WEIGHTS.length, sha256: sha256Hex(WEIGHTS), ids: ["fast"], verified: true },
       {
         kind: "gguf",
         path: gguf,
         size_bytes: readFileSync(TINY_MODEL).length,
         sha256: sha256Hex(readFileSync(TINY_MODEL)),
         ids: ["hf:acme/tiny-GGUF/tiny.gguf", "famB-v3.1"],
+        verified: null,
       },
     ]);
     const table = await kiln(["models", "list"], env);
-    expect(table.stdout.split("\n")[0]).toMatch(/^KIND\s+SIZE\s+SHA256\s+IDS\s+PATH$/);
+    expect(table.stdout.split("\n")[0]).toMatch(/^KIND\s+SIZE\s+SHA256\s+VERIFIED\s+IDS\s+PATH$/);
 
     const removed = await kiln(["models", "rm", "whisper:fast"], env);
     expect(removed.stdout).toBe(`removed ${join(whisperDir, "ggml-fast.bin")}\n`);
