@@ -292,6 +292,10 @@ describe("kiln models pull from a hub in Hugging Face's layout", () => {
     );
     expect(sent()).toBeLessThan(body.length);
     expect(readdirSync(join(modelsDir, ".partial")).some((f) => f.endsWith(".ipull"))).toBe(true);
+    // removed by the name list shows
+    const [part] = await models.list();
+    expect(await models.remove(part!.path.split("/").at(-1)!)).toEqual([part!.path]);
+    expect(await models.list()).toEqual([]);
   });
 
   it("stops a transfer that sends nothing for stallSeconds, tries again from a fresh address, and fails saying so", async () => {

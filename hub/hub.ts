@@ -241,11 +241,12 @@ export class ModelHub {
     return ref.kind === "whisper" ? this.options.whisperDir : this.options.modelsDir;
   }
 
-  /** A bare file name in one of the folders (`kiln models rm ggml-small.bin`). */
+  /** A bare file name in one of the folders (`kiln models rm ggml-small.bin`), or a partial download's as `list` shows it (`….gguf.ipull`). */
   private byName(name: string): { dir: string; files: string[] } {
     if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(name) || name === RECORD_FILE) throw new PullError("bad_ref", `"${name}" is neither a model reference nor a file name`);
-    const dir = name.toLowerCase().endsWith(".gguf") ? this.options.modelsDir : this.options.whisperDir;
-    return { dir, files: [name] };
+    const file = name.replace(/\.ipull$/, "");
+    const dir = file.toLowerCase().endsWith(".gguf") ? this.options.modelsDir : this.options.whisperDir;
+    return { dir, files: [file] };
   }
 
   /** The folder and the files a reference may be installed as, without the network (a `:quant` tag: the file a pull recorded, if still there). */
