@@ -137,7 +137,10 @@ addOptions(
     await pullModels(parseModelsConfig(opts), refs);
   });
 
-addOptions(models.command("list").description("every installed file: kind, size, sha256 and the ids it serves"), MODELS_OPTIONS)
+addOptions(
+  models.command("list").description("every installed file: kind, size, sha256, whether a whisper file is the catalog's, the ids it serves; partial downloads"),
+  MODELS_OPTIONS,
+)
   .option("--json", "print JSON")
   .action(async (opts: Raw) => {
     const { listModels } = await import("./models.js");

@@ -730,7 +730,7 @@ export const AGENT_OPTIONS = {
     flags: "--whisper-dir <dir>",
     env: "KILN_WHISPER_DIR",
     default: ".kiln/whisper",
-    description: "folder of ggml-<name>.bin whisper models",
+    description: "folder of the whisper catalog's files (ggml-*.bin), where kiln models pull and on-demand downloads put them",
     schema: z.string().min(1),
   },
   vadModel: {

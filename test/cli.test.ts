@@ -13,10 +13,11 @@ const kiln = (args: string[], env: Record<string, string> = {}): Promise<{ code?
 
 describe("kiln CLI", () => {
   it("--help on every command", async () => {
-    const commands = [[], ["dev"], ["scheduler"], ["agent"], ["keys"], ["keys", "create"]];
+    const commands = [[], ["dev"], ["scheduler"], ["agent"], ["keys"], ["keys", "create"], ["models"], ["models", "pull"]];
     const helps = await Promise.all(commands.map((cmd) => kiln([...cmd, "--help"])));
     for (const r of helps) expect(r.stdout).toMatch(/Usage: kiln/);
     expect(helps[2]!.stdout).toMatch(/KILN_DB/);
+    expect(helps[7]!.stdout).toMatch(/KILN_HUB_URL/);
   });
 
   it("keys create, list and revoke work on a database", async () => {
