@@ -11,8 +11,8 @@ import { promisify } from "node:util";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex, startHub, type TestHub } from "./helpers/hub.js";
-import { tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
-import { fetchJob, getJson, makeMedia, QUICK_SPEECH_SECONDS, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
+import { httpBase, inProcessAgent, inProcessScheduler, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
+import { fetchJob, getJson, makeMedia, TEST_VAD, QUICK_SPEECH_SECONDS, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
 
 const CHROMIUM = process.env.KILN_CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => existsSync(p));
 const run = promisify(execFile);
@@ -195,6 +195,42 @@ describe.skipIf(!CHROMIUM)("the web UI on an instance that downloads models", ()
       await t.agent.close();
     }
   }, 90_000);
+});
+
+describe("through the fleet", () => {
+  it("/v1/audio sends a model no agent has installed to one that downloads it, and the transcript comes back", async () => {
+    // the catalog's "small" pointed at the made-up weights: a name the scheduler knows
+    hub.put(REPO, "ggml-small-test.bin", { body: WEIGHTS });
+    const own = join(tempDir(), "catalog.json");
+    writeFileSync(own, JSON.stringify([{ name: "small", repo: REPO, file: "ggml-small-test.bin", sha256: sha256Hex(WEIGHTS), size_bytes: WEIGHTS.length, languages: 99 }]));
+    const scheduler = await inProcessScheduler();
+    const whisperDir = tempDir();
+    const agent = await inProcessAgent(scheduler, {
+      nodeId: "fetching",
+      serve: [],
+      whisperDir,
+      vadModel: TEST_VAD,
+      whisperCatalog: own,
+      hubUrl: hub.url,
+      offline: "false",
+      fetchModels: "small",
+    });
+    try {
+      await until(() => scheduler.fleet.transcriptionModels().includes("small"), 15_000, "the agent to offer small");
+      const { token } = await scheduler.keys.create({ account: "fleet", tier: "pro" });
+      const form = new FormData();
+      form.append("model", "small");
+      form.append("temperature_increment", "0");
+      form.append("file", new Blob([new Uint8Array(readFileSync(audio))]), "speech.wav");
+      const res = await fetch(`${httpBase(scheduler)}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form });
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(typeof ((await res.json()) as { text: string }).text).toBe("string");
+      expect(readFileSync(join(whisperDir, "ggml-small-test.bin")).equals(WEIGHTS)).toBe(true);
+    } finally {
+      await agent.close();
+      await scheduler.close();
+    }
+  }, 60_000);
 });
 
 describe("--fetch-models", () => {

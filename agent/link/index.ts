@@ -132,7 +132,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
           fingerprint: p.fingerprint,
           capabilities: [...AGENT_CAPABILITIES],
         })),
-        ...(transcription?.models?.length ? { transcription } : {}),
+        // a node that transcribes: it has a whisper model, or downloads the one a job names
+        ...(transcription?.models?.length || transcription?.on_demand_models?.length ? { transcription } : {}),
       },
     });
     stream.on("data", (message: SchedulerMessage__Output) => this.onMessage(stream, message));

@@ -71,11 +71,14 @@ export class FleetTranscriptions {
 
   /** What Register tells the scheduler: the installed models, the default, the slots and limits. */
   private async describe(): Promise<Transcription> {
-    const installed = (await this.options.whisper.status()).filter((m) => m.installed).map((m) => m.name);
+    const models = await this.options.whisper.status();
+    const installed = models.filter((m) => m.installed).map((m) => m.name);
     // `whisper-1` is the catalog's default when installed, else the largest installed
     const fallback = this.options.whisper.catalog.models.filter((m) => installed.includes(m.name)).at(-1)?.name ?? "";
     return {
       models: installed,
+      // the scheduler sends a job for one of these here when no node has it installed: it is downloaded first
+      on_demand_models: models.filter((m) => !m.installed && m.on_demand).map((m) => m.name),
       default_model: installed.includes(DEFAULT_WHISPER_MODEL) ? DEFAULT_WHISPER_MODEL : fallback,
       slots: this.options.jobs.concurrency,
       capabilities: [...(this.options.capabilities.diarization ? ["diarization"] : []), ...(this.options.capabilities.translation ? ["translation"] : [])],

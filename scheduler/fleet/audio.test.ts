@@ -30,7 +30,7 @@ class RecordingLink implements AgentLink {
   }
 }
 
-const info: TranscriptionInfo = { models: new Set(["base"]), defaultModel: "base", slots: 1, capabilities: new Set(), maxFileBytes: 1 << 30 };
+const info: TranscriptionInfo = { models: new Set(["base"]), onDemand: new Set(), defaultModel: "base", slots: 1, capabilities: new Set(), maxFileBytes: 1 << 30 };
 const node = (nodeId: string): AudioNode & { link: RecordingLink } => ({ nodeId, link: new RecordingLink(), draining: false, transcription: info, transcriptionJobs: 0 });
 const transcript = (text: string) =>
   JSON.stringify({ text, language: "en", duration: 1, task: "transcribe", model: "base", segments: [{ id: 0, start: 0, end: 1, text, words: [] }] });
@@ -79,6 +79,28 @@ describe("AudioRouter", () => {
     router.done(a, id, transcript("hello"));
     expect(await events).toEqual([{ type: "done", transcript: expect.objectContaining({ text: "hello" }) }]);
     expect(router.owns(id)).toBe(false); // answered: forgotten
+  });
+
+  it("sends a model no node has installed to a node that downloads it, and prefers a node that has it installed", async () => {
+    const fetching: AudioNode & { link: RecordingLink } = { ...node("fetching"), transcription: { ...info, onDemand: new Set(["small"]) } };
+    const idle = node("idle"); // has neither
+    const router = new AudioRouter({ nodes: () => [idle, fetching], logger: createLogger("test", "silent") });
+    expect(router.models().sort()).toEqual(["base", "small", "whisper-1"]);
+    const small = (spool: Spool): AudioRequest => ({ ...request(spool), model: "small" });
+    const events = collect(router.submit(small(await spoolOf(Buffer.from("x"))), undefined, "t"));
+    await tick();
+    expect(idle.link.sent).toEqual([]);
+    router.done(fetching, fetching.link.requestId(), transcript("fetched"));
+    expect((await events)[0]).toMatchObject({ type: "done", transcript: { text: "fetched" } });
+
+    // installed somewhere: that node, though the other is less loaded
+    const installed: AudioNode & { link: RecordingLink } = { ...node("installed"), transcription: { ...info, models: new Set(["small"]) }, transcriptionJobs: 1 };
+    const both = new AudioRouter({ nodes: () => [fetching, installed], logger: createLogger("test", "silent") });
+    const sent = fetching.link.sent.length;
+    void collect(both.submit(small(await spoolOf(Buffer.from("y"))), undefined, "t2"));
+    await tick();
+    expect(installed.link.sent.length).toBeGreaterThan(0);
+    expect(fetching.link.sent.length).toBe(sent);
   });
 
   it("moves a request whose agent went away to another agent, from the first byte", async () => {

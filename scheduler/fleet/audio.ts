@@ -2,8 +2,8 @@
  * Transcriptions through the fleet: the router behind `POST /v1/audio/transcriptions` and
  * `/translations`.
  *
- * Agents that transcribe say so in Register (their installed whisper models, `whisper-1`'s model,
- * their slots) and tell their jobs in each heartbeat. A request goes to the least-loaded agent with
+ * Agents that transcribe say so in Register (their installed whisper models, those they download
+ * when a job names one, `whisper-1`'s model, their slots) and tell their jobs in each heartbeat. A request goes to the least-loaded agent with
  * its model and capabilities; its upload, held in a `Spool` on the scheduler's disk, streams to the
  * agent in AudioChunks as it arrives, never more than `windowBytes` beyond what the agent has
  * acknowledged storing. The agent's queue is the queue: a full one refuses (retryable) and the
@@ -29,7 +29,10 @@ export const DEFAULT_AUDIO_MODEL = "whisper-1";
 
 /** What a transcribing agent told in Register. */
 export interface TranscriptionInfo {
+  /** The whisper models installed. */
   models: ReadonlySet<string>;
+  /** Models not installed that it downloads when a job names one (the job waits for the download). */
+  onDemand: ReadonlySet<string>;
   defaultModel: string;
   slots: number;
   capabilities: ReadonlySet<string>;
@@ -37,9 +40,10 @@ export interface TranscriptionInfo {
 }
 
 export function transcriptionInfo(t: Transcription__Output | null | undefined): TranscriptionInfo | undefined {
-  if (!t || t.models.length === 0 || t.slots < 1) return undefined;
+  if (!t || (t.models.length === 0 && t.on_demand_models.length === 0) || t.slots < 1) return undefined;
   return {
     models: new Set(t.models),
+    onDemand: new Set(t.on_demand_models),
     defaultModel: t.default_model,
     slots: Math.min(t.slots, MAX_SLOTS),
     capabilities: new Set(t.capabilities),
@@ -141,7 +145,7 @@ export class AudioRouter {
     for (const node of this.options.nodes()) {
       if (!node.transcription || node.draining) continue;
       if (node.transcription.defaultModel) names.add(DEFAULT_AUDIO_MODEL);
-      for (const m of node.transcription.models) names.add(m);
+      for (const m of [...node.transcription.models, ...node.transcription.onDemand]) names.add(m);
     }
     return [...names];
   }
@@ -230,8 +234,13 @@ export class AudioRouter {
   private fits(node: AudioNode, model: string, needs: readonly string[]): boolean {
     const t = node.transcription;
     if (!t || node.draining) return false;
-    const has = model === DEFAULT_AUDIO_MODEL ? t.defaultModel !== "" : t.models.has(model);
+    const has = model === DEFAULT_AUDIO_MODEL ? t.defaultModel !== "" : t.models.has(model) || t.onDemand.has(model);
     return has && needs.every((n) => t.capabilities.has(n));
+  }
+
+  /** Whether the node would download `model` first (it fits only on demand). */
+  private fetches(node: AudioNode, model: string): boolean {
+    return model !== DEFAULT_AUDIO_MODEL && !node.transcription!.models.has(model);
   }
 
   /** Sends the job to the least-loaded agent that fits (not one it failed on), or fails it. */
@@ -247,7 +256,8 @@ export class AudioRouter {
       if (!this.fits(node, request.model, request.needs) || job.failedOn.has(node.nodeId)) continue;
       if (request.spool.size > node.transcription!.maxFileBytes) continue;
       const own = this.inflight.get(node.nodeId) ?? 0;
-      const load = Math.max(own, node.transcriptionJobs) / node.transcription!.slots + own * 1e-6;
+      // a node that has the model installed goes before any that would download it first
+      const load = Math.max(own, node.transcriptionJobs) / node.transcription!.slots + own * 1e-6 + (this.fetches(node, request.model) ? 1e6 : 0);
       if (load < bestLoad) {
         best = node;
         bestLoad = load;

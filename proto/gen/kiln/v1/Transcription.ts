@@ -8,6 +8,7 @@ export interface Transcription {
   'slots'?: (number);
   'capabilities'?: (string)[];
   'max_file_bytes'?: (number | string | Long);
+  'on_demand_models'?: (string)[];
 }
 
 export interface Transcription__Output {
@@ -16,4 +17,5 @@ export interface Transcription__Output {
   'slots': (number);
   'capabilities': (string)[];
   'max_file_bytes': (number);
+  'on_demand_models': (string)[];
 }
