@@ -298,6 +298,26 @@ describe("kiln models pull from a hub in Hugging Face's layout", () => {
     expect(await models.list()).toEqual([]);
   });
 
+  it("a pull right after a stopped one starts a download of its own, not joining the one winding down; two names for one file share one", async () => {
+    const body = weights(12 * 1024 ** 2);
+    hub.put("acme/again-GGUF", "again.gguf", { body, bytesPerSecond: 8 * 1024 ** 2 });
+    const { models } = modelHub();
+    const stop = new AbortController();
+    const first = models.pull("hf:acme/again-GGUF/again.gguf", { signal: stop.signal, onProgress: () => stop.abort(new Error("cancelled")) });
+    await expect(first).rejects.toThrow("cancelled");
+    expect((await models.pull("hf:acme/again-GGUF/again.gguf", { signal: AbortSignal.timeout(60_000) })).sha256).toBe(sha256Hex(body));
+
+    const weightsOf = weights(1000);
+    hub.put("acme/whisper-test", "ggml-twice.bin", { body: weightsOf, sha256: null, bytesPerSecond: 20_000 });
+    const entry = (name: string) => ({ name, repo: "acme/whisper-test", file: "ggml-twice.bin", sha256: sha256Hex(weightsOf), size_bytes: weightsOf.length, languages: 99 });
+    const twice = modelHub([entry("one"), entry("two")]);
+    const [a, b] = await Promise.all([twice.models.pull("whisper:one"), twice.models.pull("whisper:two")]);
+    expect(a.path).toBe(b.path);
+    expect(hub.requests.filter((r) => r.path.endsWith("/ggml-twice.bin") && r.method === "HEAD")).toHaveLength(1);
+    const record = JSON.parse(readFileSync(join(twice.whisperDir, ".kiln-models.json"), "utf8")) as { files: Record<string, { refs: string[] }> };
+    expect(record.files["ggml-twice.bin"]!.refs.sort()).toEqual(["whisper:one", "whisper:two"]);
+  });
+
   it("stops a transfer that sends nothing for stallSeconds, tries again from a fresh address, and fails saying so", async () => {
     hub.put("acme/stall-GGUF", "stall.gguf", { body: weights(12 * 1024 ** 2), stallAt: 1024 ** 2 });
     const { models, modelsDir } = modelHub();

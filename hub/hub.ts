@@ -64,6 +64,8 @@ export interface InstalledFile {
 }
 
 interface Flight {
+  /** The reference that started it (the download records it). */
+  ref: string;
   promise: Promise<Installed>;
   listeners: Set<(p: PullProgress) => void>;
   progress?: PullProgress;
@@ -119,13 +121,16 @@ export class ModelHub {
     else flight.held = true;
     try {
       const done = await waitFor(flight.promise, options.signal);
-      // every reference that asked for it is recorded, the first caller's and the others'
-      if (ref.ref !== download.ref) await updateRecord(download.dir, download.file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] }).catch(() => undefined);
+      // every reference that asked for it is recorded, the first caller's (by the download) and the others'
+      if (ref.ref !== flight.ref) await updateRecord(download.dir, download.file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] }).catch(() => undefined);
       return { ref: ref.ref, ...done, cached: false };
     } finally {
       if (options.onProgress) flight.listeners.delete(options.onProgress);
-      if (options.signal && --flight.waiters === 0 && !flight.held)
+      if (options.signal && --flight.waiters === 0 && !flight.held) {
         flight.stop.abort(new PullError("hub_unreachable", "every job waiting for it stopped; it resumes at the next pull"));
+        // gone at once: a pull that comes while it winds down starts a download of its own
+        if (this.flights.get(key) === flight) this.flights.delete(key);
+      }
     }
   }
 
@@ -191,7 +196,7 @@ export class ModelHub {
 
   private launch(key: string, download: FileDownload, progressBar: boolean): Flight {
     const stop = new AbortController();
-    const flight: Flight = { listeners: new Set(), waiters: 0, held: false, stop, promise: Promise.resolve() as unknown as Promise<Installed> };
+    const flight: Flight = { ref: download.ref, listeners: new Set(), waiters: 0, held: false, stop, promise: Promise.resolve() as unknown as Promise<Installed> };
     const tell = (p: PullProgress) => {
       flight.progress = p;
       for (const l of flight.listeners) l(p);
