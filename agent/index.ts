@@ -126,12 +126,17 @@ async function pullServed(config: AgentConfig, hub: ModelHub, logger: Logger): P
   return Promise.all(
     config.serve.map(async ({ id, path, ref }) => {
       if (!ref) return { id, path };
-      const cached = await hub.cached(ref);
-      if (cached) return { id, path: cached };
-      if (config.offline) throw new ConfigError("--serve / KILN_SERVE", `${ref} (for ${id}) is not in --models-dir and --offline forbids fetching it`);
-      logger.info({ model: ref, id, hub: hub.hub }, "pulling a served model");
+      if (config.offline) {
+        const cached = await hub.cached(ref);
+        if (!cached) throw new ConfigError("--serve / KILN_SERVE", `${ref} (for ${id}) is not in --models-dir and --offline forbids fetching it`);
+        return { id, path: cached };
+      }
+      // a file already there is not fetched again
       const pulled = await hub.pull(ref, { onProgress: logProgress(logger, ref) });
-      logger.info({ model: ref, id, path: pulled.path, sha256: pulled.sha256 }, "pulled");
+      logger.info(
+        { model: ref, id, path: pulled.path, sha256: pulled.sha256, cached: pulled.cached },
+        pulled.cached ? "served model already in --models-dir" : "pulled a served model",
+      );
       return { id, path: pulled.path };
     }),
   );

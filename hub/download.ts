@@ -18,7 +18,8 @@ import { link, mkdir, readFile, rename, rm, stat, utimes, writeFile } from "node
 import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import { createModelDownloader, type ModelDownloader } from "node-llama-cpp";
-import { freeBytes } from "../core/disk.js";
+import { untilAborted } from "../core/abort.js";
+import { freeBytes, nonEmptyFile } from "../core/disk.js";
 import { sha256OfFile } from "../core/digest.js";
 import { PullError } from "./errors.js";
 import { recordOf, updateRecord } from "./installed.js";
@@ -106,8 +107,8 @@ async function download(d: FileDownload, options: DownloadOptions): Promise<Inst
   const unlock = await lock(`${partial}.lock`, signal);
   try {
     // another process may have installed it while this one waited for the lock
-    const there = await stat(path).catch(() => undefined);
-    if (there?.isFile() && there.size > 0) return { path, sha256: (await recordOf(d.dir, d.file))!.sha256, size: there.size };
+    const there = (await nonEmptyFile(path)) ? await recordOf(d.dir, d.file) : undefined;
+    if (there) return { path, sha256: there.sha256, size: there.size };
     const what = new URL(d.url).pathname.slice(1);
     let remote = await probeFile(d.url, hub, what, signal);
     if (d.sha256 && remote.sha256 && remote.sha256 !== d.sha256) {
@@ -205,7 +206,7 @@ async function transfer(d: FileDownload, url: string, partialDir: string, announ
         });
       },
     });
-    downloader = await untilAborted(creating, signal, (late) => void late.cancel({ deleteTempFile: false }).catch(() => undefined));
+    downloader = await untilAborted(creating, signal, { late: (late) => void late.cancel({ deleteTempFile: false }).catch(() => undefined) });
     if (announced !== undefined && downloader.totalSize > 0 && downloader.totalSize !== announced) {
       throw new PullError("checksum_mismatch", `the hub announced ${announced} bytes but sends ${downloader.totalSize}`);
     }
@@ -217,24 +218,6 @@ async function transfer(d: FileDownload, url: string, partialDir: string, announ
     throw stop.signal.aborted ? stop.signal.reason : err;
   } finally {
     clearTimeout(watchdog);
-  }
-}
-
-/** The promise's value, or the signal's reason once it aborts first (`late` then gets the value if it comes). */
-async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, late?: (value: T) => void): Promise<T> {
-  if (signal.aborted) throw signal.reason;
-  let onAbort: () => void = () => undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => {
-      promise.then((value) => late?.(value)).catch(() => undefined);
-      reject(signal.reason as Error);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([promise, aborted]);
-  } finally {
-    signal.removeEventListener("abort", onAbort);
   }
 }
 

@@ -8,6 +8,8 @@
  */
 import { readdir, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { untilAborted } from "../core/abort.js";
+import { nonEmptyFile } from "../core/disk.js";
 import { Semaphore } from "../core/semaphore.js";
 import { whisperFiles, type WhisperCatalog } from "../models/whisper.js";
 import { PullError } from "./errors.js";
@@ -93,10 +95,7 @@ export class ModelHub {
   /** The installed file a reference names, without asking the hub; undefined when not installed. */
   async cached(text: string): Promise<string | undefined> {
     const { dir, files } = await this.place(parseRef(text));
-    for (const file of files) {
-      const s = await stat(join(dir, file)).catch(() => undefined);
-      if (s?.isFile() && s.size > 0) return join(dir, file);
-    }
+    for (const file of files) if (await nonEmptyFile(join(dir, file))) return join(dir, file);
     return undefined;
   }
 
@@ -110,9 +109,15 @@ export class ModelHub {
   /** Installs what the reference names (a file already there is not fetched again) and returns it. */
   async pull(text: string, options: PullOptions = {}): Promise<Pulled> {
     const ref = parseRef(text);
-    const installed = (await this.cached(ref.ref)) ?? (await this.resolvedCopy(ref, options.signal));
+    const installed = await this.cached(ref.ref);
     if (installed) return { ref: ref.ref, ...(await this.describe(installed, ref.ref)), cached: true };
     const download = await this.download(ref, options.signal);
+    if (ref.kind === "gguf-quant" && (await nonEmptyFile(join(download.dir, download.file)))) {
+      // the file the tag names is installed already (pulled by its path): recorded under the tag too
+      const there = await this.describe(join(download.dir, download.file), ref.ref);
+      await updateRecord(download.dir, download.file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] }).catch(() => undefined);
+      return { ref: ref.ref, ...there, cached: true };
+    }
     // one download per file, whichever references ask for it (`whisper:large` and `whisper:large-v3` share one)
     const key = join(download.dir, download.file);
     const flight = this.flights.get(key) ?? this.launch(key, download, options.progressBar === true);
@@ -120,7 +125,7 @@ export class ModelHub {
     if (options.signal) flight.waiters++;
     else flight.held = true;
     try {
-      const done = await waitFor(flight.promise, options.signal);
+      const done = await untilAborted(flight.promise, options.signal);
       // every reference that asked for it is recorded, the first caller's (by the download) and the others'
       if (ref.ref !== flight.ref) await updateRecord(download.dir, download.file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] }).catch(() => undefined);
       return { ref: ref.ref, ...done, cached: false };
@@ -143,7 +148,7 @@ export class ModelHub {
       const records = await readRecords(dir);
       for (const name of names.sort()) {
         if (name.startsWith(".")) continue;
-        const record = await recordOf(dir, name);
+        const record = await recordOf(dir, name, records);
         if (!record) continue; // a folder, or gone meanwhile
         const models = dir === whisperDir ? catalog.models.filter((m) => whisperFiles(m).includes(name)) : [];
         const kind = models.length > 0 || /^ggml-.*\.bin$/.test(name) ? "whisper" : name.toLowerCase().endsWith(".gguf") ? "gguf" : "other";
@@ -231,17 +236,6 @@ export class ModelHub {
     return { path, sha256: record.sha256, size: record.size };
   }
 
-  /** For a `:quant` tag not recorded yet: the file its manifest names, when it is installed already (pulled by its path); recorded under the tag. */
-  private async resolvedCopy(ref: ModelRef, signal?: AbortSignal): Promise<string | undefined> {
-    if (ref.kind !== "gguf-quant") return undefined;
-    const { dir, file } = await this.resolveTag(ref, signal);
-    const s = await stat(join(dir, file)).catch(() => undefined);
-    if (!s?.isFile() || s.size === 0) return undefined;
-    await recordOf(dir, file);
-    await updateRecord(dir, file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] }).catch(() => undefined);
-    return join(dir, file);
-  }
-
   private dirOf(ref: ModelRef): string {
     return ref.kind === "whisper" ? this.options.whisperDir : this.options.modelsDir;
   }
@@ -302,15 +296,4 @@ export class ModelHub {
     const { dir, file, path } = await this.resolveTag(ref, signal);
     return { ref: ref.ref, url: resolveUrl(source, `${ref.org}/${ref.repo}`, "main", path), dir, file };
   }
-}
-
-/** The promise's outcome, or the signal's reason once it aborts (the promise goes on). */
-function waitFor<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

@@ -23,7 +23,7 @@ export interface FileRecord {
   source?: string;
 }
 
-type Records = Record<string, FileRecord>;
+export type Records = Record<string, FileRecord>;
 
 /** Whether a record read from disk has the fields Kiln writes (a hand-edited one may not). */
 const wellFormed = (r: unknown): r is FileRecord => {
@@ -76,11 +76,14 @@ export async function updateRecord(dir: string, file: string, change: (now: File
 }
 const writes = new Map<string, Promise<void>>();
 
-/** The file's record, hashing it (and recording that) when it has none or changed since. Undefined when the file is missing. */
-export async function recordOf(dir: string, file: string): Promise<FileRecord | undefined> {
+/**
+ * The file's record, hashing it (and recording that) when it has none or changed since. Undefined
+ * when the file is missing. `records`: the folder's, when the caller read them already.
+ */
+export async function recordOf(dir: string, file: string, records?: Records): Promise<FileRecord | undefined> {
   const s = await stat(join(dir, file)).catch(() => undefined);
   if (!s?.isFile()) return undefined;
-  const known = (await readRecords(dir))[file];
+  const known = (records ?? (await readRecords(dir)))[file];
   if (known && known.size === s.size && known.mtimeMs === s.mtimeMs) return known;
   const sha256 = await sha256OfFile(join(dir, file));
   const record: FileRecord = { sha256, size: s.size, mtimeMs: s.mtimeMs, refs: known?.refs ?? [], ...(known?.source ? { source: known.source } : {}) };

@@ -159,6 +159,18 @@ describe("an instance fetches the whisper model a job names", () => {
     }
   });
 
+  it("a model field that is not a catalog name never reaches the hub: a path, a reference, a URL or a file name is a 400", async () => {
+    const asked = hub.requests.length;
+    const before = readdirSync(whisperDir);
+    for (const model of ["../../etc/passwd", "slow/../fast", "hf:acme/tiny-GGUF/tiny.gguf", "whisper:slow", `${hub.url}/${REPO}/resolve/main/ggml-slow.bin`, "ggml-slow.bin"]) {
+      const res = await upload(t.base, [audio], { model });
+      expect(res.status, model).toBe(400);
+      expect(res.body.error, model).toMatchObject({ code: "invalid_model", param: "model" });
+    }
+    expect(hub.requests.length).toBe(asked);
+    expect(readdirSync(whisperDir)).toEqual(before);
+  });
+
   it("a failed download fails the job with an error naming the model and the hub", async () => {
     const submitted = await upload(t.base, [audio], { model: "missing" });
     expect(submitted.status).toBe(202);
@@ -303,6 +315,12 @@ describe("fetching at start", () => {
     } finally {
       await first.agent.close();
     }
+    // --offline: the cached file serves; one that is not there stops the start, naming it
+    const offline = await startTranscription({ ...raw, offline: "true" });
+    await offline.agent.close();
+    await expect(startTranscription({ ...raw, offline: "true", serve: "famB-v3.1=hf:acme/tiny-GGUF/other.gguf" })).rejects.toThrow(
+      "--serve / KILN_SERVE: hf:acme/tiny-GGUF/other.gguf (for famB-v3.1) is not in --models-dir and --offline forbids fetching it",
+    );
     const asked = requestsFor("tiny.gguf").length;
     const second = await startTranscription(raw);
     try {

@@ -6,10 +6,10 @@
  * one is dropped and the next session gets a fresh one. Decodes running at once across all
  * sessions are bounded by `parallel`.
  */
-import { statSync } from "node:fs";
-import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../core/log.js";
+import { untilAborted } from "../../core/abort.js";
+import { nonEmptyFile } from "../../core/disk.js";
 import { Semaphore } from "../../core/semaphore.js";
 import { whisperFiles, WhisperCatalog, type WhisperModelName } from "../../models/whisper.js";
 import { EngineError, JobAbortedError } from "./errors.js";
@@ -34,6 +34,9 @@ export interface FetchProgress {
   /** Seconds left at the current speed; Infinity while unknown. */
   etaSeconds: number;
 }
+
+/** The share of a download done, 0 to 1 (0 while its size is unknown). */
+export const shareDone = (p: FetchProgress): number => (p.totalBytes > 0 ? Math.min(1, p.downloadedBytes / p.totalBytes) : 0);
 
 export interface WhisperPoolOptions {
   /** Folder holding the catalog's `ggml-*.bin` files. */
@@ -106,7 +109,7 @@ export interface DecodeOptions {
 /** What a session needs of its pool. */
 interface SessionHost {
   slot(): Promise<() => void>;
-  path(name: WhisperModelName): string;
+  path(name: WhisperModelName): Promise<string>;
   giveBack(): void;
   /** Counts a chunk whisper finished. */
   decoded(): void;
@@ -146,18 +149,21 @@ export class WhisperPool {
     return this.fetches && this.catalog.has(name) && (!allowed?.length || allowed.includes(name));
   }
 
-  /** The model's file: the catalog's name, or the older `ggml-<name>.bin` an operator copied in (models/whisper.ts#whisperFiles). */
-  path(name: WhisperModelName): string {
+  /** The model's file: the catalog's name, or the older `ggml-<name>.bin` an operator copied in (models/whisper.ts#whisperFiles), whichever is installed. */
+  async path(name: WhisperModelName): Promise<string> {
+    return (await this.installedFile(name)) ?? join(this.options.dir, this.model(name).file);
+  }
+
+  private model(name: WhisperModelName) {
     const model = this.catalog.get(name);
     if (!model) throw new EngineError(`whisper model "${name}" is not in this node's catalog`);
-    const paths = whisperFiles(model).map((f) => join(this.options.dir, f));
-    // as ModelHub.cached judges it: a regular file with bytes in it
-    return (
-      paths.find((p) => {
-        const s = statSync(p, { throwIfNoEntry: false });
-        return s?.isFile() && s.size > 0;
-      }) ?? paths[0]!
-    );
+    return model;
+  }
+
+  /** The model's installed file (a regular file with bytes in it, as ModelHub judges it too), if any. */
+  private async installedFile(name: WhisperModelName): Promise<string | undefined> {
+    for (const file of whisperFiles(this.model(name))) if (await nonEmptyFile(join(this.options.dir, file))) return join(this.options.dir, file);
+    return undefined;
   }
 
   /**
@@ -172,10 +178,7 @@ export class WhisperPool {
   }
 
   async isInstalled(name: WhisperModelName): Promise<boolean> {
-    return stat(this.path(name)).then(
-      (s) => s.isFile() && s.size > 0,
-      () => false,
-    );
+    return (await this.installedFile(name)) !== undefined;
   }
 
   async status(): Promise<WhisperModelStatus[]> {
@@ -190,7 +193,7 @@ export class WhisperPool {
           languages: m.languages,
           installed: await this.isInstalled(m.name),
           on_demand: this.fetchable(m.name),
-          ...(download ? { downloading: download.totalBytes > 0 ? Math.min(1, download.downloadedBytes / download.totalBytes) : 0 } : {}),
+          ...(download ? { downloading: shareDone(download) } : {}),
           loaded: loaded.has(m.name),
         };
       }),
@@ -331,7 +334,7 @@ export class WhisperSession {
     let work: Promise<WhisperSegment[]>;
     try {
       this.check(signal);
-      work = this.engine.decode(name, this.host.path(name), pcm, params, { ...(onSegment ? { onSegment } : {}), ...(onStarted ? { onStarted } : {}) });
+      work = this.engine.decode(name, await this.host.path(name), pcm, params, { ...(onSegment ? { onSegment } : {}), ...(onStarted ? { onStarted } : {}) });
     } catch (err) {
       release();
       throw err;
@@ -341,7 +344,7 @@ export class WhisperSession {
       this.host.decoded();
       release();
     }, release);
-    return signal ? abortable(work, signal) : work;
+    return untilAborted(work, signal, { reason: () => new JobAbortedError() });
   }
 
   /**
@@ -358,13 +361,4 @@ export class WhisperSession {
     if (this.closing) throw new Error(`whisper session ${this.label} is closed`);
     if (this.engine.error) throw this.engine.error;
   }
-}
-
-/** `work`, or `JobAbortedError` as soon as `signal` aborts. */
-function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new JobAbortedError());
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

@@ -20,7 +20,7 @@ import type { Logger } from "../../core/log.js";
 import { AudioError, EngineError, JobAbortedError } from "../asr/errors.js";
 import type { JobPhase } from "../asr/eta.js";
 import type { Transcriber } from "../asr/pipeline.js";
-import type { FetchProgress } from "../asr/whisper.js";
+import { shareDone, type FetchProgress } from "../asr/whisper.js";
 import type { Segment, Transcript } from "../../speech/transcript.js";
 import { StagingBudget } from "./budget.js";
 import { JobStore, type JobOptions, type JobRow, type JobStatus } from "./store.js";
@@ -600,7 +600,7 @@ export class JobService {
               model,
               downloaded_bytes: p.downloadedBytes,
               total_bytes: p.totalBytes,
-              fraction: p.totalBytes > 0 ? Math.min(1, p.downloadedBytes / p.totalBytes) : 0,
+              fraction: shareDone(p),
             };
             live.eta = Number.isFinite(p.etaSeconds) ? Math.ceil(p.etaSeconds) : live.eta;
             tell();
