@@ -47,6 +47,24 @@ describe("EgressPolicy", () => {
     expect(new EgressPolicy({ ownAddresses: ["93.184.216.34", "::ffff:1.1.1.1"] }).permits("1.1.1.1")).toBe(false);
   });
 
+  it("refuses any address with an IPv6 zone id, the scheduler's own public address among them", async () => {
+    const own = new EgressPolicy({
+      ownAddresses: ["2606:4700:4700::1111"],
+      resolveAll: table({ "zoned.example": ["2606:4700:4700::1001%eth0"], "ok.example%eth0": ["93.184.216.34"] }),
+    });
+    expect(own.permits("2606:4700:4700::1111")).toBe(false);
+    for (const address of ["2606:4700:4700::1111%eth0", "2606:4700:4700::1001%eth0", "fe80::1%lo", "::1%1", "2606:4700:4700::1001%25eth0"]) {
+      expect(own.permits(address), address).toBe(false);
+      await expect(own.resolve(address), address).rejects.toBeInstanceOf(EgressDeniedError);
+      await expect(own.resolve(`[${address}]`), address).rejects.toBeInstanceOf(EgressDeniedError);
+    }
+    expect(own.permits("2606:4700:4700::1001")).toBe(true);
+    await expect(own.resolve("zoned.example")).rejects.toBeInstanceOf(EgressDeniedError);
+    await expect(own.resolve("ok.example%eth0")).rejects.toBeInstanceOf(EgressDeniedError); // never handed to a resolver
+    // an operator's allowance does not let a zone id through either
+    expect(new EgressPolicy({ allow: ["2606:4700::/32"] }).permits("2606:4700:4700::1001%eth0")).toBe(false);
+  });
+
   it("an operator's CIDR lets a range through, and only that range", () => {
     const allowing = new EgressPolicy({ allow: ["10.1.0.0/16", "fd12::/16", "127.0.0.2"] });
     expect(allowing.permits("10.1.200.3")).toBe(true);

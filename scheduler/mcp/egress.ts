@@ -117,7 +117,8 @@ export class EgressPolicy {
 
   /** True when a connection to `address` (an IP literal) is allowed. */
   permits(address: string): boolean {
-    if (!ipaddr.isValid(address)) return false;
+    // a zone id (`fe80::1%eth0`) is refused whole: it names an interface, and the own-address check compares bare addresses
+    if (address.includes("%") || !ipaddr.isValid(address)) return false;
     const addr = ipaddr.process(address); // IPv4-mapped IPv6 → the IPv4 address it carries
     for (const [net, bits] of this.allowed) {
       if (net.kind() === addr.kind() && addr.match([net, bits] as never)) return true;
@@ -135,6 +136,7 @@ export class EgressPolicy {
    */
   async resolve(host: string): Promise<LookupAddress> {
     const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+    if (bare.includes("%")) throw new EgressDeniedError(host); // an IPv6 zone id (`%eth0`, `%25eth0`, `%1`), on a literal or a name
     const family = isIP(bare);
     if (family) {
       if (!this.permits(bare)) throw new EgressDeniedError(host);
