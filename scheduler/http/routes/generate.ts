@@ -135,10 +135,31 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
   });
 }
 
-/** What a request may use at most, roughly: its max_tokens for each choice, and its prompt at four characters a token. */
-export function tokenEstimate(body: Pick<GenerationBody, "messages" | "prompt" | "maxTokens" | "n">): number {
-  const chars = (body.prompt?.length ?? 0) + body.messages.reduce((n, m) => n + (typeof m.content === "string" ? m.content.length : 0), 0);
+/**
+ * What a request may use at most, roughly: its max_tokens for each choice, and its prompt at four
+ * characters a token. The prompt is everything the chat template is given: each message's text
+ * (a string, or the text of its content parts), its function calls (name, id, arguments) and the
+ * call a tool message answers, and the tools' definitions as JSON.
+ */
+export function tokenEstimate(body: Pick<GenerationBody, "messages" | "prompt" | "maxTokens" | "n" | "tools">): number {
+  let chars = (body.prompt?.length ?? 0) + (body.tools?.length ? JSON.stringify(body.tools).length : 0);
+  for (const m of body.messages) {
+    chars += contentChars(m.content) + (m.toolCallId?.length ?? 0);
+    for (const call of m.toolCalls ?? []) chars += call.id.length + call.name.length + call.arguments.length;
+  }
   return Math.ceil(chars / 4) + (body.maxTokens ?? 0) * (body.n ?? 1);
+}
+
+/** The characters of a message's content: a string, or content parts (`{type: "text", text}`) as a client sent them. */
+function contentChars(content: unknown): number {
+  if (typeof content === "string") return content.length;
+  if (!Array.isArray(content)) return 0;
+  let n = 0;
+  for (const part of content as unknown[]) {
+    const text = (part as { text?: unknown } | null)?.text;
+    n += typeof text === "string" ? text.length : JSON.stringify(part ?? null).length;
+  }
+  return n;
 }
 
 /**
