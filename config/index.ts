@@ -709,13 +709,13 @@ export const AGENT_OPTIONS = {
   gpu: { flags: "--gpu <kind>", env: "KILN_GPU", default: "auto", description: `compute backend (${GPU_KINDS.join(", ")}); auto falls back to CPU`, schema: z.enum(GPU_KINDS) },
   host: { flags: "--host <host>", env: "KILN_HOST", default: "0.0.0.0", description: "address of the transcription API and web UI", schema: z.string().min(1) },
   port: { flags: "--port <port>", env: "KILN_PORT", default: "7860", description: "port of the transcription API and web UI (0 picks one)", schema: int(0, 65535) },
-  /** Every `/api/*` call needs `Authorization: Bearer <token>` (a job's own calls also take its handle). Required off loopback. Default: none. */
+  /** Every `/api/*` call, `/readyz` and `/metrics` need `Authorization: Bearer <token>` (a job's own calls also take its handle). Required off loopback. Default: none. */
   agentToken: {
     flags: "--agent-token <token>",
     env: "KILN_AGENT_TOKEN",
     secret: true,
     description:
-      "every /api/* call needs Authorization: Bearer <token> (a job's status, result and cancel also take the job's handle); required when --host is not loopback, unless --agent-insecure (default: none)",
+      "every /api/* call, /readyz and /metrics need Authorization: Bearer <token> (a job's status, result and cancel also take the job's handle; /healthz stays open); required when --host is not loopback, unless --agent-insecure (default: none)",
     schema: bearerSecret.optional(),
   },
   /** Serve a non-loopback `--host` without `--agent-token` anyway. Default: off. */

@@ -28,7 +28,8 @@ if [ "$which" != "scheduler" ]; then
   agent_token=""
   [ -e /etc/kiln/agent.env ] || agent_token="$(head -c 24 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
   env_file agent "# kiln agent: every flag has a KILN_* twin (node bin/kiln.js agent --help)
-# every /api call on :7860 needs Authorization: Bearer <KILN_AGENT_TOKEN> (a job's own calls also take its handle)
+# every /api call on :7860 needs Authorization: Bearer <KILN_AGENT_TOKEN> (a job's own calls also take its handle),
+# and so do /readyz and /metrics (a probe or Prometheus sends it; /healthz stays open)
 KILN_AGENT_TOKEN=$agent_token
 #KILN_SCHEDULER=scheduler.example:50051
 # a non-loopback scheduler is dialed with TLS (or KILN_GRPC_INSECURE=1, warned at every start):

@@ -87,6 +87,28 @@ describe("with --agent-token", () => {
     }
   });
 
+  it("keeps /readyz and /metrics behind the token (401 without it or with another), /healthz open", async () => {
+    for (const path of ["/readyz", "/metrics"]) {
+      const bare = await fetch(`${t.base}${path}`);
+      expect(bare.status, path).toBe(401);
+      expect(((await bare.json()) as { error: { type: string; code: string; message: string } }).error, path).toMatchObject({
+        type: "authentication_error",
+        code: "missing_api_key",
+        message: expect.stringMatching(/^Authorization:/),
+      });
+      const wrong = await fetch(`${t.base}${path}`, { headers: { authorization: "Bearer not-this-instances-token" } });
+      expect(wrong.status, path).toBe(401);
+      const text = await wrong.text();
+      expect(text, path).toContain("invalid_api_key");
+      expect(text, path).not.toContain("kiln_");
+    }
+    expect((await fetch(`${t.base}/readyz`, { headers: operator })).status).toBe(200);
+    const metrics = await fetch(`${t.base}/metrics`, { headers: operator });
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain("kiln_asr_jobs");
+    expect((await fetch(`${t.base}/healthz`)).status).toBe(200);
+  });
+
   it("opens a job to the token or to its own handle, and to no other job's handle", async () => {
     const a = await upload(t.base, [makeMedia(media, "a.wav", { seconds: QUICK_SPEECH_SECONDS })], {}, operator);
     const b = await upload(t.base, [makeMedia(media, "b.wav", { seconds: QUICK_SPEECH_SECONDS })], {}, operator);
@@ -176,6 +198,10 @@ describe("without a token (loopback)", () => {
     const list = await fetch(`${t.base}/api/jobs`);
     expect(list.status).toBe(403);
     expect(((await list.json()) as { error: { code: string } }).error.code).toBe("token_required");
+  });
+
+  it("serves /healthz, /readyz and /metrics without a token (there is none to ask for)", async () => {
+    for (const path of ["/healthz", "/readyz", "/metrics"]) expect((await fetch(`${t.base}${path}`)).status, path).toBe(200);
   });
 
   it("answers only loopback Host names (a web page cannot reach it through DNS rebinding)", async () => {

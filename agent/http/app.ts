@@ -7,7 +7,7 @@
 import type { HttpBindings } from "@hono/node-server";
 import { streamSSE } from "hono/streaming";
 import { Hono, type MiddlewareHandler } from "hono";
-import { drain, notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
+import { bearerToken, drain, notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
 import ipaddr from "ipaddr.js";
 import { InFlightLimitError, InvalidRequestError, ApiError, PayloadTooLargeError, PermissionError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
@@ -79,8 +79,17 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
   app.notFound(notFound);
   app.use("*", requestId());
   app.use("*", deps.metrics.middleware);
-  // Operations endpoints, outside /api and its token: for supervisors and Prometheus.
+  // Operations endpoints, outside /api: /healthz stays open for supervisors; /readyz and /metrics (the
+  // models, jobs and links they tell) need the agent token when one is set, as Prometheus and probes can send it.
   app.get("/healthz", (c) => c.json({ status: "ok" }));
+  if (deps.token !== undefined) {
+    const operatorOnly = bearerToken(deps.token, {
+      missing: ["missing_api_key", 'Authorization: this instance needs "Bearer <token>" (its --agent-token)'],
+      invalid: ["invalid_api_key", "Authorization: the bearer token is not this instance's"],
+    });
+    app.use("/readyz", operatorOnly);
+    app.use("/metrics", operatorOnly);
+  }
   app.get("/readyz", async (c) => {
     const r = await deps.ready();
     return c.json(r, r.ready ? 200 : 503);
