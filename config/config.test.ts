@@ -22,6 +22,15 @@ describe("configuration", () => {
     expect(() => parseAgentConfig({ scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", gpu: "tpu" })).toThrow(/--gpu/);
   });
 
+  it("refuses --metrics-per-account without --metrics-token, naming both; takes them together", () => {
+    const base = { nodeTokens: "a-long-enough-token-123" };
+    expect(() => parseSchedulerConfig({ ...base, metricsPerAccount: "true" })).toThrow(/^--metrics-per-account \/ KILN_METRICS_PER_ACCOUNT: needs --metrics-token/);
+    expect(() => parseSchedulerConfig({ ...base, metricsPerAccount: "true", metricsToken: "short" })).toThrow(/--metrics-token \/ KILN_METRICS_TOKEN: must be at least 16/);
+    const c = parseSchedulerConfig({ ...base, metricsPerAccount: "true", metricsToken: "metrics-token-0123456" });
+    expect([c.metricsPerAccount, c.metricsToken]).toEqual([true, "metrics-token-0123456"]);
+    expect(parseSchedulerConfig(base).metricsToken).toBeUndefined();
+  });
+
   it("defaults threads by the CPU backend installed and parses --serve pairs", () => {
     const c = parseAgentConfig({ host: "127.0.0.1", scheduler: "127.0.0.1:1", nodeToken: "a-long-enough-token-123", serve: ["famB-v3.1=/m/a.gguf", "famC-k2=/m/a.gguf"] });
     expect(c.threads).toBe(defaultThreads());

@@ -485,13 +485,22 @@ export const SCHEDULER_OPTIONS = {
     schema: int(100, 600_000),
   },
   /** Browser origins allowed to call `/v1` (CORS), or `*`. Default none: no CORS headers, browsers keep to same-origin. */
-  /** Prometheus counters per account (`kiln_account_*`). Default: off (one series per account). */
+  /** Prometheus counters per account (`kiln_account_*`), served only to a scrape with `--metrics-token`. Default: off (one series per account). */
   metricsPerAccount: {
     flags: "--metrics-per-account",
     env: "KILN_METRICS_PER_ACCOUNT",
     description:
-      "export Prometheus counters per account (kiln_account_requests_total, kiln_account_tokens_total, kiln_account_audio_seconds_total): one series per account, so off by default",
+      "export Prometheus counters per account (kiln_account_requests_total, kiln_account_tokens_total, kiln_account_audio_seconds_total) to a /metrics scrape that sends --metrics-token; needs it (default: off)",
     schema: bool,
+  },
+  /** Bearer token a `/metrics` scrape sends to get the per-account series too. Required with `--metrics-per-account`. Default: none. */
+  metricsToken: {
+    flags: "--metrics-token <token>",
+    env: "KILN_METRICS_TOKEN",
+    secret: true,
+    description:
+      "a /metrics scrape sending Authorization: Bearer <token> also gets the per-account series (a wrong token is a 401; none gets the fleet-wide series); required with --metrics-per-account (default: none)",
+    schema: bearerSecret.optional(),
   },
   corsOrigin: {
     flags: "--cors-origin <origin>",
@@ -878,6 +887,12 @@ export function parseSchedulerConfig(raw: Raw): SchedulerConfig {
   if (config.grpcTlsKey && !config.grpcTlsCert) throw new ConfigError(optionName(o.grpcTlsCert), "is required with --grpc-tls-key");
   if (config.grpcClientCa && !config.grpcTlsCert) throw new ConfigError(optionName(o.grpcClientCa), "needs --grpc-tls-cert and --grpc-tls-key (mutual TLS runs over TLS)");
   if (config.grpcInsecure && config.grpcTlsCert) throw new ConfigError(optionName(o.grpcInsecure), "contradicts --grpc-tls-cert (give one or the other)");
+  if (config.metricsPerAccount && !config.metricsToken) {
+    throw new ConfigError(
+      optionName(o.metricsPerAccount),
+      "needs --metrics-token: the per-account series name every account and its usage, so /metrics serves them only to a scrape that sends that token",
+    );
+  }
   if (!config.grpcTlsCert && !config.grpcInsecure && !isLoopback(config.grpc.host)) {
     throw new ConfigError(
       optionName(o.grpc),

@@ -92,6 +92,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       defaultMaxTokens: config.defaultMaxTokens,
       standardRpm: config.standardRpm,
       metrics,
+      ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
       ready,
       corsOrigins: config.corsOrigin,
       mcp,

@@ -1,5 +1,5 @@
 /** The scheduler's metrics: HTTP, generation (tokens, time to first token) and the fleet's state. */
-import { Counter, createHttpMetrics, Gauge, Histogram, type HttpMetrics } from "../core/metrics.js";
+import { Counter, createHttpMetrics, Gauge, Histogram, Registry, type HttpMetrics } from "../core/metrics.js";
 import { KilnError } from "../core/errors.js";
 import type { CompletionEvent, Fleet } from "./fleet/index.js";
 import type { UsageRow } from "./usage/index.js";
@@ -9,12 +9,15 @@ export interface SchedulerMetrics extends HttpMetrics {
   measure(events: AsyncIterable<CompletionEvent>, model: string): AsyncGenerator<CompletionEvent>;
   /** Counts an answered request of `account` (its usage-ledger row), when per-account counters are on. */
   account(row: Pick<UsageRow, "account" | "kind" | "promptTokens" | "completionTokens" | "audioSeconds">): void;
+  /** `GET /metrics` with the per-account series too (`handler` serves the fleet-wide ones only): for a scrape that sent `--metrics-token`. */
+  handlerWithAccounts(): Promise<Response>;
 }
 
 export interface SchedulerMetricsOptions {
   /**
    * Counters labelled by account (`kiln_account_*`): one series per account and kind, so off by
-   * default (a network of many accounts would swell every scrape). Default false.
+   * default (a network of many accounts would swell every scrape). Served by `handlerWithAccounts`
+   * only, never by `handler`. Default false.
    */
   perAccount?: boolean;
 }
@@ -77,20 +80,33 @@ export function createSchedulerMetrics(fleet: Fleet, options: SchedulerMetricsOp
       this.set({ state: "free" }, pools.reduce((n, p) => n + p.slots, 0) - busy);
     },
   });
+  // the per-account series live apart: they name every account and its usage, so only a scrape with the metrics token gets them
+  const accounts = new Registry();
+  accounts.setDefaultLabels({ component: "scheduler" });
   const perAccount = options.perAccount
     ? {
         requests: new Counter({
           name: "kiln_account_requests_total",
           help: "Answered requests by account and kind (chat, completion, embedding, transcription)",
           labelNames: ["account", "kind"] as const,
-          registers,
+          registers: [accounts],
         }),
-        tokens: new Counter({ name: "kiln_account_tokens_total", help: "Tokens by account and kind (prompt, completion)", labelNames: ["account", "kind"] as const, registers }),
-        audio: new Counter({ name: "kiln_account_audio_seconds_total", help: "Seconds of audio transcribed, by account", labelNames: ["account"] as const, registers }),
+        tokens: new Counter({
+          name: "kiln_account_tokens_total",
+          help: "Tokens by account and kind (prompt, completion)",
+          labelNames: ["account", "kind"] as const,
+          registers: [accounts],
+        }),
+        audio: new Counter({ name: "kiln_account_audio_seconds_total", help: "Seconds of audio transcribed, by account", labelNames: ["account"] as const, registers: [accounts] }),
       }
     : undefined;
   return {
     ...http,
+    async handlerWithAccounts() {
+      const fleetWide = await http.registry.metrics();
+      const own = await accounts.metrics();
+      return new Response(own ? `${fleetWide.replace(/\n*$/, "\n")}${own}` : fleetWide, { headers: { "Content-Type": http.registry.contentType } });
+    },
     account(row) {
       if (!perAccount) return;
       perAccount.requests.inc({ account: row.account, kind: row.kind });

@@ -14,6 +14,8 @@ import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, postChat, spawn
 import { testDb } from "./helpers/db.js";
 import { makeMedia, TEST_VAD, TEST_WHISPER_DIR } from "./helpers/speech.js";
 
+const METRICS_TOKEN = "metrics-token-for-tests-0123";
+
 async function usage(base: string, key: string, query = ""): Promise<{ status: number; body: any }> {
   const res = await fetch(`${base}/v1/usage${query}`, { headers: { authorization: `Bearer ${key}` } });
   return { status: res.status, body: await res.json() };
@@ -25,7 +27,7 @@ describe("GET /v1/usage", () => {
   let base: string;
 
   beforeAll(async () => {
-    scheduler = await inProcessScheduler({ metricsPerAccount: "true" });
+    scheduler = await inProcessScheduler({ metricsPerAccount: "true", metricsToken: METRICS_TOKEN });
     agent = await inProcessAgent(scheduler, { whisperDir: TEST_WHISPER_DIR, vadModel: TEST_VAD, asrParallel: "1", asrThreads: "1" });
     await waitForAgents(scheduler, 1);
     base = httpBase(scheduler);
@@ -84,15 +86,35 @@ describe("GET /v1/usage", () => {
 
     expect((await usage(base, otherKey)).body.data).toEqual([]); // another account sees none of it
 
-    // --metrics-per-account: the same figures as Prometheus counters labelled by account
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    // --metrics-per-account: the same figures as Prometheus counters labelled by account, to a scrape with the metrics token
+    const metrics = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
     const series = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels},component="scheduler"\\} (\\S+)$`, "m").exec(metrics)?.[1]);
     expect(series("kiln_account_tokens_total", 'account="metered",kind="prompt"')).toBe(told.prompt);
     expect(series("kiln_account_tokens_total", 'account="metered",kind="completion"')).toBe(told.completion);
     expect(series("kiln_account_requests_total", 'account="metered",kind="chat"')).toBe(told.requests);
     expect(series("kiln_account_audio_seconds_total", 'account="metered"')).toBeCloseTo(whisper.audio_seconds, 2);
     expect(metrics).not.toContain('account="stranger"');
+    expect(metrics).toContain("kiln_tokens_total{"); // the fleet-wide series beside them
   }, 60_000);
+
+  it("serves no account's name or usage to a scrape without the metrics token, and refuses a wrong token with 401", async () => {
+    const { token: key } = await scheduler.keys.create({ account: "private-acct", tier: "pro" });
+    expect((await postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "hi" }], max_tokens: 2 })).status).toBe(200);
+    const open = await fetch(`${base}/metrics`);
+    expect(open.status).toBe(200);
+    const text = await open.text();
+    expect(text).toContain("kiln_tokens_total{"); // the fleet-wide series stay open to Prometheus
+    expect(text).not.toContain("kiln_account_");
+    expect(text).not.toContain("private-acct");
+    for (const authorization of ["Bearer not-the-metrics-token-at-all", `Bearer ${key}`, "Basic eDp5"]) {
+      const wrong = await fetch(`${base}/metrics`, { headers: { authorization } });
+      expect(wrong.status, authorization).toBe(401);
+      const body = await wrong.text();
+      expect(JSON.parse(body).error, authorization).toMatchObject({ type: "authentication_error", code: "invalid_api_key", message: expect.stringMatching(/^Authorization:/) });
+      expect(body).not.toContain("private-acct");
+    }
+    expect(await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()).toContain('account="private-acct"');
+  });
 
   it("keeps per-account counters off unless asked: no kiln_account_ series by default", async () => {
     const plain = await inProcessScheduler();

@@ -3,7 +3,9 @@ import { Hono } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv, HttpDeps } from "./env.js";
 import { authenticate, rateLimit, tokenQuota } from "./middleware/auth.js";
-import { notFound, onError, requestId } from "../../core/http/index.js";
+import { notFound, onError, parseBearer, requestId } from "../../core/http/index.js";
+import { sameSecret } from "../../core/digest.js";
+import { AuthenticationError } from "../../core/errors.js";
 import { audioRoutes } from "./routes/audio.js";
 import { usageRoutes } from "./routes/usage.js";
 import { chatRoutes } from "./routes/chat.js";
@@ -21,13 +23,20 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   app.notFound(notFound);
   app.use("*", requestId());
   app.use("*", deps.metrics.middleware);
-  // Operations endpoints: no key (they carry no user data), for load balancers and Prometheus.
+  // Operations endpoints: no key, for load balancers and Prometheus (/metrics keeps what names accounts to the metrics token).
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", (c) => {
     const r = deps.ready();
     return c.json(r, r.ready ? 200 : 503);
   });
-  app.get("/metrics", () => deps.metrics.handler());
+  // the fleet-wide series to any scrape; the per-account ones (every account's name and usage) only to one that sends --metrics-token
+  app.get("/metrics", (c) => {
+    const header = c.req.header("authorization");
+    if (!deps.metricsToken || header === undefined) return deps.metrics.handler();
+    if (!sameSecret(parseBearer(header) ?? "", deps.metricsToken))
+      throw new AuthenticationError("invalid_api_key", "Authorization: not this scheduler's metrics token (--metrics-token); send none for the fleet-wide series");
+    return deps.metrics.handlerWithAccounts();
+  });
   // Browsers on the allowed origins: the preflight is answered before any key is asked for (browsers send none with it).
   if (deps.corsOrigins?.length) app.use("/v1/*", apiCors(deps.corsOrigins));
   // The API's description, without a key (it holds no user data; clients and tools read it first).

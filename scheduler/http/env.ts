@@ -34,6 +34,8 @@ export interface HttpDeps {
   /** Requests per minute of the standard tier. */
   standardRpm: number;
   metrics: SchedulerMetrics;
+  /** `--metrics-token`: a `/metrics` scrape sending it as a bearer also gets the per-account series. Default none. */
+  metricsToken?: string;
   /** MCP configurations, secrets and tests. */
   mcp: McpService;
   /** The dashboard's admin token; no token, no dashboard API. */

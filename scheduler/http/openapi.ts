@@ -295,7 +295,15 @@ function routes(): RouteConfig[] {
         503: json(z.object({ ready: z.boolean(), checks: z.record(z.string(), z.boolean()) }), "Not ready."),
       },
     },
-    { method: "get", path: "/metrics", summary: "Prometheus metrics", tags: ["operations"], responses: { 200: text("Prometheus text format.") } },
+    {
+      method: "get",
+      path: "/metrics",
+      summary: "Prometheus metrics",
+      description:
+        "The fleet-wide series, without a credential; with `Authorization: Bearer <--metrics-token>`, the per-account series too (`--metrics-per-account`). A wrong token is a 401.",
+      tags: ["operations"],
+      responses: { 200: text("Prometheus text format."), 401: json(ErrorBody, "The Authorization header is not the metrics token.") },
+    },
     {
       method: "get",
       path: "/v1/openapi.json",
