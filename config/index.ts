@@ -571,6 +571,15 @@ export const SCHEDULER_OPTIONS = {
     description: "32-byte key (hex or base64) that encrypts accounts' MCP secrets (default: a key file created beside --db with mode 0600)",
     schema: z.string().min(1).optional(),
   },
+  /** A connection whose client owes bytes and sends none for this long is closed. Default 60s. */
+  idleTimeout: {
+    flags: "--idle-timeout <duration>",
+    env: "KILN_IDLE_TIMEOUT",
+    default: "60s",
+    description:
+      "an HTTP connection that sends nothing for this long while the scheduler waits on it (before or between requests, in its headers or body, or not reading an answer) is closed; a long answer the scheduler is making is never cut (like 60s or 2m)",
+    schema: duration.pipe(z.number().int().min(1, "must be at least 1s").max(86_400, "must be at most 1d")),
+  },
   drainSeconds: drainSeconds("requests in flight may finish"),
   logLevel,
 } satisfies Record<string, OptionSpec>;

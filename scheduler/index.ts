@@ -98,7 +98,8 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       mcp,
       ...(config.adminToken ? { adminToken: config.adminToken } : {}),
     });
-    http = await listenHttp(app.fetch, config.http, { requestTimeoutMs: uploadTimeoutMs(config.maxAudioUpload) });
+    // idle: a client that owes bytes and sends none is cut off (never a long answer the scheduler is making)
+    http = await listenHttp(app.fetch, config.http, { requestTimeoutMs: uploadTimeoutMs(config.maxAudioUpload), idleTimeoutMs: config.idleTimeout * 1000 });
     const listener = http;
     const handle: SchedulerHandle = {
       http: listener.address,

@@ -2,6 +2,7 @@
  * What operators rely on: /healthz and /readyz on both servers, the standard gRPC health service
  * on the scheduler, and Prometheus /metrics whose counters move with traffic.
  */
+import { connect } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
 import { afterEach, describe, expect, it } from "vitest";
@@ -100,5 +101,27 @@ describe("health and metrics", () => {
     await until(async () => (await fetch(`${base}/readyz`)).status === 503, 10_000, "the agent to notice the scheduler is gone");
     const body = (await (await fetch(`${base}/readyz`)).json()) as { checks: Record<string, boolean> };
     expect(body.checks.scheduler_connected).toBe(false);
+  });
+});
+
+describe("idle connections (--idle-timeout)", () => {
+  it("the scheduler closes a connection that opens and sends nothing, and one that stalls in its body, within the timeout", async () => {
+    const scheduler = await inProcessScheduler({ idleTimeout: "1" });
+    cleanups.push(() => scheduler.close());
+    const key = (await scheduler.keys.create({ account: "idle", tier: "pro" })).token;
+    const sends = ["", `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"model":`];
+    for (const first of sends) {
+      const socket = connect(scheduler.http.port, "127.0.0.1");
+      socket.on("error", () => undefined).resume();
+      await new Promise((r) => socket.once("connect", r));
+      const t0 = Date.now();
+      if (first) socket.write(first);
+      const closed = await Promise.race([new Promise<boolean>((r) => socket.once("close", () => r(true))), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
+      socket.destroy();
+      expect(closed, first.slice(0, 30) || "nothing sent").toBe(true);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    }
+    // and it serves on
+    expect((await fetch(`${httpBase(scheduler)}/healthz`)).status).toBe(200);
   });
 });

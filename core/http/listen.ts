@@ -1,5 +1,5 @@
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import { serve, type HttpBindings } from "@hono/node-server";
 import type { HostPort } from "../net.js";
 
@@ -20,7 +20,15 @@ export interface ListenOptions {
    * Node's 300 s; an upload server raises it to fit its largest upload at a slow client's speed.
    */
   requestTimeoutMs?: number;
-  /** A connection with no traffic either way for this long is closed (Node's `server.timeout`). Default: none. */
+  /**
+   * A connection with no traffic either way for this long is closed (Node's `server.timeout`), unless
+   * the wait is the server's: a whole request is in and its answer is being made with nothing left
+   * unsent (a completion queued or generating, a quiet stretch of a stream). So a connection that
+   * sends nothing, stalls in its headers or body, or idles between requests is closed, and so is one
+   * whose client stops reading an answer; a slow but moving upload or a long answer is not. Also
+   * bounds the headers' arrival (`headersTimeout`) and a keep-alive wait (`keepAliveTimeout`, at most
+   * Node's 5 s). Default: none.
+   */
   idleTimeoutMs?: number;
 }
 
@@ -49,7 +57,7 @@ export async function listenHttp(fetch: (req: Request, env: HttpBindings) => Res
     server.once("error", reject);
   });
   const s = server!;
-  if (options.idleTimeoutMs !== undefined) s.setTimeout(options.idleTimeoutMs, (socket) => socket.destroy());
+  if (options.idleTimeoutMs !== undefined) idleTimeout(s, options.idleTimeoutMs);
   return {
     address: { host: at.host, port },
     server: s,
@@ -64,4 +72,22 @@ export async function listenHttp(fetch: (req: Request, env: HttpBindings) => Res
         if (graceMs === 0) s.closeAllConnections();
       }),
   };
+}
+
+/** Closes connections idle for `ms` on the client's side (see `ListenOptions.idleTimeoutMs`). */
+function idleTimeout(server: Server, ms: number): void {
+  /** Each connection's request being answered. */
+  const answering = new WeakMap<Socket, { req: IncomingMessage; res: ServerResponse }>();
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => answering.set(req.socket, { req, res }));
+  server.setTimeout(ms, (socket: Socket) => {
+    const current = answering.get(socket);
+    // the whole request is in, the answer is not done and nothing of it waits to be sent: the server is the one working
+    if (current && current.req.complete && !current.res.writableEnded && socket.writableLength === 0 && !socket.destroyed) {
+      socket.setTimeout(ms); // looked at again after another idle stretch
+      return;
+    }
+    socket.destroy();
+  });
+  server.headersTimeout = Math.min(ms, server.requestTimeout > 0 ? server.requestTimeout : ms);
+  server.keepAliveTimeout = Math.min(server.keepAliveTimeout, ms);
 }
