@@ -415,6 +415,14 @@ export const SCHEDULER_OPTIONS = {
     description: "folder holding /v1/audio uploads while their requests run",
     schema: z.string().min(1),
   },
+  /** Free disk the spool leaves: asked before each upload and every 4 MiB of it (507 below). Default 512mb. */
+  spoolMinFree: {
+    flags: "--spool-min-free <size>",
+    env: "KILN_SPOOL_MIN_FREE",
+    default: "512mb",
+    description: "free disk /v1/audio uploads leave on the spool's file system, asked before each upload and every 4 MiB of it (507 insufficient_storage below)",
+    schema: bytes.pipe(z.number().int().min(0)),
+  },
   /** `/v1/audio` uploads this scheduler holds at once. Default 16. */
   audioUploads: {
     flags: "--audio-uploads <n>",

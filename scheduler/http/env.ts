@@ -23,8 +23,8 @@ export interface HttpDeps {
   /** Where each answered request's usage is written (`GET /v1/usage` reads it). */
   usage: UsageLedger;
   logger: Logger;
-  /** `/v1/audio`: where uploads are held, the largest file, the uploads held at once. */
-  audio: { spoolDir: string; maxFileBytes: number; maxUploads: number; maxUploadsPerAccount: number };
+  /** `/v1/audio`: where uploads are held, the largest file, the uploads held at once, the free disk they leave. */
+  audio: { spoolDir: string; maxFileBytes: number; maxUploads: number; maxUploadsPerAccount: number; minFreeBytes?: number };
   /** Largest accepted JSON body, in bytes. */
   maxBodyBytes: number;
   /** `max_tokens` of a chat completion that gives none; undefined or 0: up to the end of the context. */

@@ -3,7 +3,9 @@
  * by the fleet's transcribing agents (`../../fleet/audio.ts`).
  *
  * The `file` part goes to a spool on the scheduler's disk as it arrives (never whole into memory),
- * its size limit enforced while it streams (413, the spool and the agent's partial copy removed).
+ * its size limit enforced while it streams (413, the spool and the agent's partial copy removed), and
+ * the disk's free space asked before it and every `SPOOL_CHECK_BYTES` of it (507 at `--spool-min-free`,
+ * removed the same way).
  * When `model` came before the file, the request is routed at once and the upload streams on to
  * the agent as it arrives; otherwise it is routed when the form ends. The answer is rendered in
  * `response_format`, or streamed as `transcript.text.delta` / `.done` events.
@@ -40,6 +42,10 @@ export interface AudioDeps {
   maxUploads: number;
   /** Uploads one account may have in flight at once (429 beyond). */
   maxUploadsPerAccount: number;
+  /** Free disk the spool leaves (`--spool-min-free`): asked before an upload and every `SPOOL_CHECK_BYTES` of it (507 below). Default 512 MiB. */
+  minFreeBytes?: number;
+  /** Free bytes on the spool's disk. Default: statfs (`core/disk.ts`); tests give a disk of their own. */
+  freeBytes?: (dir: string) => Promise<number>;
   cap: GenerationDeps["cap"];
   logger: Logger;
 }
@@ -48,8 +54,10 @@ const FIELD_BYTES = 64 * 1024;
 const MAX_FIELDS = 64;
 /** How often a quiet event stream writes a comment. */
 const STREAM_PING_MS = 15_000;
-/** Disk the spool leaves free (the database shares it). */
-const SPOOL_FLOOR_BYTES = 512 * 1024 ** 2;
+/** Disk the spool leaves free by default (the database shares it). */
+export const SPOOL_FLOOR_BYTES = 512 * 1024 ** 2;
+/** An upload asks the disk again after each of these many bytes it wrote (a chunked one declares none). */
+export const SPOOL_CHECK_BYTES = 4 * 1024 ** 2;
 /** Room for the form's framing and fields beside the file, in a declared Content-Length. */
 const FORM_OVERHEAD = 1024 ** 2;
 
@@ -72,8 +80,8 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
         if (uploads >= deps.maxUploads) throw new ServiceUnavailableError("uploads_busy", `file: this scheduler holds ${deps.maxUploads} uploads already; retry shortly`);
         // the spool shares its disk with the database: a floor stays free, beside what this upload declares
         await mkdir(deps.spoolDir, { recursive: true, mode: 0o700 });
-        const free = await freeBytes(deps.spoolDir);
-        if (free < (Number.isFinite(declared) ? declared : 0) + SPOOL_FLOOR_BYTES)
+        const free = await (deps.freeBytes ?? freeBytes)(deps.spoolDir);
+        if (free < (Number.isFinite(declared) ? declared : 0) + (deps.minFreeBytes ?? SPOOL_FLOOR_BYTES))
           throw new InsufficientStorageError("file: the scheduler's disk is too full to hold this upload; try again later");
         releaseUpload = accountUploads.acquire(account, deps.maxUploadsPerAccount, uploadRefusal);
       } catch (err) {
@@ -186,16 +194,28 @@ function receive(
   let fileSeen = false;
   let fileName = "audio";
   let writing = Promise.resolve();
+  let checkedAt = 0; // the spool's size when the disk was last asked
+  /** Appends a chunk; past every SPOOL_CHECK_BYTES, asks the disk, and stops the upload at the floor (507). */
+  const store = async (chunk: Buffer): Promise<void> => {
+    await spool.append(chunk);
+    if (spool.size - checkedAt < SPOOL_CHECK_BYTES) return;
+    checkedAt = spool.size;
+    if ((await (deps.freeBytes ?? freeBytes)(deps.spoolDir)) < (deps.minFreeBytes ?? SPOOL_FLOOR_BYTES))
+      throw new InsufficientStorageError("file: the scheduler's disk ran too full while this upload arrived; try again later");
+  };
 
   return new Promise((resolve, reject) => {
     let failed = false;
     const fail = (err: unknown) => {
       if (failed) return;
       failed = true;
+      const code = (err as NodeJS.ErrnoException).code;
       const e =
         err instanceof ApiError
           ? err
-          : new ServiceUnavailableError("upload_failed", `file: the upload could not be stored (${(err as NodeJS.ErrnoException).code ?? "write failed"}); try again later`);
+          : code === "ENOSPC"
+            ? new InsufficientStorageError("file: the scheduler's disk is full; try again later")
+            : new ServiceUnavailableError("upload_failed", `file: the upload could not be stored (${code ?? "write failed"}); try again later`);
       req.unpipe(parser);
       spool.fail(e);
       abort.abort(); // the agent's copy, if the request was routed, is cancelled
@@ -229,7 +249,7 @@ function receive(
       file.on("data", (chunk: Buffer) => {
         file.pause(); // one chunk at a time onto the disk: the client waits, not our memory
         writing = writing
-          .then(() => (failed ? undefined : spool.append(chunk)))
+          .then(() => (failed ? undefined : store(chunk)))
           .then(
             () => void file.resume(),
             (err: unknown) => {
