@@ -240,6 +240,10 @@ export const DEFAULT_MAX_INFLIGHT: Readonly<Record<Tier, number>> = { free: 4, s
 export const DEFAULT_TOKENS_PER_MINUTE: Readonly<Record<Tier, number>> = { free: 200_000, standard: 0, pro: 0, enterprise: 0 };
 export const DEFAULT_TOKENS_PER_DAY: Readonly<Record<Tier, number>> = { free: 2_000_000, standard: 0, pro: 0, enterprise: 0 };
 
+/** Seconds of audio an account may have transcribed per minute and per day, by tier (0: no quota). */
+export const DEFAULT_AUDIO_SECONDS_PER_MINUTE: Readonly<Record<Tier, number>> = { free: 600, standard: 3600, pro: 14_400, enterprise: 0 };
+export const DEFAULT_AUDIO_SECONDS_PER_DAY: Readonly<Record<Tier, number>> = { free: 3600, standard: 36_000, pro: 360_000, enterprise: 0 };
+
 /** `TIER=N` pairs, comma-separated, over `defaults`: a partial list changes only the tiers it names; N from `min` to `max`. */
 const tierCaps = (defaults: Readonly<Record<Tier, number>>, min = 1, max = 1_000_000) =>
   z.string().transform((s, ctx): Record<Tier, number> => {
@@ -484,6 +488,27 @@ export const SCHEDULER_OPTIONS = {
       .join(","),
     description: "tokens an account may use per UTC day, by tier: TIER=N pairs, 0 for no quota (counted from the usage ledger, so a restart forgets nothing)",
     schema: tierCaps(DEFAULT_TOKENS_PER_DAY, 0, 1_000_000_000_000),
+  },
+  /** Seconds of audio an account may have transcribed in any 60 s, by tier; 0: no quota. Default `free=600,standard=3600,pro=14400,enterprise=0`. */
+  audioSecondsPerMinute: {
+    flags: "--audio-seconds-per-minute <list>",
+    env: "KILN_AUDIO_SECONDS_PER_MINUTE",
+    default: Object.entries(DEFAULT_AUDIO_SECONDS_PER_MINUTE)
+      .map(([t, n]) => `${t}=${n}`)
+      .join(","),
+    description:
+      "seconds of audio an account may have transcribed (/v1/audio) in any 60 s, by tier: TIER=N pairs, 0 for no quota (beyond: 429 audio_quota_exceeded; the request that crosses it is served whole)",
+    schema: tierCaps(DEFAULT_AUDIO_SECONDS_PER_MINUTE, 0, 1_000_000_000),
+  },
+  /** Seconds of audio an account may have transcribed per UTC day, by tier; 0: no quota. Default `free=3600,standard=36000,pro=360000,enterprise=0`. */
+  audioSecondsPerDay: {
+    flags: "--audio-seconds-per-day <list>",
+    env: "KILN_AUDIO_SECONDS_PER_DAY",
+    default: Object.entries(DEFAULT_AUDIO_SECONDS_PER_DAY)
+      .map(([t, n]) => `${t}=${n}`)
+      .join(","),
+    description: "seconds of audio an account may have transcribed per UTC day, by tier: TIER=N pairs, 0 for no quota (counted from the usage ledger)",
+    schema: tierCaps(DEFAULT_AUDIO_SECONDS_PER_DAY, 0, 1_000_000_000_000),
   },
   heartbeatMs: {
     flags: "--heartbeat-ms <ms>",

@@ -17,7 +17,7 @@ import { createSchedulerMetrics } from "./metrics.js";
 
 /** The fleet service's full name, as gRPC health checks name it. */
 export const FLEET_SERVICE = "kiln.v1.Fleet";
-import { InflightLimiter, MemoryTokenCounter, RateLimiter, TokenQuota } from "./ratelimit/index.js";
+import { AUDIO_SECONDS, InflightLimiter, MemoryTokenCounter, RateLimiter, TokenQuota } from "./ratelimit/index.js";
 import { RedisLimits } from "./ratelimit/redis.js";
 import { openStore } from "./store/index.js";
 import { UsageLedger } from "./usage/index.js";
@@ -47,6 +47,8 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   health.addToServer(grpcServer);
   let http: HttpListener | undefined;
   let redis: RedisLimits | undefined;
+  /** --redis: the audio-seconds quotas' counts, under keys of their own. */
+  let audioRedis: RedisLimits | undefined;
   try {
     const grpcPort = await bindFleetServer(grpcServer, formatHostPort(config.grpc), grpcCredentials);
     const metrics = createSchedulerMetrics(fleet, { perAccount: config.metricsPerAccount });
@@ -66,7 +68,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     });
     const ready = () => {
       const checks: Record<string, boolean> = { store: db.open };
-      if (redis) checks.limits = redis.connected; // --redis: without it every limited request is a 503
+      if (redis) checks.limits = redis.connected && audioRedis?.connected !== false; // --redis: without it every limited request is a 503
       return { ready: Object.values(checks).every(Boolean), checks };
     };
     // with --redis, every scheduler counts the same windows, places and tokens (a Redis that cannot be reached fails the start)
@@ -78,6 +80,22 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     }
     const tokens = new TokenQuota({ perMinute: config.tokensPerMinute, perDay: config.tokensPerDay, counter: redis ?? new MemoryTokenCounter({ usedOn }) });
     usage.onRecord((row) => tokens.add(row.account, row.promptTokens + row.completionTokens));
+    // transcription's own quotas: the audio seconds each answered transcription was charged (its ledger row), whole seconds
+    const audioUsedOn = (account: string, day: string) => usage.audioSecondsOn(account, day);
+    if (config.redis) {
+      const shared = new RedisLimits({ url: config.redis, prefix: "kiln:audio:", usedOn: audioUsedOn, logger });
+      audioRedis = shared;
+      await shared.connect();
+    }
+    const audioQuota = new TokenQuota({
+      unit: AUDIO_SECONDS,
+      perMinute: config.audioSecondsPerMinute,
+      perDay: config.audioSecondsPerDay,
+      counter: audioRedis ?? new MemoryTokenCounter({ usedOn: audioUsedOn }),
+    });
+    usage.onRecord((row) => {
+      if (row.audioSeconds > 0) audioQuota.add(row.account, Math.ceil(row.audioSeconds));
+    });
     const app = createHttpApp({
       keys,
       limiter: redis ?? new RateLimiter(),
@@ -94,6 +112,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
         maxUploads: config.audioUploads,
         maxUploadsPerAccount: config.audioUploadsPerAccount,
         minFreeBytes: config.spoolMinFree,
+        quota: audioQuota,
       },
       defaultMaxTokens: config.defaultMaxTokens,
       standardRpm: config.standardRpm,
@@ -120,6 +139,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
         grpcServer.forceShutdown(); // agent streams never end on their own; agents reconnect
         await usage.close(); // the buffered rows, before the database goes
         await redis?.close();
+        await audioRedis?.close();
         await db.close();
       },
     };
@@ -133,6 +153,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     grpcServer.forceShutdown();
     await http?.close();
     await redis?.close();
+    await audioRedis?.close();
     await usage.close();
     await db.close();
     throw err;

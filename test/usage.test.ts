@@ -27,7 +27,8 @@ describe("GET /v1/usage", () => {
   let base: string;
 
   beforeAll(async () => {
-    scheduler = await inProcessScheduler({ metricsPerAccount: "true", metricsToken: METRICS_TOKEN });
+    // the free tier's audio quota is tiny here: one transcription of a few seconds spends it
+    scheduler = await inProcessScheduler({ metricsPerAccount: "true", metricsToken: METRICS_TOKEN, audioSecondsPerMinute: "free=2" });
     agent = await inProcessAgent(scheduler, { whisperDir: TEST_WHISPER_DIR, vadModel: TEST_VAD, asrParallel: "1", asrThreads: "1" });
     await waitForAgents(scheduler, 1);
     base = httpBase(scheduler);
@@ -95,6 +96,36 @@ describe("GET /v1/usage", () => {
     expect(series("kiln_account_audio_seconds_total", 'account="metered"')).toBeCloseTo(whisper.audio_seconds, 2);
     expect(metrics).not.toContain('account="stranger"');
     expect(metrics).toContain("kiln_tokens_total{"); // the fleet-wide series beside them
+  }, 60_000);
+
+  it("holds transcription to the tier's audio seconds per minute: the request that crosses it is served, the next is a 429 with Retry-After", async () => {
+    const { token: key } = await scheduler.keys.create({ account: "listener", tier: "free" });
+    const bytes = new Uint8Array(await import("node:fs").then((fs) => fs.readFileSync(makeMedia(tempDir(), "q.mp3", { seconds: 4 }))));
+    const transcribe = () => {
+      const form = new FormData();
+      form.append("model", "whisper-1");
+      form.append("file", new Blob([bytes]), "q.mp3");
+      return fetch(`${base}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+    };
+    const first = await transcribe();
+    expect(first.status).toBe(200);
+    expect(first.headers.get("x-ratelimit-limit-audio-seconds")).toBe("2");
+    const charged = ((await first.json()) as { usage: { seconds: number } }).usage.seconds;
+    expect(charged).toBeGreaterThan(2);
+    const second = await transcribe();
+    expect(second.status).toBe(429);
+    expect(Number(second.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(((await second.json()) as { error: unknown }).error).toMatchObject({
+      type: "rate_limit_error",
+      code: "audio_quota_exceeded",
+      message: expect.stringMatching(new RegExp(`^file: this account used ${Math.ceil(charged)} of its 2 audio seconds per minute`)),
+    });
+    // another tier's quota is its own (pro: the default, far above a few seconds)
+    const { token: pro } = await scheduler.keys.create({ account: "listener-pro", tier: "pro" });
+    const form = new FormData();
+    form.append("model", "whisper-1");
+    form.append("file", new Blob([bytes]), "q.mp3");
+    expect((await fetch(`${base}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${pro}` }, body: form })).status).toBe(200);
   }, 60_000);
 
   it("serves no account's name or usage to a scrape without the metrics token, and refuses a wrong token with 401", async () => {

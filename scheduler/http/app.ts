@@ -80,6 +80,12 @@ const EXPOSED_HEADERS = [
   "x-ratelimit-limit-tokens-day",
   "x-ratelimit-remaining-tokens-day",
   "x-ratelimit-reset-tokens-day",
+  "x-ratelimit-limit-audio-seconds",
+  "x-ratelimit-remaining-audio-seconds",
+  "x-ratelimit-reset-audio-seconds",
+  "x-ratelimit-limit-audio-seconds-day",
+  "x-ratelimit-remaining-audio-seconds-day",
+  "x-ratelimit-reset-audio-seconds-day",
 ];
 
 /**

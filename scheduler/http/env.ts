@@ -24,7 +24,7 @@ export interface HttpDeps {
   usage: UsageLedger;
   logger: Logger;
   /** `/v1/audio`: where uploads are held, the largest file, the uploads held at once, the free disk they leave. */
-  audio: { spoolDir: string; maxFileBytes: number; maxUploads: number; maxUploadsPerAccount: number; minFreeBytes?: number };
+  audio: { spoolDir: string; maxFileBytes: number; maxUploads: number; maxUploadsPerAccount: number; minFreeBytes?: number; quota?: TokenQuota };
   /** Largest accepted JSON body, in bytes. */
   maxBodyBytes: number;
   /** `max_tokens` of a chat completion that gives none; undefined or 0: up to the end of the context. */

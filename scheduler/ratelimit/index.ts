@@ -210,4 +210,4 @@ export class InflightLimiter implements InflightCounter {
   }
 }
 
-export { MemoryTokenCounter, TokenQuota, type TokenCounter, type TokenQuotaOptions } from "./tokens.js";
+export { AUDIO_SECONDS, MemoryTokenCounter, TokenQuota, TOKENS, type QuotaUnit, type TokenCounter, type TokenQuotaOptions } from "./tokens.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MemoryTokenCounter, TokenQuota } from "./tokens.js";
+import { AUDIO_SECONDS, MemoryTokenCounter, TokenQuota } from "./tokens.js";
 
 const none = { free: 0, standard: 0, pro: 0, enterprise: 0 };
 
@@ -103,5 +103,30 @@ describe("TokenQuota without any quota", () => {
     expect(counted).toEqual([]);
     new TokenQuota({ perMinute: { ...none, free: 10 }, perDay: none, counter: spy }).add("acme", 50);
     expect(counted).toEqual(["acme:50"]);
+  });
+});
+
+describe("TokenQuota counting audio seconds (AUDIO_SECONDS)", () => {
+  it("words its refusal and headers in audio seconds, and counts the day from the ledger's seconds", async () => {
+    const now = Date.parse("2026-11-24T12:00:00Z");
+    const q = new TokenQuota({
+      unit: AUDIO_SECONDS,
+      perMinute: none,
+      perDay: { ...none, free: 3600 },
+      counter: new MemoryTokenCounter({ usedOn: () => 3000, now: () => now, monotonic: () => now }),
+      now: () => now,
+    });
+    expect(await q.check("a", "free")).toEqual({
+      "x-ratelimit-limit-audio-seconds-day": "3600",
+      "x-ratelimit-remaining-audio-seconds-day": "600",
+      "x-ratelimit-reset-audio-seconds-day": "43200s",
+    });
+    q.add("a", 601);
+    await expect(q.check("a", "free")).rejects.toMatchObject({
+      status: 429,
+      code: "audio_quota_exceeded",
+      message: "file: this account used 3601 of its 3600 audio seconds for today (UTC); retry in 43200 s",
+      headers: expect.objectContaining({ "Retry-After": "43200" }),
+    });
   });
 });

@@ -47,7 +47,26 @@ export interface TokenCounter {
   add(account: string, tokens: number): void;
 }
 
+/** What a quota counts, as its answers word it. */
+export interface QuotaUnit {
+  /** The field a refusal's message starts with. */
+  field: string;
+  /** What is counted, plural (`tokens`, `audio seconds`). */
+  noun: string;
+  /** A refusal's code. */
+  code: string;
+  /** The `x-ratelimit-*-<header>` headers' last word (`tokens`, `audio-seconds`). */
+  header: string;
+}
+
+/** Tokens (prompt and completion): the default unit. */
+export const TOKENS: QuotaUnit = { field: "tokens", noun: "tokens", code: "token_quota_exceeded", header: "tokens" };
+/** Seconds of audio transcribed (`/v1/audio`, counted as the usage ledger charged them). */
+export const AUDIO_SECONDS: QuotaUnit = { field: "file", noun: "audio seconds", code: "audio_quota_exceeded", header: "audio-seconds" };
+
 export interface TokenQuotaOptions {
+  /** What is counted. Default `TOKENS`. */
+  unit?: QuotaUnit;
   perMinute: Readonly<Record<Tier, number>>;
   perDay: Readonly<Record<Tier, number>>;
   /** The counts. */
@@ -63,17 +82,19 @@ const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
 export class TokenQuota {
   private readonly now: () => number;
+  private readonly unit: QuotaUnit;
   /** Whether any tier has a quota. */
   private readonly any: boolean;
 
   constructor(private readonly options: TokenQuotaOptions) {
     this.now = options.now ?? Date.now;
+    this.unit = options.unit ?? TOKENS;
     this.any = [...Object.values(options.perMinute), ...Object.values(options.perDay)].some((n) => n > 0);
   }
 
   /**
    * Admits a request of `account` (its current `tier`) or throws the 429; returns the
-   * `x-ratelimit-*-tokens` headers of the quotas that apply.
+   * `x-ratelimit-*-tokens` headers (the unit's) of the quotas that apply.
    */
   async check(account: string, tier: Tier): Promise<Record<string, string>> {
     const perMinute = this.options.perMinute[tier];
@@ -83,22 +104,23 @@ export class TokenQuota {
     const used = await this.options.counter.usage(account, perMinute, perDay > 0 ? utcDay(now) : undefined);
     const headers: Record<string, string> = {};
     const spent: { what: string; waitMs: number }[] = [];
+    const { noun, header } = this.unit;
     if (perMinute > 0) {
       const count = used.minute + used.held;
-      if (count >= perMinute) spent.push({ what: `${count} of its ${perMinute} tokens per minute`, waitMs: Math.max(used.minuteResetMs, 1000) });
-      Object.assign(headers, tokenHeaders({ limit: perMinute, remaining: perMinute - count, resetMs: used.minuteResetMs }, ""));
+      if (count >= perMinute) spent.push({ what: `${count} of its ${perMinute} ${noun} per minute`, waitMs: Math.max(used.minuteResetMs, 1000) });
+      Object.assign(headers, tokenHeaders({ limit: perMinute, remaining: perMinute - count, resetMs: used.minuteResetMs }, header, ""));
     }
     if (perDay > 0) {
       const count = used.day + used.held;
       const resetMs = DAY_MS - (now % DAY_MS);
-      if (count >= perDay) spent.push({ what: `${count} of its ${perDay} tokens for today (UTC)`, waitMs: resetMs });
-      Object.assign(headers, tokenHeaders({ limit: perDay, remaining: perDay - count, resetMs }, "-day"));
+      if (count >= perDay) spent.push({ what: `${count} of its ${perDay} ${noun} for today (UTC)`, waitMs: resetMs });
+      Object.assign(headers, tokenHeaders({ limit: perDay, remaining: perDay - count, resetMs }, header, "-day"));
     }
     if (spent.length > 0) {
       // the longest wait: a client told to come back in seconds while its day is spent would only be refused again
       const waitMs = Math.max(...spent.map((s) => s.waitMs));
       const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-      const err = new RateLimitError(`tokens: this account used ${spent.map((s) => s.what).join(" and ")}; retry in ${seconds} s`, seconds, "token_quota_exceeded");
+      const err = new RateLimitError(`${this.unit.field}: this account used ${spent.map((s) => s.what).join(" and ")}; retry in ${seconds} s`, seconds, this.unit.code);
       Object.assign(err.headers, headers);
       throw err;
     }
@@ -255,11 +277,11 @@ interface TokenDecision {
   resetMs: number;
 }
 
-/** OpenAI's `x-ratelimit-*-tokens` headers (`suffix` "-day" for the daily quota). */
-function tokenHeaders(d: TokenDecision, suffix: string): Record<string, string> {
+/** OpenAI's `x-ratelimit-*-tokens` headers (`unit` "tokens"; `suffix` "-day" for the daily quota). */
+function tokenHeaders(d: TokenDecision, unit: string, suffix: string): Record<string, string> {
   return {
-    [`x-ratelimit-limit-tokens${suffix}`]: String(d.limit),
-    [`x-ratelimit-remaining-tokens${suffix}`]: String(Math.max(0, d.remaining)),
-    [`x-ratelimit-reset-tokens${suffix}`]: `${Math.max(0, Math.ceil(d.resetMs / 1000))}s`,
+    [`x-ratelimit-limit-${unit}${suffix}`]: String(d.limit),
+    [`x-ratelimit-remaining-${unit}${suffix}`]: String(Math.max(0, d.remaining)),
+    [`x-ratelimit-reset-${unit}${suffix}`]: `${Math.max(0, Math.ceil(d.resetMs / 1000))}s`,
   };
 }

@@ -102,6 +102,13 @@ export class UsageLedger {
     return row?.n ?? 0;
   }
 
+  /** Seconds of audio `account` had transcribed on `day` (UTC `YYYY-MM-DD`), buffered rows included, each rounded up to a whole second (as the audio quota counts them). */
+  async audioSecondsOn(account: string, day: string): Promise<number> {
+    await this.flush();
+    const rows = await this.store.all<{ s: number }>("SELECT audio_seconds AS s FROM usage WHERE account = ? AND day = ? AND audio_seconds > 0", [account, day]);
+    return rows.reduce((n, r) => n + Math.ceil(Number(r.s)), 0);
+  }
+
   /**
    * Writes the buffered rows, in one transaction, after any write under way; resolves once they are
    * written (or the write failed: logged, and the rows kept for the next try). Flushes asked for

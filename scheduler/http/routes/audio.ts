@@ -27,7 +27,7 @@ import { parseAudioForm, type AudioForm, type AudioTask, type RawFields } from "
 import { Spool } from "../../audio/spool.js";
 import type { AudioEvent, AudioRequest, Fleet } from "../../fleet/index.js";
 import type { UsageLedger, UsageOwner } from "../../usage/index.js";
-import { InflightLimiter } from "../../ratelimit/index.js";
+import { InflightLimiter, type TokenQuota } from "../../ratelimit/index.js";
 import type { AppEnv } from "../env.js";
 import { IGNORED_FIELDS_HEADER, ignoredFieldsHeader, type GenerationDeps } from "./generate.js";
 
@@ -46,6 +46,8 @@ export interface AudioDeps {
   minFreeBytes?: number;
   /** Free bytes on the spool's disk. Default: statfs (`core/disk.ts`); tests give a disk of their own. */
   freeBytes?: (dir: string) => Promise<number>;
+  /** The account's audio-seconds quotas (429 `audio_quota_exceeded` once one is spent): counted from the seconds each transcription was charged. Default: none. */
+  quota?: TokenQuota;
   cap: GenerationDeps["cap"];
   logger: Logger;
 }
@@ -74,6 +76,7 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
       let releaseUpload: (() => void) | undefined;
       try {
         release = await deps.cap.inflight.acquire(account, deps.cap.maxInflight[tier]);
+        if (deps.quota) for (const [k, v] of Object.entries(await deps.quota.check(account, tier))) c.header(k, v);
         const declared = Number(c.req.header("content-length") ?? NaN);
         if (declared > deps.maxFileBytes + FORM_OVERHEAD)
           throw new PayloadTooLargeError("file_too_large", `file: the request's ${declared} bytes are more than the ${formatBytes(deps.maxFileBytes)} limit`);
