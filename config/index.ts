@@ -565,6 +565,30 @@ export const SCHEDULER_OPTIONS = {
     description: "MCP tests all accounts together may run at once (503 mcp_busy beyond)",
     schema: int(1, 10_000),
   },
+  mcpSandboxMemory: {
+    flags: "--mcp-sandbox-memory <size>",
+    env: "KILN_MCP_SANDBOX_MEMORY",
+    default: "256mb",
+    description: "memory each MCP test's sandbox process may reach before it is stopped (502 mcp_answer_too_large)",
+    schema: bytes.pipe(
+      z
+        .number()
+        .int()
+        .min(96 * 1024 ** 2, "must be at least 96mb"),
+    ),
+  },
+  mcpReadLimit: {
+    flags: "--mcp-read-limit <size>",
+    env: "KILN_MCP_READ_LIMIT",
+    default: "32mb",
+    description: "bytes one MCP test may read from the tenant's server, all connections together (502 mcp_answer_too_large beyond)",
+    schema: bytes.pipe(
+      z
+        .number()
+        .int()
+        .min(1024 ** 2, "must be at least 1mb"),
+    ),
+  },
   mcpAllowCidr: {
     flags: "--mcp-allow-cidr <cidr>",
     env: "KILN_MCP_ALLOW_CIDR",

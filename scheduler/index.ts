@@ -31,7 +31,13 @@ export interface SchedulerHandle {
   close(graceMs?: number): Promise<void>;
 }
 
-export async function startScheduler(config: SchedulerConfig, logger: Logger = createLogger("scheduler", config.logLevel)): Promise<SchedulerHandle> {
+/** What a program embedding the scheduler may set beyond its configuration. */
+export interface SchedulerExtras {
+  /** Extra `node` arguments for every MCP test's sandbox process (a test suite's socket witness). Default none. */
+  mcpSandboxExecArgv?: string[];
+}
+
+export async function startScheduler(config: SchedulerConfig, logger: Logger = createLogger("scheduler", config.logLevel), extras: SchedulerExtras = {}): Promise<SchedulerHandle> {
   // The certificate files first: a bad one fails the start before anything is opened.
   const grpcCredentials = schedulerServerCredentials(config, logger);
   const db = await openStore(config.db, { poolSize: config.dbPool, logger });
@@ -64,6 +70,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       timeoutMs: config.mcpTimeout * 1000,
       concurrency: config.mcpConcurrency,
       totalConcurrency: config.mcpTotalConcurrency,
+      sandbox: { memoryBytes: config.mcpSandboxMemory, readBytes: config.mcpReadLimit, ...(extras.mcpSandboxExecArgv ? { execArgv: extras.mcpSandboxExecArgv } : {}) },
       logger,
     });
     const ready = () => {

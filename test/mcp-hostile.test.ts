@@ -15,30 +15,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { httpBase, inProcessScheduler, tempDir, until } from "./helpers/fleet.js";
 
-// --- the witness: every socket this process opens ----------------------------------------------
+// --- the witness: every socket this process and the MCP sandboxes open ----------------------------
 
-const outside: string[] = [];
+const witnessLog = join(tempDir(), "witness.log");
+writeFileSync(witnessLog, "");
+const witness = new URL("./fixtures/socket-witness.mjs", import.meta.url);
+const { outside } = (await import(witness.href)) as { outside: string[] };
+/** The scheduler's MCP sandboxes load the witness too, and log what it refused. */
+/** Every host the witness refused, here and in the sandboxes. */
+const refusedHosts = (): string[] => [...outside, ...readFileSync(witnessLog, "utf8").split("\n").filter(Boolean)];
 const LOOPBACK = /^(127\.|::1$|::ffff:127\.|localhost$)/;
-const realConnect = net.Socket.prototype.connect;
-net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
-  const first = args[0];
-  const host =
-    typeof first === "object" && first !== null
-      ? (first as { host?: string; path?: string }).path
-        ? undefined
-        : ((first as { host?: string }).host ?? "localhost")
-      : typeof args[1] === "string"
-        ? args[1]
-        : typeof first === "string" && !/^\d+$/.test(first)
-          ? undefined
-          : "localhost";
-  if (host !== undefined && !LOOPBACK.test(host)) {
-    outside.push(host);
-    process.nextTick(() => this.destroy(new Error(`test witness: refused a connection to ${host}`)));
-    return this;
-  }
-  return (realConnect as (...a: unknown[]) => net.Socket).apply(this, args);
-} as typeof net.Socket.prototype.connect;
+const sandboxWitness = { mcpSandboxExecArgv: [`--import=${witness.href}?log=${encodeURIComponent(witnessLog)}`] };
 
 // --- servers the tenant points at ---------------------------------------------------------------
 
@@ -142,16 +129,19 @@ describe("a hostile tenant with a standard key", () => {
     });
     await new Promise<void>((r) => redirector.listen(0, "127.0.0.2", () => r()));
     redirectorPort = (redirector.address() as AddressInfo).port;
-    scheduler = await inProcessScheduler({
-      db,
-      mcpTimeout: "1",
-      mcpConcurrency: "4",
-      mcpAllowCidr: "127.0.0.2/32",
-      mcpFsBase: fsBase,
-      mcpStdioServers: join(dir, "stdio.json"),
-      adminToken: "dashboard-admin-token-0123",
-      standardRpm: "100000",
-    });
+    scheduler = await inProcessScheduler(
+      {
+        db,
+        mcpTimeout: "1",
+        mcpConcurrency: "4",
+        mcpAllowCidr: "127.0.0.2/32",
+        mcpFsBase: fsBase,
+        mcpStdioServers: join(dir, "stdio.json"),
+        adminToken: "dashboard-admin-token-0123",
+        standardRpm: "100000",
+      },
+      sandboxWitness,
+    );
     base = httpBase(scheduler);
     mallory = (await scheduler.keys.create({ account: "mallory", tier: "standard" })).token;
     alice = (await scheduler.keys.create({ account: "alice", tier: "standard" })).token;
@@ -273,7 +263,7 @@ describe("a hostile tenant with a standard key", () => {
       it.each(connectors(target, 0).map(([label]) => [label]))(`%s pointed at ${target} → 403 mcp_egress_denied, nothing reached`, async (label) => {
         const port = LOOPBACK.test(target) || target === "0.0.0.0" ? inside.port : 8080;
         const [, type, config] = connectors(target, port).find(([l]) => l === label)!;
-        const before = { inside: inside.connections, outside: outside.length };
+        const before = { inside: inside.connections, outside: refusedHosts().length };
         const res = await storeAndTest(mallory, type, config);
         expect(res.status, JSON.stringify(res.body)).toBe(403);
         expect(res.body.error).toMatchObject({
@@ -282,7 +272,7 @@ describe("a hostile tenant with a standard key", () => {
           message: expect.stringMatching(/refused to connect: .* is not a public address/),
         });
         expect(inside.connections).toBe(before.inside);
-        expect(outside.length).toBe(before.outside);
+        expect(refusedHosts().length).toBe(before.outside);
       });
     }
 
@@ -339,7 +329,10 @@ describe("a hostile tenant with a standard key", () => {
     });
 
     it("at most --mcp-total-concurrency tests run at once across accounts (503 mcp_busy beyond)", async () => {
-      const small = await inProcessScheduler({ mcpTimeout: "1", mcpConcurrency: "4", mcpTotalConcurrency: "5", mcpAllowCidr: "127.0.0.2/32", standardRpm: "100000" });
+      const small = await inProcessScheduler(
+        { mcpTimeout: "1", mcpConcurrency: "4", mcpTotalConcurrency: "5", mcpAllowCidr: "127.0.0.2/32", standardRpm: "100000" },
+        sandboxWitness,
+      );
       try {
         const call = async (key: string, path: string, body: unknown) => {
           const res = await fetch(`${httpBase(small)}/v1/mcp${path}`, {
@@ -495,7 +488,7 @@ describe("a hostile tenant with a standard key", () => {
     });
 
     it("without --mcp-fs-base the filesystem type is refused", async () => {
-      const plain = await inProcessScheduler();
+      const plain = await inProcessScheduler({}, sandboxWitness);
       try {
         const key = (await plain.keys.create({ account: "x", tier: "standard" })).token;
         const res = await fetch(`${httpBase(plain)}/v1/mcp/servers`, {
@@ -512,6 +505,6 @@ describe("a hostile tenant with a standard key", () => {
   });
 
   it("no connection left this machine during the suite", () => {
-    expect(outside).toEqual([]);
+    expect(refusedHosts()).toEqual([]);
   });
 });

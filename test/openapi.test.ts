@@ -36,6 +36,7 @@ async function fullApp() {
     timeoutMs: 1000,
     concurrency: 1,
     totalConcurrency: 1,
+    sandbox: { memoryBytes: 256 * 2 ** 20, readBytes: 2 ** 20 },
     logger,
   });
   const app = createHttpApp({

@@ -11,7 +11,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { stat } from "node:fs/promises";
-import { engineEnv } from "./engine/fork.js";
+import { childEnv } from "../../core/child.js";
 import { AudioError, EngineError } from "./errors.js";
 
 export const SAMPLE_RATE = 16_000;
@@ -31,7 +31,7 @@ export function ffmpegPath(): string {
   if (cached) return cached;
   const fromEnv = process.env.KILN_FFMPEG;
   if (fromEnv) return (cached = fromEnv);
-  if (spawnSync("ffmpeg", ["-version"], { stdio: "ignore", env: engineEnv() }).status === 0) return (cached = "ffmpeg");
+  if (spawnSync("ffmpeg", ["-version"], { stdio: "ignore", env: childEnv() }).status === 0) return (cached = "ffmpeg");
   try {
     return (cached = (require("@ffmpeg-installer/ffmpeg") as { path: string }).path);
   } catch (err) {
@@ -62,7 +62,7 @@ interface RunOptions {
 function run(args: string[], options: RunOptions = {}): Promise<{ code: number | null; stderr: string; stalled: boolean }> {
   return new Promise((resolve, reject) => {
     // ffmpeg parses what strangers upload: it gets the engines' allow-listed environment, not the agent's secrets.
-    const child = spawn(ffmpegPath(), args, { stdio: ["ignore", "ignore", "pipe"], env: engineEnv(), ...(options.signal ? { signal: options.signal } : {}) });
+    const child = spawn(ffmpegPath(), args, { stdio: ["ignore", "ignore", "pipe"], env: childEnv(), ...(options.signal ? { signal: options.signal } : {}) });
     let stderr = "";
     let seen = 0; // stderr bytes and output bytes so far: progress is any growth
     let lastProgress = Date.now();

@@ -11,7 +11,9 @@
  * The clients use it through these doors: `fetch` (undici with a connector that resolves through
  * the policy; redirects never followed), `agent()` (a node:http(s) Agent for clients built on
  * node:http — Slack's, ws), `lookup` (for drivers that take a lookup function) and `resolve`
- * (for drivers that are handed the checked address to dial: PostgreSQL, MySQL).
+ * (for drivers that are handed the checked address to dial: PostgreSQL, MySQL). Sockets the
+ * guard makes, or is handed (`guardSocket`), are held to `MAX_UPSTREAM_BYTES` and cannot throw
+ * out of their data listeners.
  */
 import { Resolver, type LookupAddress } from "node:dns";
 import { Agent as HttpAgent, type AgentOptions } from "node:http";
@@ -31,15 +33,50 @@ export class EgressDeniedError extends KilnError {
 
 /** The name did not resolve, or the server answered with a redirect (never followed). */
 export class EgressUnreachableError extends KilnError {
-  constructor(message: string) {
-    super("egress_unreachable", message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("egress_unreachable", message, options);
+  }
+}
+
+/** A tenant's server sent more than a client reads from it (the connection, or the response, was ended there). */
+export class AnswerTooLargeError extends KilnError {
+  constructor(readonly limit: number) {
+    super("answer_too_large", `the server sent more than ${limit} bytes`);
   }
 }
 
 type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
 
-/** The most of one response a client reads through the guard (the rest fails the read). */
-const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+/** The most of one response, or of one connection's bytes, a client reads through the guard (the rest fails the read). */
+export const MAX_UPSTREAM_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The same socket, held to what a tenant's server may do to the client reading it: once more than
+ * `maxBytes` have come it is destroyed (an `AnswerTooLargeError`), and a listener of its data
+ * that throws (a client library's parser meeting bytes it never expected) destroys it with that
+ * error instead of throwing out of the event loop. For clients that read with `data` events (the
+ * database drivers, node:http, ws).
+ */
+export function guardSocket<S extends Socket>(socket: S, maxBytes = MAX_UPSTREAM_BYTES): S {
+  let seen = 0;
+  const emit = socket.emit as (this: S, event: string | symbol, ...args: unknown[]) => boolean;
+  socket.emit = function (this: S, event: string | symbol, ...args: unknown[]): boolean {
+    if (event !== "data") return emit.call(this, event, ...args);
+    const chunk = args[0] as Buffer | string;
+    seen += typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength;
+    if (seen > maxBytes) {
+      this.destroy(new AnswerTooLargeError(maxBytes));
+      return false;
+    }
+    try {
+      return emit.call(this, event, ...args);
+    } catch (err) {
+      this.destroy(new EgressUnreachableError(`the server's answer broke its client (${err instanceof Error ? err.message : String(err)})`, { cause: err }));
+      return false;
+    }
+  } as S["emit"];
+  return socket;
+}
 
 /** The response with a body that fails once more than `max` bytes have come (a server cannot fill the scheduler's memory). */
 function capBody(res: Response, max: number): Response {
@@ -49,7 +86,7 @@ function capBody(res: Response, max: number): Response {
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         seen += chunk.byteLength;
-        if (seen > max) controller.error(new EgressUnreachableError(`the server's answer is over ${max} bytes`));
+        if (seen > max) controller.error(new AnswerTooLargeError(max));
         else controller.enqueue(chunk);
       },
     }),
@@ -104,7 +141,7 @@ export class EgressPolicy {
   /** The scheduler's own interface addresses: reaching them reaches services bound to 0.0.0.0. */
   private readonly own: Set<string>;
 
-  constructor(options: EgressPolicyOptions = {}) {
+  constructor(private readonly options: EgressPolicyOptions = {}) {
     this.allowed = (options.allow ?? []).map(parseCidr);
     this.resolveAll = options.resolveAll ?? aresResolver(options.resolveTimeoutMs ?? 5000);
     const own =
@@ -113,6 +150,13 @@ export class EgressPolicy {
         .flat()
         .flatMap((i) => (i ? [i.address] : []));
     this.own = new Set(own.filter((a) => ipaddr.isValid(a)).map((a) => ipaddr.process(a).toString()));
+  }
+
+  /** The settings another process needs to build the same policy (a policy with a resolver of its own has none: a function does not travel). */
+  portable(): Pick<EgressPolicyOptions, "allow" | "resolveTimeoutMs" | "ownAddresses"> {
+    if (this.options.resolveAll) throw new Error("an EgressPolicy with its own resolveAll cannot be rebuilt in another process");
+    const { allow, resolveTimeoutMs, ownAddresses } = this.options;
+    return { ...(allow ? { allow } : {}), ...(resolveTimeoutMs !== undefined ? { resolveTimeoutMs } : {}), ...(ownAddresses ? { ownAddresses } : {}) };
   }
 
   /** True when a connection to `address` (an IP literal) is allowed. */
@@ -172,7 +216,8 @@ export class EgressPolicy {
         process.nextTick(() => callback(new EgressDeniedError(host)));
         return undefined;
       }
-      return create({ ...opts, lookup: this.lookup }, callback);
+      const socket = create({ ...opts, lookup: this.lookup }, callback);
+      return socket ? guardSocket(socket) : socket;
     };
     return agent;
   }
@@ -197,7 +242,7 @@ export class EgressPolicy {
    * an `EgressDeniedError`, any other an `EgressUnreachableError`. `close()` destroys every
    * connection it made (call it when done, or when the caller gives up).
    */
-  fetch(timeoutMs: number, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES): { fetch: typeof globalThis.fetch; close: () => Promise<void> } {
+  fetch(timeoutMs: number, maxResponseBytes = MAX_UPSTREAM_BYTES): { fetch: typeof globalThis.fetch; close: () => Promise<void> } {
     const dispatcher = this.dispatcher(timeoutMs);
     const guarded = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
       const res = (await undiciFetch(input as never, { ...(init as object), redirect: "manual", dispatcher } as never)) as unknown as Response;

@@ -3,7 +3,7 @@ export { validateMcpConfig, secretReferences, McpServerConfigBody, SERVER_TYPES,
 export { McpStore, type StoredMcpServer } from "./store.js";
 export { McpService, type McpServiceOptions } from "./service.js";
 export { AccountSecrets, loadSecretsKey, SecretValueRequest } from "./secrets.js";
-export { EgressPolicy, EgressDeniedError } from "./egress.js";
+export { AnswerTooLargeError, EgressPolicy, EgressDeniedError } from "./egress.js";
 export { connectScope, type ConnectContext } from "./context.js";
 export { testMcpServer, McpTestRequest, type McpTestResult } from "./tester.js";
 export { createFilesystemServer } from "./filesystem.js";

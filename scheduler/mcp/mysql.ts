@@ -10,6 +10,7 @@ import mysqlCore from "mysql2";
 import type mysql from "mysql2/promise";
 import { z } from "zod";
 import type { ConnectContext } from "./context.js";
+import { guardSocket } from "./egress.js";
 import { optionalSecret } from "./secrets.js";
 import { connectionTarget, MAX_LISTED, type SqlConfig } from "./sql.js";
 
@@ -23,7 +24,7 @@ export async function createMysqlServer(config: SqlConfig, ctx: ConnectContext):
   const raw = mysqlCore.createConnection({
     host: target.host,
     port: target.port,
-    stream: () => connect(target.port, address),
+    stream: () => guardSocket(connect(target.port, address)), // held to MAX_UPSTREAM_BYTES; a packet mysql2's parser throws on ends the connection
     ...(target.database ? { database: target.database } : {}),
     ...(user ? { user } : {}),
     ...(password !== undefined ? { password } : {}),

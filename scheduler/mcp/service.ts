@@ -1,18 +1,20 @@
 /**
  * MCP for one scheduler: the accounts' configurations and secrets, and the test. The one way in
  * for the public API (`/v1/mcp`, an account's own) and the dashboard (any account): both get the
- * same validation, caps and tenant isolation.
+ * same validation, caps and tenant isolation. Every test runs in a sandbox process of its own
+ * (`sandbox/`), handed only the secrets its configuration names.
  */
 import type { StdioCatalog } from "../../config/index.js";
 import { InvalidRequestError, NotFoundError, ServiceUnavailableError } from "../../core/errors.js";
 import { InflightLimiter } from "../ratelimit/index.js";
 import type { Logger } from "../../core/log.js";
 import { parseBody } from "../../core/schema.js";
-import { validateMcpConfig } from "./config.js";
 import type { EgressPolicy } from "./egress.js";
 import { AccountSecrets, MAX_SECRET_BYTES, MAX_SECRETS_PER_ACCOUNT, SECRET_NAME, SecretValueRequest } from "./secrets.js";
+import { secretReferences, validateMcpConfig } from "./config.js";
+import { testInSandbox, type SandboxSettings } from "./sandbox/sandbox.js";
 import { McpStore, type StoredMcpServer } from "./store.js";
-import { testMcpServer, type McpTestResult } from "./tester.js";
+import type { McpTestResult } from "./tester.js";
 
 /** Configurations per account. */
 export const MAX_SERVERS_PER_ACCOUNT = 100;
@@ -31,6 +33,8 @@ export interface McpServiceOptions {
   concurrency: number;
   /** Tests all accounts together may run at once (`--mcp-total-concurrency`, default 32). */
   totalConcurrency?: number;
+  /** What each test's sandbox process may take (`--mcp-sandbox-memory`, `--mcp-read-limit`). */
+  sandbox: SandboxSettings;
   logger: Logger;
 }
 
@@ -109,20 +113,35 @@ export class McpService {
       throw new ServiceUnavailableError("mcp_busy", "server_id: the scheduler is running as many MCP tests as it may; retry shortly");
     }
     try {
-      const { egress, fsBase, timeoutMs, logger } = this.options;
-      return await testMcpServer(server, {
+      const { egress, fsBase, timeoutMs, logger, sandbox } = this.options;
+      const job = {
+        server,
         account,
-        secret: await this.options.secrets.reader(account),
-        egress,
+        secrets: await this.secretsOf(account, server),
+        egress: egress.portable(),
         stdioServers: this.stdioServers,
         timeoutMs,
-        logger,
         ...(fsBase ? { fsBase } : {}),
         ...(requestId ? { requestId } : {}),
-      });
+      };
+      return await testInSandbox(job, sandbox, logger);
     } finally {
       release();
     }
+  }
+
+  /** The values of the account's secrets that the configuration names (a missing one is left out: the test then says it is missing). */
+  private async secretsOf(account: string, server: StoredMcpServer): Promise<Record<string, string>> {
+    const read = await this.options.secrets.reader(account);
+    const values: Record<string, string> = {};
+    for (const { name } of secretReferences(server.config)) {
+      try {
+        values[name] = read(name);
+      } catch {
+        /* not set (MissingSecretError), or not readable under this key: the sandbox reports it as missing */
+      }
+    }
+    return values;
   }
 
   private async validate(account: string, body: unknown) {

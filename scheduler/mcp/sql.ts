@@ -6,9 +6,11 @@
  * `password_env`; the server is dialled at the address the egress guard checked.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { Socket } from "node:net";
 import pg from "pg";
 import { z } from "zod";
 import type { ConnectContext } from "./context.js";
+import { guardSocket } from "./egress.js";
 import { optionalSecret } from "./secrets.js";
 
 /** A relational connection as configured for `postgresql` and `mysql`. */
@@ -57,6 +59,8 @@ async function clientConfig(c: SqlConfig, ctx: ConnectContext): Promise<pg.Clien
   return {
     host: address,
     port: target.port,
+    // bytes past MAX_UPSTREAM_BYTES, or a message pg's parser throws on, end the connection (with TLS, pg reads a socket of its own: the sandbox holds that)
+    stream: () => guardSocket(new Socket()),
     database: target.database ?? user,
     user,
     password: () => password ?? "", // a function: pg never falls back to PGPASSWORD or a pgpass file

@@ -20,7 +20,7 @@ import type { StdioCatalog } from "../../config/index.js";
 import { ApiError, UpstreamError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import { connectScope, McpConfigProblem, scopedFetch, type ConnectContext } from "./context.js";
-import { EgressDeniedError, type EgressPolicy } from "./egress.js";
+import { AnswerTooLargeError, EgressDeniedError, type EgressPolicy } from "./egress.js";
 import { createFilesystemServer, PathEscapeError, type FilesystemConfig } from "./filesystem.js";
 import type { GithubConfig } from "./github.js";
 import type { MongoConfig } from "./mongodb.js";
@@ -167,6 +167,8 @@ export async function testMcpServer(server: StoredMcpServer, options: McpTestOpt
 function publicError(err: unknown, what: string, options: McpTestOptions): ApiError {
   const cause = egressCause(err);
   if (cause) return new EgressRefusedError(`${what}: refused to connect: ${cause.message}`);
+  const flood = findCause(err, (e) => (e instanceof AnswerTooLargeError ? e : undefined));
+  if (flood) return new UpstreamError("mcp_answer_too_large", `${what} sent more than ${Math.round(flood.limit / 2 ** 20)} MiB; the test was stopped`);
   if (err instanceof ApiError) return err;
   if (err instanceof MissingSecretError) return new UpstreamError("mcp_misconfigured", `${what}: ${err.message}`);
   if (err instanceof McpConfigProblem || err instanceof PathEscapeError) return new UpstreamError("mcp_misconfigured", `${what}: ${err.message}`);
@@ -177,17 +179,22 @@ function publicError(err: unknown, what: string, options: McpTestOptions): ApiEr
   return new UpstreamError("mcp_unreachable", `${what} is unreachable or failed the MCP handshake (details are in the scheduler's log under this request's id)`);
 }
 
-/** The `EgressDeniedError` behind a failure, however deep the client library wrapped it. */
-function egressCause(err: unknown, depth = 0): EgressDeniedError | undefined {
-  if (err instanceof EgressDeniedError) return err;
-  if (!err || typeof err !== "object" || depth > 5) return undefined;
+/** The first error behind a failure that `pick` recognises, however deep the client library wrapped it. */
+function findCause<T>(err: unknown, pick: (e: unknown) => T | undefined, depth = 0): T | undefined {
+  const here = pick(err);
+  if (here || !err || typeof err !== "object" || depth > 5) return here;
   const e = err as { cause?: unknown; errors?: unknown[]; error?: unknown; reason?: unknown; original?: unknown };
   for (const inner of [e.cause, e.error, e.reason, e.original, ...(Array.isArray(e.errors) ? e.errors : [])]) {
-    const found = egressCause(inner, depth + 1);
+    const found = findCause(inner, pick, depth + 1);
     if (found) return found;
   }
-  // Some clients (the MongoDB driver) keep only the message of the socket's error.
-  const host = err instanceof Error ? /(\S+) is not a public address \(loopback, private/.exec(err.message)?.[1] : undefined;
-  if (host) return new EgressDeniedError(host);
   return undefined;
 }
+
+/** The `EgressDeniedError` behind a failure. Some clients (the MongoDB driver) keep only the message of the socket's error. */
+const egressCause = (err: unknown): EgressDeniedError | undefined =>
+  findCause(err, (e) => {
+    if (e instanceof EgressDeniedError) return e;
+    const host = e instanceof Error ? /(\S+) is not a public address \(loopback, private/.exec(e.message)?.[1] : undefined;
+    return host ? new EgressDeniedError(host) : undefined;
+  });

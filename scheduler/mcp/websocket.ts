@@ -54,7 +54,8 @@ export async function createWebsocketServer(config: WebsocketConfig, ctx: Connec
     socket.once("unexpected-response", (request, response) => {
       request.destroy();
       const location = response.headers.location;
-      const refused = location ? ctx.egress.resolve(new URL(location, config.url).hostname).then(() => undefined) : Promise.resolve();
+      const target = location && URL.canParse(location, config.url) ? new URL(location, config.url) : undefined; // none for an address no parser takes (`http://[`)
+      const refused = target ? ctx.egress.resolve(target.hostname).then(() => undefined) : Promise.resolve();
       refused.then(() => reject(new Error(`the server answered ${response.statusCode} instead of upgrading (redirects are not followed)`)), reject);
     });
   });

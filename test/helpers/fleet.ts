@@ -9,7 +9,7 @@ import { createInterface } from "node:readline";
 import { parseAgentConfig, parseSchedulerConfig, formatHostPort } from "../../config/index.js";
 import { createLogger } from "../../core/log.js";
 import { startAgent, type AgentHandle } from "../../agent/index.js";
-import { startScheduler, type SchedulerHandle } from "../../scheduler/index.js";
+import { startScheduler, type SchedulerExtras, type SchedulerHandle } from "../../scheduler/index.js";
 import { defaultModelDir, TEST_MODELS } from "../../fabricate/index.js";
 import { NODE_TOKEN, PROCESS_LOG_DIR } from "./secrets.js";
 import { dbSettings, testDb } from "./db.js";
@@ -24,7 +24,7 @@ export { tempDir } from "./temp.js";
 const quiet = () => createLogger("test", (process.env.KILN_TEST_LOG_LEVEL as "info" | undefined) ?? "silent");
 
 /** A scheduler in this process on its own new database (`testDb`), unless `raw` names one. */
-export async function inProcessScheduler(raw: Record<string, string> = {}): Promise<SchedulerHandle> {
+export async function inProcessScheduler(raw: Record<string, string> = {}, extras: SchedulerExtras = {}): Promise<SchedulerHandle> {
   const db = raw.db ?? testDb();
   return startScheduler(
     parseSchedulerConfig({
@@ -37,6 +37,7 @@ export async function inProcessScheduler(raw: Record<string, string> = {}): Prom
       db,
     }),
     quiet(),
+    extras,
   );
 }
 

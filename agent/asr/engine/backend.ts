@@ -5,7 +5,8 @@
  */
 import type { Logger } from "../../../core/log.js";
 import { installedWhisperAddon, type GpuKind, type PrebuiltKind } from "../../../core/prebuilt.js";
-import { describeExit, forkEngine } from "./fork.js";
+import { describeExit } from "../../../core/child.js";
+import { forkEngine } from "./fork.js";
 import type { BackendDevice } from "./native.js";
 
 /** The agent's `--gpu` setting as whisper reads it (`metal` has no Linux build: CPU). */

@@ -5,7 +5,8 @@
  * fraction), then one `done` (the value) or `error` (a message).
  */
 import { EngineError, JobAbortedError } from "../errors.js";
-import { describeExit, forkEngine } from "./fork.js";
+import { describeExit } from "../../../core/child.js";
+import { forkEngine } from "./fork.js";
 
 export type TaskMessage<T> = { kind: "ready" } | { kind: "progress"; fraction: number } | { kind: "done"; value: T } | { kind: "error"; message: string };
 

@@ -8,7 +8,8 @@ import type { ChildProcess } from "node:child_process";
 import type { Logger } from "../../../core/log.js";
 import type { WhisperModelName } from "../../../models/whisper.js";
 import { EngineError, JobAbortedError } from "../errors.js";
-import { describeExit, forkEngine } from "./fork.js";
+import { describeExit } from "../../../core/child.js";
+import { forkEngine } from "./fork.js";
 import type { DecodeParams, FromEngine, ToEngine, WhisperEngineConfig, WhisperSegment } from "./whisper-protocol.js";
 
 /** Callbacks of one decode. */

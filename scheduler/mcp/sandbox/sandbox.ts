@@ -1,0 +1,91 @@
+/**
+ * Runs one MCP test in a process of its own: `node child.js` with its V8 heap capped, a minimal
+ * environment (none of the scheduler's variables or secrets), its own process group, and the job
+ * on stdin. The scheduler reads at most `MAX_OUTCOME_BYTES` of its stdout and kills the group
+ * when the test's time (plus the start-up) is past. Whatever the tenant's server sends ends, at
+ * worst, that process: the answer is then a 502 naming the server, and the scheduler goes on.
+ */
+import { spawn } from "node:child_process";
+import { childEnv, compiledModule, describeExit } from "../../../core/child.js";
+import { ApiError, UpstreamError } from "../../../core/errors.js";
+import type { Logger } from "../../../core/log.js";
+import { MAX_OUTCOME_BYTES, type SandboxJob, type SandboxLimits, type SandboxOutcome } from "./protocol.js";
+import type { McpTestResult } from "../tester.js";
+
+/** What the scheduler sets for every sandbox. */
+export interface SandboxSettings extends SandboxLimits {
+  /** Extra `node` arguments for the child (`--import` of a test's socket witness). Default none. */
+  execArgv?: string[];
+}
+
+/** How long a sandbox may take to start (load Node, the MCP SDK and a client library) on top of the test's own time, in ms. */
+const START_GRACE_MS = 5000;
+/** The most of the child's stderr kept for the log (Node's own last words: a heap limit, a native abort). */
+const STDERR_TAIL_CHARS = 2000;
+
+/** Runs `job` in a sandbox; resolves with the test's result or rejects with the `ApiError` for the tenant. */
+export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: SandboxSettings, logger: Logger): Promise<McpTestResult> {
+  const what = `server_id: ${job.server.id} (${job.server.server_type})`;
+  const heapMb = Math.max(32, Math.floor((settings.memoryBytes * 0.75) / 2 ** 20));
+  const child = spawn(process.execPath, [...(settings.execArgv ?? []), `--max-old-space-size=${heapMb}`, compiledModule("scheduler/mcp/sandbox/child.js")], {
+    env: childEnv(),
+    stdio: ["pipe", "pipe", "pipe"],
+    detached: true, // a group of its own: an operator's stdio server it started goes with it
+  });
+  const full: SandboxJob = { ...job, limits: { memoryBytes: settings.memoryBytes, readBytes: settings.readBytes } };
+  return new Promise<McpTestResult>((resolve, reject) => {
+    const out: Buffer[] = [];
+    let outBytes = 0;
+    let stderr = "";
+    let stopped: "timeout" | "outcome too large" | undefined;
+    const kill = (why: typeof stopped): void => {
+      stopped ??= why;
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        child.kill("SIGKILL"); // already gone, or not a group leader yet
+      }
+    };
+    const timer = setTimeout(() => kill("timeout"), job.timeoutMs + START_GRACE_MS);
+    child.stdin.on("error", () => undefined); // a child that died before reading its job
+    child.stdin.end(JSON.stringify(full));
+    child.stdout.on("data", (chunk: Buffer) => {
+      outBytes += chunk.length;
+      if (outBytes > MAX_OUTCOME_BYTES) return kill("outcome too large");
+      out.push(chunk);
+    });
+    child.stderr.setEncoding("utf8").on("data", (text: string) => {
+      stderr = (stderr + text).slice(-STDERR_TAIL_CHARS);
+    });
+    child.once("error", (err) => {
+      clearTimeout(timer);
+      logger.error({ requestId: job.requestId, err: { name: err.name, message: err.message } }, "MCP sandbox could not start");
+      reject(new ApiError(500, "server_error", "mcp_sandbox_failed", "the MCP test could not be run; the scheduler's log says why"));
+    });
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      const outcome = stopped ? undefined : parseOutcome(Buffer.concat(out));
+      for (const { level: _level, msg, ...fields } of outcome?.logs ?? [])
+        logger.warn({ ...fields, requestId: job.requestId, account: job.account, sandbox: child.pid }, typeof msg === "string" ? msg : "MCP sandbox");
+      if (outcome?.ok) return resolve(outcome.result);
+      if (outcome) return reject(new ApiError(outcome.error.status, outcome.error.type, outcome.error.code, outcome.error.message));
+      if (stopped === "timeout") return reject(new UpstreamError("mcp_timeout", `${what} did not answer within ${job.timeoutMs} ms`));
+      logger.warn({ requestId: job.requestId, account: job.account, exit: describeExit(code, signal), stopped, stderr: stderr.trim() }, "MCP sandbox ended without an outcome");
+      reject(
+        new UpstreamError("mcp_bad_answer", `${what} sent an answer its client could not read; the test was stopped (details are in the scheduler's log under this request's id)`),
+      );
+    });
+  });
+}
+
+/** The outcome the child wrote, or undefined when what it wrote is not one. */
+function parseOutcome(bytes: Buffer): SandboxOutcome | undefined {
+  try {
+    const o = JSON.parse(bytes.toString("utf8")) as SandboxOutcome;
+    const failed = o?.ok === false && Number.isInteger(o.error?.status) && o.error.status >= 400 && o.error.status < 600;
+    if (o?.ok === true || failed) return { ...o, logs: Array.isArray(o.logs) ? o.logs : [] };
+  } catch {
+    /* a partial write: the process died mid-way */
+  }
+  return undefined;
+}
