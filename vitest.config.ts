@@ -11,6 +11,7 @@ const PAIRED = [
   "test/fleet-security.test.ts",
   "test/mcp.test.ts",
   "test/mcp-hostile.test.ts",
+  "test/mcp-sandbox.test.ts",
   "test/usage.test.ts",
   "test/cli.test.ts",
   "test/dashboard.test.ts",
