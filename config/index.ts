@@ -146,33 +146,76 @@ const bool = z
     return z.NEVER;
   });
 
-/** One `--node-tokens` entry: a token and the node ids it may register. */
+/** One `--node-tokens` entry: a token, the node ids it may register, and what those nodes may offer. */
 export interface NodeTokenEntry {
   token: string;
   /** Node ids or `*` globs this token may register; absent: any node id. */
   nodeIds?: string[];
+  /** Model ids (chat and whisper) or `*` globs its nodes may offer; absent: any model. */
+  models?: string[];
+  /** Most slots one of its nodes may register (its pools together; its transcription slots apart); absent: `--max-node-slots`. */
+  slots?: number;
 }
 
+/** What a node id may be: 1–128 letters, digits, `.`, `_` or `-` (a host name fits). Checked at Register. */
+export const NODE_ID_RULE = "1 to 128 letters, digits, '.', '_' or '-'";
+const NODE_ID = /^[A-Za-z0-9._-]{1,128}$/;
+export const isValidNodeId = (id: string): boolean => NODE_ID.test(id);
+
+/** The part of an entry before its token: IDS, then optional `;models:M1|M2` and `;slots:N`. */
+const ENTRY_PREFIX = /^[A-Za-z0-9._*|-]+(;(models:[^;=,\s]+|slots:\d+))*$/;
+
 /**
- * `TOKEN` (any node id) or `IDS=TOKEN`, IDS being node ids or `*` globs joined by `|`. An entry is
- * `IDS=TOKEN` only when what precedes its first `=` looks like IDS and the rest is at least 16
- * characters, so a bare token with `=` in it (base64 padding) stays a bare token.
+ * `TOKEN` (any node id, any model, `--max-node-slots`) or `IDS[;models:MODELS][;slots:N]=TOKEN`:
+ * IDS are node ids or `*` globs joined by `|`, MODELS model ids or `*` globs joined by `|` (a model
+ * id there holds no `;`, `|`, `,`, `=` or whitespace), N the most slots one of those nodes may
+ * register. An entry has a prefix only when what precedes its first `=` looks like one and the rest
+ * is at least 16 characters, so a bare token with `=` in it (base64 padding) stays a bare token.
  */
 export function parseNodeTokenEntry(entry: string): NodeTokenEntry {
   const eq = entry.indexOf("=");
-  const ids = entry.slice(0, eq);
-  if (eq > 0 && /^[A-Za-z0-9._*|-]+$/.test(ids) && entry.length - eq - 1 >= 16) {
-    return { token: entry.slice(eq + 1), nodeIds: ids.split("|").filter(Boolean) };
+  const prefix = entry.slice(0, eq);
+  if (eq > 0 && ENTRY_PREFIX.test(prefix) && entry.length - eq - 1 >= 16) {
+    const [ids, ...fields] = prefix.split(";");
+    const parsed: NodeTokenEntry = { token: entry.slice(eq + 1), nodeIds: ids!.split("|").filter(Boolean) };
+    for (const field of fields) {
+      const value = field.slice(field.indexOf(":") + 1);
+      if (field.startsWith("models:")) parsed.models = [...(parsed.models ?? []), ...value.split("|").filter(Boolean)];
+      else parsed.slots = Number(value);
+    }
+    return parsed;
   }
   return { token: entry };
 }
 
-/** A test of node ids against an entry's ids and globs (`*`: any run of characters); no ids: any node id. */
+/**
+ * Whether `text` matches `glob` (`*`: any run of characters, everything else literal), in time linear
+ * in the text for each literal piece: the first piece is a prefix, the last a suffix, and each piece
+ * between is found at its leftmost place after the one before (leftmost is always right for `*`-only
+ * globs: a later place leaves less room to the pieces after it). No regular expression, so no backtracking.
+ */
+export function globMatches(glob: string, text: string): boolean {
+  const pieces = glob.split("*");
+  if (pieces.length === 1) return glob === text;
+  const first = pieces[0]!;
+  const last = pieces[pieces.length - 1]!;
+  if (text.length < first.length + last.length || !text.startsWith(first) || !text.endsWith(last)) return false;
+  let at = first.length;
+  const end = text.length - last.length;
+  for (let i = 1; i < pieces.length - 1; i++) {
+    const piece = pieces[i]!;
+    if (!piece) continue;
+    const found = text.indexOf(piece, at);
+    if (found < 0 || found + piece.length > end) return false;
+    at = found + piece.length;
+  }
+  return true;
+}
+
+/** A test of names against an entry's names and globs (`*`: any run of characters); no names: any name. */
 export function nodeIdMatcher(nodeIds: string[] | undefined): (nodeId: string) => boolean {
   if (!nodeIds) return () => true;
-  const escape = (part: string) => part.replace(/[.+?^$()|[\]\\{}]/g, "\\$&");
-  const patterns = nodeIds.map((glob) => new RegExp(`^${glob.split("*").map(escape).join(".*")}$`));
-  return (nodeId) => patterns.some((p) => p.test(nodeId));
+  return (nodeId) => nodeIds.some((glob) => globMatches(glob, nodeId));
 }
 
 const nodeTokens = list.pipe(z.array(z.string()).min(1, "at least one token is required")).transform((entries, ctx) =>
@@ -182,6 +225,8 @@ const nodeTokens = list.pipe(z.array(z.string()).min(1, "at least one token is r
     if (parsed.token.length < 16) ctx.addIssue({ code: "custom", message: "each token must be at least 16 characters" });
     if (/\s/.test(parsed.token)) ctx.addIssue({ code: "custom", message: `entry ${i + 1}: a token cannot hold whitespace (it travels as "Bearer <token>")` });
     if (parsed.nodeIds?.length === 0) ctx.addIssue({ code: "custom", message: `entry ${i + 1}: IDS=TOKEN needs at least one node id before "="` });
+    if (parsed.slots !== undefined && !(parsed.slots >= 1 && parsed.slots <= 65_536))
+      ctx.addIssue({ code: "custom", message: `entry ${i + 1}: slots must be a whole number from 1 to 65536` });
     return parsed;
   }),
 );
@@ -373,8 +418,16 @@ export const SCHEDULER_OPTIONS = {
     env: "KILN_NODE_TOKENS",
     secret: true,
     description:
-      "comma-separated tokens agents may present (at least one): TOKEN registers any node id, IDS=TOKEN only the node ids or * globs in IDS, joined by | (e.g. gpu-1|gpu-2=tokA,gpu-*=tokB,tokC)",
+      "comma-separated tokens agents may present (at least one): TOKEN registers any node id, IDS=TOKEN only the node ids or * globs in IDS, joined by | (e.g. gpu-1|gpu-2=tokA,gpu-*=tokB,tokC); IDS;models:M1|M2;slots:N=TOKEN also limits the models (ids or * globs) and the slots its nodes may offer",
     schema: nodeTokens,
+  },
+  /** Most slots a node may register (its pools together; its transcription slots apart) when its token names none. Default 64. */
+  maxNodeSlots: {
+    flags: "--max-node-slots <n>",
+    env: "KILN_MAX_NODE_SLOTS",
+    default: "64",
+    description: "most slots a node may register, its chat pools together (its transcription slots apart), unless its --node-tokens entry names slots: more is refused at Register",
+    schema: int(1, 65_536),
   },
   queueSize: { flags: "--queue-size <n>", env: "KILN_QUEUE_SIZE", default: "256", description: "requests that may wait for a free slot", schema: int(0) },
   queueTimeout: {
@@ -681,7 +734,13 @@ export const AGENT_OPTIONS = {
     description: "token presented to the scheduler (required with --scheduler)",
     schema: bearerSecret.optional(),
   },
-  nodeId: { flags: "--node-id <id>", env: "KILN_NODE_ID", default: hostname(), description: "this node's name in the fleet", schema: z.string().min(1).max(128) },
+  nodeId: {
+    flags: "--node-id <id>",
+    env: "KILN_NODE_ID",
+    default: hostname(),
+    description: `this node's name in the fleet (${NODE_ID_RULE})`,
+    schema: z.string().regex(NODE_ID, `expected ${NODE_ID_RULE}`),
+  },
   serve: {
     flags: "--serve <id=gguf>",
     env: "KILN_SERVE",
