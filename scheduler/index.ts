@@ -46,8 +46,15 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     throw err;
   });
   const usage = new UsageLedger(db, { logger });
-  const fleet = new Fleet({ queueSize: config.queueSize, queueTimeoutMs: config.queueTimeout * 1000, heartbeatMs: config.heartbeatMs, logger });
-  const grpcServer = createFleetServer({ fleet, nodeTokens: config.nodeTokens, logger });
+  const fleet = new Fleet({
+    queueSize: config.queueSize,
+    queueTimeoutMs: config.queueTimeout * 1000,
+    heartbeatMs: config.heartbeatMs,
+    // the same key on every scheduler of one database: an account's prompts share a node's cache through any of them
+    cacheScopeKey: keys.derivedKey("cache-scope"),
+    logger,
+  });
+  const grpcServer = createFleetServer({ fleet, nodeTokens: config.nodeTokens, maxNodeSlots: config.maxNodeSlots, bindCertificates: Boolean(config.grpcClientCa), logger });
   // The standard gRPC health service (grpc.health.v1) beside the fleet service.
   const health = new HealthImplementation({ "": "SERVING", [FLEET_SERVICE]: "SERVING" });
   health.addToServer(grpcServer);

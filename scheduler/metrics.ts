@@ -80,6 +80,16 @@ export function createSchedulerMetrics(fleet: Fleet, options: SchedulerMetricsOp
       this.set({ state: "free" }, pools.reduce((n, p) => n + p.slots, 0) - busy);
     },
   });
+  new Counter({
+    name: "kiln_node_reports_rejected_total",
+    help: "Node reports past a bound the scheduler computed, by node and kind (prompt_tokens, completion_tokens, cached_tokens, audio_seconds: clamped; oversized_message: the link closed)",
+    labelNames: ["node", "kind"] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const r of fleet.rejectedReports()) this.inc({ node: r.node, kind: r.kind }, r.count);
+    },
+  });
   // the per-account series live apart: they name every account and its usage, so only a scrape with the metrics token gets them
   const accounts = new Registry();
   accounts.setDefaultLabels({ component: "scheduler" });

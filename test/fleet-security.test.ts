@@ -47,6 +47,9 @@ interface Certs {
   otherCa: string;
   otherClientCert: string;
   otherClientKey: string;
+  /** A client certificate whose CN is "named" and whose DNS name is gpu-7. */
+  namedCert: string;
+  namedKey: string;
 }
 let certs: Certs;
 
@@ -102,6 +105,7 @@ function makeCerts(): Certs {
   leaf("server", "ca", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n");
   leaf("client", "ca", "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n");
   leaf("other-client", "other-ca", "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n");
+  leaf("named", "ca", "subjectAltName=DNS:gpu-7\nextendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n");
   return {
     ca: f("ca.crt"),
     serverCert: f("server.crt"),
@@ -111,6 +115,8 @@ function makeCerts(): Certs {
     otherCa: f("other-ca.crt"),
     otherClientCert: f("other-client.crt"),
     otherClientKey: f("other-client.key"),
+    namedCert: f("named.crt"),
+    namedKey: f("named.key"),
   };
 }
 
@@ -226,15 +232,29 @@ describe("gRPC over TLS", () => {
   it("with --grpc-client-ca, agents without a client certificate or with one from another CA never join; one with a good certificate does", async () => {
     const scheduler = await tlsScheduler({ grpcClientCa: certs.ca });
     cleanups.push(() => scheduler.close());
-    const good = await recordedAgent(scheduler, { nodeId: "good-cert", schedulerCa: certs.ca, tlsCert: certs.clientCert, tlsKey: certs.clientKey });
+    // the certificate's CN is its node id (a certificate is bound to its node id: see the next test)
+    const good = await recordedAgent(scheduler, { nodeId: "client", schedulerCa: certs.ca, tlsCert: certs.clientCert, tlsKey: certs.clientKey });
     const none = await recordedAgent(scheduler, { nodeId: "no-cert", schedulerCa: certs.ca });
     const other = await recordedAgent(scheduler, { nodeId: "other-ca-cert", schedulerCa: certs.ca, tlsCert: certs.otherClientCert, tlsKey: certs.otherClientKey });
-    await until(() => scheduler.fleet.snapshot().some((a) => a.nodeId === "good-cert"), 15_000, "the agent with a good certificate to join");
+    await until(() => scheduler.fleet.snapshot().some((a) => a.nodeId === "client"), 15_000, "the agent with a good certificate to join");
     await expectNeverJoins(scheduler, "no-cert", none.states);
     await expectNeverJoins(scheduler, "other-ca-cert", other.states);
-    expect(scheduler.fleet.snapshot().map((a) => a.nodeId)).toEqual(["good-cert"]);
+    expect(scheduler.fleet.snapshot().map((a) => a.nodeId)).toEqual(["client"]);
     await until(() => good.agent.links!.links[0]!.state === "connected", 5000, "the good agent's link to be registered");
     await chatWorks(scheduler);
+  });
+
+  it("with --grpc-client-ca, a certificate registers only the node id its CN or a DNS name gives, whatever its token allows", async () => {
+    const scheduler = await tlsScheduler({ grpcClientCa: certs.ca });
+    cleanups.push(() => scheduler.close());
+    const tls = (cert: string, key: string) => ({ schedulerCa: certs.ca, tlsCert: cert, tlsKey: key });
+    const posing = await recordedAgent(scheduler, { nodeId: "gpu-7", ...tls(certs.clientCert, certs.clientKey) });
+    const named = await recordedAgent(scheduler, { nodeId: "gpu-7", ...tls(certs.namedCert, certs.namedKey) });
+    await until(() => scheduler.fleet.snapshot().some((a) => a.nodeId === "gpu-7"), 15_000, "the agent whose certificate names gpu-7 to join");
+    await until(() => named.agent.links!.links[0]!.state === "connected", 5000, "its link to be registered");
+    // the one whose certificate is "client" never got in: only its link went down
+    await until(() => posing.states.filter((s) => s === "disconnected").length >= 2, 10_000, "the posing agent to be refused twice");
+    expect(posing.states).not.toContain("connected");
   });
 });
 

@@ -139,8 +139,14 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     stream.on("data", (message: SchedulerMessage__Output) => this.onMessage(stream, message));
     stream.on("error", (err: grpc.ServiceError) => {
       if (err.code === grpc.status.UNAUTHENTICATED) this.options.logger.error({ details: err.details }, "the scheduler refused this node's token; check --node-token");
-      else if (err.code === grpc.status.PERMISSION_DENIED)
-        this.options.logger.error({ details: err.details, node: nodeId }, "the scheduler refused this node id for this token; check --node-id and the scheduler's --node-tokens");
+      else if (err.code === grpc.status.PERMISSION_DENIED || err.code === grpc.status.INVALID_ARGUMENT)
+        // details says which: the node id, a model or the slots its token does not allow, or a client certificate of another name
+        this.options.logger.error(
+          { details: err.details, node: nodeId },
+          `the scheduler refused this node's registration: ${err.details}; check --node-id, --serve, --sequences and the scheduler's --node-tokens and --max-node-slots`,
+        );
+      else if (err.code === grpc.status.RESOURCE_EXHAUSTED)
+        this.options.logger.error({ details: err.details, node: nodeId }, "the scheduler closed this link: a message past its size cap");
       else if (err.code === grpc.status.ALREADY_EXISTS)
         this.options.logger.error({ details: err.details, node: nodeId }, "another agent is connected under this node id with another token; check --node-id");
       else if (err.code !== grpc.status.CANCELLED) this.options.logger.warn({ code: err.code, details: err.details }, "scheduler stream failed");

@@ -14,6 +14,7 @@ import { ACCOUNT_NAME_RULE, isValidAccountName, TIERS, type KeyService } from ".
 import { SERVER_TYPES, type McpService } from "../mcp/index.js";
 import { parseBody } from "../../core/schema.js";
 import { CreateKeyRequest } from "./schema.js";
+import type { AgentSnapshot } from "../fleet/index.js";
 
 /** The static folder: beside this module in the sources, or back in the sources from dist/. */
 const STATIC = existingOr(new URL("./static/", import.meta.url), new URL("../../../scheduler/dashboard/static/", import.meta.url));
@@ -49,6 +50,8 @@ export interface DashboardDeps {
   maxBodyBytes: number;
   /** The usage ledger: any account's usage by day and model. */
   usage: UsageLedger;
+  /** The connected nodes (`GET /admin/api/nodes`): a node drained for reports past the scheduler's bounds shows why. */
+  fleet?: { snapshot(): AgentSnapshot[] };
 }
 
 export function dashboardRoutes(deps: DashboardDeps): Hono {
@@ -78,6 +81,22 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
     }
     return c.json({ data: [...byAccount.values()] });
   });
+  // The connected nodes: their pools, what the scheduler observed of them, and whether one was drained for its reports.
+  api.get("/nodes", (c) =>
+    c.json({
+      data: (deps.fleet?.snapshot() ?? []).map((a) => ({
+        node_id: a.nodeId,
+        connected_at: a.connectedAt,
+        draining: a.draining,
+        distrusted: a.distrusted ?? null,
+        models: [...new Set(a.pools.flatMap((p) => p.modelIds))],
+        slots: a.pools.reduce((n, p) => n + p.slots, 0),
+        inflight: a.observed.inflight,
+        ttft_ms: a.observed.ttftMs ?? null,
+        tokens_per_second: a.observed.tokensPerSecond ?? null,
+      })),
+    }),
+  );
   api.post("/keys", async (c) => {
     const { account, tier, rpm } = parseBody(CreateKeyRequest, await readJsonBody(c, deps.maxBodyBytes));
     return c.json(await deps.keys.create({ account, tier, ...(rpm ? { rpm } : {}) }), 201);

@@ -19,6 +19,7 @@ import type { Logger } from "../../core/log.js";
 import type { CompletionError__Output, Transcription__Output } from "../../proto/index.js";
 import { segmentSchema, transcriptSchema, type Segment, type Transcript } from "../../speech/transcript.js";
 import type { Spool } from "../audio/spool.js";
+import { audioSecondsBound } from "../audio/duration.js";
 import { Channel } from "./channel.js";
 import type { AgentLink } from "./types.js";
 import { z } from "zod";
@@ -89,6 +90,8 @@ export interface AudioRouterOptions {
   windowBytes?: number;
   /** An agent that acknowledges none of the bytes in flight for this long has lost the upload: it moves on. Default 60 s. */
   ackStallMs?: number;
+  /** Told of a node's report past a bound the scheduler computed (a transcript's duration past its upload's), after it is clamped. */
+  rejected?: (node: AudioNode, kind: "audio_seconds", detail: Record<string, unknown>) => void;
 }
 
 /** The most slots the router believes an agent has (what it says beyond is its own business). */
@@ -204,6 +207,12 @@ export class AudioRouter {
     if (!transcript) return this.failed(node, requestId, "agent_error", "the node sent a result that is not a transcript", false);
     this.attempts.delete(requestId);
     this.release(job);
+    // the seconds charged are at most what the upload can hold (scheduler/audio/duration.ts), whatever the node says
+    const bound = audioSecondsBound(job.request.spool.path, job.request.spool.size);
+    if (!(transcript.duration <= bound)) {
+      this.options.rejected?.(node, "audio_seconds", { request: job.traceId, claimed: transcript.duration, bound });
+      transcript.duration = bound;
+    }
     job.started = true;
     job.channel.push({ type: "done", transcript: transcript as Transcript });
     job.channel.end();

@@ -12,7 +12,7 @@
  * Failure rules: an agent lost (or answering a retryable error) before a request produced any text
  * puts that request back at the head of its account's queue; one that had produced text ends with a 502.
  */
-import { createHash, randomUUID } from "node:crypto";
+import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import type { Logger } from "../../core/log.js";
 import { requiredCapabilities } from "../../core/chat.js";
 import { InvalidRequestError, ServiceUnavailableError, UpstreamError, type ApiError } from "../../core/errors.js";
@@ -23,6 +23,8 @@ import { AudioRouter, transcriptionInfo, type AudioEvent, type AudioNode, type A
 import { Channel } from "./channel.js";
 import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState } from "./types.js";
 import { CHAT_CLIENT_FAULTS, WIRE } from "../../core/wire-codes.js";
+import { completionTokenBound, promptTokenBound } from "./limits.js";
+import { fastest, NodeSpeed, slowness } from "./speed.js";
 
 export interface FleetOptions {
   /** Requests that may wait for a slot, all accounts together; more are refused with 503. */
@@ -35,8 +37,30 @@ export interface FleetOptions {
   maxAttempts?: number;
   /** Upload bytes sent to an agent beyond what it acknowledged storing. Default 4 MiB. */
   audioWindowBytes?: number;
+  /**
+   * The key of `cache_scope` (an HMAC of the account under it): schedulers sharing a database derive
+   * the same one (`KeyService.derivedKey`). Default: a random key of this fleet's own.
+   */
+  cacheScopeKey?: Uint8Array;
+  /** A node whose reports were clamped this many times within `distrustWindowMs` is drained. Default 3. */
+  distrustAfter?: number;
+  /** Default 10 minutes. */
+  distrustWindowMs?: number;
   logger: Logger;
 }
+
+/** What a node reported beyond a bound the scheduler computed (`kiln_node_reports_rejected_total`'s `kind`). */
+export type RejectedReport = "prompt_tokens" | "completion_tokens" | "cached_tokens" | "audio_seconds" | "oversized_message";
+
+/** Why and since when a node gets no work: its reports were clamped too often (`Fleet.snapshot`'s `distrusted`). */
+export interface Distrust {
+  reason: string;
+  /** Unix ms. */
+  at: number;
+}
+
+/** (node, kind) pairs counted at most; a new pair beyond them counts under node "(other)". */
+const MAX_REJECTED_SERIES = 1000;
 
 interface Job {
   id: string;
@@ -60,6 +84,13 @@ interface Job {
   cancelled: boolean;
   /** Whether `request.onUsage` was called (it is, at most once). */
   usageTold?: boolean;
+  /** The most prompt tokens it can be (limits.ts), computed once. */
+  promptBound: number;
+  /** When it was last dispatched, and when its first text came (performance.now()). */
+  dispatchedAt?: number;
+  firstTextAt?: number;
+  /** UTF-8 bytes of text and call arguments the node sent for it. */
+  textBytes: number;
 }
 
 /** Tells the job's `onUsage` what it used, once; a listener's failure never reaches the fleet. */
@@ -73,9 +104,12 @@ function tellUsage(job: Job, promptTokens: number, completionTokens: number): vo
   }
 }
 
-/** The opaque cache scope of an account (CompletionRequest.cache_scope): agents never learn account names. */
-function cacheScope(account: string): string {
-  return createHash("sha256").update(`kiln-cache-scope\0${account}`).digest("base64url").slice(0, 22);
+/**
+ * The opaque cache scope of an account (CompletionRequest.cache_scope): an HMAC under a key only
+ * schedulers hold, so a node can neither learn account names nor confirm a guessed one.
+ */
+export function cacheScope(key: Uint8Array, account: string): string {
+  return createHmac("sha256", key).update(`kiln-cache-scope\0${account}`).digest("base64url").slice(0, 22);
 }
 
 /** The slots a job holds while it runs: one per choice. */
@@ -97,6 +131,12 @@ class Agent implements AudioNode {
   readonly transcription: TranscriptionInfo | undefined;
   lastSeen = Date.now();
   readonly connectedAt = Date.now();
+  /** TTFT and tokens/s the scheduler observed. */
+  readonly speed = new NodeSpeed();
+  /** When its reports were clamped (Unix ms), within the distrust window. */
+  strikes: number[] = [];
+  /** Set once it is drained for its reports: it gets no work, and shows so. */
+  distrusted: Distrust | undefined;
   constructor(
     readonly nodeId: string,
     readonly link: AgentLink,
@@ -124,14 +164,21 @@ export class Fleet {
   private readonly log: Logger;
   /** Transcriptions (`/v1/audio/…`) over the same agents. */
   private readonly audio: AudioRouter;
+  private readonly scopeKey: Uint8Array;
+  /** Nodes drained for their reports, by node id: a reconnect does not trust them again (until this scheduler restarts). */
+  private readonly distrust = new Map<string, Distrust>();
+  /** Reports clamped or refused, by node and kind (`kiln_node_reports_rejected_total`). */
+  private readonly rejectedCounts = new Map<string, { node: string; kind: RejectedReport; count: number }>();
 
   constructor(private readonly options: FleetOptions) {
     this.maxAttempts = options.maxAttempts ?? 3;
     this.log = options.logger;
+    this.scopeKey = options.cacheScopeKey ?? randomBytes(32);
     this.audio = new AudioRouter({
       nodes: () => this.agents.values(),
       logger: options.logger,
       maxAttempts: this.maxAttempts,
+      rejected: (node, kind, detail) => this.rejected(node.nodeId, kind, detail),
       ...(options.audioWindowBytes ? { windowBytes: options.audioWindowBytes } : {}),
     });
     this.sweeper = setInterval(() => this.dropSilentAgents(), options.heartbeatMs).unref();
@@ -182,7 +229,20 @@ export class Fleet {
         throw new ServiceUnavailableError("model_unavailable", `n: the agents that run ${n} choices of "${request.model}" at once are draining; try again shortly`);
       throw new InvalidRequestError("invalid_n", `n: ${n} choices, but no agent serving "${request.model}" runs more than ${this.mostSlots(request.model, needs)} at once`, "n");
     }
-    const job: Job = { id: randomUUID(), traceId, request, needs, attempts: 0, failedOn: new Set(), busyRefusals: 0, started: false, cancelled: false, channel: undefined! };
+    const job: Job = {
+      id: randomUUID(),
+      traceId,
+      request,
+      needs,
+      attempts: 0,
+      failedOn: new Set(),
+      busyRefusals: 0,
+      started: false,
+      cancelled: false,
+      promptBound: promptTokenBound(request),
+      textBytes: 0,
+      channel: undefined!,
+    };
     job.channel = new Channel<CompletionEvent>(() => this.cancel(job));
     signal?.addEventListener("abort", () => this.cancel(job), { once: true });
     // behind a waiting request for n choices of its model, it waits too (pump(): the freed slots are kept for that one)
@@ -214,6 +274,8 @@ export class Fleet {
       hardware: a.register.hardware,
       draining: a.draining,
       connectedAt: a.connectedAt,
+      ...(a.distrusted ? { distrusted: a.distrusted } : {}),
+      observed: { ttftMs: a.speed.ttftMs(), tokensPerSecond: a.speed.tokensPerSecond(), inflight: a.jobs.size },
       pools: a.pools.map((p) => ({
         modelIds: [...p.modelIds],
         slots: p.slots,
@@ -229,6 +291,49 @@ export class Fleet {
   /** Requests waiting for a slot, all accounts together. */
   get queued(): number {
     return this.queuedJobs;
+  }
+
+  /** Reports clamped or refused so far, by node and kind (`kiln_node_reports_rejected_total`). */
+  rejectedReports(): { node: string; kind: RejectedReport; count: number }[] {
+    return [...this.rejectedCounts.values()].map((r) => ({ ...r }));
+  }
+
+  /**
+   * Counts and logs a report of `nodeId` past a bound the scheduler computed (it was clamped, or the
+   * message refused); a node that does it `distrustAfter` times within the window is drained: it
+   * gets no more work, the operator is told (an error log line; the dashboard's node listing), and
+   * a reconnect under its id stays drained until this scheduler restarts.
+   */
+  rejected(nodeId: string, kind: RejectedReport, detail: Record<string, unknown>): void {
+    this.count(nodeId, kind, detail);
+    this.strike(nodeId, kind);
+  }
+
+  /** Counts and logs one count of a report past its bound. */
+  private count(nodeId: string, kind: RejectedReport, detail: Record<string, unknown>): void {
+    const node = this.rejectedCounts.has(`${nodeId}\0${kind}`) || this.rejectedCounts.size < MAX_REJECTED_SERIES ? nodeId : "(other)";
+    const entry = this.rejectedCounts.get(`${node}\0${kind}`) ?? { node, kind, count: 0 };
+    entry.count++;
+    this.rejectedCounts.set(`${node}\0${kind}`, entry);
+    this.log.warn({ node: nodeId, kind, ...detail }, "node report past the scheduler's bound: clamped");
+  }
+
+  /** One report of `nodeId` went past a bound (`kind`: the last count of it that did): drained at `distrustAfter` within the window. */
+  private strike(nodeId: string, kind: RejectedReport): void {
+    const agent = this.agents.get(nodeId);
+    if (!agent || agent.distrusted) return;
+    const now = Date.now();
+    const windowMs = this.options.distrustWindowMs ?? 10 * 60_000;
+    agent.strikes = [...agent.strikes.filter((t) => t > now - windowMs), now];
+    if (agent.strikes.length < (this.options.distrustAfter ?? 3)) return;
+    const reason = `${agent.strikes.length} reports past the scheduler's bounds within ${Math.round(windowMs / 1000)} s (last: ${kind})`;
+    agent.distrusted = { reason, at: now };
+    agent.draining = true;
+    this.distrust.set(nodeId, agent.distrusted);
+    this.log.error(
+      { node: nodeId, reason },
+      "node drained: it keeps reporting past the scheduler's bounds; it gets no more work until this scheduler restarts (its token may be revoked in --node-tokens)",
+    );
   }
 
   // --- the agent side: the gRPC server calls these ------------------------------------------
@@ -258,7 +363,10 @@ export class Fleet {
       local: 0,
       peak: 0,
     }));
-    this.agents.set(register.node_id, new Agent(register.node_id, link, register, pools));
+    const agent = new Agent(register.node_id, link, register, pools);
+    agent.distrusted = this.distrust.get(register.node_id);
+    agent.draining = agent.distrusted !== undefined;
+    this.agents.set(register.node_id, agent);
     this.log.info({ node: register.node_id, pools: register.pools.map((p) => ({ models: p.model_ids, slots: p.slots })), compute: register.hardware?.compute }, "agent joined");
     this.pump();
     return { heartbeatMs: this.options.heartbeatMs };
@@ -278,20 +386,27 @@ export class Fleet {
         return;
       case "done": {
         const done = message.done!;
-        this.settle(agent, done.request_id, (pool) => ({
-          type: "done",
-          finishReason: done.finish_reason,
-          promptTokens: done.usage?.prompt_tokens ?? 0,
-          completionTokens: done.usage?.completion_tokens ?? 0,
-          finishReasons: done.finish_reasons.length > 0 ? done.finish_reasons : [done.finish_reason],
-          cachedTokens: done.usage?.cached_tokens ?? 0,
-          fingerprint: pool?.fingerprint ?? "",
-        }));
+        this.settle(agent, done.request_id, (pool, job) => {
+          const used = this.bounded(agent, job, pool, done.usage);
+          return {
+            type: "done",
+            finishReason: done.finish_reason,
+            promptTokens: used.promptTokens,
+            completionTokens: used.completionTokens,
+            finishReasons: done.finish_reasons.length > 0 ? done.finish_reasons : [done.finish_reason],
+            cachedTokens: used.cachedTokens,
+            fingerprint: pool?.fingerprint ?? "",
+          };
+        });
         return;
       }
       case "embeddings": {
         const result = message.embeddings!;
-        this.settle(agent, result.request_id, () => ({ type: "embeddings", vectors: result.vectors.map((v) => v.values), promptTokens: result.prompt_tokens }));
+        this.settle(agent, result.request_id, (pool, job) => ({
+          type: "embeddings",
+          vectors: result.vectors.map((v) => v.values),
+          promptTokens: this.bounded(agent, job, pool, { prompt_tokens: result.prompt_tokens, completion_tokens: 0, cached_tokens: 0 }).promptTokens,
+        }));
         return;
       }
       case "transcription_ack":
@@ -306,9 +421,13 @@ export class Fleet {
       case "error": {
         const err = message.error!;
         if (this.audio.owns(err.request_id)) return this.audio.error(agent, err);
+        const pool = agent.jobs.get(err.request_id)?.assigned?.pool; // before finish() unassigns it
         const job = this.finish(agent, err.request_id);
         // a completion cancelled by its client is charged what it generated before it stopped
-        if (job?.cancelled && err.usage) tellUsage(job, err.usage.prompt_tokens, err.usage.completion_tokens);
+        if (job?.cancelled && err.usage) {
+          const used = this.bounded(agent, job, pool, err.usage);
+          tellUsage(job, used.promptTokens, used.completionTokens);
+        }
         if (!job || job.cancelled) return;
         if (err.code === WIRE.nodeBusy && !job.started && ++job.busyRefusals <= MAX_BUSY_REFUSALS) {
           // the node's last slots went to another scheduler's work at the same moment (its heartbeat,
@@ -379,20 +498,21 @@ export class Fleet {
   // --- routing ------------------------------------------------------------------------------
 
   /**
-   * Sends the job to the least-loaded pool with a free slot; false when there is none. Nodes the
-   * job already failed on are passed over while another node serves its model (it then waits for
-   * that node rather than going back).
+   * Sends the job to the pool with a free slot that costs least (`routingCost`); false when there is
+   * none. Nodes the job already failed on are passed over while another node serves its model (it
+   * then waits for that node rather than going back).
    */
   private dispatch(job: Job): boolean {
     let best: { agent: Agent; pool: PoolState & { peak: number } } | undefined;
     let bestLoad = Infinity;
     const serves = (agent: Agent) => !agent.draining && agent.pools.some((p) => runs(p, job.request.model, job.needs));
     const avoid = job.failedOn.size > 0 && [...this.agents.values()].some((a) => !job.failedOn.has(a.nodeId) && serves(a));
+    const quickest = fastest([...this.agents.values()].filter(serves).map((a) => a.speed));
     for (const agent of this.agents.values()) {
       if (agent.draining || (avoid && job.failedOn.has(agent.nodeId))) continue;
       for (const pool of agent.pools) {
         if (!runs(pool, job.request.model, job.needs) || pool.inflight + pool.local + slotsOf(job) > pool.slots) continue;
-        const load = (pool.inflight + pool.local) / pool.slots + agent.jobs.size * 1e-6; // tie-break: fewer requests overall
+        const load = routingCost(pool, slowness(agent.speed, quickest)) + agent.jobs.size * 1e-6; // tie-break: fewer requests overall
         if (load < bestLoad) {
           best = { agent, pool };
           bestLoad = load;
@@ -406,6 +526,9 @@ export class Fleet {
     agent.jobs.set(job.id, job);
     job.assigned = best;
     job.attempts++;
+    job.dispatchedAt = performance.now();
+    job.firstTextAt = undefined;
+    job.textBytes = 0;
     const r = job.request;
     this.served(r.account ?? "");
     if (r.embed) {
@@ -428,7 +551,7 @@ export class Fleet {
         ...(r.logprobs !== undefined ? { logprobs: true, top_logprobs: r.logprobs } : {}),
         ...(r.prompt !== undefined ? { prompt: r.prompt } : {}),
         ...(r.n !== undefined && r.n > 1 ? { n: r.n } : {}),
-        cache_scope: cacheScope(r.account ?? ""),
+        cache_scope: cacheScope(this.scopeKey, r.account ?? ""),
       },
     });
     return true;
@@ -541,6 +664,11 @@ export class Fleet {
   private text(agent: Agent, chunk: CompletionChunk__Output): void {
     const job = agent.jobs.get(chunk.request_id);
     if (!job || job.cancelled || (!chunk.text && chunk.tool_calls.length === 0)) return;
+    if (job.firstTextAt === undefined) {
+      job.firstTextAt = performance.now();
+      if (job.dispatchedAt !== undefined) agent.speed.firstText(job.firstTextAt - job.dispatchedAt);
+    }
+    job.textBytes += Buffer.byteLength(chunk.text) + chunk.tool_calls.reduce((n, d) => n + Buffer.byteLength(d.name) + Buffer.byteLength(d.arguments), 0);
     job.started = true;
     job.channel.push({
       type: "text",
@@ -554,11 +682,16 @@ export class Fleet {
   }
 
   /** Ends a job with its last event (`last` is given the pool it ran on), its slots freed first. */
-  private settle(agent: Agent, requestId: string, last: (pool: PoolState | undefined) => CompletionEvent): void {
+  private settle(agent: Agent, requestId: string, last: (pool: PoolState | undefined, job: Job) => CompletionEvent): void {
     const pool = agent.jobs.get(requestId)?.assigned?.pool; // before finish() unassigns it
     const job = this.finish(agent, requestId);
     if (!job) return;
-    const event = last(pool);
+    const event = last(pool, job);
+    if (event.type === "done" && job.firstTextAt !== undefined) {
+      // tokens/s as observed: a token is at least a byte of the text the node sent
+      const seconds = (performance.now() - job.firstTextAt) / 1000;
+      if (seconds > 0) agent.speed.generated(Math.min(event.completionTokens, job.textBytes) / seconds);
+    }
     // answered: charged whether or not its client is still there to read it
     if (event.type === "done") tellUsage(job, event.promptTokens, event.completionTokens);
     else if (event.type === "embeddings") tellUsage(job, event.promptTokens, 0);
@@ -566,6 +699,32 @@ export class Fleet {
     job.started = true;
     job.channel.push(event);
     job.channel.end();
+  }
+
+  /**
+   * The usage a node reported for `job`, each count clamped to the bound the scheduler computes from
+   * the request itself (limits.ts): prompt tokens to the prompt's bytes and template overhead,
+   * completion tokens to max_tokens (or the pool's context) per choice, cached tokens to the prompt's.
+   * Each count past its bound is counted and logged (`rejected`).
+   */
+  private bounded(
+    agent: Agent,
+    job: Job,
+    pool: PoolState | undefined,
+    usage: { prompt_tokens: number; completion_tokens: number; cached_tokens: number } | null | undefined,
+  ): { promptTokens: number; completionTokens: number; cachedTokens: number } {
+    let past: RejectedReport | undefined;
+    const clamp = (kind: RejectedReport, claimed: number, bound: number): number => {
+      if (claimed <= bound) return claimed;
+      this.count(agent.nodeId, kind, { request: job.id, claimed, bound });
+      past = kind;
+      return bound;
+    };
+    const promptTokens = clamp("prompt_tokens", usage?.prompt_tokens ?? 0, job.promptBound);
+    const completionTokens = clamp("completion_tokens", usage?.completion_tokens ?? 0, completionTokenBound(job.request, pool?.contextSize ?? 0));
+    const cachedTokens = clamp("cached_tokens", usage?.cached_tokens ?? 0, promptTokens);
+    if (past) this.strike(agent.nodeId, past); // one report, one strike, however many of its counts were past
+    return { promptTokens, completionTokens, cachedTokens };
   }
 
   /** Releases the job's slot; the freed capacity goes to the queue. */
@@ -597,6 +756,17 @@ export class Fleet {
       }
     }
   }
+}
+
+/**
+ * What a pool costs a job: (1 + the share of its claimed slots in use) × how much slower than the
+ * fastest candidate the scheduler observed its node to be (speed.ts `slowness`), less 1. Among
+ * nodes the scheduler saw answer alike (slowness 1) the least-loaded share wins, as by slots alone;
+ * a node twice as slow gets work only once the fast ones are full, one half again as slow once they
+ * are half full. A node that claims slots it cannot run slows down as they fill, and so draws less.
+ */
+export function routingCost(pool: Pick<PoolState, "inflight" | "local" | "slots">, slow: number): number {
+  return (1 + (pool.inflight + pool.local) / pool.slots) * slow - 1;
 }
 
 /** Agent error codes that are the request's fault (before any text): a 400, whose message names the field. */

@@ -109,4 +109,8 @@ export interface AgentSnapshot {
   pools: { modelIds: string[]; slots: number; inflight: number; local: number; contextSize: number; peakInflight: number; capabilities: string[] }[];
   draining: boolean;
   connectedAt: number;
+  /** Set when the node was drained for reporting past the scheduler's bounds: why, and since when (Unix ms). */
+  distrusted?: { reason: string; at: number };
+  /** What the scheduler observed of it over the recent window (speed.ts): mean TTFT (ms) and tokens/s (undefined: none yet), requests it runs. */
+  observed: { ttftMs: number | undefined; tokensPerSecond: number | undefined; inflight: number };
 }

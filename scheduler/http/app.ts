@@ -43,7 +43,14 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   app.get("/v1/openapi.json", (c) => c.json(openApiDocument(KILN_VERSION)));
   app.route(
     "/",
-    dashboardRoutes({ keys: deps.keys, mcp: deps.mcp, usage: deps.usage, maxBodyBytes: deps.maxBodyBytes, ...(deps.adminToken ? { adminToken: deps.adminToken } : {}) }),
+    dashboardRoutes({
+      keys: deps.keys,
+      mcp: deps.mcp,
+      usage: deps.usage,
+      fleet: deps.fleet,
+      maxBodyBytes: deps.maxBodyBytes,
+      ...(deps.adminToken ? { adminToken: deps.adminToken } : {}),
+    }),
   );
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
   for (const path of ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"]) app.use(path, tokenQuota(deps.tokens));

@@ -69,7 +69,30 @@ async function signIn() {
     : "This scheduler offers no stdio servers: use transport http.";
   resetForm();
   await loadKeys();
+  await loadNodes();
 }
+
+async function loadNodes() {
+  const { data } = await api("/nodes");
+  const round = (v) => (v === null ? "–" : String(Math.round(v)));
+  $("nodes").replaceChildren(
+    ...data.map((n) => {
+      const tr = el("tr");
+      const state = n.distrusted ? `drained: ${n.distrusted.reason}` : n.draining ? "draining" : "serving";
+      tr.append(
+        el("td", n.node_id),
+        el("td", n.models.join(", ")),
+        el("td", String(n.slots)),
+        el("td", String(n.inflight)),
+        el("td", round(n.ttft_ms)),
+        el("td", round(n.tokens_per_second)),
+        el("td", state, n.distrusted ? { className: "error" } : {}),
+      );
+      return tr;
+    }),
+  );
+}
+$("nodes-load").addEventListener("click", () => void loadNodes().catch(() => undefined));
 
 async function loadKeys() {
   const { data } = await api("/accounts");

@@ -1,0 +1,286 @@
+/**
+ * What the Fleet takes from a node only within bounds it computes itself (docs/security.md, "A
+ * node's trust"): usage clamped and counted, a node that keeps lying drained, routing by observed
+ * speed, cache scopes no node can tie to an account name. Driven through the agent-side interface
+ * with recording links; test/node-trust.test.ts tries the same over real gRPC.
+ */
+import { createHash } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../../core/log.js";
+import type { Register__Output, SchedulerMessage } from "../../proto/index.js";
+import { audioSecondsBound, sizeBoundSeconds, wavSeconds } from "../audio/duration.js";
+import { cacheScope, Fleet, routingCost, type FleetOptions } from "./fleet.js";
+import { registerRefusal } from "./grpc-server.js";
+import { completionTokenBound, PROMPT_OVERHEAD, promptTokenBound } from "./limits.js";
+import { fastest, NodeSpeed, slowness } from "./speed.js";
+import type { AgentLink, CompletionEvent } from "./types.js";
+import { tempDir } from "../../test/helpers/temp.js";
+import { nodeIdMatcher } from "../../config/index.js";
+import { testDb } from "../../test/helpers/db.js";
+import { openStore } from "../store/index.js";
+import { KeyService } from "../auth/index.js";
+
+class RecordingLink implements AgentLink {
+  sent: SchedulerMessage[] = [];
+  closed?: string;
+  send(m: SchedulerMessage): void {
+    this.sent.push(m);
+  }
+  close(reason: string): void {
+    this.closed = reason;
+  }
+  requests(): string[] {
+    return this.sent.filter((m) => m.completion).map((m) => m.completion!.request_id!);
+  }
+}
+
+const register = (nodeId: string, slots: number, models = ["famB-v3.1"]): Register__Output => ({
+  node_id: nodeId,
+  agent_version: "test",
+  hardware: null,
+  transcription: null,
+  pools: [{ model_ids: models, slots, context_size: 2048, fingerprint: "fp_test", capabilities: [] }],
+});
+
+const fleet = (options: Partial<FleetOptions> = {}) => new Fleet({ queueSize: 8, queueTimeoutMs: 5000, heartbeatMs: 60_000, logger: createLogger("test", "silent"), ...options });
+const request = { model: "famB-v3.1", messages: [{ role: "user" as const, content: "hi" }], maxTokens: 8 };
+
+async function drain(events: AsyncIterable<CompletionEvent>): Promise<CompletionEvent[]> {
+  const out: CompletionEvent[] = [];
+  for await (const e of events) out.push(e);
+  return out;
+}
+
+/** Runs one request on node `id` (link `link`) which answers `done` with the given usage. */
+async function answered(f: Fleet, id: string, link: RecordingLink, usage: { prompt_tokens: number; completion_tokens: number; cached_tokens: number }, told?: string[]) {
+  const events = drain(f.submit({ ...request, onUsage: (u) => told?.push(`${u.promptTokens}+${u.completionTokens}`) }));
+  const rid = link.requests().at(-1)!;
+  f.receive(id, link, { body: "chunk", chunk: { request_id: rid, text: "hello", logprobs: [], index: 0, tool_calls: [] } });
+  f.receive(id, link, { body: "done", done: { request_id: rid, finish_reason: "stop", usage, finish_reasons: [] } });
+  return (await events).find((e) => e.type === "done") as Extract<CompletionEvent, { type: "done" }>;
+}
+
+const LIE = { prompt_tokens: 4_000_000_000, completion_tokens: 4_000_000_000, cached_tokens: 4_000_000_000 };
+
+describe("usage a node reports is clamped to the scheduler's bounds", () => {
+  it("prompt tokens at most the prompt's bytes and template overhead, completion tokens at most max_tokens × n; the client and the ledger see the bound", async () => {
+    const f = fleet();
+    const a = new RecordingLink();
+    f.attach(register("liar", 4), a);
+    const told: string[] = [];
+    const done = await answered(f, "liar", a, LIE, told);
+    const promptBound = 2 + PROMPT_OVERHEAD.perMessage + PROMPT_OVERHEAD.perRequest;
+    expect(done).toMatchObject({ promptTokens: promptBound, completionTokens: 8, cachedTokens: promptBound });
+    expect(told).toEqual([`${promptBound}+8`]);
+    expect(f.rejectedReports()).toEqual(
+      expect.arrayContaining([
+        { node: "liar", kind: "prompt_tokens", count: 1 },
+        { node: "liar", kind: "completion_tokens", count: 1 },
+        { node: "liar", kind: "cached_tokens", count: 1 },
+      ]),
+    );
+    // an honest report passes untouched and counts nothing
+    const honest = await answered(f, "liar", a, { prompt_tokens: 9, completion_tokens: 8, cached_tokens: 0 });
+    expect(honest).toMatchObject({ promptTokens: 9, completionTokens: 8 });
+    expect(f.rejectedReports().reduce((n, r) => n + r.count, 0)).toBe(3);
+    f.close();
+  });
+
+  it("a cancelled request's usage is clamped as well", () => {
+    const f = fleet();
+    const a = new RecordingLink();
+    f.attach(register("a", 4), a);
+    const told: string[] = [];
+    const ac = new AbortController();
+    f.submit({ ...request, onUsage: (u) => told.push(`${u.promptTokens}+${u.completionTokens}`) }, ac.signal);
+    ac.abort();
+    f.receive("a", a, { body: "error", error: { request_id: a.requests()[0]!, code: "cancelled", message: "cancelled", retryable: false, usage: LIE } });
+    expect(told).toEqual([`${2 + PROMPT_OVERHEAD.perMessage + PROMPT_OVERHEAD.perRequest}+8`]);
+    f.close();
+  });
+
+  it("the bounds: bytes (UTF-8) and overheads of every part the template renders; max_tokens, else the context, per choice", () => {
+    expect(promptTokenBound({ model: "m", messages: [{ role: "user", content: "é" }] })).toBe(2 + PROMPT_OVERHEAD.perMessage + PROMPT_OVERHEAD.perRequest);
+    expect(promptTokenBound({ model: "m", messages: [], prompt: "abc" })).toBe(3 + PROMPT_OVERHEAD.perRequest);
+    expect(promptTokenBound({ model: "m", messages: [], embed: { inputs: ["ab", "c"] } })).toBe(3 + 2 * 16);
+    const tools = promptTokenBound({ model: "m", messages: [{ role: "user", content: "" }], tools: [{ name: "f", description: "d" }] });
+    expect(tools).toBe(JSON.stringify({ name: "f", description: "d" }).length + PROMPT_OVERHEAD.perTool + PROMPT_OVERHEAD.perMessage + PROMPT_OVERHEAD.perRequest);
+    expect(completionTokenBound({ model: "m", messages: [], maxTokens: 8, n: 3 }, 2048)).toBe(24);
+    expect(completionTokenBound({ model: "m", messages: [] }, 2048)).toBe(2048);
+    expect(completionTokenBound({ model: "m", messages: [], embed: { inputs: ["x"] } }, 2048)).toBe(0);
+  });
+});
+
+describe("a node that keeps reporting past the bounds is drained", () => {
+  it("after 3 clamped reports in the window it gets no more work, shows as distrusted, and stays so when it reconnects", async () => {
+    const f = fleet({ distrustAfter: 3 });
+    const liar = new RecordingLink();
+    const honest = new RecordingLink();
+    f.attach(register("liar", 64), liar);
+    await answered(f, "liar", liar, { ...LIE, prompt_tokens: 1, cached_tokens: 0 });
+    await answered(f, "liar", liar, { ...LIE, prompt_tokens: 1, cached_tokens: 0 });
+    expect(f.snapshot()[0]!.distrusted).toBeUndefined();
+    await answered(f, "liar", liar, { ...LIE, prompt_tokens: 1, cached_tokens: 0 });
+    expect(f.snapshot()[0]).toMatchObject({ nodeId: "liar", draining: true, distrusted: { reason: expect.stringContaining("3 reports") } });
+    f.attach(register("honest", 1), honest);
+    const before = liar.requests().length;
+    void drain(f.submit(request)).catch(() => undefined);
+    expect(liar.requests()).toHaveLength(before);
+    expect(honest.requests()).toHaveLength(1);
+    // the same id again: still drained
+    const again = new RecordingLink();
+    f.attach(register("liar", 64), again);
+    expect(f.snapshot().find((a) => a.nodeId === "liar")).toMatchObject({ draining: true, distrusted: expect.anything() });
+    f.close();
+  });
+});
+
+describe("routing weighs what the scheduler observes", () => {
+  it("slowness: a node's TTFT over the best, or the best tokens/s over its own; 1 without observations", () => {
+    const fast = new NodeSpeed();
+    const slow = new NodeSpeed();
+    const fresh = new NodeSpeed();
+    fast.firstText(100);
+    fast.generated(50);
+    slow.firstText(400);
+    slow.generated(50);
+    const best = fastest([fast, slow, fresh]);
+    expect(slowness(fast, best)).toBe(1);
+    expect(slowness(slow, best)).toBe(4);
+    expect(slowness(fresh, best)).toBe(1);
+    const sluggish = new NodeSpeed();
+    sluggish.firstText(100);
+    sluggish.generated(10);
+    expect(slowness(sluggish, fastest([fast, sluggish]))).toBe(5);
+    // observations older than the window are forgotten
+    const old = new NodeSpeed();
+    old.firstText(10_000, Date.now() - 120_000);
+    expect(old.ttftMs()).toBeUndefined();
+  });
+
+  it("the cost: the share in use as before among nodes alike; a node twice as slow only once the fast one is full", () => {
+    expect(routingCost({ inflight: 1, local: 0, slots: 4 }, 1)).toBe(0.25);
+    expect(routingCost({ inflight: 0, local: 0, slots: 64 }, 2)).toBe(1);
+    expect(routingCost({ inflight: 3, local: 0, slots: 4 }, 1)).toBeLessThan(1);
+  });
+
+  it("a node claiming many slots but answering slowly draws less work than a fast one with few", async () => {
+    const f = fleet({ queueSize: 64 });
+    const big = new RecordingLink();
+    const small = new RecordingLink();
+    f.attach(register("big", 64), big);
+    f.attach(register("small", 4), small);
+    const answer = (id: string, link: RecordingLink, rid: string) => {
+      f.receive(id, link, { body: "chunk", chunk: { request_id: rid, text: "x", logprobs: [], index: 0, tool_calls: [] } });
+      f.receive(id, link, {
+        body: "done",
+        done: { request_id: rid, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] },
+      });
+    };
+    // without observations, by the share in use: the 64-slot claim first, then the idle one
+    void drain(f.submit(request));
+    void drain(f.submit(request));
+    expect([big.requests().length, small.requests().length]).toEqual([1, 1]);
+    // small answers at once; big's first text comes after 200 ms
+    answer("small", small, small.requests()[0]!);
+    await new Promise((r) => setTimeout(r, 200));
+    answer("big", big, big.requests()[0]!);
+    // now the fast node takes the work until it is full, the slow one only beyond
+    for (let i = 0; i < 4; i++) void drain(f.submit(request)).catch(() => undefined);
+    expect(small.requests().length).toBe(1 + 4);
+    expect(big.requests().length).toBe(1);
+    f.close();
+  });
+});
+
+describe("Register claims within the token's grant", () => {
+  const token = (models: string[] | undefined, slots: number) => ({ offers: nodeIdMatcher(models), slots });
+  it("refuses slots past the cap, a model the token does not allow and an impossible context", () => {
+    expect(registerRefusal(register("n", 4), token(undefined, 64))).toBeUndefined();
+    expect(registerRefusal(register("n", 4_294_967_295), token(undefined, 64))).toMatch(/4294967295 slots claimed; .* at most 64/);
+    expect(registerRefusal(register("n", 4, ["famB-v3.1", "other"]), token(["famB-*"], 64))).toMatch(/may not offer model "other"/);
+    expect(
+      registerRefusal(
+        { ...register("n", 4), transcription: { models: ["large-v3"], default_model: "large-v3", slots: 1, capabilities: [], max_file_bytes: 0, on_demand_models: [] } },
+        token(["famB-v3.1"], 64),
+      ),
+    ).toMatch(/may not offer model "large-v3"/);
+    const wide = register("n", 4);
+    wide.pools[0]!.context_size = 4_000_000_000;
+    expect(registerRefusal(wide, token(undefined, 64))).toMatch(/context of 4000000000/);
+  });
+});
+
+describe("cache_scope", () => {
+  it("is an HMAC under the scheduler's key: not the plain hash of the account name, the same under the same key, another under another", () => {
+    const key = Buffer.alloc(32, 7);
+    const plain = createHash("sha256").update("kiln-cache-scope\0acme").digest("base64url").slice(0, 22);
+    expect(cacheScope(key, "acme")).not.toBe(plain);
+    expect(cacheScope(key, "acme")).toBe(cacheScope(Buffer.alloc(32, 7), "acme"));
+    expect(cacheScope(Buffer.alloc(32, 8), "acme")).not.toBe(cacheScope(key, "acme"));
+    expect(cacheScope(key, "acme")).not.toBe(cacheScope(key, "acme2"));
+  });
+
+  it("schedulers sharing a database derive the same key (from the signing secret kept there), which is not the signing secret; another database, another", async () => {
+    const db = testDb();
+    const stores = await Promise.all([openStore(db, { logger: createLogger("test", "silent") }), openStore(db, { logger: createLogger("test", "silent") })]);
+    const other = await openStore(testDb(), { logger: createLogger("test", "silent") });
+    try {
+      const [a, b] = await Promise.all(stores.map((st) => KeyService.open(st)));
+      const c = await KeyService.open(other);
+      expect(cacheScope(a!.derivedKey("cache-scope"), "acme")).toBe(cacheScope(b!.derivedKey("cache-scope"), "acme"));
+      expect(cacheScope(c.derivedKey("cache-scope"), "acme")).not.toBe(cacheScope(a!.derivedKey("cache-scope"), "acme"));
+      expect(a!.derivedKey("cache-scope").equals(a!.derivedKey("other"))).toBe(false);
+      // a --jwt-secret: every scheduler given it derives the same key
+      await expect(KeyService.open(other, "s".repeat(32)).then((k) => k.derivedKey("cache-scope").toString("hex"))).resolves.toBe(
+        (await KeyService.open(stores[0]!, "s".repeat(32))).derivedKey("cache-scope").toString("hex"),
+      );
+    } finally {
+      for (const st of [...stores, other]) await st.close();
+    }
+  });
+
+  it("the fleet sends it under its key", () => {
+    const key = Buffer.alloc(32, 9);
+    const f = fleet({ cacheScopeKey: key });
+    const a = new RecordingLink();
+    f.attach(register("a", 1), a);
+    void drain(f.submit({ ...request, account: "acme" }));
+    expect(a.sent.find((m) => m.completion)!.completion!.cache_scope).toBe(cacheScope(key, "acme"));
+    f.close();
+  });
+});
+
+describe("audio seconds bound", () => {
+  /** A PCM WAV header for `seconds` of 16 kHz 16-bit mono, with its data. */
+  function wav(seconds: number): Buffer {
+    const data = Buffer.alloc(seconds * 32_000);
+    const h = Buffer.alloc(44);
+    h.write("RIFF", 0, "latin1");
+    h.writeUInt32LE(36 + data.length, 4);
+    h.write("WAVEfmt ", 8, "latin1");
+    h.writeUInt32LE(16, 16);
+    h.writeUInt16LE(1, 20);
+    h.writeUInt16LE(1, 22);
+    h.writeUInt32LE(16_000, 24);
+    h.writeUInt32LE(32_000, 28);
+    h.writeUInt16LE(2, 32);
+    h.writeUInt16LE(16, 34);
+    h.write("data", 36, "latin1");
+    h.writeUInt32LE(data.length, 40);
+    return Buffer.concat([h, data]);
+  }
+
+  it("a WAV file's header gives its duration (plus a second); anything else its size at 4 kbit/s", () => {
+    const w = wav(3);
+    expect(wavSeconds(w, w.length)).toBe(3);
+    const dir = tempDir();
+    writeFileSync(join(dir, "a.wav"), w);
+    expect(audioSecondsBound(join(dir, "a.wav"), w.length)).toBe(4);
+    writeFileSync(join(dir, "a.mp3"), Buffer.alloc(10_000));
+    expect(audioSecondsBound(join(dir, "a.mp3"), 10_000)).toBe(sizeBoundSeconds(10_000));
+    expect(sizeBoundSeconds(10_000)).toBe(20);
+  });
+});

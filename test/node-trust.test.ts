@@ -1,0 +1,257 @@
+/**
+ * A node holding a valid node token, lying: it claims more slots or models than its token allows,
+ * reports billions of tokens or hours of audio for small requests, sends messages of 100 MB. Each
+ * lie is refused, or clamped to a bound the scheduler computed itself, counted and logged; a node
+ * that keeps lying is drained, and an honest node beside it keeps serving. The liar is a hand-made
+ * gRPC client with a valid token (as in fleet-security.test.ts); the honest node a real agent. Every
+ * attack here is listed in docs/security.md, "A node's trust".
+ */
+import * as grpc from "@grpc/grpc-js";
+import { afterEach, describe, expect, it } from "vitest";
+import { formatHostPort } from "../config/index.js";
+import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type SchedulerMessage__Output } from "../proto/index.js";
+import type { SchedulerHandle } from "../scheduler/index.js";
+import { PROMPT_OVERHEAD } from "../scheduler/fleet/limits.js";
+import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, NODE_TOKEN, postChat, until } from "./helpers/fleet.js";
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+const LIE = 4_000_000_000;
+const ADMIN = "admin-token-for-node-trust-tests";
+
+interface Liar {
+  /** "registered", or the status code that ended the stream before it was. */
+  outcome: Promise<"registered" | grpc.status>;
+  /** The status that ended the stream, and its details. */
+  ended: Promise<grpc.StatusObject>;
+  write(message: AgentMessage): void;
+  /** Completions it was sent. */
+  completions: number;
+}
+
+/**
+ * A node that registers `register` (by default: MODEL_ID, 4 slots) with a valid token, answers every
+ * completion with one chunk of text and `usage`, and every transcription with a transcript of `duration` seconds.
+ */
+function liar(
+  scheduler: SchedulerHandle,
+  nodeId: string,
+  options: { register?: Record<string, unknown>; usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens: number }; duration?: number; token?: string } = {},
+): Liar {
+  const Fleet = fleetProto().kiln.v1.Fleet;
+  const client = new Fleet(formatHostPort(scheduler.grpc), grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  metadata.set(NODE_TOKEN_METADATA, `Bearer ${options.token ?? NODE_TOKEN}`);
+  const call = client.Connect(metadata);
+  let settle!: (o: "registered" | grpc.status) => void;
+  const outcome = new Promise<"registered" | grpc.status>((r) => (settle = r));
+  const ended = new Promise<grpc.StatusObject>((r) =>
+    call.on("status", (s: grpc.StatusObject) => {
+      settle(s.code);
+      r(s);
+    }),
+  );
+  call.on("error", () => undefined);
+  // heartbeats, as an agent's: a silent node is dropped after 3 intervals
+  const beat = setInterval(() => call.write({ heartbeat: {} }), 200);
+  void ended.then(() => clearInterval(beat));
+  const self: Liar = { outcome, ended, write: (m) => void call.write(m), completions: 0 };
+  const usage = options.usage ?? { prompt_tokens: LIE, completion_tokens: LIE, cached_tokens: 0 };
+  const uploads = new Map<string, number>();
+  call.on("data", (m: SchedulerMessage__Output) => {
+    if (m.registered) settle("registered");
+    if (m.completion) {
+      self.completions++;
+      const id = m.completion.request_id;
+      call.write({ chunk: { request_id: id, text: "lies" } });
+      call.write({ done: { request_id: id, finish_reason: "stop", usage } });
+    }
+    if (m.audio) {
+      const id = m.audio.request_id;
+      const stored = (uploads.get(id) ?? 0) + m.audio.data.length;
+      uploads.set(id, stored);
+      call.write({ transcription_ack: { request_id: id, stored_bytes: stored } });
+      if (m.audio.last) {
+        const transcript = { text: "lies", language: "en", duration: options.duration ?? LIE, task: "transcribe", model: "tiny", segments: [] };
+        call.write({ transcription_done: { request_id: id, transcript_json: JSON.stringify(transcript) } });
+      }
+    }
+  });
+  call.write({ register: { node_id: nodeId, agent_version: "test", pools: [{ model_ids: [MODEL_ID], slots: 4, context_size: 2048 }], ...options.register } });
+  cleanups.push(async () => {
+    clearInterval(beat);
+    call.cancel();
+    client.close();
+  });
+  return self;
+}
+
+/** `promise`, or a failure after `ms`. */
+function within<T>(promise: Promise<T>, ms = 10_000): Promise<T> {
+  return Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`not within ${ms} ms`)), ms))]);
+}
+
+async function key(scheduler: SchedulerHandle, account: string): Promise<string> {
+  return (await scheduler.keys.create({ account, tier: "pro" })).token;
+}
+
+async function usageOf(scheduler: SchedulerHandle, token: string): Promise<{ requests: number; prompt_tokens: number; completion_tokens: number; audio_seconds: number }> {
+  const res = await fetch(`${httpBase(scheduler)}/v1/usage`, { headers: { authorization: `Bearer ${token}` } });
+  const body = (await res.json()) as { data: { requests: number; prompt_tokens: number; completion_tokens: number; audio_seconds: number }[] };
+  const sum = (k: "requests" | "prompt_tokens" | "completion_tokens" | "audio_seconds") => body.data.reduce((n, d) => n + d[k], 0);
+  return { requests: sum("requests"), prompt_tokens: sum("prompt_tokens"), completion_tokens: sum("completion_tokens"), audio_seconds: sum("audio_seconds") };
+}
+
+async function rejectedMetric(scheduler: SchedulerHandle, node: string, kind: string): Promise<number> {
+  const text = await (await fetch(`${httpBase(scheduler)}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith("kiln_node_reports_rejected_total{") && l.includes(`node="${node}"`) && l.includes(`kind="${kind}"`));
+  return line ? Number(line.split(" ").pop()) : 0;
+}
+
+/** A 16 kHz 16-bit mono PCM WAV of `seconds` of silence. */
+function wav(seconds: number): Uint8Array<ArrayBuffer> {
+  const data = Buffer.alloc(seconds * 32_000);
+  const h = Buffer.alloc(44);
+  h.write("RIFF", 0, "latin1");
+  h.writeUInt32LE(36 + data.length, 4);
+  h.write("WAVEfmt ", 8, "latin1");
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20);
+  h.writeUInt16LE(1, 22);
+  h.writeUInt32LE(16_000, 24);
+  h.writeUInt32LE(32_000, 28);
+  h.writeUInt16LE(2, 32);
+  h.writeUInt16LE(16, 34);
+  h.write("data", 36, "latin1");
+  h.writeUInt32LE(data.length, 40);
+  const bytes = Buffer.concat([h, data]);
+  return new Uint8Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) as ArrayBuffer);
+}
+
+describe("what a node may register is the operator's", () => {
+  it("a claim of 4,294,967,295 slots is refused at Register, with the reason; within --max-node-slots it registers", async () => {
+    const scheduler = await inProcessScheduler({ maxNodeSlots: "8" });
+    cleanups.push(() => scheduler.close());
+    const greedy = liar(scheduler, "greedy", { register: { pools: [{ model_ids: [MODEL_ID], slots: 4_294_967_295, context_size: 2048 }] } });
+    expect(await greedy.outcome).toBe(grpc.status.PERMISSION_DENIED);
+    expect((await greedy.ended).details).toMatch(/4294967295 slots claimed; this node token allows at most 8 per node/);
+    // the pools together count: two of 5 are 10
+    const split = liar(scheduler, "split", {
+      register: {
+        pools: [
+          { model_ids: [MODEL_ID], slots: 5, context_size: 2048 },
+          { model_ids: ["other"], slots: 5, context_size: 2048 },
+        ],
+      },
+    });
+    expect(await split.outcome).toBe(grpc.status.PERMISSION_DENIED);
+    expect(await liar(scheduler, "modest", { register: { pools: [{ model_ids: [MODEL_ID], slots: 8, context_size: 2048 }] } }).outcome).toBe("registered");
+    expect(scheduler.fleet.snapshot().map((a) => a.nodeId)).toEqual(["modest"]);
+  });
+
+  it("a model the token does not allow is refused, as are slots past the token's own cap and a node id that is not one", async () => {
+    const scheduler = await inProcessScheduler({ nodeTokens: `chat-*;models:famB-*;slots:2=${NODE_TOKEN}` });
+    cleanups.push(() => scheduler.close());
+    const other = liar(scheduler, "chat-1", { register: { pools: [{ model_ids: [MODEL_ID, "gpt-4o"], slots: 2, context_size: 2048 }] } });
+    expect(await other.outcome).toBe(grpc.status.PERMISSION_DENIED);
+    expect((await other.ended).details).toMatch(/may not offer model "gpt-4o"/);
+    const whisper = liar(scheduler, "chat-2", {
+      register: {
+        transcription: { models: ["tiny"], default_model: "tiny", slots: 1, max_file_bytes: 1024 ** 3 },
+        pools: [{ model_ids: [MODEL_ID], slots: 2, context_size: 2048 }],
+      },
+    });
+    expect(await whisper.outcome).toBe(grpc.status.PERMISSION_DENIED);
+    expect(await liar(scheduler, "chat-3", { register: { pools: [{ model_ids: [MODEL_ID], slots: 3, context_size: 2048 }] } }).outcome).toBe(grpc.status.PERMISSION_DENIED);
+    expect(await liar(scheduler, "chat-4", { register: { pools: [{ model_ids: [MODEL_ID], slots: 2, context_size: 2048 }] } }).outcome).toBe("registered");
+    expect(await liar(scheduler, `chat-${"x".repeat(200)}`).outcome).toBe(grpc.status.INVALID_ARGUMENT);
+    // a real agent refused for its slots logs why and never joins
+    const agent = await inProcessAgent(scheduler, { nodeId: "chat-5", sequences: "4" });
+    cleanups.push(() => agent.close());
+    await until(() => agent.links!.links[0]!.state === "disconnected" || agent.links!.links[0]!.state === "connecting", 5000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(scheduler.fleet.snapshot().map((a) => a.nodeId)).toEqual(["chat-4"]);
+  });
+});
+
+describe("usage is charged within the scheduler's bounds", () => {
+  it("a node reporting 4,000,000,000 tokens per answer: the client, the ledger and /v1/usage show the bound; each report counted; after 3 it is drained and the honest node serves", async () => {
+    const scheduler = await inProcessScheduler({ adminToken: ADMIN });
+    cleanups.push(() => scheduler.close());
+    const lying = liar(scheduler, "liar", { register: { pools: [{ model_ids: [MODEL_ID], slots: 64, context_size: 2048 }] } });
+    expect(await lying.outcome).toBe("registered");
+    const token = await key(scheduler, "tenant");
+    const content = "How many tokens?";
+    const promptBound = content.length + PROMPT_OVERHEAD.perMessage + PROMPT_OVERHEAD.perRequest;
+    for (let i = 0; i < 3; i++) {
+      const res = await postChat(httpBase(scheduler), token, { model: MODEL_ID, messages: [{ role: "user", content }], max_tokens: 8 });
+      expect(res.status).toBe(200);
+      expect(res.body.usage).toMatchObject({ prompt_tokens: promptBound, completion_tokens: 8 });
+    }
+    expect(await usageOf(scheduler, token)).toMatchObject({ requests: 3, prompt_tokens: 3 * promptBound, completion_tokens: 3 * 8 });
+    expect(await rejectedMetric(scheduler, "liar", "completion_tokens")).toBe(3);
+    expect(await rejectedMetric(scheduler, "liar", "prompt_tokens")).toBe(3);
+    // drained: listed as such, and no more work
+    expect(scheduler.fleet.snapshot().find((a) => a.nodeId === "liar")).toMatchObject({ draining: true, distrusted: { reason: expect.stringContaining("3 reports") } });
+    const nodes = await (await fetch(`${httpBase(scheduler)}/admin/api/nodes`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
+    expect(nodes.data).toEqual([expect.objectContaining({ node_id: "liar", draining: true, distrusted: expect.objectContaining({ reason: expect.any(String) }) })]);
+    const honest = await inProcessAgent(scheduler, { nodeId: "honest" });
+    cleanups.push(() => honest.close());
+    await until(() => scheduler.fleet.snapshot().some((a) => a.nodeId === "honest"), 15_000, "the honest node to join");
+    for (let i = 0; i < 4; i++) {
+      const res = await postChat(httpBase(scheduler), token, { model: MODEL_ID, messages: [{ role: "user", content: "Hello" }], max_tokens: 4, temperature: 0 });
+      expect(res.status).toBe(200);
+      expect(res.body.choices[0].message.content).not.toBe("lies");
+    }
+    expect(lying.completions).toBe(3);
+  });
+
+  it("a transcript of 4,000,000,000 seconds for a 2 s WAV upload is charged 3 s (its header's duration and a second), counted", async () => {
+    const scheduler = await inProcessScheduler();
+    cleanups.push(() => scheduler.close());
+    const lying = liar(scheduler, "ear", { register: { transcription: { models: ["tiny"], default_model: "tiny", slots: 1, max_file_bytes: 1024 ** 3 } } });
+    expect(await lying.outcome).toBe("registered");
+    const token = await key(scheduler, "listener");
+    const form = new FormData();
+    form.append("model", "whisper-1");
+    form.append("response_format", "verbose_json");
+    form.append("file", new Blob([wav(2)]), "a.wav");
+    const res = await fetch(`${httpBase(scheduler)}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form });
+    expect(res.status).toBe(200);
+    expect((await res.json()).duration).toBe(3);
+    expect(await usageOf(scheduler, token)).toMatchObject({ requests: 1, audio_seconds: 3 });
+    expect(await rejectedMetric(scheduler, "ear", "audio_seconds")).toBe(1);
+  });
+});
+
+describe("a message cannot stop the scheduler", () => {
+  it("a 100 MB message from a node closes its link only: another node keeps serving and the scheduler keeps answering; a 1 MB heartbeat (past its kind's cap) likewise", async () => {
+    const scheduler = await inProcessScheduler();
+    cleanups.push(() => scheduler.close());
+    const honest = await inProcessAgent(scheduler, { nodeId: "honest" });
+    cleanups.push(() => honest.close());
+    const token = await key(scheduler, "bystander");
+    const big = liar(scheduler, "big");
+    expect(await big.outcome).toBe("registered");
+    await until(() => scheduler.fleet.snapshot().length === 2, 15_000, "both nodes to join");
+    big.write({ chunk: { request_id: "x", text: "a".repeat(100 * 1024 * 1024) } });
+    expect((await within(big.ended)).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    await until(() => scheduler.fleet.snapshot().length === 1, 5000, "the big node to be gone");
+    expect((await fetch(`${httpBase(scheduler)}/healthz`)).status).toBe(200);
+    const res = await postChat(httpBase(scheduler), token, { model: MODEL_ID, messages: [{ role: "user", content: "Hello" }], max_tokens: 4, temperature: 0 });
+    expect(res.status).toBe(200);
+
+    const chatty = liar(scheduler, "chatty");
+    expect(await chatty.outcome).toBe("registered");
+    chatty.write({ heartbeat: { busy_slots: new Array(1_250_000).fill(7) } });
+    const status = await within(chatty.ended);
+    expect(status.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(status.details).toMatch(/heartbeat message of \d+ bytes; the scheduler takes at most 16384/);
+    expect(await rejectedMetric(scheduler, "chatty", "oversized_message")).toBe(1);
+    expect(scheduler.fleet.snapshot().map((a) => a.nodeId)).toEqual(["honest"]);
+    expect((await postChat(httpBase(scheduler), token, { model: MODEL_ID, messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).status).toBe(200);
+  });
+});
