@@ -8,6 +8,7 @@ const UNITS = "{agent,scheduler,config,core,cli,hub,models,speech,fabricate,scri
  */
 const PAIRED = [
   "test/soak.test.ts",
+  "test/soak-hostile.test.ts",
   "test/fleet-security.test.ts",
   "test/mcp.test.ts",
   "test/mcp-hostile.test.ts",

@@ -13,7 +13,7 @@ import { AnswerTooLargeError, connectScope, EgressPolicy, createWebsocketServer 
 import { createMysqlServer } from "../scheduler/mcp/mysql.js";
 import { createPostgresServer } from "../scheduler/mcp/sql.js";
 import { spawnScheduler, tempDir, type KilnProcess } from "./helpers/fleet.js";
-import { mysqlUnsolicited, postgresFlood, postgresMalformedRow, websocketBadRedirect, type Upstream } from "./helpers/hostile-upstreams.js";
+import { mysqlUnsolicited, postgresFlood, postgresMalformedRow, websocketBadRedirect, type Upstream } from "../scripts/lib/hostile-upstreams.js";
 
 const TENANT_HOST = "127.0.0.2";
 

@@ -9,9 +9,9 @@
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, it } from "vitest";
 import { formatHostPort } from "../config/index.js";
-import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type SchedulerMessage__Output } from "../proto/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { PROMPT_OVERHEAD } from "../scheduler/fleet/limits.js";
+import { connectLiar, LIE, type LiarLink, type LiarOptions } from "../scripts/lib/liar.js";
 import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, NODE_TOKEN, postChat, until } from "./helpers/fleet.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -19,74 +19,13 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
 
-const LIE = 4_000_000_000;
 const ADMIN = "admin-token-for-node-trust-tests";
 
-interface Liar {
-  /** "registered", or the status code that ended the stream before it was. */
-  outcome: Promise<"registered" | grpc.status>;
-  /** The status that ended the stream, and its details. */
-  ended: Promise<grpc.StatusObject>;
-  write(message: AgentMessage): void;
-  /** Completions it was sent. */
-  completions: number;
-}
-
-/**
- * A node that registers `register` (by default: MODEL_ID, 4 slots) with a valid token, answers every
- * completion with one chunk of text and `usage`, and every transcription with a transcript of `duration` seconds.
- */
-function liar(
-  scheduler: SchedulerHandle,
-  nodeId: string,
-  options: { register?: Record<string, unknown>; usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens: number }; duration?: number; token?: string } = {},
-): Liar {
-  const Fleet = fleetProto().kiln.v1.Fleet;
-  const client = new Fleet(formatHostPort(scheduler.grpc), grpc.credentials.createInsecure());
-  const metadata = new grpc.Metadata();
-  metadata.set(NODE_TOKEN_METADATA, `Bearer ${options.token ?? NODE_TOKEN}`);
-  const call = client.Connect(metadata);
-  let settle!: (o: "registered" | grpc.status) => void;
-  const outcome = new Promise<"registered" | grpc.status>((r) => (settle = r));
-  const ended = new Promise<grpc.StatusObject>((r) =>
-    call.on("status", (s: grpc.StatusObject) => {
-      settle(s.code);
-      r(s);
-    }),
-  );
-  call.on("error", () => undefined);
-  // heartbeats, as an agent's: a silent node is dropped after 3 intervals
-  const beat = setInterval(() => call.write({ heartbeat: {} }), 200);
-  void ended.then(() => clearInterval(beat));
-  const self: Liar = { outcome, ended, write: (m) => void call.write(m), completions: 0 };
-  const usage = options.usage ?? { prompt_tokens: LIE, completion_tokens: LIE, cached_tokens: 0 };
-  const uploads = new Map<string, number>();
-  call.on("data", (m: SchedulerMessage__Output) => {
-    if (m.registered) settle("registered");
-    if (m.completion) {
-      self.completions++;
-      const id = m.completion.request_id;
-      call.write({ chunk: { request_id: id, text: "lies" } });
-      call.write({ done: { request_id: id, finish_reason: "stop", usage } });
-    }
-    if (m.audio) {
-      const id = m.audio.request_id;
-      const stored = (uploads.get(id) ?? 0) + m.audio.data.length;
-      uploads.set(id, stored);
-      call.write({ transcription_ack: { request_id: id, stored_bytes: stored } });
-      if (m.audio.last) {
-        const transcript = { text: "lies", language: "en", duration: options.duration ?? LIE, task: "transcribe", model: "tiny", segments: [] };
-        call.write({ transcription_done: { request_id: id, transcript_json: JSON.stringify(transcript) } });
-      }
-    }
-  });
-  call.write({ register: { node_id: nodeId, agent_version: "test", pools: [{ model_ids: [MODEL_ID], slots: 4, context_size: 2048 }], ...options.register } });
-  cleanups.push(async () => {
-    clearInterval(beat);
-    call.cancel();
-    client.close();
-  });
-  return self;
+/** A lying node (scripts/lib/liar.ts) on `scheduler` with the test token, closed after the test; by default it offers MODEL_ID on 4 slots. */
+function liar(scheduler: SchedulerHandle, nodeId: string, options: Omit<LiarOptions, "grpc" | "token" | "nodeId" | "model"> & { token?: string } = {}): LiarLink {
+  const link = connectLiar({ grpc: formatHostPort(scheduler.grpc), token: NODE_TOKEN, nodeId, model: MODEL_ID, ...options });
+  cleanups.push(async () => link.close());
+  return link;
 }
 
 /** `promise`, or a failure after `ms`. */

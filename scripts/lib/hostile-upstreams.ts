@@ -135,3 +135,31 @@ export function websocketBadRedirect(host: string): Promise<Upstream> {
     }),
   );
 }
+
+/** Accepts connections and never answers (reads and drops what comes). */
+export function silentServer(host: string): Promise<Upstream> {
+  return tcpServer(host, (socket) => socket.resume());
+}
+
+/**
+ * Answers any HTTP request (a websocket upgrade among them) with 200 and a body without end, until
+ * `totalBytes` have gone or the client hangs up: what a REST, GitHub, Slack or MCP-over-HTTP client reads.
+ */
+export function httpFlood(host: string, totalBytes: number): Promise<Upstream> {
+  const chunk = Buffer.from(`data: ${"x".repeat(64 * 1024)}\n\n`);
+  return tcpServer(host, (socket, count) =>
+    socket.once("data", () => {
+      socket.write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+      let left = totalBytes;
+      const pump = (): void => {
+        while (left > 0 && !socket.destroyed) {
+          left -= chunk.length;
+          count(chunk.length);
+          if (!socket.write(chunk)) return void socket.once("drain", pump);
+        }
+        socket.end();
+      };
+      pump();
+    }),
+  );
+}

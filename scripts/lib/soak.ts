@@ -83,8 +83,10 @@ const NODE_TOKEN = "soak-node-token-0123456789";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A `kiln` process the soak starts, stops, kills and starts again, with its last lines of log. */
-class Managed {
+export class Managed {
   private child: ChildProcess | undefined;
+  /** How many times it was started. */
+  starts = 0;
   private exit: Promise<number | null> | undefined;
   readonly lines: string[] = [];
   peakRssMb = 0;
@@ -99,6 +101,11 @@ class Managed {
     private readonly tally?: RegExp,
   ) {}
 
+  /** Its process id while it runs. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   get up(): boolean {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
@@ -109,6 +116,7 @@ class Managed {
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.child = child;
+    this.starts++;
     this.exit = new Promise((r) => child.once("exit", (code) => r(code)));
     let onReady: () => void = () => undefined;
     const ready = new Promise<void>((r) => (onReady = r));
