@@ -565,6 +565,35 @@ function routes(): RouteConfig[] {
     }),
     adminRoute({
       method: "get",
+      path: "/admin/api/nodes",
+      summary: "The nodes: their models and slots, what the scheduler observed of them, and whether one was drained for its reports",
+      responses: {
+        200: json(
+          z.object({
+            data: z.array(
+              z.object({
+                node_id: z.string(),
+                connected_at: z.number(),
+                draining: z.boolean(),
+                distrusted: z
+                  .object({ reason: z.string(), at: z.number() })
+                  .nullable()
+                  .meta({ description: "Why and since when (ms since the epoch) the node was drained for reports past the scheduler's bounds; null when it was not." }),
+                models: z.array(z.string()),
+                slots: z.number(),
+                inflight: z.number(),
+                ttft_ms: z.number().nullable(),
+                tokens_per_second: z.number().nullable(),
+              }),
+            ),
+          }),
+          "The nodes.",
+        ),
+        ...errors(401),
+      },
+    }),
+    adminRoute({
+      method: "get",
       path: "/admin/api/accounts/{account}/secrets",
       summary: "The names of an account's secrets",
       request: { params: accountParam },
