@@ -225,6 +225,12 @@ const nodeTokens = list.pipe(z.array(z.string()).min(1, "at least one token is r
     if (parsed.token.length < 16) ctx.addIssue({ code: "custom", message: "each token must be at least 16 characters" });
     if (/\s/.test(parsed.token)) ctx.addIssue({ code: "custom", message: `entry ${i + 1}: a token cannot hold whitespace (it travels as "Bearer <token>")` });
     if (parsed.nodeIds?.length === 0) ctx.addIssue({ code: "custom", message: `entry ${i + 1}: IDS=TOKEN needs at least one node id before "="` });
+    // a prefix mistyped (a "," between models splits the entry) must not become a token any node id may use
+    if (!parsed.nodeIds && /;|models:|slots:/.test(entry))
+      ctx.addIssue({
+        code: "custom",
+        message: `entry ${i + 1}: holds ";", "models:" or "slots:" but is not IDS[;models:M1|M2][;slots:N]=TOKEN (models are joined by "|", not ","; the token at least 16 characters)`,
+      });
     if (parsed.slots !== undefined && !(parsed.slots >= 1 && parsed.slots <= 65_536))
       ctx.addIssue({ code: "custom", message: `entry ${i + 1}: slots must be a whole number from 1 to 65536` });
     return parsed;

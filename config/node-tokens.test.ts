@@ -11,7 +11,7 @@ describe("node token entries with models and slots", () => {
     expect(parseNodeTokenEntry(`gpu-1;models:qwen2.5:7b=${TOKEN}`)).toEqual({ token: TOKEN, nodeIds: ["gpu-1"], models: ["qwen2.5:7b"] });
     expect(parseNodeTokenEntry(`gpu-1|gpu-2=${TOKEN}`)).toEqual({ token: TOKEN, nodeIds: ["gpu-1", "gpu-2"] });
     expect(parseNodeTokenEntry(TOKEN)).toEqual({ token: TOKEN });
-    // not a prefix: a bare token, = and ; in it included
+    // not a prefix: parsed as a bare token, = and ; in it included (the configuration refuses these: below)
     expect(parseNodeTokenEntry(`a;b=${TOKEN}`)).toEqual({ token: `a;b=${TOKEN}` });
     expect(parseNodeTokenEntry(`gpu;slots:x=${TOKEN}`)).toEqual({ token: `gpu;slots:x=${TOKEN}` });
     expect(parseSchedulerConfig({ nodeTokens: `gpu-*;slots:8=${TOKEN},${TOKEN}x` }).nodeTokens).toEqual([{ token: TOKEN, nodeIds: ["gpu-*"], slots: 8 }, { token: `${TOKEN}x` }]);
@@ -19,6 +19,15 @@ describe("node token entries with models and slots", () => {
     expect(parseSchedulerConfig({ nodeTokens: TOKEN }).maxNodeSlots).toBe(64);
     expect(parseSchedulerConfig({ nodeTokens: TOKEN, maxNodeSlots: "256" }).maxNodeSlots).toBe(256);
     expect(() => parseSchedulerConfig({ nodeTokens: TOKEN, maxNodeSlots: "0" })).toThrow(/--max-node-slots \/ KILN_MAX_NODE_SLOTS/);
+  });
+
+  it("an entry that holds ';', 'models:' or 'slots:' but is no prefix is refused at start, named by position, never taken as a bare token", () => {
+    // a "," between models splits the entry: its first half would be a bare token any node id may use
+    expect(() => parseSchedulerConfig({ nodeTokens: `gpu-node-1;models:famA-v1,famB-v2=${TOKEN}` })).toThrow(/entry 1: holds ";", "models:" or "slots:" but is not IDS/);
+    expect(() => parseSchedulerConfig({ nodeTokens: `${TOKEN},gpu;slots:x=${TOKEN}` })).toThrow(/entry 2: holds/);
+    expect(() => parseSchedulerConfig({ nodeTokens: `models:${TOKEN}` })).toThrow(/entry 1: holds/);
+    expect(() => parseSchedulerConfig({ nodeTokens: `${TOKEN};x` })).toThrow(/entry 1: holds/);
+    expect(() => parseSchedulerConfig({ nodeTokens: `gpu-node-1;models:famA-v1|famB-v2=${TOKEN}` })).not.toThrow();
   });
 
   it("a node id is 1–128 letters, digits, '.', '_' or '-', at Register and in --node-id", () => {
