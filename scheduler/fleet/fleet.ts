@@ -664,10 +664,7 @@ export class Fleet {
   private text(agent: Agent, chunk: CompletionChunk__Output): void {
     const job = agent.jobs.get(chunk.request_id);
     if (!job || job.cancelled || (!chunk.text && chunk.tool_calls.length === 0)) return;
-    if (job.firstTextAt === undefined) {
-      job.firstTextAt = performance.now();
-      if (job.dispatchedAt !== undefined) agent.speed.firstText(job.firstTextAt - job.dispatchedAt);
-    }
+    job.firstTextAt ??= performance.now(); // its TTFT counts once it completes (settle): a byte sent at once and no end proves nothing
     job.textBytes += Buffer.byteLength(chunk.text) + chunk.tool_calls.reduce((n, d) => n + Buffer.byteLength(d.name) + Buffer.byteLength(d.arguments), 0);
     job.started = true;
     job.channel.push({
@@ -688,6 +685,7 @@ export class Fleet {
     if (!job) return;
     const event = last(pool, job);
     if (event.type === "done" && job.firstTextAt !== undefined) {
+      if (job.dispatchedAt !== undefined) agent.speed.firstText(job.firstTextAt - job.dispatchedAt);
       // tokens/s as observed: a token is at least a byte of the text the node sent
       const seconds = (performance.now() - job.firstTextAt) / 1000;
       if (seconds > 0) agent.speed.generated(Math.min(event.completionTokens, job.textBytes) / seconds);

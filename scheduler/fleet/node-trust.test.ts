@@ -14,7 +14,7 @@ import { audioSecondsBound, sizeBoundSeconds, wavSeconds } from "../audio/durati
 import { cacheScope, Fleet, routingCost, type FleetOptions } from "./fleet.js";
 import { registerRefusal } from "./grpc-server.js";
 import { completionTokenBound, PROMPT_OVERHEAD, promptTokenBound } from "./limits.js";
-import { fastest, NodeSpeed, slowness } from "./speed.js";
+import { fastest, MAX_SLOWNESS, NodeSpeed, slowness } from "./speed.js";
 import type { AgentLink, CompletionEvent } from "./types.js";
 import { tempDir } from "../../test/helpers/temp.js";
 import { nodeIdMatcher } from "../../config/index.js";
@@ -152,8 +152,12 @@ describe("routing weighs what the scheduler observes", () => {
     expect(slowness(fresh, best)).toBe(1);
     const sluggish = new NodeSpeed();
     sluggish.firstText(100);
-    sluggish.generated(10);
-    expect(slowness(sluggish, fastest([fast, sluggish]))).toBe(5);
+    sluggish.generated(20);
+    expect(slowness(sluggish, fastest([fast, sluggish]))).toBe(2.5);
+    // clamped: a node 500 times slower than the best counts as MAX_SLOWNESS slower
+    const crawling = new NodeSpeed();
+    crawling.firstText(50_000);
+    expect(slowness(crawling, fastest([fast, crawling]))).toBe(MAX_SLOWNESS);
     // observations older than the window are forgotten
     const old = new NodeSpeed();
     old.firstText(10_000, Date.now() - 120_000);
@@ -191,6 +195,35 @@ describe("routing weighs what the scheduler observes", () => {
     for (let i = 0; i < 4; i++) void drain(f.submit(request)).catch(() => undefined);
     expect(small.requests().length).toBe(1 + 4);
     expect(big.requests().length).toBe(1);
+    f.close();
+  });
+
+  it("a node with a 1 ms TTFT that never completes does not take more than its share", async () => {
+    const f = fleet({ queueSize: 64 });
+    const liar = new RecordingLink();
+    const honest = new RecordingLink();
+    f.attach(register("liar", 8), liar);
+    f.attach(register("honest", 8), honest);
+    const text = (id: string, link: RecordingLink, rid: string) =>
+      f.receive(id, link, { body: "chunk", chunk: { request_id: rid, text: "x", logprobs: [], index: 0, tool_calls: [] } });
+    // a few requests each: the liar sends a byte at once and then fails them (never a done); the honest node answers after 50 ms
+    for (let i = 0; i < 4; i++) void drain(f.submit(request)).catch(() => undefined);
+    expect([liar.requests().length, honest.requests().length]).toEqual([2, 2]);
+    for (const rid of liar.requests()) {
+      text("liar", liar, rid);
+      f.receive("liar", liar, { body: "error", error: { request_id: rid, code: "agent_error", message: "gone", retryable: false, usage: null } });
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    for (const rid of honest.requests()) {
+      text("honest", honest, rid);
+      f.receive("honest", honest, {
+        body: "done",
+        done: { request_id: rid, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] },
+      });
+    }
+    // both idle, 8 slots each: 8 requests split evenly (its 1 ms TTFT counted, it would take all 8)
+    for (let i = 0; i < 8; i++) void drain(f.submit(request)).catch(() => undefined);
+    expect([liar.requests().length - 2, honest.requests().length - 2]).toEqual([4, 4]);
     f.close();
   });
 });

@@ -2,8 +2,9 @@
  * What the scheduler observes of a node's speed over a recent window: the time from dispatch to a
  * completion's first text (TTFT), and the tokens per second of its generation (tokens counted as
  * the fewer of what the node reports and the bytes of text it sent: a token is at least a byte).
- * Routing weighs these (`slowness`), so a node's claim of many slots draws no more work than it
- * answers at the speed of the others.
+ * Routing weighs these (`slowness`, at most MAX_SLOWNESS), so a node's claim of many slots draws no
+ * more work than it answers at the speed of the others. A TTFT counts only of a completion that
+ * finished: a node sending a byte at once and never ending looks no faster for it.
  */
 
 /** How far back observations count. */
@@ -65,9 +66,16 @@ export function fastest(nodes: Iterable<NodeSpeed>, now = Date.now()): { ttftMs:
 }
 
 /**
- * How much slower than the fastest candidates (`best`, from `fastest`) a node is, at least 1: the
- * larger of its TTFT over the best TTFT and the best tokens per second over its own. A node without
- * observations counts as fast as the best (a new node gets work, and so observations).
+ * The most a node's slowness counts: a node that seems faster than it is (a lie the scheduler cannot
+ * always see through) makes an honest one at most this much slower, so it cannot take all the work.
+ */
+export const MAX_SLOWNESS = 4;
+
+/**
+ * How much slower than the fastest candidates (`best`, from `fastest`) a node is, from 1 to
+ * MAX_SLOWNESS: the larger of its TTFT over the best TTFT and the best tokens per second over its
+ * own. A node without observations counts as fast as the best (a new node gets work, and so
+ * observations). TTFTs are recorded only of completions that finished (fleet.ts `settle`).
  */
 export function slowness(node: NodeSpeed, best: { ttftMs: number; tokensPerSecond: number }, now = Date.now()): number {
   const t = node.ttftMs(now);
@@ -75,5 +83,5 @@ export function slowness(node: NodeSpeed, best: { ttftMs: number; tokensPerSecon
   // 1 ms floors: a TTFT of 0 (a node answering before it could have read the prompt) divides nothing
   const byTtft = t !== undefined && best.ttftMs < Infinity ? Math.max(t, 1) / Math.max(best.ttftMs, 1) : 1;
   const byRate = r !== undefined && best.tokensPerSecond > 0 ? best.tokensPerSecond / r : 1;
-  return Math.max(1, byTtft, byRate);
+  return Math.min(MAX_SLOWNESS, Math.max(1, byTtft, byRate));
 }
