@@ -164,6 +164,45 @@ describe("usage is charged within the scheduler's bounds", () => {
     expect(await usageOf(scheduler, token)).toMatchObject({ requests: 1, audio_seconds: 3 });
     expect(await rejectedMetric(scheduler, "ear", "audio_seconds")).toBe(1);
   });
+
+  it("a WAV header that lies (byte rate 0xFFFFFFFF; a 2-byte first data chunk before the real data) gets the size-based bound: an honest node's true report is neither clamped nor struck, and clamps never drain", async () => {
+    const scheduler = await inProcessScheduler();
+    cleanups.push(() => scheduler.close());
+    const token = await key(scheduler, "crafty");
+    const transcribe = async (file: Uint8Array<ArrayBuffer>) => {
+      const form = new FormData();
+      form.append("model", "whisper-1");
+      form.append("response_format", "verbose_json");
+      form.append("file", new Blob([file]), "a.wav");
+      const res = await fetch(`${httpBase(scheduler)}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form });
+      expect(res.status).toBe(200);
+      return (await res.json()).duration as number;
+    };
+    const huge = wav(4);
+    new DataView(huge.buffer).setUint32(28, 0xffffffff, true);
+    const real = wav(4);
+    const split = new Uint8Array(real.length + 10);
+    split.set(real.subarray(0, 40));
+    split.set([2, 0, 0, 0, 0, 0], 40);
+    split.set(Buffer.from("data"), 46);
+    split.set([0xff, 0xff, 0xff, 0xff], 50);
+    split.set(real.subarray(44), 54);
+    // an honest node reports the 4 s it heard (the old header bound: 2): under the size-based bound, so charged as reported, never counted
+    const honest = liar(scheduler, "honest-ear", { duration: 4, register: { transcription: { models: ["tiny"], default_model: "tiny", slots: 1, max_file_bytes: 1024 ** 3 } } });
+    expect(await honest.outcome).toBe("registered");
+    for (const file of [huge, split, huge]) expect(await transcribe(file)).toBe(4);
+    expect(await rejectedMetric(scheduler, "honest-ear", "audio_seconds")).toBe(0);
+    expect(scheduler.fleet.snapshot().find((a) => a.nodeId === "honest-ear")).toMatchObject({ draining: false });
+    honest.close();
+    await until(() => scheduler.fleet.snapshot().length === 0, 5000, "the honest node to leave");
+    // a node whose reports are clamped is counted each time but not drained: the bound rests on the tenant's bytes
+    const lying = liar(scheduler, "tall-ear", { register: { transcription: { models: ["tiny"], default_model: "tiny", slots: 1, max_file_bytes: 1024 ** 3 } } });
+    expect(await lying.outcome).toBe("registered");
+    for (let i = 0; i < 4; i++) expect(await transcribe(wav(2))).toBe(3);
+    expect(await rejectedMetric(scheduler, "tall-ear", "audio_seconds")).toBe(4);
+    expect(scheduler.fleet.snapshot().find((a) => a.nodeId === "tall-ear")).toMatchObject({ draining: false });
+    expect(scheduler.fleet.snapshot().find((a) => a.nodeId === "tall-ear")?.distrusted).toBeUndefined();
+  });
 });
 
 describe("a message cannot stop the scheduler", () => {

@@ -90,7 +90,10 @@ export interface AudioRouterOptions {
   windowBytes?: number;
   /** An agent that acknowledges none of the bytes in flight for this long has lost the upload: it moves on. Default 60 s. */
   ackStallMs?: number;
-  /** Told of a node's report past a bound the scheduler computed (a transcript's duration past its upload's), after it is clamped. */
+  /**
+   * Told of a node's report past a bound the scheduler computed (a transcript's duration past its
+   * upload's), after it is clamped. Counted, never a strike: the bound rests on the tenant's bytes.
+   */
   rejected?: (node: AudioNode, kind: "audio_seconds", detail: Record<string, unknown>) => void;
 }
 
@@ -207,14 +210,18 @@ export class AudioRouter {
     if (!transcript) return this.failed(node, requestId, "agent_error", "the node sent a result that is not a transcript", false);
     this.attempts.delete(requestId);
     this.release(job);
-    // the seconds charged are at most what the upload can hold (scheduler/audio/duration.ts), whatever the node says
-    const bound = audioSecondsBound(job.request.spool.path, job.request.spool.size);
+    void this.bounded(node, job, transcript as Transcript);
+  }
+
+  /** Passes `transcript` on, its seconds at most what the upload can hold (scheduler/audio/duration.ts), whatever the node says. */
+  private async bounded(node: AudioNode, job: AudioJob, transcript: Transcript): Promise<void> {
+    const bound = await audioSecondsBound(job.request.spool.path, job.request.spool.size);
     if (!(transcript.duration <= bound)) {
       this.options.rejected?.(node, "audio_seconds", { request: job.traceId, claimed: transcript.duration, bound });
       transcript.duration = bound;
     }
     job.started = true;
-    job.channel.push({ type: "done", transcript: transcript as Transcript });
+    job.channel.push({ type: "done", transcript });
     job.channel.end();
   }
 

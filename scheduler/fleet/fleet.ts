@@ -178,7 +178,8 @@ export class Fleet {
       nodes: () => this.agents.values(),
       logger: options.logger,
       maxAttempts: this.maxAttempts,
-      rejected: (node, kind, detail) => this.rejected(node.nodeId, kind, detail),
+      // counted and logged, never a strike: the bound comes from the tenant's upload, which may mislead it (an honest node's true report past it must not drain the node)
+      rejected: (node, kind, detail) => this.count(node.nodeId, kind, detail),
       ...(options.audioWindowBytes ? { windowBytes: options.audioWindowBytes } : {}),
     });
     this.sweeper = setInterval(() => this.dropSilentAgents(), options.heartbeatMs).unref();

@@ -306,14 +306,45 @@ describe("audio seconds bound", () => {
     return Buffer.concat([h, data]);
   }
 
-  it("a WAV file's header gives its duration (plus a second); anything else its size at 4 kbit/s", () => {
+  it("a WAV file's header gives its duration (plus a second); anything else its size at 4 kbit/s", async () => {
     const w = wav(3);
     expect(wavSeconds(w, w.length)).toBe(3);
     const dir = tempDir();
     writeFileSync(join(dir, "a.wav"), w);
-    expect(audioSecondsBound(join(dir, "a.wav"), w.length)).toBe(4);
+    expect(await audioSecondsBound(join(dir, "a.wav"), w.length)).toBe(4);
     writeFileSync(join(dir, "a.mp3"), Buffer.alloc(10_000));
-    expect(audioSecondsBound(join(dir, "a.mp3"), 10_000)).toBe(sizeBoundSeconds(10_000));
+    expect(await audioSecondsBound(join(dir, "a.mp3"), 10_000)).toBe(sizeBoundSeconds(10_000));
     expect(sizeBoundSeconds(10_000)).toBe(20);
+  });
+
+  it("a header that does not add up gets the size-based bound: a byte rate of 0xFFFFFFFF, a 2-byte first data chunk before the real data, a float format or a block align that lie", async () => {
+    const dir = tempDir();
+    const bound = async (name: string, bytes: Buffer) => {
+      writeFileSync(join(dir, name), bytes);
+      return audioSecondsBound(join(dir, name), bytes.length);
+    };
+    const huge = wav(3);
+    huge.writeUInt32LE(0xffffffff, 28);
+    expect(wavSeconds(huge, huge.length)).toBeUndefined();
+    expect(await bound("huge.wav", huge)).toBe(sizeBoundSeconds(huge.length));
+    // a first data chunk of 2 bytes, then the real data (its own chunk, or none)
+    const real = wav(3);
+    const split = Buffer.concat([real.subarray(0, 40), Buffer.from([2, 0, 0, 0, 0, 0]), Buffer.from("data"), Buffer.alloc(4, 0xff), real.subarray(44)]);
+    expect(await bound("split.wav", split)).toBe(sizeBoundSeconds(split.length));
+    const bare = Buffer.concat([real.subarray(0, 40), Buffer.from([2, 0, 0, 0]), real.subarray(44)]);
+    expect(await bound("bare.wav", bare)).toBe(sizeBoundSeconds(bare.length));
+    const align = wav(3);
+    align.writeUInt16LE(200, 32);
+    align.writeUInt32LE(16_000 * 200, 28);
+    expect(await bound("align.wav", align)).toBe(sizeBoundSeconds(align.length));
+    const compressed = wav(3);
+    compressed.writeUInt16LE(0x55, 20); // MP3 in a WAV: its byte rate is the encoder's, not sampleRate × blockAlign
+    expect(await bound("mp3.wav", compressed)).toBe(sizeBoundSeconds(compressed.length));
+    // a small trailing chunk after the data still counts as consistent; a streamed length of 0 too
+    const trailing = Buffer.concat([real, Buffer.from("LIST"), Buffer.from([8, 0, 0, 0]), Buffer.alloc(8)]);
+    expect(await bound("trailing.wav", trailing)).toBe(5); // 3 s and the 16 bytes past it, rounded up, plus a second
+    const streamed = Buffer.from(real);
+    streamed.writeUInt32LE(0, 40);
+    expect(await bound("streamed.wav", streamed)).toBe(4);
   });
 });
