@@ -7,8 +7,21 @@
 import { fileURLToPath } from "node:url";
 import { existingOr } from "./paths.js";
 
-/** Variables a child may need: the loader's paths, locale, temp dir, home. */
-const PASSED = ["PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "UV_THREADPOOL_SIZE"];
+/** Variables a child may need: the loader's paths, locale, temp dir, home, the TLS trust store the operator set. */
+const PASSED = [
+  "PATH",
+  "HOME",
+  "TMPDIR",
+  "LANG",
+  "LC_ALL",
+  "TZ",
+  "LD_LIBRARY_PATH",
+  "DYLD_LIBRARY_PATH",
+  "UV_THREADPOOL_SIZE",
+  "NODE_EXTRA_CA_CERTS",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+];
 /** Prefixes of the GPU runtimes' and compute libraries' settings (CUDA_VISIBLE_DEVICES, GGML_CUDA_…, OMP_NUM_THREADS). */
 const PASSED_PREFIXES = ["CUDA_", "NVIDIA_", "GGML_", "OMP_", "OPENBLAS_", "MKL_"];
 

@@ -149,6 +149,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
         health.setStatus("", "NOT_SERVING");
         health.setStatus(FLEET_SERVICE, "NOT_SERVING");
         await listener.close(graceMs); // new connections refused; streams in flight may finish
+        mcp.close(); // sandboxes of MCP tests still running
         fleet.close();
         grpcServer.forceShutdown(); // agent streams never end on their own; agents reconnect
         await usage.close(); // the buffered rows, before the database goes

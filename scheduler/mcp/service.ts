@@ -4,6 +4,7 @@
  * same validation, caps and tenant isolation. Every test runs in a sandbox process of its own
  * (`sandbox/`), handed only the secrets its configuration names.
  */
+import type { ChildProcess } from "node:child_process";
 import type { StdioCatalog } from "../../config/index.js";
 import { InvalidRequestError, NotFoundError, ServiceUnavailableError } from "../../core/errors.js";
 import { InflightLimiter } from "../ratelimit/index.js";
@@ -12,7 +13,7 @@ import { parseBody } from "../../core/schema.js";
 import type { EgressPolicy } from "./egress.js";
 import { AccountSecrets, MAX_SECRET_BYTES, MAX_SECRETS_PER_ACCOUNT, SECRET_NAME, SecretValueRequest } from "./secrets.js";
 import { secretReferences, validateMcpConfig } from "./config.js";
-import { testInSandbox, type SandboxSettings } from "./sandbox/sandbox.js";
+import { stopSandboxes, testInSandbox, type SandboxSettings } from "./sandbox/sandbox.js";
 import { McpStore, type StoredMcpServer } from "./store.js";
 import type { McpTestResult } from "./tester.js";
 
@@ -41,10 +42,17 @@ export interface McpServiceOptions {
 export class McpService {
   /** The tests running now, by account. */
   private readonly running = new InflightLimiter();
+  /** Their sandbox processes. */
+  private readonly sandboxes = new Set<ChildProcess>();
   private readonly stdioServers: StdioCatalog;
 
   constructor(private readonly options: McpServiceOptions) {
     this.stdioServers = options.stdioServers ?? {};
+  }
+
+  /** Kills the sandboxes of the tests still running (the scheduler is stopping). */
+  close(): void {
+    stopSandboxes(this.sandboxes);
   }
 
   /** The names of the operator's stdio servers tenants may pick. */
@@ -119,15 +127,21 @@ export class McpService {
         account,
         secrets: await this.secretsOf(account, server),
         egress: egress.portable(),
-        stdioServers: this.stdioServers,
+        stdioServers: this.stdioServersFor(server),
         timeoutMs,
         ...(fsBase ? { fsBase } : {}),
         ...(requestId ? { requestId } : {}),
       };
-      return await testInSandbox(job, sandbox, logger);
+      return await testInSandbox(job, sandbox, logger, this.sandboxes);
     } finally {
       release();
     }
+  }
+
+  /** The operator's stdio server a configuration names, alone (a sandbox sees no other catalog entry, nor their fixed variables). */
+  private stdioServersFor(server: StoredMcpServer): StdioCatalog {
+    const name = server.server_type === "mcp" ? (server.config as { server?: unknown }).server : undefined;
+    return typeof name === "string" && Object.hasOwn(this.stdioServers, name) ? { [name]: this.stdioServers[name]! } : {};
   }
 
   /** The values of the account's secrets that the configuration names (a missing one is left out: the test then says it is missing). */

@@ -9,6 +9,7 @@
  * Messages are framed with the SDK's own stdio reader and writer.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { rmSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,6 +20,25 @@ import type { StdioServerSpec } from "../../config/index.js";
 
 /** util-linux's prlimit: sets the limits, then executes the server in its place. */
 const PRLIMIT = "prlimit";
+
+/** The servers running in this process: their process group ids and scratch folders. */
+const live = new Map<number, string>();
+
+/**
+ * Ends every stdio server this process started, at once and synchronously: for a process about to
+ * exit without closing its transports (an MCP test's sandbox stopped by a breach or a fault).
+ */
+export function endStdioServers(): void {
+  for (const [group, scratch] of live) {
+    try {
+      process.kill(-group, "SIGKILL");
+    } catch {
+      /* already gone */
+    }
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  live.clear();
+}
 
 export class OperatorStdioTransport implements Transport {
   onclose?: () => void;
@@ -57,6 +77,7 @@ export class OperatorStdioTransport implements Transport {
       child.once("spawn", resolve);
       child.once("error", reject);
     });
+    live.set(child.pid!, this.scratch);
     child.on("error", (err) => this.onerror?.(err));
     child.once("exit", () => void this.close());
     child.stdin!.on("error", (err) => this.onerror?.(err));
@@ -82,6 +103,7 @@ export class OperatorStdioTransport implements Transport {
     this.closed = true;
     const child = this.child;
     if (child?.pid !== undefined) {
+      live.delete(child.pid);
       try {
         process.kill(-child.pid, "SIGKILL");
       } catch {

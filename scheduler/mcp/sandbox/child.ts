@@ -10,6 +10,7 @@ import { pino } from "pino";
 import { ApiError, UpstreamError } from "../../../core/errors.js";
 import { EgressPolicy } from "../egress.js";
 import { MissingSecretError } from "../secrets.js";
+import { endStdioServers } from "../stdio.js";
 import { testMcpServer } from "../tester.js";
 import { holdTo, type Breach } from "./caps.js";
 import type { SandboxJob, SandboxLog, SandboxOutcome } from "./protocol.js";
@@ -23,10 +24,11 @@ const MAX_LOG_CHARS = 4096;
 const logs: SandboxLog[] = [];
 let finished = false;
 
-/** Writes the outcome and ends the process (every socket, timer and child server with it). */
+/** Writes the outcome and ends the process: its sockets and timers, and an operator's stdio server it started (a process group of its own). */
 function finish(outcome: SandboxOutcome): void {
   if (finished) return;
   finished = true;
+  endStdioServers();
   process.stdout.write(JSON.stringify(outcome), () => process.exit(0));
 }
 
@@ -68,7 +70,7 @@ async function main(): Promise<void> {
     { level: "warn", base: null, timestamp: false },
     new Writable({
       write(line: Buffer, _encoding, done) {
-        if (logs.length < MAX_LOGS) logs.push(JSON.parse(line.toString("utf8").slice(0, MAX_LOG_CHARS)) as SandboxLog);
+        if (logs.length < MAX_LOGS) logs.push(logLine(line.toString("utf8")));
         done();
       },
     }),
@@ -92,6 +94,18 @@ async function main(): Promise<void> {
   } catch (err) {
     finish(failure(err instanceof ApiError ? err : new UpstreamError("mcp_unreachable", `${what} is unreachable or failed the MCP handshake`)));
   }
+}
+
+/** One of pino's lines, as an object for the scheduler to log: whole when short, else its message and a cut of it. */
+function logLine(text: string): SandboxLog {
+  if (text.length <= MAX_LOG_CHARS) {
+    try {
+      return JSON.parse(text) as SandboxLog;
+    } catch {
+      /* not JSON after all: kept as text below */
+    }
+  }
+  return { msg: "MCP test (log line cut)", line: text.slice(0, MAX_LOG_CHARS) };
 }
 
 function tooLarge(what: string, breach: Breach): ApiError {

@@ -5,7 +5,8 @@
  * when the test's time (plus the start-up) is past. Whatever the tenant's server sends ends, at
  * worst, that process: the answer is then a 502 naming the server, and the scheduler goes on.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
+import { z } from "zod";
 import { childEnv, compiledModule, describeExit } from "../../../core/child.js";
 import { ApiError, UpstreamError } from "../../../core/errors.js";
 import type { Logger } from "../../../core/log.js";
@@ -23,15 +24,19 @@ const START_GRACE_MS = 5000;
 /** The most of the child's stderr kept for the log (Node's own last words: a heap limit, a native abort). */
 const STDERR_TAIL_CHARS = 2000;
 
-/** Runs `job` in a sandbox; resolves with the test's result or rejects with the `ApiError` for the tenant. */
-export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: SandboxSettings, logger: Logger): Promise<McpTestResult> {
+/**
+ * Runs `job` in a sandbox; resolves with the test's result or rejects with the `ApiError` for the
+ * tenant. The process is in `running` while it lives (its owner kills what is left at shutdown: `stopSandboxes`).
+ */
+export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: SandboxSettings, logger: Logger, running?: Set<ChildProcess>): Promise<McpTestResult> {
   const what = `server_id: ${job.server.id} (${job.server.server_type})`;
   const heapMb = Math.max(32, Math.floor((settings.memoryBytes * 0.75) / 2 ** 20));
   const child = spawn(process.execPath, [...(settings.execArgv ?? []), `--max-old-space-size=${heapMb}`, compiledModule("scheduler/mcp/sandbox/child.js")], {
     env: childEnv(),
     stdio: ["pipe", "pipe", "pipe"],
-    detached: true, // a group of its own: an operator's stdio server it started goes with it
+    detached: true, // a group of its own, killed whole
   });
+  running?.add(child);
   const full: SandboxJob = { ...job, limits: { memoryBytes: settings.memoryBytes, readBytes: settings.readBytes } };
   return new Promise<McpTestResult>((resolve, reject) => {
     const out: Buffer[] = [];
@@ -40,11 +45,7 @@ export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: Sandbox
     let stopped: "timeout" | "outcome too large" | undefined;
     const kill = (why: typeof stopped): void => {
       stopped ??= why;
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        child.kill("SIGKILL"); // already gone, or not a group leader yet
-      }
+      killGroup(child);
     };
     const timer = setTimeout(() => kill("timeout"), job.timeoutMs + START_GRACE_MS);
     child.stdin.on("error", () => undefined); // a child that died before reading its job
@@ -64,6 +65,8 @@ export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: Sandbox
     });
     child.once("close", (code, signal) => {
       clearTimeout(timer);
+      running?.delete(child);
+      killGroup(child); // anything the sandbox left in its group
       const outcome = stopped ? undefined : parseOutcome(Buffer.concat(out));
       for (const { level: _level, msg, ...fields } of outcome?.logs ?? [])
         logger.warn({ ...fields, requestId: job.requestId, account: job.account, sandbox: child.pid }, typeof msg === "string" ? msg : "MCP sandbox");
@@ -78,12 +81,61 @@ export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: Sandbox
   });
 }
 
+/** Kills what is left of a sandbox: its whole process group. */
+function killGroup(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, "SIGKILL");
+  } catch {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL"); // not a group leader yet
+  }
+}
+
+/** Kills every sandbox in `running` (the scheduler is stopping). */
+export function stopSandboxes(running: Set<ChildProcess>): void {
+  for (const child of running) killGroup(child);
+  running.clear();
+}
+
+const text = z.string().max(64 * 1024);
+/** What a sandbox may answer: checked whole, since it comes from the process that met the tenant's bytes. */
+const Outcome = z.discriminatedUnion("ok", [
+  z.object({
+    ok: z.literal(true),
+    result: z.object({
+      server_id: text,
+      status: z.literal("ok"),
+      resources: z.array(z.object({ uri: text, name: text, description: text.optional(), mimeType: text.optional() })),
+      tools: z.array(z.object({ name: text, description: text.optional(), inputSchema: z.unknown() })),
+      latency_ms: z.number(),
+    }),
+    logs: z.array(z.record(z.string(), z.unknown())).max(100),
+  }),
+  z.object({
+    ok: z.literal(false),
+    error: z.object({
+      status: z.number().int().min(400).max(599),
+      type: z.enum([
+        "invalid_request_error",
+        "authentication_error",
+        "permission_error",
+        "not_found_error",
+        "rate_limit_error",
+        "service_unavailable_error",
+        "upstream_error",
+        "server_error",
+      ]),
+      code: z.string().regex(/^[a-z_]{1,64}$/),
+      message: text,
+    }),
+    logs: z.array(z.record(z.string(), z.unknown())).max(100),
+  }),
+]);
+
 /** The outcome the child wrote, or undefined when what it wrote is not one. */
 function parseOutcome(bytes: Buffer): SandboxOutcome | undefined {
   try {
-    const o = JSON.parse(bytes.toString("utf8")) as SandboxOutcome;
-    const failed = o?.ok === false && Number.isInteger(o.error?.status) && o.error.status >= 400 && o.error.status < 600;
-    if (o?.ok === true || failed) return { ...o, logs: Array.isArray(o.logs) ? o.logs : [] };
+    const parsed = Outcome.safeParse(JSON.parse(bytes.toString("utf8")));
+    if (parsed.success) return parsed.data as SandboxOutcome;
   } catch {
     /* a partial write: the process died mid-way */
   }
