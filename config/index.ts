@@ -693,7 +693,7 @@ export const SCHEDULER_OPTIONS = {
     env: "KILN_IDLE_TIMEOUT",
     default: "60s",
     description:
-      "an HTTP connection that sends nothing for this long while the scheduler waits on it (before or between requests, in its headers or body, or not reading an answer) is closed; a long answer the scheduler is making is never cut (like 60s or 2m)",
+      "an HTTP connection that sends nothing for this long while the scheduler waits on it (before or between requests, in its headers or body, or not reading an answer) is closed; a long answer the scheduler is making is never cut; a gRPC connection with no call open for this long is closed too (like 60s or 2m)",
     schema: duration.pipe(z.number().int().min(1, "must be at least 1s").max(86_400, "must be at most 1d")),
   },
   drainSeconds: drainSeconds("requests in flight may finish"),

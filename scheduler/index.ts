@@ -54,7 +54,14 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     cacheScopeKey: keys.derivedKey("cache-scope"),
     logger,
   });
-  const grpcServer = createFleetServer({ fleet, nodeTokens: config.nodeTokens, maxNodeSlots: config.maxNodeSlots, bindCertificates: Boolean(config.grpcClientCa), logger });
+  const grpcServer = createFleetServer({
+    fleet,
+    nodeTokens: config.nodeTokens,
+    maxNodeSlots: config.maxNodeSlots,
+    bindCertificates: Boolean(config.grpcClientCa),
+    idleTimeoutMs: config.idleTimeout * 1000,
+    logger,
+  });
   // The standard gRPC health service (grpc.health.v1) beside the fleet service.
   const health = new HealthImplementation({ "": "SERVING", [FLEET_SERVICE]: "SERVING" });
   health.addToServer(grpcServer);

@@ -2,6 +2,7 @@
  * What operators rely on: /healthz and /readyz on both servers, the standard gRPC health service
  * on the scheduler, and Prometheus /metrics whose counters move with traffic.
  */
+import http2 from "node:http2";
 import { connect } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
@@ -123,5 +124,25 @@ describe("idle connections (--idle-timeout)", () => {
     }
     // and it serves on
     expect((await fetch(`${httpBase(scheduler)}/healthz`)).status).toBe(200);
+  });
+
+  it("the gRPC port closes a connection that sends nothing, and one that opens an HTTP/2 session with no call, within the timeout; an agent's link stays", async () => {
+    const scheduler = await inProcessScheduler({ idleTimeout: "1" });
+    cleanups.push(() => scheduler.close());
+    const agent = await inProcessAgent(scheduler, { threads: "1" });
+    cleanups.push(() => agent.close());
+    await waitForAgents(scheduler, 1);
+    const closes = (s: { once(event: "close", f: () => void): unknown }) =>
+      Promise.race([new Promise<boolean>((r) => s.once("close", () => r(true))), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
+    const silent = connect(scheduler.grpc.port, "127.0.0.1");
+    silent.on("error", () => undefined).resume();
+    await new Promise((r) => silent.once("connect", r));
+    expect(await closes(silent), "a TCP connection that sends nothing").toBe(true);
+    const session = http2.connect(`http://127.0.0.1:${scheduler.grpc.port}`);
+    session.on("error", () => undefined);
+    await new Promise((r) => session.once("connect", r));
+    expect(await closes(session), "an HTTP/2 session with no call").toBe(true);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(scheduler.fleet.snapshot().map((a) => a.nodeId)).toHaveLength(1); // the agent's stream is a call: never idle
   });
 });

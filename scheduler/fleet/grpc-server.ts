@@ -23,6 +23,8 @@ export interface FleetServerOptions {
   maxNodeSlots: number;
   /** Mutual TLS is on (`--grpc-client-ca`): a node id must be its client certificate's CN or one of its DNS names. */
   bindCertificates?: boolean;
+  /** A connection with no call open for this long is closed (`--idle-timeout`); an agent's link is a call. Default: none. */
+  idleTimeoutMs?: number;
   logger: Logger;
 }
 
@@ -100,7 +102,7 @@ function tokenMatches(presented: string, accepted: AcceptedToken[]): AcceptedTok
 
 type ConnectCall = grpc.ServerDuplexStream<AgentMessage__Output, SchedulerMessage>;
 
-export function createFleetServer({ fleet, nodeTokens, maxNodeSlots, bindCertificates = false, logger }: FleetServerOptions): grpc.Server {
+export function createFleetServer({ fleet, nodeTokens, maxNodeSlots, bindCertificates = false, idleTimeoutMs, logger }: FleetServerOptions): grpc.Server {
   const accepted = nodeTokens.map((t): AcceptedToken => ({
     digest: sha256Hex(t.token),
     covers: nodeIdMatcher(t.nodeIds),
@@ -111,6 +113,7 @@ export function createFleetServer({ fleet, nodeTokens, maxNodeSlots, bindCertifi
     "grpc.keepalive_time_ms": 10_000,
     "grpc.keepalive_timeout_ms": 5_000,
     "grpc.keepalive_permit_without_calls": 1,
+    ...(idleTimeoutMs ? { "grpc.max_connection_idle_ms": idleTimeoutMs } : {}),
     "grpc.http2.min_ping_interval_without_data_ms": 5_000,
     // a node's messages are capped per kind below (limits.ts); this is the largest kind's cap
     "grpc.max_receive_message_length": FLEET_RECEIVE_BYTES,
