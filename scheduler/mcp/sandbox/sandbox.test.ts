@@ -6,7 +6,7 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import { getPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
@@ -169,6 +169,13 @@ describe("an MCP test's sandbox", () => {
     const pid = Number(readFileSync(pidFile, "utf8"));
     expect(pid).toBeGreaterThan(0);
     await until(() => !alive(pid));
+  });
+
+  it("a sandbox runs below the scheduler's priority (nice 10), so a burst of tests yields the CPU to honest requests", async () => {
+    const err = (await run(`setTimeout(async () => { const os = await import("node:os"); throw new Error("nice:" + os.getPriority()) }, 1000)`)) as ApiError;
+    expect(err.code).toBe("mcp_bad_answer");
+    const seen = String((lines.findLast((l) => JSON.stringify(l.err ?? "").includes("nice:"))!.err as { message: string }).message);
+    expect(Number(seen.replace("nice:", ""))).toBe(getPriority() + 10);
   });
 
   it("the sandbox sees none of the scheduler's environment", async () => {

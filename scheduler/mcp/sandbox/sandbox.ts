@@ -6,6 +6,7 @@
  * worst, that process: the answer is then a 502 naming the server, and the scheduler goes on.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { setPriority } from "node:os";
 import { z } from "zod";
 import { childEnv, compiledModule, describeExit } from "../../../core/child.js";
 import { ApiError, UpstreamError } from "../../../core/errors.js";
@@ -19,6 +20,8 @@ export interface SandboxSettings extends SandboxLimits {
   execArgv?: string[];
 }
 
+/** The niceness of a sandbox process: below the scheduler's, so a burst of tests does not slow honest requests. */
+const SANDBOX_NICE = 10;
 /** How long a sandbox may take to start (load Node, the MCP SDK and a client library) on top of the test's own time, in ms. */
 const START_GRACE_MS = 5000;
 /** The most of the child's stderr kept for the log (Node's own last words: a heap limit, a native abort). */
@@ -37,6 +40,7 @@ export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: Sandbox
     detached: true, // a group of its own, killed whole
   });
   running?.add(child);
+  lowerPriority(child.pid);
   const full: SandboxJob = { ...job, limits: { memoryBytes: settings.memoryBytes, readBytes: settings.readBytes } };
   return new Promise<McpTestResult>((resolve, reject) => {
     const out: Buffer[] = [];
@@ -79,6 +83,15 @@ export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: Sandbox
       );
     });
   });
+}
+
+/** A sandbox yields the CPU to the scheduler and its honest traffic (nice 10). */
+function lowerPriority(pid: number | undefined): void {
+  try {
+    if (pid !== undefined) setPriority(pid, SANDBOX_NICE);
+  } catch {
+    /* gone already, or not permitted: it runs at the scheduler's priority */
+  }
 }
 
 /** Kills what is left of a sandbox: its whole process group. */
