@@ -6,7 +6,7 @@
  * worst, that process: the answer is then a 502 naming the server, and the scheduler goes on.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { setPriority } from "node:os";
+import { getPriority, setPriority } from "node:os";
 import { z } from "zod";
 import { childEnv, compiledModule, describeExit } from "../../../core/child.js";
 import { ApiError, UpstreamError } from "../../../core/errors.js";
@@ -20,7 +20,7 @@ export interface SandboxSettings extends SandboxLimits {
   execArgv?: string[];
 }
 
-/** The niceness of a sandbox process: below the scheduler's, so a burst of tests does not slow honest requests. */
+/** How much nicer a sandbox process is than the scheduler, so a burst of tests does not slow honest requests. */
 const SANDBOX_NICE = 10;
 /** How long a sandbox may take to start (load Node, the MCP SDK and a client library) on top of the test's own time, in ms. */
 const START_GRACE_MS = 5000;
@@ -70,7 +70,6 @@ export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: Sandbox
     child.once("close", (code, signal) => {
       clearTimeout(timer);
       running?.delete(child);
-      killGroup(child); // anything the sandbox left in its group
       const outcome = stopped ? undefined : parseOutcome(Buffer.concat(out));
       for (const { level: _level, msg, ...fields } of outcome?.logs ?? [])
         logger.warn({ ...fields, requestId: job.requestId, account: job.account, sandbox: child.pid }, typeof msg === "string" ? msg : "MCP sandbox");
@@ -85,10 +84,10 @@ export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: Sandbox
   });
 }
 
-/** A sandbox yields the CPU to the scheduler and its honest traffic (nice 10). */
+/** A sandbox yields the CPU to the scheduler and its honest traffic (10 nicer than the scheduler). */
 function lowerPriority(pid: number | undefined): void {
   try {
-    if (pid !== undefined) setPriority(pid, SANDBOX_NICE);
+    if (pid !== undefined) setPriority(pid, Math.min(19, getPriority() + SANDBOX_NICE));
   } catch {
     /* gone already, or not permitted: it runs at the scheduler's priority */
   }
