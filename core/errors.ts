@@ -19,8 +19,17 @@ export class KilnError extends Error {
 }
 
 /** The `type` values of the error contract. */
-export type ErrorType =
-  "invalid_request_error" | "authentication_error" | "permission_error" | "not_found_error" | "rate_limit_error" | "service_unavailable_error" | "upstream_error" | "server_error";
+export const ERROR_TYPES = [
+  "invalid_request_error",
+  "authentication_error",
+  "permission_error",
+  "not_found_error",
+  "rate_limit_error",
+  "service_unavailable_error",
+  "upstream_error",
+  "server_error",
+] as const;
+export type ErrorType = (typeof ERROR_TYPES)[number];
 
 export interface ErrorBody {
   /** `param`: the request field at fault (OpenAI's), on invalid-request errors; null when none is. */

@@ -5,6 +5,7 @@
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
+import { ERROR_TYPES } from "../../core/errors.js";
 import { EmbeddingsRequest } from "../chat/embeddings.js";
 import { LegacyCompletionRequest } from "../chat/legacy.js";
 import { ChatCompletionRequest } from "../chat/schema.js";
@@ -15,16 +16,7 @@ const ErrorBody = z
   .object({
     error: z.object({
       message: z.string().meta({ description: "Starts with the field at fault, when one is: `temperature: expected …`." }),
-      type: z.enum([
-        "invalid_request_error",
-        "authentication_error",
-        "permission_error",
-        "not_found_error",
-        "rate_limit_error",
-        "service_unavailable_error",
-        "upstream_error",
-        "server_error",
-      ]),
+      type: z.enum(ERROR_TYPES),
       code: z.string().meta({ description: "A stable machine word, such as model_not_found or unsupported_parameter." }),
       param: z.string().nullable().optional().meta({ description: "On invalid-request errors: the field at fault (its path), or null." }),
     }),

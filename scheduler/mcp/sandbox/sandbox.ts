@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { getPriority, setPriority } from "node:os";
 import { z } from "zod";
 import { childEnv, compiledModule, describeExit } from "../../../core/child.js";
-import { ApiError, UpstreamError } from "../../../core/errors.js";
+import { ApiError, ERROR_TYPES, UpstreamError } from "../../../core/errors.js";
 import type { Logger } from "../../../core/log.js";
 import { MAX_OUTCOME_BYTES, type SandboxJob, type SandboxLimits, type SandboxOutcome } from "./protocol.js";
 import type { McpTestResult } from "../tester.js";
@@ -126,16 +126,7 @@ const Outcome = z.discriminatedUnion("ok", [
     ok: z.literal(false),
     error: z.object({
       status: z.number().int().min(400).max(599),
-      type: z.enum([
-        "invalid_request_error",
-        "authentication_error",
-        "permission_error",
-        "not_found_error",
-        "rate_limit_error",
-        "service_unavailable_error",
-        "upstream_error",
-        "server_error",
-      ]),
+      type: z.enum(ERROR_TYPES),
       code: z.string().regex(/^[a-z_]{1,64}$/),
       message: text,
     }),
