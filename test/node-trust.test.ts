@@ -148,6 +148,23 @@ describe("usage is charged within the scheduler's bounds", () => {
     expect(lying.completions).toBe(3);
   });
 
+  it("a node sending many 1 MiB chunks for one request with max_tokens 8: the request fails with a clear error, the job is cancelled on the node, the node counted", async () => {
+    const scheduler = await inProcessScheduler({ adminToken: ADMIN });
+    cleanups.push(() => scheduler.close());
+    const flooding = liar(scheduler, "flood", { flood: { chunks: 64, bytes: 1024 * 1024 } });
+    expect(await flooding.outcome).toBe("registered");
+    const token = await key(scheduler, "flooded");
+    const res = await postChat(httpBase(scheduler), token, { model: MODEL_ID, messages: [{ role: "user", content: "Hi" }], max_tokens: 8 });
+    expect(res.status).toBe(502);
+    expect(res.body.error.message).toMatch(/the node \(flood\) sent more for this completion than it can hold \(over 512 bytes/);
+    expect(await rejectedMetric(scheduler, "flood", "completion_text")).toBe(1);
+    await until(() => flooding.cancels.length === 1, 5000, "the job to be cancelled on the node");
+    // the rest of its flood is dropped (the job is gone): still one count, and the scheduler answers
+    expect((await fetch(`${httpBase(scheduler)}/healthz`)).status).toBe(200);
+    expect(await rejectedMetric(scheduler, "flood", "completion_text")).toBe(1);
+    expect(await usageOf(scheduler, token)).toMatchObject({ completion_tokens: 0 });
+  });
+
   it("a transcript of 4,000,000,000 seconds for a 2 s WAV upload is charged 3 s (its header's duration and a second), counted", async () => {
     const scheduler = await inProcessScheduler();
     cleanups.push(() => scheduler.close());

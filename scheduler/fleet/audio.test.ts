@@ -103,6 +103,21 @@ describe("AudioRouter", () => {
     expect(fetching.link.sent.length).toBe(sent);
   });
 
+  it("a streamed transcription's segments, all messages together, stop at the transcript cap: the client gets an error, the node a cancel and a count", async () => {
+    const a = node("a");
+    const rejected: string[] = [];
+    const router = new AudioRouter({ nodes: () => [a], logger: createLogger("test", "silent"), rejected: (n, kind) => rejected.push(`${n.nodeId}:${kind}`) });
+    const events = collect(router.submit(request(await spoolOf(Buffer.from("x")), true), undefined, "t"));
+    await tick();
+    const id = a.link.requestId();
+    // each message within its own cap (1 MiB), 56 of them past the transcript's 48 MiB
+    const json = JSON.stringify([{ id: 0, start: 0, end: 1, text: "x".repeat(900_000), words: [] }]);
+    for (let i = 0; i < 56; i++) router.segments(a, id, json);
+    await expect(events).rejects.toThrow(/the node sent more segments than a transcript holds \(over 50331648 bytes\)/);
+    expect(rejected).toEqual(["a:transcript_bytes"]);
+    expect(a.link.sent.some((m) => m.cancel?.request_id === id)).toBe(true);
+  });
+
   it("moves a request whose agent went away to another agent, from the first byte", async () => {
     const a = node("a");
     const b = node("b");

@@ -21,6 +21,7 @@ import { segmentSchema, transcriptSchema, type Segment, type Transcript } from "
 import type { Spool } from "../audio/spool.js";
 import { audioSecondsBound } from "../audio/duration.js";
 import { Channel } from "./channel.js";
+import { MESSAGE_CAPS } from "./limits.js";
 import type { AgentLink } from "./types.js";
 import { z } from "zod";
 import { AUDIO_CLIENT_FAULTS, WIRE } from "../../core/wire-codes.js";
@@ -94,13 +95,15 @@ export interface AudioRouterOptions {
    * Told of a node's report past a bound the scheduler computed (a transcript's duration past its
    * upload's), after it is clamped. Counted, never a strike: the bound rests on the tenant's bytes.
    */
-  rejected?: (node: AudioNode, kind: "audio_seconds", detail: Record<string, unknown>) => void;
+  rejected?: (node: AudioNode, kind: "audio_seconds" | "transcript_bytes", detail: Record<string, unknown>) => void;
 }
 
 /** The most slots the router believes an agent has (what it says beyond is its own business). */
 const MAX_SLOTS = 64;
 /** Longest segments message taken from an agent (characters of JSON). */
 const MAX_SEGMENTS_JSON = 1024 ** 2;
+/** Segments taken from an agent for one transcription, all messages together (bytes of JSON): a transcript's cap. */
+const MAX_TRANSCRIPT_BYTES = MESSAGE_CAPS.transcription_done;
 /** Longest transcript taken from an agent (characters of JSON). */
 const MAX_TRANSCRIPT_JSON = 96 * 1024 ** 2;
 
@@ -116,6 +119,8 @@ interface AudioJob {
   attempt?: Attempt;
   /** The last agent's refusal, told to the client when no other agent can take the request. */
   lastError?: { code: string; message: string };
+  /** Bytes of segments its current attempt's node sent, all messages together: at most MAX_TRANSCRIPT_BYTES. */
+  segmentBytes?: number;
 }
 
 /** One try of a job on one agent. */
@@ -196,6 +201,11 @@ export class AudioRouter {
   segments(node: AudioNode, requestId: string, json: string): void {
     const job = this.jobOf(node, requestId);
     if (!job || !job.request.streamed) return; // only a streamed request passes them on
+    job.segmentBytes = (job.segmentBytes ?? 0) + Buffer.byteLength(json);
+    if (job.segmentBytes > MAX_TRANSCRIPT_BYTES) {
+      this.options.rejected?.(node, "transcript_bytes", { request: job.traceId, bytes: job.segmentBytes, bound: MAX_TRANSCRIPT_BYTES });
+      return this.failed(node, requestId, "agent_error", `the node sent more segments than a transcript holds (over ${MAX_TRANSCRIPT_BYTES} bytes); it was stopped`, false);
+    }
     const segments = json.length <= MAX_SEGMENTS_JSON ? parseFromAgent(z.array(segmentSchema).max(10_000), json) : undefined;
     if (!segments) return this.failed(node, requestId, "agent_error", "the node sent segments that are not a transcript's", false);
     if (!segments.some((s) => s.text.trim())) return;
@@ -293,6 +303,7 @@ export class AudioRouter {
     if (why) this.options.logger.info({ requestId: job.traceId, node: best.nodeId, attempt: job.attempts + 1, why }, "transcription moves to another agent");
     const attempt: Attempt = { id: randomUUID(), node: best, sent: 0, acked: 0, stop: new AbortController() };
     job.attempt = attempt;
+    job.segmentBytes = 0;
     job.attempts++;
     this.attempts.set(attempt.id, job);
     this.inflight.set(best.nodeId, (this.inflight.get(best.nodeId) ?? 0) + 1);

@@ -23,7 +23,7 @@ import { AudioRouter, transcriptionInfo, type AudioEvent, type AudioNode, type A
 import { Channel } from "./channel.js";
 import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState } from "./types.js";
 import { CHAT_CLIENT_FAULTS, WIRE } from "../../core/wire-codes.js";
-import { completionTokenBound, promptTokenBound } from "./limits.js";
+import { completionReceiveBound, completionTokenBound, promptTokenBound } from "./limits.js";
 import { fastest, NodeSpeed, slowness } from "./speed.js";
 
 export interface FleetOptions {
@@ -50,7 +50,7 @@ export interface FleetOptions {
 }
 
 /** What a node reported beyond a bound the scheduler computed (`kiln_node_reports_rejected_total`'s `kind`). */
-export type RejectedReport = "prompt_tokens" | "completion_tokens" | "cached_tokens" | "audio_seconds" | "oversized_message";
+export type RejectedReport = "prompt_tokens" | "completion_tokens" | "cached_tokens" | "audio_seconds" | "oversized_message" | "completion_text" | "transcript_bytes";
 
 /** Why and since when a node gets no work: its reports were clamped too often (`Fleet.snapshot`'s `distrusted`). */
 export interface Distrust {
@@ -91,6 +91,8 @@ interface Job {
   firstTextAt?: number;
   /** UTF-8 bytes of text and call arguments the node sent for it. */
   textBytes: number;
+  /** What the node sent for it in all (text, calls, log-probability tokens; entries), bounded by `completionReceiveBound`. */
+  received: { bytes: number; logprobs: number };
 }
 
 /** Tells the job's `onUsage` what it used, once; a listener's failure never reaches the fleet. */
@@ -178,8 +180,9 @@ export class Fleet {
       nodes: () => this.agents.values(),
       logger: options.logger,
       maxAttempts: this.maxAttempts,
-      // counted and logged, never a strike: the bound comes from the tenant's upload, which may mislead it (an honest node's true report past it must not drain the node)
-      rejected: (node, kind, detail) => this.count(node.nodeId, kind, detail),
+      // audio seconds past their bound: counted and logged, never a strike, as the bound comes from the tenant's
+      // upload, which may mislead it (an honest node's true report past it must not drain the node); others strike
+      rejected: (node, kind, detail) => (kind === "audio_seconds" ? this.count(node.nodeId, kind, detail) : this.rejected(node.nodeId, kind, detail)),
       ...(options.audioWindowBytes ? { windowBytes: options.audioWindowBytes } : {}),
     });
     this.sweeper = setInterval(() => this.dropSilentAgents(), options.heartbeatMs).unref();
@@ -242,6 +245,7 @@ export class Fleet {
       cancelled: false,
       promptBound: promptTokenBound(request),
       textBytes: 0,
+      received: { bytes: 0, logprobs: 0 },
       channel: undefined!,
     };
     job.channel = new Channel<CompletionEvent>(() => this.cancel(job));
@@ -530,6 +534,7 @@ export class Fleet {
     job.dispatchedAt = performance.now();
     job.firstTextAt = undefined;
     job.textBytes = 0;
+    job.received = { bytes: 0, logprobs: 0 };
     const r = job.request;
     this.served(r.account ?? "");
     if (r.embed) {
@@ -666,7 +671,16 @@ export class Fleet {
     const job = agent.jobs.get(chunk.request_id);
     if (!job || job.cancelled || (!chunk.text && chunk.tool_calls.length === 0)) return;
     job.firstTextAt ??= performance.now(); // its TTFT counts once it completes (settle): a byte sent at once and no end proves nothing
-    job.textBytes += Buffer.byteLength(chunk.text) + chunk.tool_calls.reduce((n, d) => n + Buffer.byteLength(d.name) + Buffer.byteLength(d.arguments), 0);
+    const textBytes = Buffer.byteLength(chunk.text) + chunk.tool_calls.reduce((n, d) => n + Buffer.byteLength(d.name) + Buffer.byteLength(d.arguments), 0);
+    job.textBytes += textBytes;
+    job.received.bytes += textBytes;
+    if (job.request.logprobs !== undefined)
+      for (const l of chunk.logprobs) {
+        job.received.logprobs += 1 + l.top_logprobs.length;
+        job.received.bytes += Buffer.byteLength(l.token) + l.raw.length + l.top_logprobs.reduce((n, t) => n + Buffer.byteLength(t.token) + t.raw.length, 0);
+      }
+    const bound = completionReceiveBound(job.request, job.assigned?.pool.contextSize ?? 0);
+    if (job.received.bytes > bound.bytes || job.received.logprobs > bound.logprobs) return this.overrun(agent, job, bound);
     job.started = true;
     job.channel.push({
       type: "text",
@@ -677,6 +691,23 @@ export class Fleet {
         ? { toolCalls: chunk.tool_calls.map((d) => ({ index: d.index, ...(d.name ? { name: d.name } : {}), arguments: d.arguments })) }
         : {}),
     });
+  }
+
+  /**
+   * A node sent more for `job` than it can produce (`completionReceiveBound`): the job is cancelled on
+   * the node and its slot freed, its client gets an error, and the node is counted and struck.
+   */
+  private overrun(agent: Agent, job: Job, bound: { bytes: number; logprobs: number }): void {
+    this.finish(agent, job.id);
+    job.cancelled = true;
+    agent.link.send({ cancel: { request_id: job.id } });
+    job.channel.fail(
+      new UpstreamError(
+        WIRE.agentError,
+        `the node (${agent.nodeId}) sent more for this completion than it can hold (over ${bound.bytes} bytes or ${bound.logprobs} log-probability entries for its token bound); it was stopped`,
+      ),
+    );
+    this.rejected(agent.nodeId, "completion_text", { request: job.id, bytes: job.received.bytes, logprobs: job.received.logprobs, bound });
   }
 
   /** Ends a job with its last event (`last` is given the pool it ran on), its slots freed first. */

@@ -84,3 +84,22 @@ export function completionTokenBound(request: CompletionRequest, contextSize: nu
   const perChoice = request.maxTokens ?? (contextSize > 0 ? Math.min(contextSize, MAX_CONTEXT_SIZE) : MAX_CONTEXT_SIZE);
   return perChoice * (request.n ?? 1);
 }
+
+/**
+ * Bytes of text one token may bring, as far as the scheduler takes it from a node: far above any
+ * real token's (a few bytes; the longest pieces of common vocabularies, some tens).
+ */
+export const MAX_BYTES_PER_TOKEN = 64;
+
+/**
+ * The most a node may send for one completion, all its messages together (docs/security.md, "A
+ * node's trust"): bytes of text, calls' names and arguments and (when asked for) log-probability
+ * tokens, at MAX_BYTES_PER_TOKEN per token of `completionTokenBound` and per alternative asked
+ * for; log-probability entries (a token's and each of its alternatives), one per token and per
+ * alternative. Past either, the request fails and the node is counted.
+ */
+export function completionReceiveBound(request: CompletionRequest, contextSize: number): { bytes: number; logprobs: number } {
+  const tokens = completionTokenBound(request, contextSize);
+  const perToken = 1 + (request.logprobs ?? 0);
+  return { bytes: tokens * perToken * MAX_BYTES_PER_TOKEN, logprobs: request.logprobs !== undefined ? tokens * perToken : 0 };
+}

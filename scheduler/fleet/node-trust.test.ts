@@ -113,6 +113,30 @@ describe("usage a node reports is clamped to the scheduler's bounds", () => {
   });
 });
 
+describe("what a node sends for one request is bounded in all", () => {
+  it("log-probability entries past one per token and alternative, or text past 64 bytes a token: the request fails, the node gets a cancel, a count and a strike", async () => {
+    const f = fleet();
+    const link = new RecordingLink();
+    f.attach({ ...register("liar", 4), pools: [{ ...register("liar", 4).pools[0]!, capabilities: ["logprobs"] }] }, link);
+    const lp = (token: string) => ({ token, logprob: -1, top_logprobs: [{ token, logprob: -1, raw: Buffer.alloc(0) }], text_offset: 0, raw: Buffer.alloc(0) });
+    // max_tokens 8, top_logprobs 1: at most 16 entries; 9 tokens of one byte each are 18
+    const events = drain(f.submit({ ...request, logprobs: 1 }));
+    const rid = link.requests().at(-1)!;
+    for (let i = 0; i < 9; i++) f.receive("liar", link, { body: "chunk", chunk: { request_id: rid, text: "x", logprobs: [lp("x")], index: 0, tool_calls: [] } });
+    await expect(events).rejects.toThrow(/sent more for this completion than it can hold \(over 1024 bytes or 16 log-probability entries/);
+    expect(link.sent.some((m) => m.cancel?.request_id === rid)).toBe(true);
+    // text: 8 tokens × 64 bytes
+    const text = drain(f.submit(request));
+    const rid2 = link.requests().at(-1)!;
+    f.receive("liar", link, { body: "chunk", chunk: { request_id: rid2, text: "y".repeat(512), logprobs: [], index: 0, tool_calls: [] } });
+    f.receive("liar", link, { body: "chunk", chunk: { request_id: rid2, text: "y", logprobs: [], index: 0, tool_calls: [] } });
+    await expect(text).rejects.toThrow(/over 512 bytes/);
+    expect(f.rejectedReports()).toEqual([{ node: "liar", kind: "completion_text", count: 2 }]);
+    expect(f.snapshot()[0]!.observed.inflight).toBe(0); // the slots are free again
+    f.close();
+  });
+});
+
 describe("a node that keeps reporting past the bounds is drained", () => {
   it("after 3 clamped reports in the window it gets no more work, shows as distrusted, and stays so when it reconnects", async () => {
     const f = fleet({ distrustAfter: 3 });

@@ -24,6 +24,8 @@ export interface LiarOptions {
   usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens: number };
   /** The transcript duration reported for every transcription, in seconds. Default `LIE`. */
   duration?: number;
+  /** Instead of answering a completion, sends it this many chunks of `bytes` of text each (and no end). */
+  flood?: { chunks: number; bytes: number };
 }
 
 export interface LiarLink {
@@ -34,6 +36,8 @@ export interface LiarLink {
   write(message: AgentMessage): void;
   /** Completions it was sent. */
   completions: number;
+  /** Request ids the scheduler cancelled. */
+  cancels: string[];
   close(): void;
 }
 
@@ -61,6 +65,7 @@ export function connectLiar(options: LiarOptions): LiarLink {
     ended,
     write: (m) => void call.write(m),
     completions: 0,
+    cancels: [],
     close: () => {
       clearInterval(beat);
       call.cancel();
@@ -71,9 +76,15 @@ export function connectLiar(options: LiarOptions): LiarLink {
   const uploads = new Map<string, number>();
   call.on("data", (m: SchedulerMessage__Output) => {
     if (m.registered) settle("registered");
+    if (m.cancel) link.cancels.push(m.cancel.request_id);
     if (m.completion) {
       link.completions++;
       const id = m.completion.request_id;
+      if (options.flood) {
+        const text = "x".repeat(options.flood.bytes);
+        for (let i = 0; i < options.flood.chunks; i++) call.write({ chunk: { request_id: id, text } });
+        return;
+      }
       call.write({ chunk: { request_id: id, text: "lies" } });
       call.write({ done: { request_id: id, finish_reason: "stop", usage } });
     }
