@@ -118,9 +118,11 @@ describe("what a node may register is the operator's", () => {
 
 describe("usage is charged within the scheduler's bounds", () => {
   it("a node reporting 4,000,000,000 tokens per answer: the client, the ledger and /v1/usage show the bound; each report counted; after 3 it is drained and the honest node serves", async () => {
-    const scheduler = await inProcessScheduler({ adminToken: ADMIN });
+    // the liar holds a token of its own: the drain refuses its token too, so a node sharing it could not join
+    const LIAR_TOKEN = `${NODE_TOKEN}-liar`;
+    const scheduler = await inProcessScheduler({ adminToken: ADMIN, nodeTokens: `${NODE_TOKEN},liar=${LIAR_TOKEN}` });
     cleanups.push(() => scheduler.close());
-    const lying = liar(scheduler, "liar", { register: { pools: [{ model_ids: [MODEL_ID], slots: 64, context_size: 2048 }] } });
+    const lying = liar(scheduler, "liar", { token: LIAR_TOKEN, register: { pools: [{ model_ids: [MODEL_ID], slots: 64, context_size: 2048 }] } });
     expect(await lying.outcome).toBe("registered");
     const token = await key(scheduler, "tenant");
     const content = "How many tokens?";
@@ -219,6 +221,51 @@ describe("usage is charged within the scheduler's bounds", () => {
     expect(await rejectedMetric(scheduler, "tall-ear", "audio_seconds")).toBe(4);
     expect(scheduler.fleet.snapshot().find((a) => a.nodeId === "tall-ear")).toMatchObject({ draining: false });
     expect(scheduler.fleet.snapshot().find((a) => a.nodeId === "tall-ear")?.distrusted).toBeUndefined();
+  });
+});
+
+describe("the drain cannot be escaped", () => {
+  it("by reconnecting: a liar that lies twice, reconnects and lies again is drained; its id, and another under the same glob token, are then refused at Register; three oversized messages over three reconnects drain", async () => {
+    const OTHER = `${NODE_TOKEN}-other`;
+    const scheduler = await inProcessScheduler({ adminToken: ADMIN, nodeTokens: `liar-*=${NODE_TOKEN},big-*=${OTHER}` });
+    cleanups.push(() => scheduler.close());
+    const token = await key(scheduler, "tenant");
+    const ask = async () => expect((await postChat(httpBase(scheduler), token, { model: MODEL_ID, messages: [{ role: "user", content: "Hi" }], max_tokens: 8 })).status).toBe(200);
+    const gone = (id: string) => until(() => !scheduler.fleet.snapshot().some((a) => a.nodeId === id), 5000, `${id} to leave`);
+    let lying = liar(scheduler, "liar-1");
+    expect(await lying.outcome).toBe("registered");
+    await ask();
+    await ask();
+    lying.close();
+    await gone("liar-1");
+    lying = liar(scheduler, "liar-1");
+    expect(await lying.outcome).toBe("registered");
+    await ask();
+    expect(scheduler.fleet.snapshot().find((a) => a.nodeId === "liar-1")).toMatchObject({ draining: true, distrusted: { reason: expect.stringContaining("3 reports") } });
+    lying.close();
+    await gone("liar-1");
+    for (const id of ["liar-1", "liar-2"]) {
+      const again = liar(scheduler, id);
+      expect(await again.outcome).toBe(grpc.status.PERMISSION_DENIED);
+      expect((await again.ended).details).toMatch(/was drained for reports past the scheduler's bounds: 3 reports/);
+    }
+    // the dashboard still lists it, though it is gone
+    const nodes = await (await fetch(`${httpBase(scheduler)}/admin/api/nodes`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
+    expect(nodes.data).toEqual([
+      expect.objectContaining({ node_id: "liar-1", connected: false, draining: true, distrusted: expect.objectContaining({ reason: expect.any(String) }) }),
+    ]);
+
+    // each oversized message closes the link; the third, over three reconnects, drains
+    for (let i = 0; i < 3; i++) {
+      const big = liar(scheduler, "big-1", { token: OTHER });
+      expect(await big.outcome).toBe("registered");
+      big.write({ heartbeat: { busy_slots: new Array(1_250_000).fill(7) } });
+      expect((await within(big.ended)).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      await gone("big-1");
+    }
+    expect(await rejectedMetric(scheduler, "big-1", "oversized_message")).toBe(3);
+    expect(await liar(scheduler, "big-1", { token: OTHER }).outcome).toBe(grpc.status.PERMISSION_DENIED);
+    expect(await liar(scheduler, "big-2", { token: OTHER }).outcome).toBe(grpc.status.PERMISSION_DENIED);
   });
 });
 

@@ -51,7 +51,7 @@ export interface DashboardDeps {
   /** The usage ledger: any account's usage by day and model. */
   usage: UsageLedger;
   /** The connected nodes (`GET /admin/api/nodes`): a node drained for reports past the scheduler's bounds shows why. */
-  fleet?: { snapshot(): AgentSnapshot[] };
+  fleet?: { snapshot(): AgentSnapshot[]; drainedAway?(): { nodeId: string; distrusted: { reason: string; at: number }; connectedAt: number }[] };
 }
 
 export function dashboardRoutes(deps: DashboardDeps): Hono {
@@ -81,20 +81,36 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
     }
     return c.json({ data: [...byAccount.values()] });
   });
-  // The connected nodes: their pools, what the scheduler observed of them, and whether one was drained for its reports.
+  // The connected nodes: their pools, what the scheduler observed of them, and whether one was drained for its reports;
+  // then the drained nodes no longer connected (bounded by the fleet), so a drained node that left still shows.
   api.get("/nodes", (c) =>
     c.json({
-      data: (deps.fleet?.snapshot() ?? []).map((a) => ({
-        node_id: a.nodeId,
-        connected_at: a.connectedAt,
-        draining: a.draining,
-        distrusted: a.distrusted ?? null,
-        models: [...new Set(a.pools.flatMap((p) => p.modelIds))],
-        slots: a.pools.reduce((n, p) => n + p.slots, 0),
-        inflight: a.observed.inflight,
-        ttft_ms: a.observed.ttftMs ?? null,
-        tokens_per_second: a.observed.tokensPerSecond ?? null,
-      })),
+      data: [
+        ...(deps.fleet?.snapshot() ?? []).map((a) => ({
+          node_id: a.nodeId,
+          connected: true,
+          connected_at: a.connectedAt,
+          draining: a.draining,
+          distrusted: a.distrusted ?? null,
+          models: [...new Set(a.pools.flatMap((p) => p.modelIds))],
+          slots: a.pools.reduce((n, p) => n + p.slots, 0),
+          inflight: a.observed.inflight,
+          ttft_ms: a.observed.ttftMs ?? null,
+          tokens_per_second: a.observed.tokensPerSecond ?? null,
+        })),
+        ...(deps.fleet?.drainedAway?.() ?? []).map((a) => ({
+          node_id: a.nodeId,
+          connected: false,
+          connected_at: a.connectedAt,
+          draining: true,
+          distrusted: a.distrusted,
+          models: [],
+          slots: 0,
+          inflight: 0,
+          ttft_ms: null,
+          tokens_per_second: null,
+        })),
+      ],
     }),
   );
   api.post("/keys", async (c) => {

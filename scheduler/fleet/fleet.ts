@@ -59,6 +59,15 @@ export interface Distrust {
   at: number;
 }
 
+/** Keys of drained nodes and strikes remembered at most (node ids and tokens of nodes that lied); the oldest is forgotten beyond. */
+const MAX_DISTRUST_KEYS = 10_000;
+
+/** Sets `key` in `map`, forgetting its oldest entry beyond MAX_DISTRUST_KEYS. */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.set(key, value);
+  if (map.size > MAX_DISTRUST_KEYS) map.delete(map.keys().next().value!);
+}
+
 /** (node, kind) pairs counted at most; a new pair beyond them counts under node "(other)". */
 const MAX_REJECTED_SERIES = 1000;
 
@@ -135,8 +144,6 @@ class Agent implements AudioNode {
   readonly connectedAt = Date.now();
   /** TTFT and tokens/s the scheduler observed. */
   readonly speed = new NodeSpeed();
-  /** When its reports were clamped (Unix ms), within the distrust window. */
-  strikes: number[] = [];
   /** Set once it is drained for its reports: it gets no work, and shows so. */
   distrusted: Distrust | undefined;
   constructor(
@@ -167,8 +174,16 @@ export class Fleet {
   /** Transcriptions (`/v1/audio/…`) over the same agents. */
   private readonly audio: AudioRouter;
   private readonly scopeKey: Uint8Array;
-  /** Nodes drained for their reports, by node id: a reconnect does not trust them again (until this scheduler restarts). */
+  /**
+   * Drained nodes, by `node:<id>` and `token:<credential digest>` (the link's node token): neither
+   * registers again (until this scheduler restarts), so a reconnect, or another id under the same
+   * token, does not escape the drain. Bounded (MAX_DISTRUST_KEYS, the oldest forgotten).
+   */
   private readonly distrust = new Map<string, Distrust>();
+  /** When reports past a bound were struck (Unix ms), by the same keys, across reconnects: within the window. Bounded likewise. */
+  private readonly strikes = new Map<string, number[]>();
+  /** Drained nodes for the dashboard's listing, connected or not, with their last connection's time; bounded likewise. */
+  private readonly drainedNodes = new Map<string, { distrusted: Distrust; connectedAt: number }>();
   /** Reports clamped or refused, by node and kind (`kiln_node_reports_rejected_total`). */
   private readonly rejectedCounts = new Map<string, { node: string; kind: RejectedReport; count: number }>();
 
@@ -309,9 +324,19 @@ export class Fleet {
    * gets no more work, the operator is told (an error log line; the dashboard's node listing), and
    * a reconnect under its id stays drained until this scheduler restarts.
    */
-  rejected(nodeId: string, kind: RejectedReport, detail: Record<string, unknown>): void {
+  rejected(nodeId: string, kind: RejectedReport, detail: Record<string, unknown>, credential?: string): void {
     this.count(nodeId, kind, detail);
-    this.strike(nodeId, kind);
+    this.strike(nodeId, kind, credential);
+  }
+
+  /** Why a node id, or a link's credential, may not register (drained for its reports), or undefined. */
+  distrusted(nodeId: string, credential: string | undefined): Distrust | undefined {
+    return this.distrust.get(`node:${nodeId}`) ?? (credential !== undefined ? this.distrust.get(`token:${credential}`) : undefined);
+  }
+
+  /** Drained nodes that are not connected (the dashboard lists them beside the connected ones). */
+  drainedAway(): { nodeId: string; distrusted: Distrust; connectedAt: number }[] {
+    return [...this.drainedNodes].filter(([id]) => !this.agents.has(id)).map(([nodeId, d]) => ({ nodeId, ...d }));
   }
 
   /** Counts and logs one count of a report past its bound. */
@@ -323,18 +348,34 @@ export class Fleet {
     this.log.warn({ node: nodeId, kind, ...detail }, "node report past the scheduler's bound: clamped");
   }
 
-  /** One report of `nodeId` went past a bound (`kind`: the last count of it that did): drained at `distrustAfter` within the window. */
-  private strike(nodeId: string, kind: RejectedReport): void {
-    const agent = this.agents.get(nodeId);
-    if (!agent || agent.distrusted) return;
+  /**
+   * One report of `nodeId` went past a bound (`kind`: the last count of it that did), struck against
+   * its id and its link's credential (`credential`, else its connected link's): at `distrustAfter`
+   * within the window, under either, both are drained, and every connected node of either with them.
+   */
+  private strike(nodeId: string, kind: RejectedReport, credential = this.agents.get(nodeId)?.link.credential): void {
+    const keys = [`node:${nodeId}`, ...(credential !== undefined ? [`token:${credential}`] : [])];
+    if (this.distrusted(nodeId, credential)) return;
     const now = Date.now();
     const windowMs = this.options.distrustWindowMs ?? 10 * 60_000;
-    agent.strikes = [...agent.strikes.filter((t) => t > now - windowMs), now];
-    if (agent.strikes.length < (this.options.distrustAfter ?? 3)) return;
-    const reason = `${agent.strikes.length} reports past the scheduler's bounds within ${Math.round(windowMs / 1000)} s (last: ${kind})`;
-    agent.distrusted = { reason, at: now };
-    agent.draining = true;
-    this.distrust.set(nodeId, agent.distrusted);
+    let strikes = 0;
+    for (const key of keys) {
+      const times = [...(this.strikes.get(key) ?? []).filter((t) => t > now - windowMs), now];
+      this.strikes.delete(key);
+      remember(this.strikes, key, times);
+      strikes = Math.max(strikes, times.length);
+    }
+    if (strikes < (this.options.distrustAfter ?? 3)) return;
+    const reason = `${strikes} reports past the scheduler's bounds within ${Math.round(windowMs / 1000)} s (last: ${kind})`;
+    const distrust = { reason, at: now };
+    for (const key of keys) remember(this.distrust, key, distrust);
+    for (const agent of this.agents.values()) {
+      if (agent.nodeId !== nodeId && (credential === undefined || agent.link.credential !== credential)) continue;
+      agent.distrusted = distrust;
+      agent.draining = true;
+      remember(this.drainedNodes, agent.nodeId, { distrusted: distrust, connectedAt: agent.connectedAt });
+    }
+    if (!this.drainedNodes.has(nodeId)) remember(this.drainedNodes, nodeId, { distrusted: distrust, connectedAt: now });
     this.log.error(
       { node: nodeId, reason },
       "node drained: it keeps reporting past the scheduler's bounds; it gets no more work until this scheduler restarts (its token may be revoked in --node-tokens)",
@@ -348,7 +389,14 @@ export class Fleet {
    * already connected is taken over only by a link with the same credential (the agent
    * reconnecting); any other is refused, and the connected agent stays untouched.
    */
-  attach(register: Register__Output, link: AgentLink): { heartbeatMs: number } | { refused: string } {
+  attach(register: Register__Output, link: AgentLink): { heartbeatMs: number } | { refused: string; distrusted?: true } {
+    const distrust = this.distrusted(register.node_id, link.credential);
+    if (distrust) {
+      return {
+        refused: `this node (id "${register.node_id}" or its node token) was drained for reports past the scheduler's bounds: ${distrust.reason}; it may not register until the scheduler restarts`,
+        distrusted: true,
+      };
+    }
     const existing = this.agents.get(register.node_id);
     if (existing && existing.link.credential !== link.credential) {
       return { refused: `node id "${register.node_id}" is already connected with another node token` };
@@ -369,8 +417,6 @@ export class Fleet {
       peak: 0,
     }));
     const agent = new Agent(register.node_id, link, register, pools);
-    agent.distrusted = this.distrust.get(register.node_id);
-    agent.draining = agent.distrusted !== undefined;
     this.agents.set(register.node_id, agent);
     this.log.info({ node: register.node_id, pools: register.pools.map((p) => ({ models: p.model_ids, slots: p.slots })), compute: register.hardware?.compute }, "agent joined");
     this.pump();

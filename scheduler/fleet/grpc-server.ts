@@ -163,7 +163,8 @@ export function createFleetServer({ fleet, nodeTokens, maxNodeSlots, bindCertifi
           // this node's link only: its requests move on or fail, the scheduler and other nodes go on
           const kind = message.body ?? "empty";
           logger.warn({ peer: call.getPeer(), node: nodeId, kind, bytes, cap: messageCap(message.body) }, "node link closed: a message past its kind's size cap");
-          if (nodeId !== undefined) fleet.rejected(nodeId, "oversized_message", { kind, bytes });
+          // struck against its id and its token, across reconnects: three such messages drain it
+          if (nodeId !== undefined) fleet.rejected(nodeId, "oversized_message", { kind, bytes }, link.credential);
           refuse(grpc.status.RESOURCE_EXHAUSTED, `a ${kind} message of ${bytes} bytes; the scheduler takes at most ${messageCap(message.body)}`);
           return;
         }
@@ -202,7 +203,7 @@ export function createFleetServer({ fleet, nodeTokens, maxNodeSlots, bindCertifi
           const attached = fleet.attach(message.register, link);
           if ("refused" in attached) {
             logger.warn({ peer: call.getPeer(), node: wanted }, `agent refused: ${attached.refused}`);
-            refuse(grpc.status.ALREADY_EXISTS, attached.refused);
+            refuse(attached.distrusted ? grpc.status.PERMISSION_DENIED : grpc.status.ALREADY_EXISTS, attached.refused);
             return;
           }
           nodeId = wanted;

@@ -153,11 +153,44 @@ describe("a node that keeps reporting past the bounds is drained", () => {
     void drain(f.submit(request)).catch(() => undefined);
     expect(liar.requests()).toHaveLength(before);
     expect(honest.requests()).toHaveLength(1);
-    // the same id again: still drained
+    // the same id again: refused, and still listed as drained
     const again = new RecordingLink();
-    f.attach(register("liar", 64), again);
+    expect(f.attach(register("liar", 64), again)).toMatchObject({ refused: expect.stringContaining("drained"), distrusted: true });
     expect(f.snapshot().find((a) => a.nodeId === "liar")).toMatchObject({ draining: true, distrusted: expect.anything() });
     f.close();
+  });
+
+  it("strikes and the drain are kept by node id and by the link's credential: a liar that reconnects between lies, or comes back under another id with the same token, is drained and refused", async () => {
+    const f = fleet({ distrustAfter: 3 });
+    const lie = { ...LIE, prompt_tokens: 1, cached_tokens: 0 };
+    const link = (credential: string) => Object.assign(new RecordingLink(), { credential });
+    // two lies, a reconnect (a new link, same token), a third lie: drained
+    let l = link("digest-a");
+    f.attach(register("liar", 4), l);
+    await answered(f, "liar", l, lie);
+    await answered(f, "liar", l, lie);
+    f.detach("liar", l, "gone");
+    l = link("digest-a");
+    f.attach(register("liar", 4), l);
+    await answered(f, "liar", l, lie);
+    expect(f.snapshot()[0]).toMatchObject({ nodeId: "liar", distrusted: { reason: expect.stringContaining("3 reports") } });
+    // gone, it is still listed; its id and its token are refused, another token's node is not
+    f.detach("liar", l, "gone");
+    expect(f.drainedAway()).toEqual([{ nodeId: "liar", distrusted: expect.objectContaining({ reason: expect.any(String) }), connectedAt: expect.any(Number) }]);
+    expect(f.attach(register("liar", 4), link("digest-b"))).toMatchObject({ distrusted: true });
+    expect(f.attach(register("liar-2", 4), link("digest-a"))).toMatchObject({ distrusted: true });
+    expect(f.attach(register("honest", 4), link("digest-b"))).toEqual({ heartbeatMs: 60_000 });
+    // strikes under one token add up across ids: three ids, one lie each
+    const g = fleet({ distrustAfter: 3 });
+    for (const id of ["x-1", "x-2", "x-3"]) {
+      const c = link("digest-x");
+      g.attach(register(id, 4), c);
+      await answered(g, id, c, lie);
+      g.detach(id, c, "gone");
+    }
+    expect(g.attach(register("x-4", 4), link("digest-x"))).toMatchObject({ distrusted: true });
+    f.close();
+    g.close();
   });
 });
 

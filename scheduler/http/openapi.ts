@@ -565,7 +565,8 @@ function routes(): RouteConfig[] {
             data: z.array(
               z.object({
                 node_id: z.string(),
-                connected_at: z.number(),
+                connected: z.boolean().meta({ description: "False for a drained node that is no longer connected (listed until the scheduler restarts)." }),
+                connected_at: z.number().meta({ description: "When its (last) stream opened, ms since the epoch." }),
                 draining: z.boolean(),
                 distrusted: z
                   .object({ reason: z.string(), at: z.number() })
