@@ -12,6 +12,7 @@ import { formatHostPort } from "../config/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { PROMPT_OVERHEAD } from "../scheduler/fleet/limits.js";
 import { connectLiar, LIE, type LiarLink, type LiarOptions } from "../scripts/lib/liar.js";
+import { fleetProto, NODE_TOKEN_METADATA } from "../proto/index.js";
 import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, NODE_TOKEN, postChat, until } from "./helpers/fleet.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -221,6 +222,52 @@ describe("usage is charged within the scheduler's bounds", () => {
     expect(await rejectedMetric(scheduler, "tall-ear", "audio_seconds")).toBe(4);
     expect(scheduler.fleet.snapshot().find((a) => a.nodeId === "tall-ear")).toMatchObject({ draining: false });
     expect(scheduler.fleet.snapshot().find((a) => a.nodeId === "tall-ear")?.distrusted).toBeUndefined();
+  });
+});
+
+describe("a message past its kind's cap is refused before it is decoded", () => {
+  it("a 20 MiB heartbeat-kind message (its body not even protobuf) closes that link, named by kind and size; another node keeps serving", async () => {
+    const scheduler = await inProcessScheduler();
+    cleanups.push(() => scheduler.close());
+    const steady = liar(scheduler, "steady", { usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 } });
+    expect(await steady.outcome).toBe("registered");
+    // a raw stream: its messages go out as the bytes given
+    const connect = fleetProto().kiln.v1.Fleet.service.Connect;
+    const client = new grpc.Client(formatHostPort(scheduler.grpc), grpc.credentials.createInsecure());
+    cleanups.push(async () => client.close());
+    const metadata = new grpc.Metadata();
+    metadata.set(NODE_TOKEN_METADATA, `Bearer ${NODE_TOKEN}`);
+    const call = client.makeBidiStreamRequest<Buffer, Buffer>(
+      connect.path,
+      (b) => b,
+      (b) => b,
+      metadata,
+    );
+    const ended = new Promise<grpc.StatusObject>((r) => call.on("status", r));
+    call.on("error", () => undefined);
+    call.on("data", () => undefined);
+    call.write(connect.requestSerialize({ register: { node_id: "heavy", agent_version: "raw", pools: [{ model_ids: [MODEL_ID], slots: 1, context_size: 2048 }] } }));
+    await until(() => scheduler.fleet.snapshot().some((a) => a.nodeId === "heavy"), 5000, "the raw node to join");
+    // field 2 (heartbeat), length-delimited, 20 MiB of 0xFF: no decoder could read it
+    const body = Buffer.alloc(20 * 1024 * 1024, 0xff);
+    const length = [];
+    for (let n = body.length; ; n >>>= 7) {
+      if (n < 0x80) {
+        length.push(n);
+        break;
+      }
+      length.push((n & 0x7f) | 0x80);
+    }
+    const message = Buffer.concat([Buffer.from([(2 << 3) | 2, ...length]), body]);
+    call.write(message);
+    const status = await within(ended);
+    expect(status.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(status.details).toBe(`a heartbeat message of ${message.length} bytes; the scheduler takes at most 16384`);
+    expect(await rejectedMetric(scheduler, "heavy", "oversized_message")).toBe(1);
+    await until(() => !scheduler.fleet.snapshot().some((a) => a.nodeId === "heavy"), 5000, "the raw node to be gone");
+    const token = await key(scheduler, "bystander");
+    expect((await postChat(httpBase(scheduler), token, { model: MODEL_ID, messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).status).toBe(200);
+    expect(steady.completions).toBe(1);
   });
 });
 

@@ -12,7 +12,7 @@ import { isValidNodeId, NODE_ID_RULE, nodeIdMatcher, type NodeTokenEntry } from 
 import type { Logger } from "../../core/log.js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage__Output, type Register__Output, type SchedulerMessage } from "../../proto/index.js";
 import type { Fleet } from "./fleet.js";
-import { FLEET_RECEIVE_BYTES, MAX_CONTEXT_SIZE, messageCap } from "./limits.js";
+import { FLEET_RECEIVE_BYTES, MAX_CONTEXT_SIZE, MESSAGE_CAPS, messageCap } from "./limits.js";
 import type { AgentLink } from "./types.js";
 
 export interface FleetServerOptions {
@@ -76,7 +76,63 @@ function certificateNames(cert: { subject?: Partial<Record<string, string | stri
 /** The byte length of each message as it came off the wire (the deserializer records it). */
 const wireBytes = new WeakMap<object, number>();
 
-/** The Fleet service's definition with a deserializer that records each inbound message's size. */
+/** AgentMessage's oneof `body`, by field number (proto/kiln/v1/fleet.proto). */
+const BODY_FIELDS: readonly NonNullable<AgentMessage__Output["body"]>[] = [
+  "register",
+  "heartbeat",
+  "chunk",
+  "done",
+  "error",
+  "draining",
+  "chunks",
+  "embeddings",
+  "transcription_ack",
+  "transcription_segments",
+  "transcription_done",
+];
+
+/** Below this, no message is past any kind's cap. */
+const SMALLEST_CAP = Math.min(...Object.values(MESSAGE_CAPS));
+
+/**
+ * The first body kind among the message's top-level fields whose cap `bytes` exceeds, read from the
+ * fields' tags alone (a varint key: field number << 3 | wire type; length-delimited fields skipped
+ * by their length), or undefined: a message past its kind's cap is refused before it is decoded.
+ */
+export function oversizedKind(bytes: Buffer): NonNullable<AgentMessage__Output["body"]> | undefined {
+  let at = 0;
+  const varint = (): number => {
+    let value = 0;
+    for (let shift = 0; at < bytes.length && shift < 49; shift += 7) {
+      const b = bytes[at++]!;
+      value += (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) return value;
+    }
+    return -1;
+  };
+  while (at < bytes.length) {
+    const key = varint();
+    if (key < 0) return undefined;
+    const kind = BODY_FIELDS[Math.floor(key / 8) - 1];
+    if (kind && bytes.length > MESSAGE_CAPS[kind]) return kind;
+    const wire = key & 7;
+    if (wire === 0) varint();
+    else if (wire === 1) at += 8;
+    else if (wire === 5) at += 4;
+    else if (wire === 2) {
+      const length = varint();
+      if (length < 0) return undefined;
+      at += length;
+    } else return undefined; // not a message: the decoder says so
+  }
+  return undefined;
+}
+
+/**
+ * The Fleet service's definition with a deserializer that records each inbound message's size and
+ * decodes no message past its kind's cap: such a message becomes a bodyless stand-in of that kind,
+ * which the stream's handler refuses for its size.
+ */
 function measuredService(): grpc.ServiceDefinition {
   const service = fleetProto().kiln.v1.Fleet.service;
   const connect = service.Connect;
@@ -85,7 +141,8 @@ function measuredService(): grpc.ServiceDefinition {
     Connect: {
       ...connect,
       requestDeserialize: (bytes: Buffer) => {
-        const message = connect.requestDeserialize(bytes) as object;
+        const oversized = bytes.length > SMALLEST_CAP ? oversizedKind(bytes) : undefined;
+        const message = oversized ? { body: oversized } : (connect.requestDeserialize(bytes) as object);
         wireBytes.set(message, bytes.length);
         return message;
       },
