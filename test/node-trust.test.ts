@@ -14,6 +14,7 @@ import { PROMPT_OVERHEAD } from "../scheduler/fleet/limits.js";
 import { connectLiar, LIE, type LiarLink, type LiarOptions } from "../scripts/lib/liar.js";
 import { fleetProto, NODE_TOKEN_METADATA } from "../proto/index.js";
 import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, NODE_TOKEN, postChat, until } from "./helpers/fleet.js";
+import { wavFile } from "../scripts/lib/media.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -51,25 +52,8 @@ async function rejectedMetric(scheduler: SchedulerHandle, node: string, kind: st
   return line ? Number(line.split(" ").pop()) : 0;
 }
 
-/** A 16 kHz 16-bit mono PCM WAV of `seconds` of silence. */
-function wav(seconds: number): Uint8Array<ArrayBuffer> {
-  const data = Buffer.alloc(seconds * 32_000);
-  const h = Buffer.alloc(44);
-  h.write("RIFF", 0, "latin1");
-  h.writeUInt32LE(36 + data.length, 4);
-  h.write("WAVEfmt ", 8, "latin1");
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(1, 22);
-  h.writeUInt32LE(16_000, 24);
-  h.writeUInt32LE(32_000, 28);
-  h.writeUInt16LE(2, 32);
-  h.writeUInt16LE(16, 34);
-  h.write("data", 36, "latin1");
-  h.writeUInt32LE(data.length, 40);
-  const bytes = Buffer.concat([h, data]);
-  return new Uint8Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) as ArrayBuffer);
-}
+/** A 16 kHz 16-bit mono PCM WAV of `seconds` of silence, as a fetch body takes it. */
+const wav = (seconds: number): Uint8Array<ArrayBuffer> => new Uint8Array(wavFile(seconds));
 
 describe("what a node may register is the operator's", () => {
   it("a claim of 4,294,967,295 slots is refused at Register, with the reason; within --max-node-slots it registers", async () => {

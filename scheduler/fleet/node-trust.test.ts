@@ -21,6 +21,7 @@ import { nodeIdMatcher } from "../../config/index.js";
 import { testDb } from "../../test/helpers/db.js";
 import { openStore } from "../store/index.js";
 import { KeyService } from "../auth/index.js";
+import { wavFile } from "../../scripts/lib/media.js";
 
 class RecordingLink implements AgentLink {
   sent: SchedulerMessage[] = [];
@@ -344,24 +345,7 @@ describe("cache_scope", () => {
 });
 
 describe("audio seconds bound", () => {
-  /** A PCM WAV header for `seconds` of 16 kHz 16-bit mono, with its data. */
-  function wav(seconds: number): Buffer {
-    const data = Buffer.alloc(seconds * 32_000);
-    const h = Buffer.alloc(44);
-    h.write("RIFF", 0, "latin1");
-    h.writeUInt32LE(36 + data.length, 4);
-    h.write("WAVEfmt ", 8, "latin1");
-    h.writeUInt32LE(16, 16);
-    h.writeUInt16LE(1, 20);
-    h.writeUInt16LE(1, 22);
-    h.writeUInt32LE(16_000, 24);
-    h.writeUInt32LE(32_000, 28);
-    h.writeUInt16LE(2, 32);
-    h.writeUInt16LE(16, 34);
-    h.write("data", 36, "latin1");
-    h.writeUInt32LE(data.length, 40);
-    return Buffer.concat([h, data]);
-  }
+  const wav = wavFile;
 
   it("a WAV file's header gives its duration (plus a second); anything else its size at 4 kbit/s", async () => {
     const w = wav(3);

@@ -37,6 +37,12 @@ export function wavHeader(dataBytes: number, rate = 16_000, channels = 1): Buffe
   return h;
 }
 
+/** A whole 16 kHz 16-bit mono PCM WAV file of `seconds` of silence. */
+export function wavFile(seconds: number): Buffer {
+  const dataBytes = seconds * 32_000;
+  return Buffer.concat([wavHeader(dataBytes), Buffer.alloc(dataBytes)]);
+}
+
 /** 1 s of silence then 2 s of a 440 Hz tone, repeated: speech for the energy VAD, with pauses (an ffmpeg lavfi source). */
 export const toneBursts = (seconds: number): string => `aevalsrc=0.4*sin(2*PI*440*t)*gt(mod(t\\,3)\\,1):s=16000:d=${seconds}`;
 
