@@ -8,7 +8,7 @@
  * it at once (`node_busy`, retryable), and its scheduler queues it or sends it to another node.
  */
 import type { HostPort } from "../../config/index.js";
-import { FleetLink, type FleetLinkOptions, type LinkPeers, type LinkState } from "./index.js";
+import { FleetLink, type FleetLinkOptions, type LinkPeers, type LinkState } from "./link.js";
 
 export interface SchedulerLinksOptions extends Omit<FleetLinkOptions, "scheduler" | "peers" | "backoff"> {
   /** The schedulers to dial, one link each. */

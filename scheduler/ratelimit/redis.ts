@@ -16,7 +16,7 @@ import { randomUUID } from "node:crypto";
 import { Redis, ReplyError } from "ioredis";
 import { InFlightLimitError, ApiError, RateLimitError, ServiceUnavailableError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
-import { CHAT_INFLIGHT_REFUSAL, rateHeaders, WINDOW_MS, type InflightCounter, type RateDecision, type RequestLimiter } from "./index.js";
+import { CHAT_INFLIGHT_REFUSAL, rateHeaders, WINDOW_MS, type InflightCounter, type RateDecision, type RequestLimiter } from "./limits.js";
 import type { HoldRefused, TokenCounter, TokenUsage } from "./tokens.js";
 
 const NOW = `local t = redis.call('TIME')

@@ -14,7 +14,7 @@
  */
 import { RateLimitError } from "../../core/errors.js";
 import type { Tier } from "../auth/index.js";
-import { WINDOW_MS } from "./index.js";
+import { WINDOW_MS } from "./limits.js";
 
 /** An account's counts now. */
 export interface TokenUsage {
