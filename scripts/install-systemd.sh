@@ -4,29 +4,72 @@
 # and the unit files from systemd/. Run as root from a built checkout (`npm install` done).
 #
 #   sudo scripts/install-systemd.sh [agent|scheduler|both]   (default: both)
+#   scripts/install-systemd.sh --root DIR [--link-node-modules] [agent|scheduler|both]
+#
+# --root DIR installs into DIR exactly as into / (DIR/opt/kiln, DIR/var/lib/kiln, DIR/etc/kiln,
+# DIR/etc/systemd/system), for an image being built or a test (test/install.test.ts runs the
+# installed copy from such a root): it makes no user, changes no owner and calls no systemctl,
+# so it needs no root. --link-node-modules hard-links node_modules (about 1 GB) instead of
+# copying it, where DIR is on the checkout's file system: for a throwaway root only, since the
+# installed files then share their inodes with the checkout's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-which="${1:-both}"
-prefix=/opt/kiln
+which=both root="" staged="" link=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --root) root="${2:?--root needs a folder}" staged=1; shift 2 ;;
+    --root=*) root="${1#--root=}" staged=1; shift ;;
+    --link-node-modules) link=1; shift ;;
+    agent | scheduler | both) which="$1"; shift ;;
+    *) echo "usage: $0 [--root DIR] [--link-node-modules] [agent|scheduler|both]" >&2; exit 2 ;;
+  esac
+done
+if [ -n "$staged" ]; then
+  mkdir -p "$root" && root="$(cd "$root" && pwd)" && root="${root%/}"
+elif [ "$(id -u)" != 0 ]; then
+  echo "$0: run as root (sudo), or give --root DIR" >&2
+  exit 1
+fi
+prefix="$root/opt/kiln"
+# owner and group of a folder or file: root:kiln and kiln:kiln on a real install, left as is under --root
+owned() { [ -n "$staged" ] || echo "-o $1 -g $2"; }
 
-id kiln >/dev/null 2>&1 || useradd --system --home-dir /var/lib/kiln --shell /usr/sbin/nologin kiln
-# The agent reads the GPUs through the video/render groups where they exist.
-for g in video render; do getent group "$g" >/dev/null && usermod -aG "$g" kiln; done
+if [ -z "$staged" ]; then
+  id kiln >/dev/null 2>&1 || useradd --system --home-dir /var/lib/kiln --shell /usr/sbin/nologin kiln
+  # The agent reads the GPUs through the video/render groups where they exist.
+  for g in video render; do getent group "$g" >/dev/null && usermod -aG "$g" kiln; done
+fi
 
+# The app: what the installed `kiln` loads at run time (and nothing it writes: /opt/kiln is
+# read-only under the units' ProtectSystem=strict; state goes to /var/lib/kiln).
 install -d -m 0755 "$prefix"
-cp -a package.json package-lock.json bin dist node_modules README.md "$prefix"/
-install -d -m 0755 "$prefix/agent/ui" && cp -a agent/ui/static "$prefix/agent/ui/"   # the web UI's files
-install -d -m 0750 -o kiln -g kiln /var/lib/kiln
-install -d -m 0750 -o root -g kiln /etc/kiln
+cp -a package.json package-lock.json bin dist README.md "$prefix"/
+if [ -n "$link" ]; then
+  rm -rf "$prefix/node_modules" && cp -al node_modules "$prefix"/
+else
+  cp -a node_modules "$prefix"/
+fi
+install -d -m 0755 "$prefix/proto" && cp -a proto/kiln "$prefix/proto/" # the fleet's .proto files, loaded at start
+# the static files of the agent's web UI and of the scheduler's dashboard (dist/ holds none: see core/paths.ts)
+install -d -m 0755 "$prefix/agent/ui" && cp -a agent/ui/static "$prefix/agent/ui/"
+install -d -m 0755 "$prefix/scheduler/dashboard" && cp -a scheduler/dashboard/static "$prefix/scheduler/dashboard/"
+install -d -m 0750 $(owned kiln kiln) "$root/var/lib/kiln"
+install -d -m 0750 $(owned root kiln) "$root/etc/kiln"
+install -d -m 0755 "$root/etc/systemd/system"
 
 env_file() { # name, template
-  [ -e "/etc/kiln/$1.env" ] || { printf '%s\n' "$2" > "/etc/kiln/$1.env"; chown root:kiln "/etc/kiln/$1.env"; chmod 0640 "/etc/kiln/$1.env"; }
+  local file="$root/etc/kiln/$1.env"
+  [ -e "$file" ] || {
+    printf '%s\n' "$2" >"$file"
+    [ -n "$staged" ] || chown root:kiln "$file"
+    chmod 0640 "$file"
+  }
 }
 if [ "$which" != "scheduler" ]; then
   # The transcription API listens on every interface (:7860), so it gets a token of its own
   # (made only for a new env file; an existing one is kept as it is).
   agent_token=""
-  [ -e /etc/kiln/agent.env ] || agent_token="$(head -c 24 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  [ -e "$root/etc/kiln/agent.env" ] || agent_token="$(head -c 24 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
   env_file agent "# kiln agent: every flag has a KILN_* twin (node bin/kiln.js agent --help)
 # every /api call on :7860 needs Authorization: Bearer <KILN_AGENT_TOKEN> (a job's own calls also take its handle),
 # and so do /readyz and /metrics (a probe or Prometheus sends it; /healthz stays open)
@@ -38,7 +81,7 @@ KILN_AGENT_TOKEN=$agent_token
 #KILN_TLS_KEY=/etc/kiln/tls/agent.key
 #KILN_NODE_TOKEN=
 #KILN_SERVE=famB-v3.1=/var/lib/kiln/models/model.gguf"
-  install -m 0644 systemd/kiln-agent.service /etc/systemd/system/kiln-agent.service
+  install -m 0644 systemd/kiln-agent.service "$root/etc/systemd/system/kiln-agent.service"
 fi
 if [ "$which" != "agent" ]; then
   env_file scheduler "# kiln scheduler: every flag has a KILN_* twin (node bin/kiln.js scheduler --help)
@@ -50,8 +93,16 @@ KILN_GRPC=0.0.0.0:50051
 #KILN_GRPC_CLIENT_CA=/etc/kiln/tls/agents-ca.crt
 # TOKEN (any node id) or IDS=TOKEN (node ids or * globs joined by |), comma-separated:
 #KILN_NODE_TOKENS=
-#KILN_JWT_SECRET="
-  install -m 0644 systemd/kiln-scheduler.service /etc/systemd/system/kiln-scheduler.service
+#KILN_JWT_SECRET=
+# the dashboard (/dashboard) is off without an admin token:
+#KILN_ADMIN_TOKEN=
+# the database and the audio spool are the unit's (KILN_DB, KILN_SPOOL_DIR under /var/lib/kiln/scheduler);
+# API keys: sudo -u kiln node /opt/kiln/bin/kiln.js keys create --db /var/lib/kiln/scheduler/kiln.db --account NAME --tier pro"
+  install -m 0644 systemd/kiln-scheduler.service "$root/etc/systemd/system/kiln-scheduler.service"
+fi
+if [ -n "$staged" ]; then
+  echo "installed into $root"
+  exit 0
 fi
 systemctl daemon-reload
 echo "installed; edit /etc/kiln/*.env, then: systemctl enable --now kiln-agent / kiln-scheduler"
