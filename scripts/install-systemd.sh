@@ -49,6 +49,7 @@ if [ -n "$link" ]; then
 else
   cp -a node_modules "$prefix"/
 fi
+rm -rf "$prefix"/node_modules/{.vite,.vite-temp,.cache} # caches of the test runner and the build tools
 install -d -m 0755 "$prefix/proto" && cp -a proto/kiln "$prefix/proto/" # the fleet's .proto files, loaded at start
 # the static files of the agent's web UI and of the scheduler's dashboard (dist/ holds none: see core/paths.ts)
 install -d -m 0755 "$prefix/agent/ui" && cp -a agent/ui/static "$prefix/agent/ui/"
