@@ -25,6 +25,7 @@ import type { ChannelCredentials } from "@grpc/grpc-js";
 import { WHISPER_LANGUAGES } from "../models/whisper.js";
 import { logProgress, ModelHub, PullError } from "../hub/index.js";
 import { EngineError, JobAbortedError } from "./asr/errors.js";
+import { checkFfmpeg, FFMPEG_NEEDS, useFfmpeg } from "./asr/ffmpeg.js";
 import type { WhisperFetcher } from "./asr/whisper.js";
 
 /** The spec's limits on one transcription input. */
@@ -180,6 +181,7 @@ async function startSpeech(config: AgentConfig, engine: LlmEngine, hub: ModelHub
   const diarization =
     config.segmentationModel && config.embeddingModel ? { segmentation: resolve(config.segmentationModel), embedding: resolve(config.embeddingModel) } : undefined;
   if (diarization) await checkDiarizationModels(diarization); // a bad model fails the start, not a job
+  const ffmpegFault = await startFfmpeg(config, logger);
   const translationModel = config.translationModel ?? config.serve[0]?.id;
   const transcriber = new Transcriber({
     whisper,
@@ -189,9 +191,29 @@ async function startSpeech(config: AgentConfig, engine: LlmEngine, hub: ModelHub
     ...(diarization ? { diarization } : {}),
     ...(translationModel ? { translator: chatTranslator(engine, translationModel) } : {}),
     ffmpegStallMs: config.ffmpegStallSeconds * 1000,
+    ...(ffmpegFault ? { ffmpegFault } : {}),
   });
   const capabilities = { diarization: Boolean(diarization), translation: Boolean(translationModel) };
-  return { whisperDir, vadModel, whisper, transcriber, capabilities };
+  return { whisperDir, vadModel, whisper, transcriber, capabilities, ffmpegFault };
+}
+
+/**
+ * `--ffmpeg` chosen, and checked: the pipeline's probe and decode run once on a tiny generated
+ * WAV. Returns why they failed, and then transcription is refused (503 `engine_unavailable`,
+ * /readyz says so) while chat still serves; the log names the ffmpeg found and the one needed.
+ */
+async function startFfmpeg(config: AgentConfig, logger: Logger): Promise<string | undefined> {
+  useFfmpeg(config.ffmpeg);
+  const check = await checkFfmpeg();
+  if (check.ok) {
+    logger.info({ ffmpeg: check.path, version: check.version }, "ffmpeg runs the decode");
+    return undefined;
+  }
+  logger.error(
+    { ffmpeg: check.path ?? null, version: check.version ?? null },
+    `transcription refused: ffmpeg cannot run Kiln's decode (${check.reason}); it needs ${FFMPEG_NEEDS}`,
+  );
+  return check.reason;
 }
 
 /** The job service on the data folder, its interrupted jobs resumed, and the hourly sweep of finished ones. */
@@ -234,6 +256,8 @@ interface AgentFacts {
   jobs: JobService;
   whisper: WhisperPool;
   vadModel: string;
+  /** Why the start check found ffmpeg unable to run the decode; absent when it can. */
+  ffmpegFault: string | undefined;
   capabilities: { diarization: boolean; translation: boolean };
   links: () => SchedulerLinks | undefined;
 }
@@ -245,7 +269,7 @@ async function serveHttp(config: AgentConfig, facts: AgentFacts & { metrics: Age
     jobs,
     whisper,
     capabilities,
-    pipeline: () => checkPipeline(facts.vadModel, whisper),
+    pipeline: () => checkPipeline(facts.vadModel, whisper, facts.ffmpegFault),
     node: () => nodeInfo(facts),
     metrics,
     ready: () => readiness(facts),
@@ -284,7 +308,7 @@ async function nodeInfo({ config, hardware, jobs, links, capabilities }: AgentFa
 }
 
 /** `/readyz`: chat models loaded and, with `--scheduler`, a link up; transcription's state reported beside. */
-async function readiness({ config, engine, links, vadModel, whisper, capabilities }: AgentFacts) {
+async function readiness({ config, engine, links, vadModel, ffmpegFault, whisper, capabilities }: AgentFacts) {
   const checks: Record<string, boolean> = {
     chat_models_loaded: engine.modelPools.length === new Set(config.serve.map((s) => resolve(s.path))).size,
   };
@@ -293,6 +317,9 @@ async function readiness({ config, engine, links, vadModel, whisper, capabilitie
   // Transcription readiness is reported, not required: a chat-only node is ready without it.
   const installed = (await whisper.status()).filter((m) => m.installed).map((m) => m.name);
   const transcription = {
+    /** ffmpeg ran the pipeline's decode at start; when not, `ffmpeg_error` says why and no job is accepted. */
+    ffmpeg: !ffmpegFault,
+    ...(ffmpegFault ? { ffmpeg_error: ffmpegFault } : {}),
     vad_model: await checkVadModel(vadModel).then(
       () => true,
       () => false,
@@ -318,7 +345,14 @@ async function joinFleet(config: AgentConfig, facts: AgentFacts & { dataDir: str
     { compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores },
     hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU",
   );
-  const transcriptions = new FleetTranscriptions({ jobs, whisper, capabilities, maxFileBytes: config.maxUpload, pipeline: () => checkPipeline(facts.vadModel, whisper), logger });
+  const transcriptions = new FleetTranscriptions({
+    jobs,
+    whisper,
+    capabilities,
+    maxFileBytes: config.maxUpload,
+    pipeline: () => checkPipeline(facts.vadModel, whisper, facts.ffmpegFault),
+    logger,
+  });
   await transcriptions.refresh();
   const links = new SchedulerLinks({
     schedulers: config.scheduler,

@@ -960,6 +960,13 @@ export const AGENT_OPTIONS = {
   },
   /** Finished jobs kept at most; the oldest go first. Default: 10000. */
   maxResults: { flags: "--max-results <n>", env: "KILN_MAX_RESULTS", default: "10000", description: "finished jobs kept at most (the oldest are removed first)", schema: int(1) },
+  /** The ffmpeg that probes and decodes uploads. Default: the PATH's `ffmpeg`, else the npm-shipped static build. */
+  ffmpeg: {
+    flags: "--ffmpeg <path>",
+    env: "KILN_FFMPEG",
+    description: "the ffmpeg binary that decodes uploads, checked at start (default: the PATH's ffmpeg, else the static build from npm)",
+    schema: z.string().min(1).optional(),
+  },
   /** ffmpeg is killed when its output has not grown for this long. Default: 120. */
   ffmpegStallSeconds: {
     flags: "--ffmpeg-stall-seconds <s>",

@@ -1,16 +1,24 @@
 /**
- * Probing and decoding with ffmpeg: the system `ffmpeg` when it is on the PATH (Debian's is
- * newer), else the static build shipped by `@ffmpeg-installer/ffmpeg`. Every input is decoded to
- * 16 kHz mono 32-bit float PCM in a file on disk, so a 4-hour upload never sits in memory.
+ * Probing and decoding with ffmpeg: `--ffmpeg` / `KILN_FFMPEG` when set, else the system `ffmpeg`
+ * when it is on the PATH (Debian's is newer), else the static build shipped by
+ * `@ffmpeg-installer/ffmpeg`. Every input is decoded to 16 kHz mono 32-bit float PCM in a file on
+ * disk, so a 4-hour upload never sits in memory.
  *
  * ffmpeg reads only local files (`-protocol_whitelist file,pipe`) through the demuxers of the
  * accepted formats (`-format_whitelist`), so a crafted file cannot make it open a URL or parse an
  * exotic container. A watchdog kills it when it makes no progress (no output, no message) for
  * the stall time: an input that never delivers its bytes cannot hold a job slot forever.
+ *
+ * A failure is the file's (`AudioError`, "bad input") only when ffmpeg says so: it could not open
+ * or parse the input, or the input has no audio. ffmpeg missing, crashing or refusing Kiln's own
+ * arguments is the node's (`EngineError`). The agent runs the pipeline's probe and decode once at
+ * start on a tiny generated WAV (`checkFfmpeg`) and refuses transcription when they fail.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
-import { stat } from "node:fs/promises";
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { childEnv } from "../../core/child.js";
 import { AudioError, EngineError } from "./errors.js";
 
@@ -22,21 +30,93 @@ export const ACCEPTED_DEMUXERS = ["mp3", "wav", "flac", "mov", "aac", "ogg", "as
 const INPUT_GUARD = ["-protocol_whitelist", "file,pipe", "-format_whitelist", ACCEPTED_DEMUXERS.join(",")];
 /** Default stall time: ffmpeg is killed after this long without progress. */
 export const DEFAULT_STALL_MS = 120_000;
+/** What the pipeline needs of ffmpeg, for the operator: said when the start check fails. */
+export const FFMPEG_NEEDS =
+  `ffmpeg ≥ 4.0 with -protocol_whitelist and -format_whitelist, the demuxers ${ACCEPTED_DEMUXERS.join(", ")}, ` +
+  `resampling to ${SAMPLE_RATE} Hz mono and the f32le muxer with the pcm_f32le encoder; install Debian's ffmpeg (apt-get install ffmpeg) or set KILN_FFMPEG=/path (--ffmpeg)`;
 const require = createRequire(import.meta.url);
 
-let cached: string | undefined;
+/** The path set by the agent's `--ffmpeg` / `KILN_FFMPEG` (`useFfmpeg`). */
+let configured: string | undefined;
+/** The ffmpeg found without an override (the PATH's or the npm-shipped one), looked up once. */
+let found: string | undefined;
 
-/** The ffmpeg binary to run: `KILN_FFMPEG`, else the PATH's, else the npm-shipped one. */
+/** Uses `path` as ffmpeg (the agent's `--ffmpeg`); `undefined` goes back to `KILN_FFMPEG` or the search. */
+export function useFfmpeg(path: string | undefined): void {
+  configured = path;
+}
+
+/** The ffmpeg binary to run: `--ffmpeg` / `KILN_FFMPEG`, else the PATH's, else the npm-shipped one. */
 export function ffmpegPath(): string {
-  if (cached) return cached;
-  const fromEnv = process.env.KILN_FFMPEG;
-  if (fromEnv) return (cached = fromEnv);
-  if (spawnSync("ffmpeg", ["-version"], { stdio: "ignore", env: childEnv() }).status === 0) return (cached = "ffmpeg");
+  const chosen = configured ?? process.env.KILN_FFMPEG;
+  if (chosen) return chosen;
+  return (found ??= findFfmpeg());
+}
+
+/** The PATH's `ffmpeg` when it runs, else the static build of `@ffmpeg-installer/ffmpeg`. */
+function findFfmpeg(): string {
+  if (spawnSync("ffmpeg", ["-version"], { stdio: "ignore", env: childEnv() }).status === 0) return "ffmpeg";
   try {
-    return (cached = (require("@ffmpeg-installer/ffmpeg") as { path: string }).path);
+    return (require("@ffmpeg-installer/ffmpeg") as { path: string }).path;
   } catch (err) {
-    throw new EngineError("no ffmpeg found: install it (apt-get install ffmpeg) or set KILN_FFMPEG", { cause: err });
+    throw new EngineError(`no ffmpeg found: ${FFMPEG_NEEDS}`, { cause: err });
   }
+}
+
+/** The outcome of `checkFfmpeg`: whether the pipeline's probe and decode run, with the ffmpeg that ran them. */
+export type FfmpegCheck = { ok: true; path: string; version: string } | { ok: false; path: string | undefined; version: string | undefined; reason: string };
+
+/**
+ * Runs the pipeline's own probe and decode (the same arguments, filters and watchdog) once on a
+ * tiny generated WAV (8 kHz stereo, so resampling and downmixing run), and checks the samples
+ * that come out. A failure is the ffmpeg's, never a file's: the agent refuses transcription.
+ */
+export async function checkFfmpeg(options: { stallMs?: number } = {}): Promise<FfmpegCheck> {
+  let path: string | undefined;
+  let version: string | undefined;
+  const dir = await mkdtemp(join(tmpdir(), "kiln-ffmpeg-check-"));
+  try {
+    path = ffmpegPath();
+    const ran = spawnSync(path, ["-hide_banner", "-version"], { encoding: "utf8", env: childEnv(), timeout: 30_000 });
+    version = /^ffmpeg version (\S+)/m.exec(ran.stdout ?? "")?.[1];
+    const input = join(dir, "check.wav");
+    const seconds = 0.25;
+    await writeFile(input, toneWav(8000, 2, seconds));
+    const stallMs = options.stallMs ?? 30_000;
+    const probe = await probeAudio(input, "the start check's WAV", { stallMs });
+    if (probe.codec !== "pcm_s16le") throw new EngineError(`ffmpeg read the start check's WAV as ${probe.codec}, not pcm_s16le`);
+    const samples = await decodeToPcm(input, join(dir, "check.f32"), { maxSeconds: 60, displayName: "the start check's WAV", stallMs });
+    if (samples !== seconds * SAMPLE_RATE) throw new EngineError(`ffmpeg decoded ${samples} samples of a ${seconds} s WAV, not ${seconds * SAMPLE_RATE}`);
+    return { ok: true, path, version: version ?? "unknown" };
+  } catch (err) {
+    return { ok: false, path, version, reason: err instanceof Error ? err.message : String(err) };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** A 16-bit PCM WAV of a 440 Hz tone. */
+function toneWav(rate: number, channels: number, seconds: number): Buffer {
+  const frames = Math.round(rate * seconds);
+  const data = frames * channels * 2;
+  const wav = Buffer.alloc(44 + data);
+  wav.write("RIFF", 0, "ascii");
+  wav.writeUInt32LE(36 + data, 4);
+  wav.write("WAVEfmt ", 8, "ascii");
+  wav.writeUInt32LE(16, 16);
+  wav.writeUInt16LE(1, 20); // PCM
+  wav.writeUInt16LE(channels, 22);
+  wav.writeUInt32LE(rate, 24);
+  wav.writeUInt32LE(rate * channels * 2, 28);
+  wav.writeUInt16LE(channels * 2, 32);
+  wav.writeUInt16LE(16, 34);
+  wav.write("data", 36, "ascii");
+  wav.writeUInt32LE(data, 40);
+  for (let i = 0; i < frames; i++) {
+    const v = Math.round(Math.sin((2 * Math.PI * 440 * i) / rate) * 8000);
+    for (let c = 0; c < channels; c++) wav.writeInt16LE(v, 44 + (i * channels + c) * 2);
+  }
+  return wav;
 }
 
 export interface AudioProbe {
@@ -59,10 +139,20 @@ interface RunOptions {
   onOutput?: (bytes: number) => void;
 }
 
-function run(args: string[], options: RunOptions = {}): Promise<{ code: number | null; stderr: string; stalled: boolean }> {
+/** How one ffmpeg run ended: its exit code, or the signal that ended it; its messages; whether the watchdog stopped it. */
+interface RunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+  stalled: boolean;
+}
+
+/** Runs ffmpeg. It not starting at all (missing, not executable) is an `EngineError`; a stop by `options.signal` rejects with the AbortError. */
+function run(args: string[], options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     // ffmpeg parses what strangers upload: it gets the engines' allow-listed environment, not the agent's secrets.
-    const child = spawn(ffmpegPath(), args, { stdio: ["ignore", "ignore", "pipe"], env: childEnv(), ...(options.signal ? { signal: options.signal } : {}) });
+    const path = ffmpegPath();
+    const child = spawn(path, args, { stdio: ["ignore", "ignore", "pipe"], env: childEnv(), ...(options.signal ? { signal: options.signal } : {}) });
     let stderr = "";
     let seen = 0; // stderr bytes and output bytes so far: progress is any growth
     let lastProgress = Date.now();
@@ -96,11 +186,12 @@ function run(args: string[], options: RunOptions = {}): Promise<{ code: number |
     });
     child.on("error", (err) => {
       clearInterval(watchdog);
-      reject(err);
+      if (options.signal?.aborted) reject(err);
+      else reject(new EngineError(`ffmpeg could not be started on this node (${(err as NodeJS.ErrnoException).code ?? err.message}); the file may be fine`, { cause: err }));
     });
-    child.on("close", (code) => {
+    child.on("close", (code, signal) => {
       clearInterval(watchdog);
-      resolve({ code, stderr, stalled });
+      resolve({ code, signal, stderr, stalled });
     });
   });
 }
@@ -109,6 +200,32 @@ function stallError(displayName: string, stallMs: number | undefined): AudioErro
   return new AudioError(
     `${displayName} could not be read: ffmpeg made no progress for ${Math.round((stallMs ?? DEFAULT_STALL_MS) / 1000)} s and was stopped (is the file complete?)`,
   );
+}
+
+/** ffmpeg's messages that it was run wrongly or cannot do what it is asked (an option, filter, muxer or encoder it lacks): the node's fault, whatever the input. */
+const TOOL_FAULT =
+  /Error splitting the argument list|Unrecognized option|Option not found|Missing argument for option|Failed to set value|Error parsing options|No such filter|Unknown (?:encoder|decoder|format)|Error initializing (?:filter|output)|not a suitable output format|Unable to (?:find|choose) a suitable output format|Error opening output|Could not write header|Encoder not found/i;
+/** ffmpeg's messages that blame the input: not media it can read, a container not accepted, no audio stream. */
+const INPUT_FAULT = /Invalid data found when processing input|could not find codec parameters|not on whitelist|matches no streams|does not contain any stream|moov atom not found/i;
+/** The system's reasons an input could not be opened that are this machine's, not the file's. */
+const MACHINE_FAULT = /No such file or directory|Permission denied|Too many open files|Cannot allocate memory|No space left on device|Input\/output error/i;
+
+/**
+ * Whose fault a failed ffmpeg run is: the input's when ffmpeg blames it (`INPUT_FAULT`, or its line
+ * `<input>: <reason>` for an input it could not open, unless the reason is this machine's), else
+ * ffmpeg's own (a crash, an option it lacks, an output it cannot write, anything unexplained).
+ */
+function blamesInput(result: RunResult, input: string): boolean {
+  if (result.code === null || TOOL_FAULT.test(result.stderr)) return false;
+  if (INPUT_FAULT.test(result.stderr)) return true;
+  const opened = result.stderr.split("\n").find((l) => l.startsWith(`${input}: `));
+  return opened !== undefined && !MACHINE_FAULT.test(opened);
+}
+
+/** ffmpeg failed in a way that is not the input's: an `EngineError` that says the file may be fine (no path of this machine in it). */
+function toolError(result: RunResult, what: string, paths: readonly string[], displayName: string): EngineError {
+  const how = result.code === null ? `was killed by ${result.signal ?? "a signal"}` : `failed (${lastLine(result.stderr, paths, displayName) || `exit status ${result.code}`})`;
+  return new EngineError(`ffmpeg ${how} while ${what}: this node's ffmpeg could not run Kiln's decode; the file may be fine`);
 }
 
 /**
@@ -134,10 +251,12 @@ function lastLine(stderr: string, paths: readonly string[], displayName: string)
 export async function probeAudio(file: string, displayName: string, options: { stallMs?: number; signal?: AbortSignal } = {}): Promise<AudioProbe> {
   const { size } = await stat(file);
   if (size === 0) throw new AudioError(`${displayName} is empty (0 bytes)`);
-  const { stderr, stalled } = await run(["-hide_banner", "-nostdin", ...INPUT_GUARD, "-i", file], options);
+  const result = await run(["-hide_banner", "-nostdin", ...INPUT_GUARD, "-i", file], options);
+  const { stderr, stalled } = result;
   if (stalled) throw stallError(displayName, options.stallMs);
   const input = /^Input #0, ([^,\n]+(?:,[^,\n]+)*?), from /m.exec(stderr);
   if (!input) {
+    if (!blamesInput(result, file)) throw toolError(result, `reading ${displayName}`, [file], displayName);
     const reason = /Invalid data found|could not find codec parameters|Invalid argument/i.test(stderr)
       ? "is not an audio or video file ffmpeg can read"
       : `could not be read (${lastLine(stderr, [file], displayName)})`;
@@ -184,14 +303,17 @@ export async function decodeToPcm(
     "pcm_f32le",
     out,
   ];
-  const { code, stderr, stalled } = await run(args, {
+  const result = await run(args, {
     output: out,
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.stallMs !== undefined ? { stallMs: options.stallMs } : {}),
     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
   });
-  if (stalled) throw stallError(options.displayName, options.stallMs);
-  if (code !== 0) throw new AudioError(`${options.displayName} could not be decoded (${lastLine(stderr, [file, out], options.displayName) || `ffmpeg exited with ${code}`})`);
+  if (result.stalled) throw stallError(options.displayName, options.stallMs);
+  if (result.code !== 0) {
+    if (!blamesInput(result, file)) throw toolError(result, `decoding ${options.displayName}`, [file, out], options.displayName);
+    throw new AudioError(`${options.displayName} could not be decoded (${lastLine(result.stderr, [file, out], options.displayName) || `ffmpeg exited with ${result.code}`})`);
+  }
   const samples = (await stat(out)).size / 4;
   if (samples === 0) throw new AudioError(`${options.displayName} has an audio track with no samples`);
   if (samples > options.maxSeconds * SAMPLE_RATE) throw new AudioError(`${options.displayName} runs over the ${formatLimit(options.maxSeconds)} limit`);

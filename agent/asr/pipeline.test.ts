@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { Logger } from "../../core/log.js";
 import { makeMedia, TEST_VAD, TEST_WHISPER_DIR } from "../../test/helpers/speech.js";
 import { tempDir } from "../../test/helpers/temp.js";
-import { Transcriber, WhisperPool, type TranscribeRequest } from "./index.js";
+import { AudioError, EngineError, Transcriber, WhisperPool, type TranscribeRequest } from "./index.js";
 
 const logger = pino({ level: "silent" }) as unknown as Logger;
 const whisper = new WhisperPool({ dir: TEST_WHISPER_DIR, compute: "cpu", memoryBudgetMb: 256, parallel: 1, threads: 1, logger });
@@ -65,5 +65,16 @@ describe("Transcriber, resumable", () => {
     const moved = records.slice(0, 2).map((r) => JSON.stringify({ ...JSON.parse(r), start: JSON.parse(r).start + 1600 }));
     writeFileSync(log, moved.map((r) => `\n${r}`).join(""));
     expect((await decodedBy(request)).chunks).toBe(first.chunks);
+  });
+});
+
+describe("Transcriber, on a node whose ffmpeg failed the start check", () => {
+  it("fails a run that must decode as an engine fault naming ffmpeg, never as the file's", async () => {
+    const refusing = new Transcriber({ whisper, vad: { model: TEST_VAD }, maxAudioSeconds: 3600, logger, ffmpegFault: "ffmpeg failed (Option not found)" });
+    const request: TranscribeRequest = { input: makeMedia(tempDir(), "talk.wav", { seconds: 2 }), displayName: "talk.wav", workDir: tempDir(), model: "base", translate: false };
+    const failure = await refusing.run(request, () => undefined).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(EngineError);
+    expect(failure).not.toBeInstanceOf(AudioError);
+    expect((failure as Error).message).toBe("ffmpeg cannot decode on this node (ffmpeg failed (Option not found)); the file may be fine");
   });
 });

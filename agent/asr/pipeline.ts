@@ -82,6 +82,8 @@ export interface TranscriberOptions {
   translator?: Translator;
   /** ffmpeg is killed after this long without progress (default: `DEFAULT_STALL_MS`, 120 s). */
   ffmpegStallMs?: number;
+  /** Why this node's ffmpeg cannot run the decode (`checkFfmpeg` at start): a run that must decode fails as an engine fault, never a file's. */
+  ffmpegFault?: string;
   logger: Logger;
 }
 
@@ -241,6 +243,7 @@ export class Transcriber {
       clock.finish("decoding");
       return kept;
     }
+    if (this.options.ffmpegFault) throw new EngineError(`ffmpeg cannot decode on this node (${this.options.ffmpegFault}); the file may be fine`);
     clock.enter("decoding");
     report();
     const stall = this.options.ffmpegStallMs !== undefined ? { stallMs: this.options.ffmpegStallMs } : {};

@@ -42,7 +42,7 @@ export interface AgentHttpDeps {
   node: () => Promise<NodeInfo>;
   metrics: HttpMetrics;
   /** Readiness checks (models loaded, scheduler link when configured). */
-  ready: () => Promise<{ ready: boolean; checks: Record<string, boolean>; transcription: Record<string, boolean | string[]> }>;
+  ready: () => Promise<{ ready: boolean; checks: Record<string, boolean>; transcription: Record<string, boolean | string | string[]> }>;
   logger: Logger;
 }
 

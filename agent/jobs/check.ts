@@ -38,12 +38,14 @@ export async function checkRunnable(options: JobOptions, whisper: WhisperPool, c
 }
 
 /**
- * Whether this node can transcribe at all, checked before an upload is stored: its voice-activity
+ * Whether this node can transcribe at all, checked before an upload is stored: its ffmpeg able to
+ * run the pipeline's decode (`ffmpegFault`: why the start check found it could not), its voice-activity
  * model readable and a whisper model installed (or fetched on demand). Throws 503 `engine_unavailable` naming what is
  * missing and the flag that sets it (the operator's fault, not the client's: another node may take it).
  */
-export async function checkPipeline(vadModel: string, whisper: WhisperPool): Promise<void> {
+export async function checkPipeline(vadModel: string, whisper: WhisperPool, ffmpegFault?: string): Promise<void> {
   const missing: string[] = [];
+  if (ffmpegFault) missing.push(`ffmpeg cannot decode here (${ffmpegFault}): install Debian's ffmpeg or set KILN_FFMPEG (--ffmpeg)`);
   await checkVadModel(vadModel).catch((err: Error) => missing.push(`${err.message}`));
   if (!whisper.fetches && !(await whisper.status()).some((m) => m.installed)) missing.push("no whisper model is installed (--whisper-dir)");
   if (missing.length > 0) throw new ServiceUnavailableError("engine_unavailable", `audio: this instance cannot transcribe now: ${missing.join("; ")}; nothing was stored`);

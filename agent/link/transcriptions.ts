@@ -108,7 +108,7 @@ export class FleetTranscriptions {
       // the operator's detail (a model's path) stays in this node's log: the request comes from a tenant
       await this.options.pipeline().catch((err: unknown) => {
         this.options.logger.error({ requestId: t.trace, err: (err as Error).message }, "fleet transcription refused: this node cannot transcribe");
-        throw new ServiceUnavailableError("engine_unavailable", "a node cannot transcribe now (a model it needs is missing; its log names it)");
+        throw new ServiceUnavailableError("engine_unavailable", "a node cannot transcribe now (a model or the ffmpeg it needs is missing; its log names it)");
       });
       const options = parseJobFields({ ...req.fields }, this.options.whisper.catalog);
       await checkRunnable(options, this.options.whisper, this.options.capabilities);

@@ -2,7 +2,7 @@
  * Helpers for the transcription suites: a transcription-only agent (in process or spawned) on
  * the fabricated whisper and energy-VAD models, audio made by ffmpeg, uploads and polling.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { openAsBlob, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { parseAgentConfig } from "../../config/index.js";
@@ -140,8 +140,17 @@ export async function waitForJob(base: string, id: string, timeoutMs = 60_000): 
 }
 
 /**
+ * Whether the ffmpeg the suites use takes `-readrate` (ffmpeg 5.0 and later; not the npm-shipped 2018
+ * build, which refuses it: "Error splitting the argument list: Option not found").
+ */
+export function ffmpegReadsAtRate(): boolean {
+  return spawnSync(ffmpegPath(), ["-v", "error", "-readrate", "1", "-f", "lavfi", "-i", "anullsrc", "-t", "0.01", "-f", "null", "-"], { stdio: "ignore" }).status === 0;
+}
+
+/**
  * An ffmpeg for `KILN_FFMPEG` that is the real one, except that it decodes reading its input at
  * `rate` times the audio's own speed: decoding lasts long enough for a test to stop the agent in it.
+ * Needs an ffmpeg that takes `-readrate` (`ffmpegReadsAtRate`).
  */
 export function slowDecodingFfmpeg(rate: number): string {
   const script = join(tempDir(), "ffmpeg");
