@@ -8,7 +8,7 @@ export const MUTATION_SUITES = [
   "scheduler/chat/validate.test.ts",
   "scheduler/ratelimit/index.test.ts",
   "scheduler/auth/keys.test.ts",
-  "agent/asr/formats.test.ts",
+  "speech/formats.test.ts",
   "agent/asr/chunks.test.ts",
   "agent/asr/words.test.ts",
   "agent/asr/speakers.test.ts",
