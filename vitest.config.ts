@@ -13,6 +13,7 @@ const PAIRED = [
   "test/mcp.test.ts",
   "test/mcp-hostile.test.ts",
   "test/mcp-sandbox.test.ts",
+  "test/docs.test.ts",
   "test/usage.test.ts",
   "test/cli.test.ts",
   "test/dashboard.test.ts",
