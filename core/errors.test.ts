@@ -10,9 +10,9 @@ describe("InvalidRequestError.toBody", () => {
       message: "stop[0]: must be 1 to 256 characters",
       param: "stop",
     });
-    expect(new InvalidRequestError("x", "messages[2].content[0].text: expected a string").toBody().error.param).toBe("messages[2].content[0].text");
-    expect(new InvalidRequestError("x", "config.authentication.token_env: unknown").toBody().error.param).toBe("config.authentication.token_env");
-    expect(new InvalidRequestError("x", "the body is not JSON at all").toBody().error.param).toBeNull();
+    expect(new InvalidRequestError("invalid_value", "messages[2].content[0].text: expected a string").toBody().error.param).toBe("messages[2].content[0].text");
+    expect(new InvalidRequestError("invalid_value", "config.authentication.token_env: unknown").toBody().error.param).toBe("config.authentication.token_env");
+    expect(new InvalidRequestError("invalid_value", "the body is not JSON at all").toBody().error.param).toBeNull();
   });
 
   it("is the only error body with a param", () => {

@@ -4,12 +4,15 @@
  * public error body is `{"error": {"message", "type", "code"}}`, docs/api.md#errors; these classes
  * are the one place where a status, a `type` and a `code` meet), `ConfigError` (a flag or file
  * at fault), and the engines' own (`agent/llm/errors.ts`, `agent/asr/errors.ts`) and MCP's.
+ * An HTTP answer's and an engine's `code` is an `ErrorCode`: one of core/error-codes.ts's, which says its
+ * status and type (a code not there does not compile).
  */
+import type { ErrorCode } from "./error-codes.js";
 
 /** The base of every error Kiln names: its message is for the operator or the client, never a stack. */
-export class KilnError extends Error {
+export class KilnError<Code extends string = string> extends Error {
   constructor(
-    readonly code: string,
+    readonly code: Code,
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -33,15 +36,15 @@ export type ErrorType = (typeof ERROR_TYPES)[number];
 
 export interface ErrorBody {
   /** `param`: the request field at fault (OpenAI's), on invalid-request errors; null when none is. */
-  error: { message: string; type: ErrorType; code: string; param?: string | null };
+  error: { message: string; type: ErrorType; code: ErrorCode; param?: string | null };
 }
 
 /** An error with its HTTP meaning: the status, the contract's `type` and `code`, and extra headers. */
-export class ApiError extends KilnError {
+export class ApiError extends KilnError<ErrorCode> {
   constructor(
     readonly status: number,
     readonly type: ErrorType,
-    code: string,
+    code: ErrorCode,
     message: string,
     /** Extra response headers (e.g. `Retry-After`). */
     readonly headers: Record<string, string> = {},
@@ -60,7 +63,7 @@ const FIELD_PREFIX = /^([A-Za-z_][\w-]*(?:\[\d+\]|\.[\w-]+)*):/;
 /** 400: malformed JSON, a missing or invalid field, an unknown model. `message` names the field. */
 export class InvalidRequestError extends ApiError {
   constructor(
-    code: string,
+    code: ErrorCode,
     message: string,
     readonly field?: string,
   ) {
@@ -75,35 +78,35 @@ export class InvalidRequestError extends ApiError {
 
 /** 401: a missing, malformed, expired, revoked or wrongly signed key. */
 export class AuthenticationError extends ApiError {
-  constructor(code: string, message: string) {
+  constructor(code: ErrorCode, message: string) {
     super(401, "authentication_error", code, message, { "WWW-Authenticate": 'Bearer realm="kiln"' });
   }
 }
 
 /** 403: a feature above the key's tier. */
 export class PermissionError extends ApiError {
-  constructor(code: string, message: string) {
+  constructor(code: ErrorCode, message: string) {
     super(403, "permission_error", code, message);
   }
 }
 
 /** 404: an unknown job id, MCP server id or route. */
 export class NotFoundError extends ApiError {
-  constructor(code: string, message: string) {
+  constructor(code: ErrorCode, message: string) {
     super(404, "not_found_error", code, message);
   }
 }
 
 /** 409: the request conflicts with the resource's state (a job not finished yet, or already finished). */
 export class ConflictError extends ApiError {
-  constructor(code: string, message: string) {
+  constructor(code: ErrorCode, message: string) {
     super(409, "invalid_request_error", code, message);
   }
 }
 
 /** 413: a body or upload over its limit. */
 export class PayloadTooLargeError extends ApiError {
-  constructor(code: string, message: string) {
+  constructor(code: ErrorCode, message: string) {
     super(413, "invalid_request_error", code, message);
   }
 }
@@ -113,7 +116,7 @@ export class RateLimitError extends ApiError {
   constructor(
     message: string,
     readonly retryAfterSeconds: number,
-    code = "rate_limit_exceeded",
+    code: ErrorCode = "rate_limit_exceeded",
   ) {
     super(429, "rate_limit_error", code, message, { "Retry-After": String(retryAfterSeconds) });
   }
@@ -121,7 +124,7 @@ export class RateLimitError extends ApiError {
 
 /** 429: a client holds its share of something counted per client already (e.g. a job's open event streams). */
 export class TooManyRequestsError extends ApiError {
-  constructor(code: string, message: string) {
+  constructor(code: ErrorCode, message: string) {
     super(429, "rate_limit_error", code, message);
   }
 }
@@ -135,7 +138,7 @@ export class InFlightLimitError extends ApiError {
 
 /** 503: no agent can serve the request now (none serves the model, or the queue is full or timed out). */
 export class ServiceUnavailableError extends ApiError {
-  constructor(code: string, message: string) {
+  constructor(code: ErrorCode, message: string) {
     super(503, "service_unavailable_error", code, message);
   }
 }
@@ -149,13 +152,13 @@ export class InsufficientStorageError extends ApiError {
 
 /** 502: the agent running the request failed or went away after it had started answering. */
 export class UpstreamError extends ApiError {
-  constructor(code: string, message: string) {
+  constructor(code: ErrorCode, message: string) {
     super(502, "upstream_error", code, message);
   }
 }
 
 /** A configuration value that fails validation; `key` names it as the user wrote it (flag or env). */
-export class ConfigError extends KilnError {
+export class ConfigError extends KilnError<ErrorCode> {
   constructor(
     readonly key: string,
     message: string,

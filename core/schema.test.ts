@@ -13,7 +13,7 @@ const Body = z.looseObject({
     .string()
     .refine(
       (v) => v === "ok",
-      refusal("not_ok", (i) => `${String(i.input)} is not ok`),
+      refusal("invalid_value", (i) => `${String(i.input)} is not ok`),
     )
     .nullish(),
 });
@@ -49,7 +49,7 @@ describe("parseBody", () => {
     [{ name: "x", list: ["abcd"] }, "invalid_list", 'list[0]: expected a string, got "abcd"', "list[0]"],
     [{ name: "x", map: { x: 1 } }, "invalid_map", 'map: expected keys that are a digit, got "x"', "map"],
     [{ name: "x", map: { 1: "y" } }, "invalid_type", "map.1: expected a number, got string", "map.1"],
-    [{ name: "x", id: "no" }, "not_ok", "id: no is not ok", "id"],
+    [{ name: "x", id: "no" }, "invalid_value", "id: no is not ok", "id"],
   ])("refuses %j with %s", (body, code, message, field) => {
     expect(refused(body)).toEqual({ code, message, field });
   });

@@ -16,6 +16,7 @@
 import { z } from "zod";
 import { InvalidRequestError } from "./errors.js";
 import { describeValue, jsonObject, typeName } from "./validate.js";
+import { fieldCode, type ErrorCode } from "./error-codes.js";
 
 /** What a schema without its own `error` expects, by zod's name for the type. */
 const EXPECTED: Record<string, string> = {
@@ -68,7 +69,7 @@ function what(input: unknown): string {
 /** The InvalidRequestError for a zod issue (module doc: the codes and the message shape). */
 export function issueError(issue: z.core.$ZodIssue): InvalidRequestError {
   const at = fieldPath(issue.path);
-  const params = (issue as { params?: { code?: string; param?: string } }).params;
+  const params = (issue as { params?: { code?: ErrorCode; param?: string } }).params;
   if (issue.code === "custom" && params?.code) return new InvalidRequestError(params.code, `${at}: ${issue.message}`, params.param ?? at);
   const input = (issue as { input?: unknown }).input;
   // absent or null where a member is required (null in a list is a value of the wrong type)
@@ -87,7 +88,7 @@ export function issueError(issue: z.core.$ZodIssue): InvalidRequestError {
     const map = issue.path.slice(0, -1);
     const field = fieldPath(map);
     return new InvalidRequestError(
-      `invalid_${lastField(map)}`,
+      fieldCode(lastField(map)),
       `${field}: expected keys that are ${issue.issues[0]?.message ?? "valid"}, got ${describeValue(issue.path.at(-1))}`,
       field,
     );
@@ -98,7 +99,7 @@ export function issueError(issue: z.core.$ZodIssue): InvalidRequestError {
     if (inner) return issueError({ ...inner, path: [...issue.path, ...inner.path] });
     return new InvalidRequestError("invalid_type", `${at}: expected ${issue.message}, got ${typeName(input)}`, at);
   }
-  return new InvalidRequestError(`invalid_${lastField(issue.path)}`, `${at}: expected ${issue.message}, got ${what(input)}`, at);
+  return new InvalidRequestError(fieldCode(lastField(issue.path)), `${at}: expected ${issue.message}, got ${what(input)}`, at);
 }
 
 /**
@@ -115,6 +116,6 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
  * A refinement's failure with its own code (and the param it names, when not the issue's path), for
  * `.refine(…, refusal("model_not_found", …))` and `ctx.addIssue`.
  */
-export function refusal(code: string, error: string | ((issue: { input: unknown }) => string)) {
+export function refusal(code: ErrorCode, error: string | ((issue: { input: unknown }) => string)) {
   return { params: { code }, error: typeof error === "string" ? error : (issue: { input: unknown }) => error(issue) };
 }

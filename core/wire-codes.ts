@@ -1,8 +1,10 @@
 /**
  * The codes an agent's error message carries to the scheduler over the fleet link (the proto's
  * `error.code`), named once for both sides. Engine codes (`context_length_exceeded`, …) are the
- * agent's `LlmEngineError` codes; these lists say which of them the client caused.
+ * agent's `LlmEngineError` codes; these lists say which of them the client caused, drawn from the
+ * registry (core/error-codes.ts: its `engine`, `client` and `retryable` columns).
  */
+import { codesWhere, type ErrorCode } from "./error-codes.js";
 
 /** The codes of the link itself. */
 export const WIRE = {
@@ -18,46 +20,13 @@ export const WIRE = {
   agentError: "agent_error",
   /** The node generating an answer went away after some of it had been sent. */
   agentLost: "agent_lost",
-} as const;
+} as const satisfies Record<string, ErrorCode>;
 
 /** Chat engine codes that are the client's fault: a 400 naming the field, when no text was sent yet. */
-export const CHAT_CLIENT_FAULTS: ReadonlySet<string> = new Set([
-  "context_length_exceeded",
-  "invalid_logit_bias",
-  "invalid_response_format",
-  "invalid_dimensions",
-  "invalid_n",
-  "invalid_input",
-  "invalid_tools",
-]);
+export const CHAT_CLIENT_FAULTS: ReadonlySet<string> = codesWhere((c) => c.client && (c.engine?.includes("chat") ?? false));
 
 /** Transcription codes that are the client's fault (its file or its form): a 400. */
-export const AUDIO_CLIENT_FAULTS: ReadonlySet<string> = new Set([
-  "invalid_audio",
-  "invalid_model",
-  "invalid_language",
-  "conflicting_language",
-  "translate_disabled",
-  "invalid_boolean",
-  "invalid_integer",
-  "invalid_speakers",
-  "invalid_prompt",
-  "invalid_temperature",
-  "invalid_temperature_increment",
-  "invalid_entropy_threshold",
-  "invalid_logprob_threshold",
-  "invalid_no_speech_threshold",
-  "invalid_vad_threshold",
-  "invalid_min_silence_ms",
-]);
+export const AUDIO_CLIENT_FAULTS: ReadonlySet<string> = codesWhere((c) => c.client && (c.engine?.includes("audio") ?? false));
 
 /** Transcription refusals before any of it ran, which another node may take: the agent marks them retryable. */
-export const AUDIO_RETRYABLE: ReadonlySet<string> = new Set([
-  "queue_full",
-  WIRE.draining,
-  "model_not_installed",
-  "diarization_unavailable",
-  "translation_unavailable",
-  "file_too_large",
-  "engine_unavailable",
-]);
+export const AUDIO_RETRYABLE: ReadonlySet<string> = codesWhere((c) => c.retryable && (c.engine?.includes("audio") ?? false));

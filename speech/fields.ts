@@ -5,6 +5,7 @@
 import { InvalidRequestError } from "../core/errors.js";
 import { DEFAULT_WHISPER_MODEL, normalizeLanguage, WhisperCatalog } from "../models/whisper.js";
 import type { JobOptions } from "./options.js";
+import type { ErrorCode } from "../core/error-codes.js";
 
 /** Most speakers a diarization request may ask for. */
 export const MAX_SPEAKERS = 20;
@@ -41,12 +42,15 @@ export const MIN_TEMPERATURE_STEP = 0.2;
 /** Longest `prompt` (with `hotwords`), in characters: whisper keeps at most 224 tokens of it. */
 export const MAX_PROMPT_CHARS = 1000;
 
-function decimal(fields: Record<string, string>, name: string, min: number, max: number): number | undefined {
+/** A field whose own code is `invalid_<field>` in the registry. */
+type FieldWithCode = ErrorCode extends infer C ? (C extends `invalid_${infer F}` ? F : never) : never;
+
+function decimal(fields: Record<string, string>, name: FieldWithCode, min: number, max: number): number | undefined {
   const raw = fields[name];
   if (raw === undefined || raw.trim() === "") return undefined;
   const n = Number(raw.trim());
   if (!/^-?(\d+\.?\d*|\.\d+)$/.test(raw.trim()) || !(n >= min && n <= max)) {
-    throw new InvalidRequestError(`invalid_${name}`, `${name}: expected a number from ${min} to ${max}, got "${raw.slice(0, 40)}"`);
+    throw new InvalidRequestError(`invalid_${name}` as const, `${name}: expected a number from ${min} to ${max}, got "${raw.slice(0, 40)}"`);
   }
   return n;
 }

@@ -14,6 +14,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ConflictError, NotFoundError, ServiceUnavailableError, TooManyRequestsError } from "../../core/errors.js";
+import type { ErrorCode } from "../../core/error-codes.js";
 import { withContext } from "../../core/context.js";
 import { matchesDigest, sha256Hex } from "../../core/digest.js";
 import type { Logger } from "../../core/log.js";
@@ -139,7 +140,7 @@ interface Live {
 export type JobEvent =
   | { type: "progress"; phase: JobPhase | null; progress: number; estimated_time_remaining: number; download?: DownloadView }
   | { type: "segment"; segment: Segment }
-  | { type: "done"; status: JobStatus; error?: string; /** "invalid_audio" when the file was at fault (undecodable, too long). */ code?: string };
+  | { type: "done"; status: JobStatus; error?: string; /** "invalid_audio" when the file was at fault (undecodable, too long). */ code?: ErrorCode };
 
 /** Listeners one job may have at once (each an open event stream). */
 export const MAX_WATCHERS_PER_JOB = 16;

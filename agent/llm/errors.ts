@@ -1,10 +1,11 @@
 import { MAX_EMBEDDING_BYTES, MAX_EMBEDDING_TOKENS } from "../../core/chat.js";
+import type { ErrorCode } from "../../core/error-codes.js";
 import { KilnError } from "../../core/errors.js";
 import { WIRE } from "../../core/wire-codes.js";
 /** Errors of the chat engine. `code` travels to the scheduler in CompletionError. */
-export class LlmEngineError extends KilnError {
+export class LlmEngineError extends KilnError<ErrorCode> {
   constructor(
-    code: string,
+    code: ErrorCode,
     message: string,
     readonly retryable = false,
   ) {

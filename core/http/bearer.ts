@@ -1,12 +1,13 @@
 import type { MiddlewareHandler } from "hono";
 import { sameSecret } from "../digest.js";
 import { AuthenticationError } from "../errors.js";
+import type { ErrorCode } from "../error-codes.js";
 
 export interface BearerErrors {
   /** Code and message when the header is missing. */
-  missing: [code: string, message: string];
+  missing: [code: ErrorCode, message: string];
   /** Code and message when the token is wrong (or the header malformed). */
-  invalid: [code: string, message: string];
+  invalid: [code: ErrorCode, message: string];
 }
 
 /** The token of an `Authorization: Bearer <token>` header; undefined when absent or malformed. */

@@ -15,6 +15,7 @@ import { SERVER_TYPES, type McpService } from "../mcp/index.js";
 import { parseBody } from "../../core/schema.js";
 import { CreateKeyRequest } from "./schema.js";
 import type { AgentSnapshot } from "../fleet/index.js";
+import type { ErrorCode } from "../../core/error-codes.js";
 
 /** The static folder: beside this module in the sources, or back in the sources from dist/. */
 const STATIC = existingOr(new URL("./static/", import.meta.url), new URL("../../../scheduler/dashboard/static/", import.meta.url));
@@ -68,7 +69,7 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
     return app;
   }
   const api = new Hono();
-  const wrong: [string, string] = ["invalid_admin_token", "Authorization: the admin token is missing or wrong"];
+  const wrong: [ErrorCode, string] = ["invalid_admin_token", "Authorization: the admin token is missing or wrong"];
   api.use("*", bearerToken(deps.adminToken, { missing: wrong, invalid: wrong }));
   api.get("/session", (c) => c.json({ tiers: TIERS, server_types: SERVER_TYPES, stdio_servers: deps.mcp.stdioServerNames() }));
   api.get("/accounts", async (c) => {

@@ -25,6 +25,7 @@ import { MESSAGE_CAPS } from "./limits.js";
 import type { AgentLink } from "./types.js";
 import { z } from "zod";
 import { AUDIO_CLIENT_FAULTS, WIRE } from "../../core/wire-codes.js";
+import { relayedCode } from "../../core/error-codes.js";
 
 /** The model name every transcribing agent answers to: its own default whisper model. */
 export const DEFAULT_AUDIO_MODEL = "whisper-1";
@@ -417,8 +418,8 @@ function parseFromAgent<T>(schema: z.ZodType<T>, json: string): T | undefined {
 }
 
 function toClientError(code: string, message: string, started: boolean): ApiError {
-  if (started) return new UpstreamError(code || WIRE.agentError, message);
+  if (started) return new UpstreamError(relayedCode(code) || WIRE.agentError, message);
   if (code === "file_too_large") return new PayloadTooLargeError("file_too_large", message);
-  if (AUDIO_CLIENT_FAULTS.has(code)) return new InvalidRequestError(code, /^[a-z_]+:/.test(message) ? message : `file: ${message}`);
-  return new UpstreamError(code || WIRE.agentError, message);
+  if (AUDIO_CLIENT_FAULTS.has(code)) return new InvalidRequestError(relayedCode(code), /^[a-z_]+:/.test(message) ? message : `file: ${message}`);
+  return new UpstreamError(relayedCode(code) || WIRE.agentError, message);
 }

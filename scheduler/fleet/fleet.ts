@@ -25,6 +25,7 @@ import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, Pool
 import { CHAT_CLIENT_FAULTS, WIRE } from "../../core/wire-codes.js";
 import { completionReceiveBound, completionTokenBound, promptTokenBound } from "./limits.js";
 import { fastest, NodeSpeed, slowness } from "./speed.js";
+import { relayedCode } from "../../core/error-codes.js";
 
 export interface FleetOptions {
   /** Requests that may wait for a slot, all accounts together; more are refused with 503. */
@@ -850,6 +851,6 @@ export function routingCost(pool: Pick<PoolState, "inflight" | "local" | "slots"
 /** Maps an agent's error code to what the client sees. */
 function toClientError(code: string, message: string, started: boolean): ApiError {
   // the agent's message starts with the field at fault ("input[2]: …"), which becomes the error's param
-  if (CHAT_CLIENT_FAULTS.has(code) && !started) return new InvalidRequestError(code, message);
-  return new UpstreamError(code || WIRE.agentError, message);
+  if (CHAT_CLIENT_FAULTS.has(code) && !started) return new InvalidRequestError(relayedCode(code), message);
+  return new UpstreamError(relayedCode(code) || WIRE.agentError, message);
 }

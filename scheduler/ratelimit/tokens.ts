@@ -15,6 +15,7 @@
 import { RateLimitError } from "../../core/errors.js";
 import type { Tier } from "../auth/index.js";
 import { WINDOW_MS } from "./limits.js";
+import type { ErrorCode } from "../../core/error-codes.js";
 
 /** An account's counts now. */
 export interface TokenUsage {
@@ -54,7 +55,7 @@ export interface QuotaUnit {
   /** What is counted, plural (`tokens`, `audio seconds`). */
   noun: string;
   /** A refusal's code. */
-  code: string;
+  code: ErrorCode;
   /** The `x-ratelimit-*-<header>` headers' last word (`tokens`, `audio-seconds`). */
   header: string;
 }

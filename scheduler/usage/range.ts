@@ -7,9 +7,9 @@ const DAY_MS = 86_400_000;
 export const MAX_USAGE_DAYS = 366;
 
 /** A `YYYY-MM-DD` day that exists, as Unix ms at its UTC midnight; 400 naming `field` otherwise. */
-function day(raw: string, field: string): number {
+function day(raw: string, field: "start_date" | "end_date"): number {
   const ms = /^\d{4}-\d{2}-\d{2}$/.test(raw) ? Date.parse(`${raw}T00:00:00Z`) : NaN;
-  if (!Number.isFinite(ms) || dayOf(ms) !== raw) throw new InvalidRequestError(`invalid_${field}`, `${field}: expected a date as YYYY-MM-DD, got "${raw.slice(0, 40)}"`);
+  if (!Number.isFinite(ms) || dayOf(ms) !== raw) throw new InvalidRequestError(`invalid_${field}` as const, `${field}: expected a date as YYYY-MM-DD, got "${raw.slice(0, 40)}"`);
   return ms;
 }
 

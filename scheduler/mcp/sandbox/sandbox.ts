@@ -13,6 +13,7 @@ import { ApiError, ERROR_TYPES, UpstreamError } from "../../../core/errors.js";
 import type { Logger } from "../../../core/log.js";
 import { MAX_OUTCOME_BYTES, type SandboxJob, type SandboxLimits, type SandboxOutcome } from "./protocol.js";
 import type { McpTestResult } from "../tester.js";
+import { relayedCode } from "../../../core/error-codes.js";
 
 /** What the scheduler sets for every sandbox. */
 export interface SandboxSettings extends SandboxLimits {
@@ -74,7 +75,7 @@ export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: Sandbox
       for (const { level: _level, msg, ...fields } of outcome?.logs ?? [])
         logger.warn({ ...fields, requestId: job.requestId, account: job.account, sandbox: child.pid }, typeof msg === "string" ? msg : "MCP sandbox");
       if (outcome?.ok) return resolve(outcome.result);
-      if (outcome) return reject(new ApiError(outcome.error.status, outcome.error.type, outcome.error.code, outcome.error.message));
+      if (outcome) return reject(new ApiError(outcome.error.status, outcome.error.type, relayedCode(outcome.error.code), outcome.error.message));
       if (stopped === "timeout") return reject(new UpstreamError("mcp_timeout", `${what} did not answer within ${job.timeoutMs} ms`));
       logger.warn({ requestId: job.requestId, account: job.account, exit: describeExit(code, signal), stopped, stderr: stderr.trim() }, "MCP sandbox ended without an outcome");
       reject(
