@@ -70,6 +70,15 @@ describe("the error-code registry", () => {
       ...["token_quota_exceeded", "audio_quota_exceeded"].map((c) => new errors.RateLimitError("x", 1, c as ErrorCode)),
     ];
     for (const e of fixed) expect(answers(info(e.code)!), e.code).toContainEqual([e.status, e.type]);
+    // a request schema's own codes (core/schema.ts: refusal, issueCode) become InvalidRequestErrors
+    let refusals = 0;
+    for (const { path, text } of FILES) {
+      for (const m of text.matchAll(/(?:refusal|issueCode)\(\s*"([a-z_]+)"/g)) {
+        refusals++;
+        expect(answers(info(m[1]!)!), `${m[1]} (${path})`).toContainEqual([400, "invalid_request_error"]);
+      }
+    }
+    expect(refusals).toBeGreaterThan(10);
     for (const { path, text } of FILES) {
       for (const m of text.matchAll(/(?:new ApiError|super)\((\d{3}), "(\w+)", "([a-z_]+)"/g)) {
         expect(answers(info(m[3]!)!), `${m[3]} (${path})`).toContainEqual([Number(m[1]), m[2]]);

@@ -119,3 +119,8 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
 export function refusal(code: ErrorCode, error: string | ((issue: { input: unknown }) => string)) {
   return { params: { code }, error: typeof error === "string" ? error : (issue: { input: unknown }) => error(issue) };
 }
+
+/** `ctx.addIssue`'s `params` for an issue with its own code: `params: issueCode("invalid_tools")` (zod types params loosely; this checks the code). */
+export function issueCode(code: ErrorCode): { code: ErrorCode } {
+  return { code };
+}

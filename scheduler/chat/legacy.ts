@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { MAX_CHOICES } from "../../core/chat.js";
-import { parseBody } from "../../core/schema.js";
+import { issueCode, parseBody } from "../../core/schema.js";
 import { describeValue } from "../../core/validate.js";
 import type { CompletionRequest, TokenLogprob } from "../fleet/index.js";
 import { fingerprintOf, usage, type Done } from "./openai.js";
@@ -48,7 +48,7 @@ const Shape = z.looseObject(Fields);
 /** The legacy completion request (unknown members pass through). */
 export const LegacyCompletionRequest = Shape.superRefine((b, ctx) => {
   const refuse = (field: string, message: string, input: unknown): void => {
-    ctx.addIssue({ code: "custom", path: [field], message, params: { code: "unsupported_parameter" }, input });
+    ctx.addIssue({ code: "custom", path: [field], message, params: issueCode("unsupported_parameter"), input });
   };
   if (Array.isArray(b.prompt) && b.prompt.length !== 1) refuse("prompt", `a list of ${b.prompt.length} prompts is not supported; send one`, b.prompt);
   if (present(b.best_of) && b.best_of !== 1) refuse("best_of", "best_of above 1 is not supported", b.best_of);

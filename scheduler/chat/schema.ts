@@ -5,7 +5,8 @@
  * Each schema's `error` is the phrase of what it expects (core/schema.ts).
  */
 import { z } from "zod";
-import { refusal } from "../../core/schema.js";
+import type { ErrorCode } from "../../core/error-codes.js";
+import { issueCode, refusal } from "../../core/schema.js";
 import { MAX_CHOICES, MAX_TOP_LOGPROBS } from "../../core/chat.js";
 import { checkJsonSchema, checkToolParameters, FUNCTION_NAME, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
 import { describeValue, MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
@@ -28,7 +29,7 @@ export const MESSAGE_ROLES = ["system", "user", "assistant", "developer", "tool"
 export const MAX_TOOLS = 128;
 const functionName = () => z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(FUNCTION_NAME);
 
-type Check = (value: Record<string, unknown>) => { path: string[]; code: string; message: string } | undefined;
+type Check = (value: Record<string, unknown>) => { path: string[]; code: ErrorCode; message: string } | undefined;
 
 /**
  * `schema`, with `check` run first on the raw object: a refusal it finds is the error reported, before
@@ -38,7 +39,7 @@ function refuseFirst<S extends z.ZodType>(check: Check, schema: S) {
   return z.preprocess((value, ctx) => {
     if (typeof value === "object" && value !== null && !Array.isArray(value)) {
       const refused = check(value as Record<string, unknown>);
-      if (refused) ctx.addIssue({ code: "custom", path: refused.path, message: refused.message, params: { code: refused.code }, input: value });
+      if (refused) ctx.addIssue({ code: "custom", path: refused.path, message: refused.message, params: issueCode(refused.code), input: value });
     }
     return value;
   }, schema);
@@ -58,11 +59,11 @@ const jsonText = z.string({ error: "a string of JSON" }).superRefine((text, ctx)
   try {
     value = JSON.parse(text);
   } catch {
-    ctx.addIssue({ code: "custom", message: "is not JSON", params: { code: "invalid_messages" }, input: text });
+    ctx.addIssue({ code: "custom", message: "is not JSON", params: issueCode("invalid_messages"), input: text });
     return;
   }
   if (nestedDeeperThan(value, MAX_JSON_DEPTH))
-    ctx.addIssue({ code: "custom", message: `nests deeper than ${MAX_JSON_DEPTH} levels`, params: { code: "invalid_messages" }, input: text });
+    ctx.addIssue({ code: "custom", message: `nests deeper than ${MAX_JSON_DEPTH} levels`, params: issueCode("invalid_messages"), input: text });
 });
 
 const ToolCall = z.looseObject(
@@ -98,7 +99,8 @@ const Message = refuseFirst(
       { error: "an object with role and content" },
     )
     .superRefine((m, ctx) => {
-      const issue = (path: string, code: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message, params: { code }, input: m[path as keyof typeof m] });
+      const issue = (path: string, code: ErrorCode, message: string) =>
+        ctx.addIssue({ code: "custom", path: [path], message, params: issueCode(code), input: m[path as keyof typeof m] });
       if (m.tool_calls?.length && m.role !== "assistant") issue("tool_calls", "invalid_messages", "only assistant messages have tool calls");
       if (m.role === "tool" && !present(m.tool_call_id)) issue("tool_call_id", "missing_required_field", "is required in a tool message");
       if (!present(m.content) && !(m.role === "assistant" && m.tool_calls?.length))
@@ -111,7 +113,7 @@ const FunctionParameters = z
   .record(z.string(), z.unknown(), { error: "a JSON Schema object" })
   .superRefine((schema, ctx) => {
     const problem = checkToolParameters(schema);
-    if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: { code: "invalid_tools" }, input: schema });
+    if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: issueCode("invalid_tools"), input: schema });
   })
   .meta({
     description:
@@ -149,7 +151,7 @@ const OutputSchema = z
   .record(z.string(), z.unknown(), { error: "a JSON Schema object" })
   .superRefine((schema, ctx) => {
     const problem = checkJsonSchema(schema);
-    if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: { code: "invalid_response_format" }, input: schema });
+    if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: issueCode("invalid_response_format"), input: schema });
   })
   .meta({
     description: `JSON Schema: type, properties (all required, as OpenAI's strict mode), additionalProperties, items, prefixItems, enum, const, oneOf/anyOf, $defs/$ref, format date/time/date-time, and min/max counts up to ${MAX_SCHEMA_COUNT}. Other keywords (pattern, minimum, allOf, …) are refused with 400 invalid_response_format.`,
@@ -175,7 +177,7 @@ const ResponseFormat = z
   )
   .superRefine((format, ctx) => {
     if (format.type === "json_schema" && !format.json_schema)
-      ctx.addIssue({ code: "custom", path: ["json_schema"], message: "is required with type json_schema", params: { code: "missing_required_field" }, input: format });
+      ctx.addIssue({ code: "custom", path: ["json_schema"], message: "is required with type json_schema", params: issueCode("missing_required_field"), input: format });
   });
 
 const nullable = <S extends z.ZodType>(schema: S, description: string) => schema.nullish().meta({ description });
@@ -296,12 +298,12 @@ export const IGNORED_KNOWN: ReadonlySet<string> = new Set(["user", "metadata"]);
 /** The OpenAI features this service does not implement, refused when a request asks for them. */
 function refuseUnsupported(b: z.infer<typeof Shape>, ctx: z.RefinementCtx): void {
   const refuse = (field: string, message: string): void => {
-    ctx.addIssue({ code: "custom", path: [field], message, params: { code: "unsupported_parameter" }, input: b[field as keyof typeof b] });
+    ctx.addIssue({ code: "custom", path: [field], message, params: issueCode("unsupported_parameter"), input: b[field as keyof typeof b] });
   };
   const setList = (v: unknown): boolean => (Array.isArray(v) ? v.length > 0 : present(v));
   const choice = (v: unknown): boolean => present(v) && v !== "none" && v !== "auto";
   if (present(b.top_logprobs) && b.logprobs !== true) {
-    ctx.addIssue({ code: "custom", path: ["top_logprobs"], message: "needs logprobs: true", params: { code: "invalid_top_logprobs" }, input: b.top_logprobs });
+    ctx.addIssue({ code: "custom", path: ["top_logprobs"], message: "needs logprobs: true", params: issueCode("invalid_top_logprobs"), input: b.top_logprobs });
   }
   checkTools(b, ctx, refuse);
   if (setList(b.functions)) refuse("functions", "function calling is not supported yet");
@@ -316,7 +318,7 @@ function refuseUnsupported(b: z.infer<typeof Shape>, ctx: z.RefinementCtx): void
       code: "custom",
       path: ["max_completion_tokens"],
       message: `${b.max_completion_tokens} differs from max_tokens ${b.max_tokens}; send one`,
-      params: { code: "invalid_max_tokens" },
+      params: issueCode("invalid_max_tokens"),
       input: b.max_completion_tokens,
     });
   }
@@ -335,7 +337,7 @@ function checkTools(b: z.infer<typeof Shape>, ctx: z.RefinementCtx, refuse: (fie
         code: "custom",
         path: ["tools", i, "function", "name"],
         message: `${JSON.stringify(tool.function.name)} is the name of an earlier tool`,
-        params: { code: "invalid_tools" },
+        params: issueCode("invalid_tools"),
         input: tool.function.name,
       });
     names.add(tool.function.name);
@@ -346,11 +348,11 @@ function checkTools(b: z.infer<typeof Shape>, ctx: z.RefinementCtx, refuse: (fie
       code: "custom",
       path: ["tool_choice", "function", "name"],
       message: `${JSON.stringify(choice.function.name)} is not one of the tools`,
-      params: { code: "invalid_tool_choice" },
+      params: issueCode("invalid_tool_choice"),
       input: choice.function.name,
     });
   } else if (choice === "required" && tools.length === 0) {
-    ctx.addIssue({ code: "custom", path: ["tool_choice"], message: '"required" needs tools', params: { code: "invalid_tool_choice" }, input: choice });
+    ctx.addIssue({ code: "custom", path: ["tool_choice"], message: '"required" needs tools', params: issueCode("invalid_tool_choice"), input: choice });
   }
   if (tools.length === 0 || choice === "none") return;
   if (b.n && b.n > 1) refuse("n", "with tools, one choice only");

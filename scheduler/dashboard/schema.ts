@@ -1,6 +1,6 @@
 /** The admin API's request bodies (zod: validated by the routes, shown by the OpenAPI document). */
 import { z } from "zod";
-import { refusal } from "../../core/schema.js";
+import { issueCode, refusal } from "../../core/schema.js";
 import { ACCOUNT_NAME_RULE, isValidAccountName, TIERS } from "../auth/index.js";
 
 /** A form's empty field is an absent one; a form's number arrives as text. */
@@ -21,7 +21,7 @@ export const CreateKeyRequest = z
   })
   .superRefine((b, ctx) => {
     if (b.tier === "enterprise" && (b.rpm === undefined || b.rpm === null)) {
-      ctx.addIssue({ code: "custom", path: ["rpm"], message: "required for the enterprise tier", params: { code: "invalid_rpm" }, input: b.rpm });
+      ctx.addIssue({ code: "custom", path: ["rpm"], message: "required for the enterprise tier", params: issueCode("invalid_rpm"), input: b.rpm });
     }
   })
   .meta({ id: "CreateKeyRequest" });
