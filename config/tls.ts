@@ -9,7 +9,10 @@ import { createSecureContext, type SecureContextOptions } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { ConfigError } from "../core/errors.js";
 import type { Logger } from "../core/log.js";
-import { AGENT_OPTIONS, SCHEDULER_OPTIONS, formatHostPort, isLoopback, optionName, type AgentConfig, type OptionSpec, type SchedulerConfig } from "./index.js";
+import { formatHostPort, isLoopback } from "../core/net.js";
+import { AGENT_OPTIONS, type AgentConfig } from "./agent.js";
+import { optionName, type OptionSpec } from "./option-table.js";
+import { SCHEDULER_OPTIONS, type SchedulerConfig } from "./scheduler.js";
 
 /** Reads the file an option names. */
 function readOptionFile(spec: OptionSpec, path: string): Buffer {
