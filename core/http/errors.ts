@@ -1,6 +1,6 @@
 /** Turns every failure into the contract's Error body; unknown failures are a logged 500. */
 import type { Context } from "hono";
-import { ApiError, NotFoundError } from "../errors.js";
+import { ApiError, NotFoundError, type ErrorBody } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { RequestIdEnv } from "./request-id.js";
 
@@ -13,7 +13,8 @@ export function onError<E extends RequestIdEnv>(logger: Logger) {
   return (err: Error, c: Context<E>): Response => {
     if (err instanceof ApiError) return errorResponse(c, err);
     logger.error({ err, requestId: c.get("requestId"), path: c.req.path }, "unhandled error");
-    return c.json({ error: { message: "internal error; the request id is in x-request-id", type: "server_error", code: "internal_error" } }, 500);
+    const body: ErrorBody = { error: { message: "internal error; the request id is in x-request-id", type: "server_error", code: "internal_error" } };
+    return c.json(body, 500);
   };
 }
 

@@ -14,7 +14,7 @@
 import type { UsageKind, UsageLedger } from "../../usage/index.js";
 import type { TokenQuota } from "../../ratelimit/index.js";
 import { Hono, type Context } from "hono";
-import { ApiError, UpstreamError } from "../../../core/errors.js";
+import { ApiError, UpstreamError, type ErrorBody } from "../../../core/errors.js";
 import type { SchedulerMetrics } from "../../metrics.js";
 import type { Logger } from "../../../core/log.js";
 import { toolCallId, type Done, type StreamedToolCall } from "../../chat/index.js";
@@ -234,7 +234,7 @@ function streamAnswer<B extends GenerationBody>(
           text = "";
         }
       } catch (err) {
-        const kiln = err instanceof ApiError ? err.toBody() : { error: { message: "internal error", type: "server_error", code: "internal_error" } };
+        const kiln: ErrorBody = err instanceof ApiError ? err.toBody() : { error: { message: "internal error", type: "server_error", code: "internal_error" } };
         if (!(err instanceof ApiError)) logger.error({ err }, "stream failed");
         if (!finished) controller.enqueue(encoder.encode(text + sse(kiln)));
       }

@@ -3,6 +3,7 @@
  * to the child's stdin, and the outcome, written whole to its stdout before it exits.
  */
 import type { StdioCatalog } from "../../../config/index.js";
+import type { ErrorCode } from "../../../core/error-codes.js";
 import type { ErrorType } from "../../../core/errors.js";
 import type { EgressPolicyOptions } from "../egress.js";
 import type { StoredMcpServer } from "../store.js";
@@ -34,7 +35,7 @@ export interface SandboxJob {
 export type SandboxLog = Record<string, unknown> & { msg?: string };
 
 export type SandboxOutcome =
-  { ok: true; result: McpTestResult; logs: SandboxLog[] } | { ok: false; error: { status: number; type: ErrorType; code: string; message: string }; logs: SandboxLog[] };
+  { ok: true; result: McpTestResult; logs: SandboxLog[] } | { ok: false; error: { status: number; type: ErrorType; code: ErrorCode; message: string }; logs: SandboxLog[] };
 
 /** The most an outcome may be, in bytes (a result lists at most a few thousand tools and resources). */
 export const MAX_OUTCOME_BYTES = 4 * 1024 * 1024;
