@@ -43,7 +43,10 @@ function anchors(file: string): Set<string> {
 /** Weights and media: what a doc names as data in a folder, never as a file of the repository. */
 const DATA_FILE = /\.(gguf|onnx|bin|wav|mp3|flac|ogg|m4a|mp4|rttm|stm)$/;
 
-/** The top-level folders and files of the project a doc may name. */
+/** Names of files the project keeps at its root (or beside a doc): its configurations, Markdown, the licence (not the files it writes at run time). */
+const ROOT_FILE = /^((tsconfig[\w.-]*|package(-lock)?|stryker\.config)\.json|[\w-]+\.md|[\w-]+\.config\.[cm]?[jt]s|LICENSE)$/;
+
+/** The top-level folders of the project a doc may name. */
 const ROOTS = [
   "agent",
   "scheduler",
@@ -99,8 +102,10 @@ describe("the docs", () => {
       for (const m of prose(doc).matchAll(/`([^`\s]+)`/g)) {
         const name = m[1]!.replace(/:\d+(-\d+)?$/, "").replace(/[.,;]$/, "");
         const root = name.split("/")[0]!;
+        // a path under one of the project's folders, or a file of its root (a config, a Markdown file, the licence);
         // model weights and media are data a doc names by where it goes, never files of the repository
-        if (!name.includes("/") || !ROOTS.includes(root) || /[*{}<>$?]|\.\.\./.test(name) || DATA_FILE.test(name)) continue;
+        const rootFile = !name.includes("/") && ROOT_FILE.test(name);
+        if ((!rootFile && (!name.includes("/") || !ROOTS.includes(root))) || /[*{}<>$?]|\.\.\./.test(name) || DATA_FILE.test(name)) continue;
         if (!existsSync(name) && !existsSync(join(dirname(doc), name))) missing.push(`${doc}: ${name}`);
       }
     }

@@ -2,8 +2,8 @@
  * docs/quickstart-fleet.md, run: its shell blocks, in order, in one bash on loopback. The two
  * machines are one folder here: the blocks that fetch from the internet or copy between machines
  * are left out (the folder holds the fabricated models and the files the copy would bring), the
- * scheduler's name is `localhost`, its ports and the node's are free ones, and the chat model is the
- * fabricated GGUF. Blocks that keep running go to the background, and the script waits for the line
+ * scheduler is `127.0.0.1` (an address, as in most labs: its certificate names it as `IP:`), its
+ * ports and the node's are free ones, and the chat model is the fabricated GGUF. Blocks that keep running go to the background, and the script waits for the line
  * that says each is up. Any command that fails fails the test.
  */
 import { spawn } from "node:child_process";
@@ -44,7 +44,7 @@ describe("the fleet quick start (docs/quickstart-fleet.md)", () => {
     const [http, grpc, node] = [await freePort(), await freePort(), await freePort()];
     const loopback = (text: string) =>
       text
-        .replaceAll("scheduler.example", "localhost")
+        .replaceAll("scheduler.example", "127.0.0.1") // an address, as two machines in a lab use: the certificate names it as IP:
         .replaceAll("0.0.0.0:8080", `127.0.0.1:${http}`)
         .replaceAll(":8080", `:${http}`)
         .replaceAll("0.0.0.0:50051", `127.0.0.1:${grpc}`)
