@@ -2,9 +2,11 @@
  * Every error code Kiln names, once: the HTTP status and error `type` a client sees it under, whether
  * the client caused it, whether it is worth trying again (elsewhere or later), and what it means.
  * `ErrorCode` (the keys) is the `code` parameter of the error classes (core/errors.ts, the engines'),
- * so a code that is not here does not compile. The fleet link's lists (core/wire-codes.ts) are drawn
- * from the `engine` and `client`/`retryable` columns. docs/api.md#errors names every code with a status
- * (test/error-codes.test.ts checks it).
+ * so a code written out that is not here does not compile. Two doors let other codes through, on
+ * purpose: `fieldCode` (the request schema's `invalid_<field>`, one per field, documented as a family)
+ * and `relayedCode` (a code another process sent). The fleet link's lists (core/wire-codes.ts) are
+ * drawn from the `engine` and `client`/`retryable` columns. docs/api.md#errors names every code with a
+ * status (core/error-codes.test.ts checks it).
  *
  * `status: null`: the code is never an HTTP answer (an agent that cannot start, say).
  * `engine`: an agent's engine code for that kind of request, which the scheduler reads off the link:
