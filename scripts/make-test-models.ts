@@ -1,5 +1,5 @@
 /**
- * Writes the fabricated test models (fabricate/index.ts): `node dist/scripts/make-test-models.js [--out DIR] [--bench] [--realistic VOCAB.gguf]`.
+ * Writes the fabricated test models (fabricate/models.ts): `node dist/scripts/make-test-models.js [--out DIR] [--bench] [--realistic VOCAB.gguf]`.
  */
 import { mkdir, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";

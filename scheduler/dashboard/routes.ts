@@ -1,0 +1,152 @@
+/**
+ * The dashboard: a static page at `/dashboard` and its admin API under `/admin/api`, behind the
+ * admin token (`--admin-token` / `KILN_ADMIN_TOKEN`; without one the dashboard is off). It lists
+ * accounts and keys, creates keys (shown once) and revokes them, and manages each account's MCP
+ * server configurations, with a Test button over the same tester as `POST /v1/mcp/test`.
+ */
+import { Hono } from "hono";
+import { usageRange, type UsageLedger } from "../usage/index.js";
+import { secureHeaders } from "hono/secure-headers";
+import { InvalidRequestError, NotFoundError } from "../../core/errors.js";
+import { bearerToken, readJsonBody, staticFiles } from "../../core/http/index.js";
+import { existingOr } from "../../core/paths.js";
+import { ACCOUNT_NAME_RULE, isValidAccountName, TIERS, type KeyService } from "../auth/index.js";
+import { SERVER_TYPES, type McpService } from "../mcp/index.js";
+import { parseBody } from "../../core/schema.js";
+import { CreateKeyRequest } from "./schema.js";
+import type { AgentSnapshot } from "../fleet/index.js";
+import type { ErrorCode } from "../../core/error-codes.js";
+
+/** The static folder: beside this module in the sources, or back in the sources from dist/. */
+const STATIC = existingOr(new URL("./static/", import.meta.url), new URL("../../../scheduler/dashboard/static/", import.meta.url));
+
+/**
+ * The page and its files: no inline script or style anywhere (CSP without 'unsafe-inline'), never
+ * framed, never sniffed, no referrer. HSTS is left to whoever terminates TLS.
+ */
+const pageHeaders = secureHeaders({
+  contentSecurityPolicy: {
+    defaultSrc: ["'self'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'"],
+    imgSrc: ["'self'", "data:"],
+    connectSrc: ["'self'"],
+    objectSrc: ["'none'"],
+    baseUri: ["'none'"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+  },
+  xFrameOptions: "DENY",
+  xContentTypeOptions: true,
+  referrerPolicy: "no-referrer",
+  strictTransportSecurity: false,
+});
+
+export interface DashboardDeps {
+  keys: KeyService;
+  /** MCP configurations, secrets and tests: the same service as `/v1/mcp`, for any account. */
+  mcp: McpService;
+  adminToken?: string;
+  /** Largest accepted JSON body, in bytes. */
+  maxBodyBytes: number;
+  /** The usage ledger: any account's usage by day and model. */
+  usage: UsageLedger;
+  /** The connected nodes (`GET /admin/api/nodes`): a node drained for reports past the scheduler's bounds shows why. */
+  fleet?: { snapshot(): AgentSnapshot[]; drainedAway?(): { nodeId: string; distrusted: { reason: string; at: number }; connectedAt: number }[] };
+}
+
+export function dashboardRoutes(deps: DashboardDeps): Hono {
+  const app = new Hono();
+  const serve = staticFiles(STATIC, ["index.html", "dashboard.css", "dashboard.js"]);
+  app.use("/dashboard/*", pageHeaders); // also matches /dashboard itself
+  app.get("/dashboard", () => serve("index.html")!);
+  app.get("/dashboard/:name", (c) => serve(c.req.param("name")) ?? c.notFound());
+
+  if (!deps.adminToken) {
+    app.all("/admin/api/*", () => {
+      throw new NotFoundError("dashboard_disabled", "path: the dashboard is off (start the scheduler with --admin-token)");
+    });
+    return app;
+  }
+  const api = new Hono();
+  const wrong: [ErrorCode, string] = ["invalid_admin_token", "Authorization: the admin token is missing or wrong"];
+  api.use("*", bearerToken(deps.adminToken, { missing: wrong, invalid: wrong }));
+  api.get("/session", (c) => c.json({ tiers: TIERS, server_types: SERVER_TYPES, stdio_servers: deps.mcp.stdioServerNames() }));
+  api.get("/accounts", async (c) => {
+    const byAccount = new Map<string, { name: string; tier: string; keys: unknown[] }>();
+    for (const k of await deps.keys.list()) {
+      const entry = byAccount.get(k.account) ?? { name: k.account, tier: k.tier, keys: [] };
+      const state = k.revokedAt ? "revoked" : k.expiresAt && k.expiresAt * 1000 < Date.now() ? "expired" : "active";
+      entry.keys.push({ id: k.keyId, tier: k.tier, rpm: k.rpm, created_at: k.createdAt, expires_at: k.expiresAt, state });
+      byAccount.set(k.account, entry);
+    }
+    return c.json({ data: [...byAccount.values()] });
+  });
+  // The connected nodes: their pools, what the scheduler observed of them, and whether one was drained for its reports;
+  // then the drained nodes no longer connected (bounded by the fleet), so a drained node that left still shows.
+  api.get("/nodes", (c) =>
+    c.json({
+      data: [
+        ...(deps.fleet?.snapshot() ?? []).map((a) => ({
+          node_id: a.nodeId,
+          connected: true,
+          connected_at: a.connectedAt,
+          draining: a.draining,
+          distrusted: a.distrusted ?? null,
+          models: [...new Set(a.pools.flatMap((p) => p.modelIds))],
+          slots: a.pools.reduce((n, p) => n + p.slots, 0),
+          inflight: a.observed.inflight,
+          ttft_ms: a.observed.ttftMs ?? null,
+          tokens_per_second: a.observed.tokensPerSecond ?? null,
+        })),
+        ...(deps.fleet?.drainedAway?.() ?? []).map((a) => ({
+          node_id: a.nodeId,
+          connected: false,
+          connected_at: a.connectedAt,
+          draining: true,
+          distrusted: a.distrusted,
+          models: [],
+          slots: 0,
+          inflight: 0,
+          ttft_ms: null,
+          tokens_per_second: null,
+        })),
+      ],
+    }),
+  );
+  api.post("/keys", async (c) => {
+    const { account, tier, rpm } = parseBody(CreateKeyRequest, await readJsonBody(c, deps.maxBodyBytes));
+    return c.json(await deps.keys.create({ account, tier, ...(rpm ? { rpm } : {}) }), 201);
+  });
+  api.delete("/keys/:id", async (c) => {
+    if (!(await deps.keys.revoke(c.req.param("id")))) throw new NotFoundError("key_not_found", `key_id: no active key "${c.req.param("id")}"`);
+    return c.body(null, 204);
+  });
+  const account = (c: { req: { param(name: "account"): string } }) => {
+    const name = c.req.param("account");
+    if (!isValidAccountName(name)) throw new InvalidRequestError("invalid_account", `account: ${ACCOUNT_NAME_RULE}`);
+    return name;
+  };
+  api.get("/accounts/:account/mcp", async (c) => c.json({ data: await deps.mcp.list(account(c)) }));
+  api.post("/accounts/:account/mcp", async (c) => c.json(await deps.mcp.create(account(c), await readJsonBody(c, deps.maxBodyBytes)), 201));
+  api.put("/accounts/:account/mcp/:id", async (c) => c.json(await deps.mcp.update(account(c), c.req.param("id"), await readJsonBody(c, deps.maxBodyBytes))));
+  api.delete("/accounts/:account/mcp/:id", async (c) => {
+    await deps.mcp.delete(account(c), c.req.param("id"));
+    return c.body(null, 204);
+  });
+  // An account's usage by day and model, as GET /v1/usage reports it to the account's keys.
+  api.get("/accounts/:account/usage", async (c) => {
+    const { from, to } = usageRange(c.req.query("start_date"), c.req.query("end_date"));
+    return c.json({ object: "list", account: account(c), start_date: from, end_date: to, data: await deps.usage.report(account(c), from, to) });
+  });
+  api.post("/accounts/:account/mcp/:id/test", async (c) => c.json(await deps.mcp.test(account(c), c.req.param("id"))));
+  // An account's secrets: names listed, values only ever written.
+  api.get("/accounts/:account/secrets", async (c) => c.json({ data: await deps.mcp.listSecrets(account(c)) }));
+  api.put("/accounts/:account/secrets/:name", async (c) => c.json(await deps.mcp.setSecret(account(c), c.req.param("name"), await readJsonBody(c, deps.maxBodyBytes))));
+  api.delete("/accounts/:account/secrets/:name", async (c) => {
+    await deps.mcp.deleteSecret(account(c), c.req.param("name"));
+    return c.body(null, 204);
+  });
+  app.route("/admin/api", api);
+  return app;
+}
