@@ -199,13 +199,20 @@ async function startSpeech(config: AgentConfig, engine: LlmEngine, hub: ModelHub
 
 /**
  * `--ffmpeg` chosen, and checked: the pipeline's probe and decode run once on a tiny generated
- * WAV. Returns why they failed, and then transcription is refused (503 `engine_unavailable`,
- * /readyz says so) while chat still serves; the log names the ffmpeg found and the one needed.
+ * WAV, and its lists must hold every accepted format's demuxer and decoder. Returns why they
+ * failed, and then transcription is refused (503 `engine_unavailable`, /readyz says so, and the
+ * node does not offer it to a scheduler) while chat still serves; the log names the ffmpeg found
+ * and the one needed.
  */
 async function startFfmpeg(config: AgentConfig, logger: Logger): Promise<string | undefined> {
   useFfmpeg(config.ffmpeg);
   const check = await checkFfmpeg();
   if (check.ok) {
+    if (check.instead)
+      logger.warn(
+        { ffmpeg: check.path, version: check.version, path_ffmpeg: check.instead.path },
+        `the PATH's ffmpeg cannot run Kiln's decode (${check.instead.reason}): the npm-shipped ffmpeg runs it instead`,
+      );
     logger.info({ ffmpeg: check.path, version: check.version }, "ffmpeg runs the decode");
     return undefined;
   }
@@ -351,6 +358,7 @@ async function joinFleet(config: AgentConfig, facts: AgentFacts & { dataDir: str
     capabilities,
     maxFileBytes: config.maxUpload,
     pipeline: () => checkPipeline(facts.vadModel, whisper, facts.ffmpegFault),
+    ...(facts.ffmpegFault ? { ffmpegFault: facts.ffmpegFault } : {}),
     logger,
   });
   await transcriptions.refresh();

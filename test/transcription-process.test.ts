@@ -6,20 +6,31 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { tempDir, until, type KilnProcess } from "./helpers/fleet.js";
+import { httpBase, inProcessScheduler, spawnKiln, tempDir, until, NODE_TOKEN, type KilnProcess } from "./helpers/fleet.js";
 import { ffmpegPath } from "../agent/asr/ffmpeg.js";
-import { ffmpegReadsAtRate, getJson, makeMedia, QUICK_SPEECH_SECONDS, slowDecodingFfmpeg, spawnTranscription, upload, waitForJob } from "./helpers/speech.js";
+import {
+  ffmpegReadsAtRate,
+  getJson,
+  makeMedia,
+  QUICK_SPEECH_SECONDS,
+  slowDecodingFfmpeg,
+  spawnTranscription,
+  TEST_VAD,
+  TEST_WHISPER_DIR,
+  upload,
+  waitForJob,
+} from "./helpers/speech.js";
 
 const procs: KilnProcess[] = [];
 
 /**
  * An ffmpeg for `KILN_FFMPEG` that fails as a build lacking an option Kiln passes does (the
  * npm-shipped 2018 build given -readrate): on every run but `-version`, or, with `afterStartCheck`,
- * on every run but those of the agent's start check (the real ffmpeg runs those).
+ * on every run but those of the agent's start check (the real ffmpeg runs those, and lists its demuxers, decoders, muxers and encoders).
  */
 function refusingFfmpeg(afterStartCheck = false): string {
   const script = join(tempDir(), "ffmpeg");
-  const real = afterStartCheck ? `  *kiln-ffmpeg-check-*) exec '${ffmpegPath()}' "$@" ;;\n` : "";
+  const real = afterStartCheck ? `  *kiln-ffmpeg-check-*|*-demuxers*|*-decoders*|*-muxers*|*-encoders*) exec '${ffmpegPath()}' "$@" ;;\n` : "";
   writeFileSync(
     script,
     `#!/bin/sh\ncase "$*" in\n  *-version*) echo 'ffmpeg version N-47683-g0e8eb07980-static'; exit 0 ;;\n${real}esac\necho "Unrecognized option 'readrate'." >&2\necho 'Error splitting the argument list: Option not found' >&2\nexit 1\n`,
@@ -137,6 +148,31 @@ describe("transcription agent process", () => {
     const ready = await getJson(`${base}/readyz`);
     expect(ready.body.ready).toBe(true); // a chat node would still serve: transcription is reported, not required
     expect(ready.body.transcription).toMatchObject({ ffmpeg: false, ffmpeg_error: expect.stringContaining("Option not found") });
+  }, 60_000);
+
+  it("an agent whose ffmpeg fails the start check does not offer transcription to its scheduler: a lone node gives the scheduler's 503 model_unavailable, not a 502 after it refused the job", async () => {
+    const scheduler = await inProcessScheduler();
+    try {
+      const { token: key } = await scheduler.keys.create({ account: "no-ffmpeg", tier: "pro" });
+      const args = ["agent", "--scheduler", `127.0.0.1:${scheduler.grpc.port}`, "--node-id", "no-ffmpeg", "--whisper-dir", TEST_WHISPER_DIR, "--vad-model", TEST_VAD];
+      const proc = spawnKiln([...args, "--asr-parallel", "1", "--asr-threads", "1", "--gpu", "cpu"], { KILN_NODE_TOKEN: NODE_TOKEN, KILN_FFMPEG: refusingFfmpeg() });
+      procs.push(proc);
+      await until(() => scheduler.fleet.snapshot().length === 1, 30_000, "the agent to join");
+      expect(proc.lines.some((l) => l.includes("transcription refused"))).toBe(true);
+      expect(scheduler.fleet.transcriptionModels()).toEqual([]);
+      const models = (await (await fetch(`${httpBase(scheduler)}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: { id: string }[] };
+      expect(models.data.map((m) => m.id)).not.toContain("whisper-1");
+      const form = new FormData();
+      form.append("model", "whisper-1");
+      form.append("file", new Blob([new Uint8Array(readFileSync(makeMedia(tempDir(), "talk.wav", { seconds: 3 })))]), "talk.wav");
+      const res = await fetch(`${httpBase(scheduler)}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect({ status: res.status, code: body.error.code }).toEqual({ status: 503, code: "model_unavailable" });
+      expect(proc.lines.some((l) => l.includes("fleet transcription refused"))).toBe(false); // the node was never asked
+      expect(proc.lines.some((l) => l.includes("registers without transcription"))).toBe(true);
+    } finally {
+      await scheduler.close();
+    }
   }, 60_000);
 
   it("a job whose decode ffmpeg itself fails (an option it lacks) ends as an engine fault, never as bad input", async () => {

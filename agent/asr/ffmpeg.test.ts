@@ -3,7 +3,7 @@
  * else the npm-shipped build); the start check; and whose fault a failed run is.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -78,6 +78,50 @@ describe("the start check", () => {
     expect(await checkFfmpeg()).toMatchObject({ ok: true });
     useFfmpeg((createRequire(import.meta.url)("@ffmpeg-installer/ffmpeg") as { path: string }).path);
     expect(await checkFfmpeg()).toMatchObject({ ok: true });
+  });
+
+  it("fails naming the demuxer when ffmpeg's list lacks one of the accepted formats' (an ffmpeg that decodes WAV but not MP3)", async () => {
+    // the real ffmpeg, but its -demuxers list without mp3: as a build configured without it would answer
+    const noMp3 = join(dir, "ffmpeg-no-mp3");
+    writeFileSync(noMp3, `#!/bin/sh\ncase "$*" in\n  *-demuxers*) '${ffmpeg}' "$@" | grep -v -E '^ D.? +mp3 '; exit 0 ;;\nesac\nexec '${ffmpeg}' "$@"\n`, { mode: 0o755 });
+    expect(execFileSync(noMp3, ["-hide_banner", "-demuxers"], { encoding: "utf8" })).toMatch(/^ D.? +wav /m); // the rest of the list is there
+    useFfmpeg(noMp3);
+    const check = await checkFfmpeg();
+    expect(check).toMatchObject({ ok: false, path: noMp3 });
+    expect(!check.ok && check.reason).toBe("this ffmpeg lacks the mp3 demuxer (MP3): uploads in those formats would fail here");
+    // and a decoder: the list without either MP3 decoder nor AAC's
+    const noDecoders = join(dir, "ffmpeg-no-decoders");
+    writeFileSync(noDecoders, `#!/bin/sh\ncase "$*" in\n  *-decoders*) '${ffmpeg}' "$@" | grep -v -E ' (mp3float|mp3|aac|aac_fixed) '; exit 0 ;;\nesac\nexec '${ffmpeg}' "$@"\n`, {
+      mode: 0o755,
+    });
+    useFfmpeg(noDecoders);
+    expect(await checkFfmpeg()).toMatchObject({
+      ok: false,
+      reason: "this ffmpeg lacks the mp3 decoder (MP3), the aac decoder (M4A/AAC): uploads in those formats would fail here",
+    });
+  });
+
+  it("with nothing configured, falls back to the npm-shipped build when the PATH's ffmpeg fails the check", async () => {
+    const bin = join(dir, "bin");
+    mkdirSync(bin, { recursive: true });
+    // answers -version (so the search takes it), refuses Kiln's arguments
+    writeFileSync(join(bin, "ffmpeg"), readFileSync(lacksAnOption()), { mode: 0o755 });
+    const saved = { PATH: process.env.PATH, KILN_FFMPEG: process.env.KILN_FFMPEG };
+    process.env.PATH = `${bin}:${saved.PATH}`;
+    delete process.env.KILN_FFMPEG;
+    try {
+      useFfmpeg(undefined);
+      const bundled = (createRequire(import.meta.url)("@ffmpeg-installer/ffmpeg") as { path: string }).path;
+      const check = await checkFfmpeg();
+      expect(check).toMatchObject({ ok: true, path: bundled, instead: { path: "ffmpeg", reason: expect.stringMatching(/^ffmpeg failed \(Error splitting the argument list/) } });
+      expect(ffmpegPath()).toBe(bundled); // and the pipeline runs it from then on
+      // configured, a failing ffmpeg is refused: the operator's choice is not second-guessed
+      useFfmpeg(join(bin, "ffmpeg"));
+      expect(await checkFfmpeg()).toMatchObject({ ok: false, path: join(bin, "ffmpeg") });
+    } finally {
+      process.env.PATH = saved.PATH;
+      process.env.KILN_FFMPEG = saved.KILN_FFMPEG;
+    }
   });
 
   it("fails, saying why, on an ffmpeg that refuses Kiln's arguments, on one that crashes, and on none", async () => {

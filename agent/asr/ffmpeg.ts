@@ -12,7 +12,9 @@
  * A failure is the file's (`AudioError`, "bad input") only when ffmpeg says so: it could not open
  * or parse the input, or the input has no audio. ffmpeg missing, crashing or refusing Kiln's own
  * arguments is the node's (`EngineError`). The agent runs the pipeline's probe and decode once at
- * start on a tiny generated WAV (`checkFfmpeg`) and refuses transcription when they fail.
+ * start on a tiny generated WAV (`checkFfmpeg`), and reads ffmpeg's lists of demuxers, decoders,
+ * muxers and encoders for every accepted format's; it refuses transcription when any fails (with
+ * nothing configured, a failing PATH ffmpeg gives way to the npm-shipped build first).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
@@ -26,13 +28,39 @@ export const SAMPLE_RATE = 16_000;
 
 /** The demuxers of the accepted formats: MP3, WAV, FLAC, M4A/MP4/MOV, AAC, OGG, WMA (ASF), AVI, WebM/MKV. */
 export const ACCEPTED_DEMUXERS = ["mp3", "wav", "flac", "mov", "aac", "ogg", "asf", "avi", "matroska"] as const;
+/** The formats each accepted demuxer reads, for the start check's refusals. */
+const DEMUXER_FORMATS: Record<(typeof ACCEPTED_DEMUXERS)[number], string> = {
+  mp3: "MP3",
+  wav: "WAV",
+  flac: "FLAC",
+  mov: "M4A/MP4/MOV",
+  aac: "AAC",
+  ogg: "OGG",
+  asf: "WMA",
+  avi: "AVI",
+  matroska: "WebM/MKV",
+};
+/**
+ * The decoders of the accepted formats' usual codecs, each with the other decoders of the same
+ * codec that do as well (a build may have only the float MP3 decoder, or libopus alone), and
+ * the formats that need it, for the refusals.
+ */
+const NEEDED_DECODERS: readonly { name: string; any: readonly string[]; for: string }[] = [
+  { name: "mp3", any: ["mp3float", "mp3", "mp3_at"], for: "MP3" },
+  { name: "aac", any: ["aac", "aac_fixed", "libfdk_aac", "aac_at"], for: "M4A/AAC" },
+  { name: "flac", any: ["flac"], for: "FLAC" },
+  { name: "pcm_s16le", any: ["pcm_s16le"], for: "WAV" },
+  { name: "vorbis", any: ["vorbis", "libvorbis"], for: "OGG/WebM" },
+  { name: "opus", any: ["opus", "libopus"], for: "OGG/WebM" },
+  { name: "wmav2", any: ["wmav2"], for: "WMA" },
+];
 /** What every ffmpeg run is told before its input: local files only, accepted containers only. */
 const INPUT_GUARD = ["-protocol_whitelist", "file,pipe", "-format_whitelist", ACCEPTED_DEMUXERS.join(",")];
 /** Default stall time: ffmpeg is killed after this long without progress. */
 export const DEFAULT_STALL_MS = 120_000;
 /** What the pipeline needs of ffmpeg, for the operator: said when the start check fails. */
 export const FFMPEG_NEEDS =
-  `ffmpeg ≥ 4.0 with -protocol_whitelist and -format_whitelist, the demuxers ${ACCEPTED_DEMUXERS.join(", ")}, ` +
+  `ffmpeg ≥ 4.0 with -protocol_whitelist and -format_whitelist, the demuxers ${ACCEPTED_DEMUXERS.join(", ")}, the decoders ${NEEDED_DECODERS.map((d) => d.name).join(", ")}, ` +
   `resampling to ${SAMPLE_RATE} Hz mono and the f32le muxer with the pcm_f32le encoder; install Debian's ffmpeg (apt-get install ffmpeg) or set KILN_FFMPEG=/path (--ffmpeg)`;
 const require = createRequire(import.meta.url);
 
@@ -41,9 +69,15 @@ let configured: string | undefined;
 /** The ffmpeg found without an override (the PATH's or the npm-shipped one), looked up once. */
 let found: string | undefined;
 
-/** Uses `path` as ffmpeg (the agent's `--ffmpeg`); `undefined` goes back to `KILN_FFMPEG` or the search. */
+/** Uses `path` as ffmpeg (the agent's `--ffmpeg`); `undefined` goes back to `KILN_FFMPEG` or the search (made again). */
 export function useFfmpeg(path: string | undefined): void {
   configured = path;
+  found = undefined;
+}
+
+/** The static build of `@ffmpeg-installer/ffmpeg`; throws when it is not installed. */
+function bundledFfmpeg(): string {
+  return (require("@ffmpeg-installer/ffmpeg") as { path: string }).path;
 }
 
 /** The ffmpeg binary to run: `--ffmpeg` / `KILN_FFMPEG`, else the PATH's, else the npm-shipped one. */
@@ -57,21 +91,49 @@ export function ffmpegPath(): string {
 function findFfmpeg(): string {
   if (spawnSync("ffmpeg", ["-version"], { stdio: "ignore", env: childEnv() }).status === 0) return "ffmpeg";
   try {
-    return (require("@ffmpeg-installer/ffmpeg") as { path: string }).path;
+    return bundledFfmpeg();
   } catch (err) {
     throw new EngineError(`no ffmpeg found: ${FFMPEG_NEEDS}`, { cause: err });
   }
 }
 
-/** The outcome of `checkFfmpeg`: whether the pipeline's probe and decode run, with the ffmpeg that ran them. */
-export type FfmpegCheck = { ok: true; path: string; version: string } | { ok: false; path: string | undefined; version: string | undefined; reason: string };
+/**
+ * The outcome of `checkFfmpeg`: whether the pipeline's probe and decode run and every accepted
+ * format's demuxer and decoder is there, with the ffmpeg that ran them. `instead`: the PATH's
+ * ffmpeg, which failed the check before the npm-shipped one passed it (nothing was configured).
+ */
+export type FfmpegCheck =
+  { ok: true; path: string; version: string; instead?: { path: string; reason: string } } | { ok: false; path: string | undefined; version: string | undefined; reason: string };
+
+/**
+ * Checks the ffmpeg the pipeline will run (`checkOne`). With nothing configured (no `--ffmpeg`,
+ * no `KILN_FFMPEG`) and the PATH's ffmpeg failing, the npm-shipped build is checked once too
+ * and, when it passes, used from then on (`instead` says why).
+ */
+export async function checkFfmpeg(options: { stallMs?: number } = {}): Promise<FfmpegCheck> {
+  const first = await checkOne(options);
+  if (first.ok || (configured ?? process.env.KILN_FFMPEG) || first.path !== "ffmpeg") return first;
+  let bundled: string;
+  try {
+    bundled = bundledFfmpeg();
+  } catch {
+    return first;
+  }
+  found = bundled;
+  const second = await checkOne(options);
+  if (second.ok) return { ...second, instead: { path: first.path, reason: first.reason } };
+  found = first.path; // neither passes: the refusal names the PATH's, the one an operator would fix
+  return { ...first, reason: `${first.reason}; the npm-shipped ${bundled} failed too (${second.reason})` };
+}
 
 /**
  * Runs the pipeline's own probe and decode (the same arguments, filters and watchdog) once on a
  * tiny generated WAV (8 kHz stereo, so resampling and downmixing run), and checks the samples
- * that come out. A failure is the ffmpeg's, never a file's: the agent refuses transcription.
+ * that come out; then reads ffmpeg's lists for every accepted format's demuxer and decoder and
+ * the f32le muxer and pcm_f32le encoder (a build without the mp3 demuxer passes the WAV, then
+ * fails every MP3). A failure is the ffmpeg's, never a file's: the agent refuses transcription.
  */
-export async function checkFfmpeg(options: { stallMs?: number } = {}): Promise<FfmpegCheck> {
+async function checkOne(options: { stallMs?: number }): Promise<FfmpegCheck> {
   let path: string | undefined;
   let version: string | undefined;
   const dir = await mkdtemp(join(tmpdir(), "kiln-ffmpeg-check-"));
@@ -87,12 +149,50 @@ export async function checkFfmpeg(options: { stallMs?: number } = {}): Promise<F
     if (probe.codec !== "pcm_s16le") throw new EngineError(`ffmpeg read the start check's WAV as ${probe.codec}, not pcm_s16le`);
     const samples = await decodeToPcm(input, join(dir, "check.f32"), { maxSeconds: 60, displayName: "the start check's WAV", stallMs });
     if (samples !== seconds * SAMPLE_RATE) throw new EngineError(`ffmpeg decoded ${samples} samples of a ${seconds} s WAV, not ${seconds * SAMPLE_RATE}`);
+    checkComponents(path);
     return { ok: true, path, version: version ?? "unknown" };
   } catch (err) {
     return { ok: false, path, version, reason: err instanceof Error ? err.message : String(err) };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** Throws an `EngineError` naming every accepted format's demuxer or decoder, and the output's muxer or encoder, that `path` lacks. */
+function checkComponents(path: string): void {
+  const demuxers = listed(path, "demuxers");
+  const decoders = listed(path, "decoders");
+  const muxers = listed(path, "muxers");
+  const encoders = listed(path, "encoders");
+  const missing = [
+    ...ACCEPTED_DEMUXERS.filter((d) => !demuxers.has(d)).map((d) => `the ${d} demuxer (${DEMUXER_FORMATS[d]})`),
+    ...NEEDED_DECODERS.filter((d) => !d.any.some((n) => decoders.has(n))).map((d) => `the ${d.name} decoder (${d.for})`),
+    ...(muxers.has("f32le") ? [] : ["the f32le muxer (the decode's output)"]),
+    ...(encoders.has("pcm_f32le") ? [] : ["the pcm_f32le encoder (the decode's output)"]),
+  ];
+  if (missing.length > 0) throw new EngineError(`this ffmpeg lacks ${missing.join(", ")}: uploads in those formats would fail here`);
+}
+
+/**
+ * The names in `ffmpeg -hide_banner -<list>`: for demuxers and muxers the lines after `--`
+ * (` D  mov,mp4,m4a,3gp,3g2,mj2 QuickTime / MOV`; ffmpeg 6.1+ adds a `d` column for devices),
+ * for decoders and encoders those after `------` (` A....D mp3float  MP3 …`).
+ */
+function listed(path: string, list: "demuxers" | "decoders" | "muxers" | "encoders"): Set<string> {
+  const ran = spawnSync(path, ["-hide_banner", `-${list}`], { encoding: "utf8", env: childEnv(), timeout: 30_000, maxBuffer: 16 * 1024 * 1024 });
+  const lines = (ran.stdout ?? "").split("\n");
+  const start = lines.findIndex((l) => /^\s*-{2,}\s*$/.test(l));
+  if (ran.status !== 0 || start < 0) {
+    const why = ran.error ? ((ran.error as NodeJS.ErrnoException).code ?? ran.error.message) : lastLine(ran.stderr ?? "", [], "") || `exit status ${ran.status ?? ran.signal}`;
+    throw new EngineError(`ffmpeg could not list its ${list} (${why})`);
+  }
+  const names = new Set<string>();
+  for (const line of lines.slice(start + 1)) {
+    const words = line.trim().split(/\s+/);
+    const name = words[1] === "d" ? words[2] : words[1]; // a device's line: ` D d alsa`
+    for (const n of name?.split(",") ?? []) if (n) names.add(n);
+  }
+  return names;
 }
 
 /** A 16-bit PCM WAV of a 440 Hz tone. */

@@ -31,6 +31,13 @@ export interface FleetTranscriptionsOptions {
   maxFileBytes: number;
   /** Throws 503 `engine_unavailable` when this node cannot transcribe at all (checkPipeline): another node may take the request. */
   pipeline: () => Promise<void>;
+  /**
+   * Why ffmpeg failed the start check, when it did: the node then registers without transcription
+   * (an idle node that refuses every job would be picked first), and the scheduler answers
+   * `model_unavailable` unless another node transcribes. Fixed only by a restart, unlike a missing
+   * voice-activity model, which the node may be given while it runs (that one `pipeline` refuses per request).
+   */
+  ffmpegFault?: string;
   logger: Logger;
 }
 
@@ -69,8 +76,12 @@ export class FleetTranscriptions {
     return this.description;
   }
 
-  /** What Register tells the scheduler: the installed models, the default, the slots and limits. */
+  /** What Register tells the scheduler: the installed models, the default, the slots and limits; none of it when ffmpeg failed the start check. */
   private async describe(): Promise<Transcription> {
+    if (this.options.ffmpegFault) {
+      this.options.logger.warn("this node registers without transcription: its ffmpeg failed the start check (logged above)");
+      return { models: [], on_demand_models: [], default_model: "", slots: 0, capabilities: [], max_file_bytes: 0 };
+    }
     const models = await this.options.whisper.status();
     const installed = models.filter((m) => m.installed).map((m) => m.name);
     // `whisper-1` is the catalog's default when installed, else the largest installed
