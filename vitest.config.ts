@@ -29,7 +29,6 @@ const PAIRED = [
   "test/operations.test.ts",
   "test/openapi.test.ts",
   "test/fleet-messages.test.ts",
-  "test/install.test.ts",
   "{scheduler,config,core,cli,hub,models,speech}/**/*.test.ts",
 ];
 
