@@ -17,6 +17,7 @@ export const MUTATION_SUITES = [
   "config/config.test.ts",
   "config/max-inflight.test.ts",
   "config/rules.test.ts",
+  "config/node-tokens.test.ts",
 ];
 
 export default defineConfig({
