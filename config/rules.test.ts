@@ -177,6 +177,20 @@ describe("the scheduler's gRPC rules", () => {
   });
 });
 
+describe("the scheduler's CORS origins", () => {
+  it("* or an origin exactly as a browser sends it: http(s), host and port, no path", () => {
+    expect(scheduler({ corsOrigin: ["*"] }).corsOrigin).toEqual(["*"]);
+    expect(scheduler({ corsOrigin: ["https://app.example.com", "http://localhost:3000"] }).corsOrigin).toEqual(["https://app.example.com", "http://localhost:3000"]);
+    expect(scheduler({ corsOrigin: "https://app.example.com,http://10.0.0.1:8080" }).corsOrigin).toEqual(["https://app.example.com", "http://10.0.0.1:8080"]);
+    for (const bad of ["https://app.example.com/", "https://app.example.com/x", "ftp://files.example.com", "app.example.com", "**"])
+      refusal(
+        () => scheduler({ corsOrigin: [bad] }),
+        "--cors-origin / KILN_CORS_ORIGIN",
+        /expected \* or an origin such as https:\/\/app\.example\.com \(scheme, host and port; no path\)$/,
+      );
+  });
+});
+
 describe("the option declarations", () => {
   it("every refusal of a value is a zod custom issue", () => {
     const codes = (schema: { safeParse(v: unknown): { error?: { issues: { code: string }[] } } }, value: unknown) => schema.safeParse(value).error!.issues.map((i) => i.code);
@@ -190,6 +204,11 @@ describe("the option declarations", () => {
     expect(codes(AGENT_OPTIONS.uploadBudget.schema, "0%")).toEqual(["custom"]);
     expect(codes(AGENT_OPTIONS.uploadBudget.schema, "1kb")).toEqual(["custom"]);
     expect(codes(AGENT_OPTIONS.serve.schema, ["nothing"])).toEqual(["custom"]);
+    expect(codes(AGENT_OPTIONS.serve.schema, ["a=hf:nothing"])).toEqual(["custom"]);
+    expect(codes(AGENT_OPTIONS.scheduler.schema, "127.0.0.1:5,nope")).toEqual(["custom"]);
+    expect(codes(AGENT_OPTIONS.scheduler.schema, "127.0.0.1:5,127.0.0.1:5")).toEqual(["custom"]);
+    expect(codes(AGENT_OPTIONS.hubUrl.schema, "ftp://hub")).toEqual(["custom"]);
+    expect(codes(AGENT_OPTIONS.pull.schema, ["ollama:llama3"])).toEqual(["custom"]);
   });
 
   it("each option's key is the camel case of its long flag (what commander hands back)", () => {
@@ -266,7 +285,16 @@ describe("the agent's rules", () => {
       "--scheduler / KILN_SCHEDULER",
       'expected HOST:PORT, or several comma-separated (e.g. 10.0.0.1:50051,10.0.0.2:50051), got "nope"',
     );
+    refusal(
+      () => agent({ scheduler: "127.0.0.1:5, nope ", nodeToken: TOKEN }),
+      "--scheduler / KILN_SCHEDULER",
+      'expected HOST:PORT, or several comma-separated (e.g. 10.0.0.1:50051,10.0.0.2:50051), got "nope"',
+    ); // the item as written in the list, without the spaces around it
     refusal(() => agent({ scheduler: "127.0.0.1:5,127.0.0.1:5", nodeToken: TOKEN }), "--scheduler / KILN_SCHEDULER", "127.0.0.1:5 is named twice");
+    expect(agent({ scheduler: "127.0.0.1:5,127.0.0.1:6", nodeToken: TOKEN }).scheduler).toEqual([
+      { host: "127.0.0.1", port: 5 },
+      { host: "127.0.0.1", port: 6 },
+    ]); // one host, two ports: two schedulers
     refusal(
       () => agent({ scheduler: "127.0.0.1:5,10.0.0.9:5", nodeToken: TOKEN }),
       "--scheduler / KILN_SCHEDULER",
@@ -327,7 +355,8 @@ describe("the agent's rules", () => {
     refusal(() => agent({ fetchModels: "small", offline: "true" }), "--fetch-models / KILN_FETCH_MODELS", "contradicts --offline (which never downloads): give one or the other");
     expect(agent({}).hubUrl).toBe("https://huggingface.co");
     expect(agent({ hubUrl: "http://mirror.internal:8080/hf/" }).hubUrl).toBe("http://mirror.internal:8080/hf");
-    for (const bad of ["ftp://hub", "https://user:pw@hub", "https://hub/?x=1", "hub"])
+    expect(agent({ hubUrl: "https://mirror.internal/hf//" }).hubUrl).toBe("https://mirror.internal/hf"); // every trailing slash
+    for (const bad of ["ftp://hub", "git+https://hub", "https://user:pw@hub", "https://hub/?x=1", "hub"])
       refusal(() => agent({ hubUrl: bad }), "--hub-url / KILN_HUB_URL", /expected an http\(s\) URL/);
     expect(maskSecrets(AGENT_OPTIONS, agent({ hfToken: "hf_secret_value_123" }))).toMatchObject({ hfToken: "[redacted]" });
 

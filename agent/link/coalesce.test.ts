@@ -69,6 +69,64 @@ describe("ChunkBatcher", () => {
     }
   });
 
+  it("a completion whose first piece is a call sends it at once; a call's piece merges only into the same call's last entry, and one naming a function never merges", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    try {
+      const sent: Piece[][] = [];
+      const b = new ChunkBatcher((pieces) => sent.push(pieces), 30);
+      b.pushToolCall("a", { index: 0, name: "get_weather", arguments: "" }); // the first piece: at once
+      b.pushToolCall("a", { index: 1, name: "get_time", arguments: "" }); // at once: the link has not flushed yet
+      b.pushToolCall("a", { index: 0, arguments: '{"city":"Paris"}' }); // two calls' pieces interleaved: gathered
+      b.pushToolCall("a", { index: 1, arguments: "{}" });
+      b.pushToolCall("a", { index: 1, name: "get_date", arguments: "" }); // its name is not lost in the entry before
+      vi.advanceTimersByTime(30);
+      // strict: an argument piece carries no name at all
+      expect(sent).toStrictEqual([
+        [{ request_id: "a", text: "", tool_calls: [{ index: 0, name: "get_weather", arguments: "" }] }],
+        [{ request_id: "a", text: "", tool_calls: [{ index: 1, name: "get_time", arguments: "" }] }],
+        [
+          {
+            request_id: "a",
+            text: "",
+            tool_calls: [
+              { index: 0, arguments: '{"city":"Paris"}' },
+              { index: 1, arguments: "{}" },
+              { index: 1, name: "get_date", arguments: "" },
+            ],
+          },
+        ],
+      ]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("gathers each choice of a completion apart, its pieces marked with its index (the first choice's with none)", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    try {
+      const sent: Piece[][] = [];
+      const b = new ChunkBatcher((pieces) => sent.push(pieces), 30);
+      b.push("a", "A0"); // the first piece: at once
+      b.push("a", "B0", undefined, 1); // at once: the link has not flushed yet
+      b.push("a", "C0", undefined, 2);
+      b.push("a", "A1");
+      b.push("a", "B1", undefined, 1);
+      b.push("a", "C1", undefined, 2);
+      b.end("a");
+      expect(sent).toEqual([
+        [{ request_id: "a", text: "A0" }],
+        [{ request_id: "a", text: "B0", index: 1 }],
+        [
+          { request_id: "a", text: "C0C1", index: 2 },
+          { request_id: "a", text: "A1" },
+          { request_id: "a", text: "B1", index: 1 },
+        ],
+      ]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("gathers the log probabilities of a completion's pieces with their text, in order", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     try {
@@ -85,6 +143,14 @@ describe("ChunkBatcher", () => {
         [{ request_id: "a", text: " upon", logprobs: [lp(" upon")] }],
         [{ request_id: "a", text: " a time", logprobs: [lp(" a"), lp(" ti"), lp("me")] }],
       ]);
+      sent.length = 0;
+      const other = new ChunkBatcher((pieces) => sent.push(pieces), 30);
+      other.push("b", "x");
+      other.push("b", "y"); // at once: this link has not flushed yet
+      other.push("b", " z"); // gathered, without log probabilities
+      other.push("b", "!", [lp("!")]);
+      vi.advanceTimersByTime(30);
+      expect(sent.at(-1)).toEqual([{ request_id: "b", text: " z!", logprobs: [lp("!")] }]); // only the pieces' own
     } finally {
       vi.useRealTimers();
     }
@@ -121,7 +187,8 @@ describe("ChunkBatcher", () => {
     slow.push("r", "z");
     expect(slow.discard("r")).toBe(true);
     expect(slow.discard("never-sent")).toBe(false);
-    slow.end("r");
+    slow.end("r"); // nothing gathered: sends nothing
+    expect(sent).toEqual([[{ request_id: "r", text: "x" }], [{ request_id: "r", text: "y" }]]);
     slow.push("r", "again"); // a forgotten id starts over: its first piece goes at once
     slow.close();
     expect(sent.flat().map((p) => p.text)).toEqual(["x", "y", "again"]);
