@@ -75,8 +75,12 @@ describe("POST /api/process", () => {
     expect(moving.length).toBeGreaterThanOrEqual(3);
     const [first, last] = [moving[0]!, moving.at(-1)!];
     expect(last.progress).toBeGreaterThan(first.progress);
-    expect(last.eta).toBeLessThan(first.eta);
-    expect(new Set(moving.map((s) => s.eta)).size).toBeGreaterThanOrEqual(2);
+    // the ETA is in whole seconds, rounded up: a short phase's tail reads 1 s to its end, so the fall is
+    // read between the phase's highest ETA and a lower one after it, and it never ends above where it began
+    const etas = moving.map((s) => s.eta);
+    const highest = etas.indexOf(Math.max(...etas));
+    expect(Math.min(...etas.slice(highest))).toBeLessThan(etas[highest]!);
+    expect(last.eta).toBeLessThanOrEqual(first.eta);
     // measured: halfway through whisper, the ETA is near the time the job really took still (the
     // default guess of 2 s of speech a second would say a minute or more; this whisper is far faster)
     const end = samples.at(-1)!.at;
