@@ -82,6 +82,13 @@ function streamUpload(base: string, size: number): Promise<{ status: number; bod
   });
 }
 
+/** The files in an agent's data folder besides its job database. */
+function filesKept(dataDir: string): string[] {
+  return readdirSync(dataDir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && !e.name.startsWith("jobs.db"))
+    .map((e) => e.name);
+}
+
 describe("transcription agent process", () => {
   it("refuses 1 GB + 1 byte with 413 while streaming, within 100 MB of its memory, leaving no file", async () => {
     const dataDir = tempDir();
@@ -113,12 +120,7 @@ describe("transcription agent process", () => {
     expect(res.body.error).toMatchObject({ type: "service_unavailable_error", code: "engine_unavailable" });
     expect(res.body.error.message).toContain(`voice-activity model ${missing} cannot be read`);
     expect(res.body.error.message).toContain("--vad-model");
-    // nothing of the body was kept: no file in the data folder but the job database
-    expect(
-      readdirSync(dataDir, { recursive: true, withFileTypes: true })
-        .filter((e) => e.isFile() && !e.name.startsWith("jobs.db"))
-        .map((e) => e.name),
-    ).toEqual([]);
+    expect(filesKept(dataDir)).toEqual([]); // nothing of the body was kept
     const ready = await getJson(`${base}/readyz`);
     expect(ready.body.transcription.vad_model).toBe(false); // readiness says the same
   }, 60_000);
@@ -139,12 +141,7 @@ describe("transcription agent process", () => {
     expect(res.body.error.message).toMatch(
       /ffmpeg cannot decode here \(ffmpeg failed \(Error splitting the argument list: Option not found\).*install Debian's ffmpeg or set KILN_FFMPEG/,
     );
-    // nothing of the body was kept: no file in the data folder but the job database
-    expect(
-      readdirSync(dataDir, { recursive: true, withFileTypes: true })
-        .filter((e) => e.isFile() && !e.name.startsWith("jobs.db"))
-        .map((e) => e.name),
-    ).toEqual([]);
+    expect(filesKept(dataDir)).toEqual([]); // nothing of the body was kept
     const ready = await getJson(`${base}/readyz`);
     expect(ready.body.ready).toBe(true); // a chat node would still serve: transcription is reported, not required
     expect(ready.body.transcription).toMatchObject({ ffmpeg: false, ffmpeg_error: expect.stringContaining("Option not found") });

@@ -7,20 +7,7 @@ import { createLogger } from "../../core/log.js";
 import type { Register__Output, SchedulerMessage } from "../../proto/index.js";
 import { Fleet, type FleetOptions } from "./fleet.js";
 import type { AgentLink, CompletionEvent } from "./types.js";
-
-class RecordingLink implements AgentLink {
-  sent: SchedulerMessage[] = [];
-  closed?: string;
-  send(m: SchedulerMessage): void {
-    this.sent.push(m);
-  }
-  close(reason: string): void {
-    this.closed = reason;
-  }
-  requests(): string[] {
-    return this.sent.filter((m) => m.completion).map((m) => m.completion!.request_id!);
-  }
-}
+import { RecordingLink } from "../../test/helpers/recording-link.js";
 
 const register = (nodeId: string, slots: number, capabilities: string[] = []): Register__Output => ({
   node_id: nodeId,

@@ -22,20 +22,7 @@ import { testDb } from "../../test/helpers/db.js";
 import { openStore } from "../store/index.js";
 import { KeyService } from "../auth/index.js";
 import { wavFile } from "../../scripts/lib/media.js";
-
-class RecordingLink implements AgentLink {
-  sent: SchedulerMessage[] = [];
-  closed?: string;
-  send(m: SchedulerMessage): void {
-    this.sent.push(m);
-  }
-  close(reason: string): void {
-    this.closed = reason;
-  }
-  requests(): string[] {
-    return this.sent.filter((m) => m.completion).map((m) => m.completion!.request_id!);
-  }
-}
+import { RecordingLink } from "../../test/helpers/recording-link.js";
 
 const register = (nodeId: string, slots: number, models = ["famB-v3.1"]): Register__Output => ({
   node_id: nodeId,

@@ -127,7 +127,7 @@ export class McpService {
         account,
         secrets: await this.secretsOf(account, server),
         egress: egress.portable(),
-        stdioServers: this.stdioServersFor(server),
+        stdioServers: stdioEntryFor(this.stdioServers, server),
         timeoutMs,
         ...(fsBase ? { fsBase } : {}),
         ...(requestId ? { requestId } : {}),
@@ -136,12 +136,6 @@ export class McpService {
     } finally {
       release();
     }
-  }
-
-  /** The operator's stdio server a configuration names, alone (a sandbox sees no other catalog entry, nor their fixed variables). */
-  private stdioServersFor(server: StoredMcpServer): StdioCatalog {
-    const name = server.server_type === "mcp" ? (server.config as { server?: unknown }).server : undefined;
-    return typeof name === "string" && Object.hasOwn(this.stdioServers, name) ? { [name]: this.stdioServers[name]! } : {};
   }
 
   /** The values of the account's secrets that the configuration names (a missing one is left out: the test then says it is missing). */
@@ -165,4 +159,10 @@ export class McpService {
       secrets: await this.options.secrets.names(account),
     });
   }
+}
+
+/** The operator's stdio server a configuration names, alone: a sandbox sees no other catalog entry, nor their fixed variables. */
+export function stdioEntryFor(catalog: StdioCatalog, server: Pick<StoredMcpServer, "server_type" | "config">): StdioCatalog {
+  const name = server.server_type === "mcp" ? (server.config as { server?: unknown }).server : undefined;
+  return typeof name === "string" && Object.hasOwn(catalog, name) ? { [name]: catalog[name]! } : {};
 }

@@ -148,9 +148,9 @@ export async function testMcpServer(server: StoredMcpServer, options: McpTestOpt
       latency_ms: Math.round(performance.now() - started),
     };
   })();
-  const what = `server_id: ${server.id} (${server.server_type})`;
+  const what = serverLabel(server);
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new UpstreamError("mcp_timeout", `${what} did not answer within ${options.timeoutMs} ms`)), options.timeoutMs);
+    timer = setTimeout(() => reject(timeoutError(what, options.timeoutMs)), options.timeoutMs);
   });
   try {
     return await Promise.race([work, timeout]);
@@ -163,12 +163,36 @@ export async function testMcpServer(server: StoredMcpServer, options: McpTestOpt
   }
 }
 
+/** How a test's messages name the configuration under test: `server_id: mcp_… (postgresql)`. */
+export function serverLabel(server: Pick<StoredMcpServer, "id" | "server_type">): string {
+  return `server_id: ${server.id} (${server.server_type})`;
+}
+
+/** 502: the server did not answer within the test's time. */
+export function timeoutError(what: string, ms: number): UpstreamError {
+  return new UpstreamError("mcp_timeout", `${what} did not answer within ${ms} ms`);
+}
+
+/** 502: the server sent more than `limit` bytes, or reading it took more than `limit` bytes of memory. */
+export function tooLargeError(what: string, limit: number, of: "sent" | "memory" = "sent"): UpstreamError {
+  const mib = Math.round(limit / 2 ** 20);
+  return new UpstreamError(
+    "mcp_answer_too_large",
+    of === "sent" ? `${what} sent more than ${mib} MiB; the test was stopped` : `${what}: reading the server's answer took more than ${mib} MiB of memory; the test was stopped`,
+  );
+}
+
+/** 502: what the server sent broke its client, or the process reading it (the details go to the log). */
+export function badAnswerError(what: string): UpstreamError {
+  return new UpstreamError("mcp_bad_answer", `${what} sent an answer its client could not read; the test was stopped (details are in the scheduler's log under this request's id)`);
+}
+
 /** The tenant-facing error for a failure; upstream detail only in the log. */
 function publicError(err: unknown, what: string, options: McpTestOptions): ApiError {
   const cause = egressCause(err);
   if (cause) return new EgressRefusedError(`${what}: refused to connect: ${cause.message}`);
   const flood = findCause(err, (e) => (e instanceof AnswerTooLargeError ? e : undefined));
-  if (flood) return new UpstreamError("mcp_answer_too_large", `${what} sent more than ${Math.round(flood.limit / 2 ** 20)} MiB; the test was stopped`);
+  if (flood) return tooLargeError(what, flood.limit);
   if (err instanceof ApiError) return err;
   if (err instanceof MissingSecretError) return new UpstreamError("mcp_misconfigured", `${what}: ${err.message}`);
   if (err instanceof McpConfigProblem || err instanceof PathEscapeError) return new UpstreamError("mcp_misconfigured", `${what}: ${err.message}`);

@@ -23,7 +23,7 @@ import { uniformSource as random } from "../../fabricate/tensors.js";
 import { httpFlood, mysqlUnsolicited, postgresFlood, postgresMalformedRow, silentServer, websocketBadRedirect, type Upstream } from "./hostile-upstreams.js";
 import { startLiar, type LiarReport } from "./liar.js";
 import { makeAudio, toneBursts } from "./media.js";
-import { freePort, kilnKey } from "./run.js";
+import { freePort, kilnKey, until } from "./run.js";
 import { Managed } from "./soak.js";
 
 export interface HostileSoakOptions {
@@ -149,7 +149,7 @@ export async function runHostileSoak(options: HostileSoakOptions): Promise<Hosti
   try {
     await scheduler.start();
     await agent.start();
-    await until(async () => (await modelStatus(api, alice, HONEST_MODEL)) === "available", 30_000, "the honest agent's model to be available");
+    await until(async () => (await modelStatus(api, alice, HONEST_MODEL)) === "available", 30_000, "the honest agent's model to be available", 200);
     log(`started: scheduler ${api}, agent soak-a`);
 
     // --- the honest tenant, from the start: its calm-phase latency is the baseline ---
@@ -247,7 +247,7 @@ export async function runHostileSoak(options: HostileSoakOptions): Promise<Hosti
     };
     liar = startLiar({ grpc: `127.0.0.1:${grpcPort}`, token: LIAR_TOKEN, nodeId: "liar-1", model: LIAR_MODEL, log });
     const lying = liar.attack(deadline);
-    await until(async () => (await modelStatus(api, mallory, LIAR_MODEL)) === "available", 30_000, "the liar's model to be available");
+    await until(async () => (await modelStatus(api, mallory, LIAR_MODEL)) === "available", 30_000, "the liar's model to be available", 200);
     const hostileChat = async () => {
       while (Date.now() < deadline) {
         const res = await post(api, mallory, "/v1/chat/completions", { model: LIAR_MODEL, max_tokens: HOSTILE_MAX_TOKENS, messages: [{ role: "user", content: HOSTILE_PROMPT }] });
@@ -351,13 +351,5 @@ async function settledUsage(api: string, key: string, settled: (t: Totals) => bo
     );
     if (settled(totals) || Date.now() > until) return totals;
     await sleep(250);
-  }
-}
-
-async function until(predicate: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
   }
 }

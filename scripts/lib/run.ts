@@ -39,3 +39,12 @@ export function kilnKey(db: string, account: string): string {
   if (!key) throw new Error(`kiln keys create printed no key:\n${out}`);
   return key;
 }
+
+/** Resolves once `predicate` holds, polling every `everyMs`; rejects after `timeoutMs`. */
+export async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition", everyMs = 20): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

@@ -14,6 +14,7 @@ import { defaultModelDir, TEST_MODELS } from "../../fabricate/index.js";
 import { NODE_TOKEN, PROCESS_LOG_DIR } from "./secrets.js";
 import { dbSettings, testDb } from "./db.js";
 import { tempDir } from "./temp.js";
+import { until } from "../../scripts/lib/run.js";
 
 export { NODE_TOKEN } from "./secrets.js";
 export const TINY_MODEL = join(defaultModelDir(), TEST_MODELS.tiny.file);
@@ -63,14 +64,7 @@ export async function inProcessAgent(scheduler: { grpc: { host: string; port: nu
   return agent;
 }
 
-/** Resolves once `predicate` holds, polling every 20 ms; rejects after `timeoutMs`. */
-export async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+export { until };
 
 export async function waitForAgents(scheduler: SchedulerHandle, count: number): Promise<void> {
   await until(() => scheduler.fleet.snapshot().length === count, 15_000, `${count} agent(s) to join`);

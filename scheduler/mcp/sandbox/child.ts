@@ -11,8 +11,8 @@ import { ApiError, UpstreamError } from "../../../core/errors.js";
 import { EgressPolicy } from "../egress.js";
 import { MissingSecretError } from "../secrets.js";
 import { endStdioServers } from "../stdio.js";
-import { testMcpServer } from "../tester.js";
-import { holdTo, type Breach } from "./caps.js";
+import { badAnswerError, serverLabel, testMcpServer, tooLargeError } from "../tester.js";
+import { holdTo } from "./caps.js";
 import type { SandboxJob, SandboxLog, SandboxOutcome } from "./protocol.js";
 
 /** The most of a job read from stdin, in bytes. */
@@ -53,19 +53,15 @@ let what = "the MCP server";
 /** A throw no one caught (a client library's parser on bytes it never expected): the test ends, and says so. */
 function broken(err: unknown): void {
   logs.push({ err: describe(err), msg: "MCP test: the server's answer broke its client" });
-  finish(
-    failure(
-      new UpstreamError("mcp_bad_answer", `${what} sent an answer its client could not read; the test was stopped (details are in the scheduler's log under this request's id)`),
-    ),
-  );
+  finish(failure(badAnswerError(what)));
 }
 process.on("uncaughtException", broken);
 process.on("unhandledRejection", broken);
 
 async function main(): Promise<void> {
   const job = await readJob();
-  what = `server_id: ${job.server.id} (${job.server.server_type})`;
-  holdTo(job.limits, (breach) => finish(failure(tooLarge(what, breach))));
+  what = serverLabel(job.server);
+  holdTo(job.limits, (breach) => finish(failure(tooLargeError(what, breach.limit, breach.kind === "read" ? "sent" : "memory"))));
   const logger = pino(
     { level: "warn", base: null, timestamp: false },
     new Writable({
@@ -106,13 +102,6 @@ function logLine(text: string): SandboxLog {
     }
   }
   return { msg: "MCP test (log line cut)", line: text.slice(0, MAX_LOG_CHARS) };
-}
-
-function tooLarge(what: string, breach: Breach): ApiError {
-  const mib = Math.round(breach.limit / 2 ** 20);
-  return breach.kind === "read"
-    ? new UpstreamError("mcp_answer_too_large", `${what} sent more than ${mib} MiB; the test was stopped`)
-    : new UpstreamError("mcp_answer_too_large", `${what}: reading the server's answer took more than ${mib} MiB of memory; the test was stopped`);
 }
 
 function describe(err: unknown): { name: string; message: string } | string {

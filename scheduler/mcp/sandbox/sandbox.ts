@@ -9,10 +9,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { getPriority, setPriority } from "node:os";
 import { z } from "zod";
 import { childEnv, compiledModule, describeExit } from "../../../core/child.js";
-import { ApiError, ERROR_TYPES, UpstreamError } from "../../../core/errors.js";
+import { ApiError, ERROR_TYPES } from "../../../core/errors.js";
 import type { Logger } from "../../../core/log.js";
 import { MAX_OUTCOME_BYTES, type SandboxJob, type SandboxLimits, type SandboxOutcome } from "./protocol.js";
-import type { McpTestResult } from "../tester.js";
+import { badAnswerError, serverLabel, timeoutError, type McpTestResult } from "../tester.js";
 import { relayedCode } from "../../../core/error-codes.js";
 
 /** What the scheduler sets for every sandbox. */
@@ -33,7 +33,7 @@ const STDERR_TAIL_CHARS = 2000;
  * tenant. The process is in `running` while it lives (its owner kills what is left at shutdown: `stopSandboxes`).
  */
 export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: SandboxSettings, logger: Logger, running?: Set<ChildProcess>): Promise<McpTestResult> {
-  const what = `server_id: ${job.server.id} (${job.server.server_type})`;
+  const what = serverLabel(job.server);
   const heapMb = Math.max(32, Math.floor((settings.memoryBytes * 0.75) / 2 ** 20));
   const child = spawn(process.execPath, [...(settings.execArgv ?? []), `--max-old-space-size=${heapMb}`, compiledModule("scheduler/mcp/sandbox/child.js")], {
     env: childEnv(),
@@ -76,11 +76,9 @@ export function testInSandbox(job: Omit<SandboxJob, "limits">, settings: Sandbox
         logger.warn({ ...fields, requestId: job.requestId, account: job.account, sandbox: child.pid }, typeof msg === "string" ? msg : "MCP sandbox");
       if (outcome?.ok) return resolve(outcome.result);
       if (outcome) return reject(new ApiError(outcome.error.status, outcome.error.type, relayedCode(outcome.error.code), outcome.error.message));
-      if (stopped === "timeout") return reject(new UpstreamError("mcp_timeout", `${what} did not answer within ${job.timeoutMs} ms`));
+      if (stopped === "timeout") return reject(timeoutError(what, job.timeoutMs));
       logger.warn({ requestId: job.requestId, account: job.account, exit: describeExit(code, signal), stopped, stderr: stderr.trim() }, "MCP sandbox ended without an outcome");
-      reject(
-        new UpstreamError("mcp_bad_answer", `${what} sent an answer its client could not read; the test was stopped (details are in the scheduler's log under this request's id)`),
-      );
+      reject(badAnswerError(what));
     });
   });
 }
