@@ -86,7 +86,8 @@ describe("an MCP test's sandbox", () => {
   }
 
   it("an exception thrown out of the event loop ends the test with 502 mcp_bad_answer naming the server, and is logged", async () => {
-    const err = (await run(`setTimeout(() => { throw new RangeError("a parser's bug") }, 1000)`)) as ApiError;
+    // Thrown once the job is read (stdin ended), so the server's label is known however slow the start.
+    const err = (await run(`process.stdin.once("end", () => setTimeout(() => { throw new RangeError("a parser's bug") }, 100))`)) as ApiError;
     expect(err).toMatchObject({ status: 502, code: "mcp_bad_answer" });
     expect(err.message).toMatch(/^server_id: mcp_1 \(mcp\) sent an answer its client could not read/);
     expect(lines.some((l) => l.requestId === "req-1" && JSON.stringify(l.err ?? "").includes("a parser's bug"))).toBe(true);
