@@ -15,13 +15,14 @@ import { createLogger, type Logger } from "../core/log.js";
 import { checkDiarizationModels, checkVadModel, Transcriber, WhisperPool, type Translator } from "./asr/index.js";
 import { probeHardware } from "./hardware/index.js";
 import { createAgentApp, type NodeInfo } from "./http/index.js";
-import { freeBytes } from "../core/disk.js";
+import { freeBytes, nonEmptyFile } from "../core/disk.js";
 import { checkPipeline, JobService } from "./jobs/index.js";
 import { FleetTranscriptions, SchedulerLinks } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
 import { createAgentMetrics, type AgentMetrics } from "./metrics.js";
 import type { Hardware } from "../proto/index.js";
 import type { ChannelCredentials } from "@grpc/grpc-js";
+import { speechModelFor } from "../models/speech.js";
 import { WHISPER_LANGUAGES } from "../models/whisper.js";
 import { logProgress, ModelHub, PullError } from "../hub/index.js";
 import { EngineError, JobAbortedError } from "./asr/errors.js";
@@ -161,10 +162,20 @@ function whisperFetcher(config: AgentConfig, hub: ModelHub, logger: Logger): Whi
   };
 }
 
+/**
+ * The diarization models: those `--segmentation-model` and `--embedding-model` name, else the two
+ * `kiln models pull speech:…` installs into the whisper folder when both are there, else none.
+ */
+async function diarizationModels(config: AgentConfig, whisperDir: string): Promise<{ segmentation: string; embedding: string } | undefined> {
+  if (config.segmentationModel && config.embeddingModel) return { segmentation: resolve(config.segmentationModel), embedding: resolve(config.embeddingModel) };
+  const pulled = { segmentation: join(whisperDir, speechModelFor("segmentation").file), embedding: join(whisperDir, speechModelFor("embedding").file) };
+  return (await nonEmptyFile(pulled.segmentation)) && (await nonEmptyFile(pulled.embedding)) ? pulled : undefined;
+}
+
 /** The transcription engines: whisper's pool, the voice-activity model, diarization and translation when configured. */
 async function startSpeech(config: AgentConfig, engine: LlmEngine, hub: ModelHub, logger: Logger) {
   const whisperDir = resolve(config.whisperDir);
-  const vadModel = resolve(config.vadModel ?? join(whisperDir, "silero_vad.onnx"));
+  const vadModel = resolve(config.vadModel ?? join(whisperDir, speechModelFor("vad").file));
   await checkVadModel(vadModel).catch((err: Error) => logger.warn({ vadModel }, `${err.message}: transcription jobs will fail until it is installed`));
   const fetcher = whisperFetcher(config, hub, logger);
   const whisper = new WhisperPool({
@@ -178,8 +189,7 @@ async function startSpeech(config: AgentConfig, engine: LlmEngine, hub: ModelHub
     threads: Math.max(1, Math.floor(config.asrThreads / config.asrParallel)),
     logger,
   });
-  const diarization =
-    config.segmentationModel && config.embeddingModel ? { segmentation: resolve(config.segmentationModel), embedding: resolve(config.embeddingModel) } : undefined;
+  const diarization = await diarizationModels(config, whisperDir);
   if (diarization) await checkDiarizationModels(diarization); // a bad model fails the start, not a job
   const ffmpegFault = await startFfmpeg(config, logger);
   const translationModel = config.translationModel ?? config.serve[0]?.id;

@@ -6,6 +6,7 @@ import { Command, Option } from "commander";
 import { AGENT_OPTIONS, MODELS_OPTIONS, SCHEDULER_OPTIONS, maskSecrets, parseAgentConfig, parseModelsConfig, parseSchedulerConfig, type OptionSpec } from "../config/index.js";
 import { ConfigError, KilnError } from "../core/errors.js";
 import { createLogger } from "../core/log.js";
+import { SPEECH_MODELS } from "../models/speech.js";
 import { KeyService, TIERS, isTier } from "../scheduler/auth/index.js";
 import { openStore } from "../scheduler/store/index.js";
 import { withConfigFile } from "./config-file.js";
@@ -127,7 +128,11 @@ withKeyService(keys.command("list").description("list keys (never their secrets)
 const models = program.command("models").description("whisper and GGUF files in --whisper-dir and --models-dir, pulled from the model hub (--hub-url)");
 
 addOptions(
-  models.command("pull").description("download models, checked against their sha256: whisper:<name>, hf:<org>/<repo>/<file>.gguf, hf:<org>/<repo>:<quant>"),
+  models
+    .command("pull")
+    .description(
+      `download models, checked against their sha256: whisper:<name>, speech:<name> (${SPEECH_MODELS.map((m) => m.name).join(", ")}), hf:<org>/<repo>/<file>.gguf, hf:<org>/<repo>:<quant>`,
+    ),
   MODELS_OPTIONS,
   ["serve"],
 )

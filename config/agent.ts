@@ -5,6 +5,7 @@ import { ConfigError } from "../core/errors.js";
 import { defaultThreads } from "../core/cpu.js";
 import { isLoopback } from "../core/net.js";
 import { GPU_KINDS } from "../core/prebuilt.js";
+import { SPEECH_MODELS } from "../models/speech.js";
 import { WhisperCatalog } from "../models/whisper.js";
 import { NODE_ID, NODE_ID_RULE } from "./node-tokens.js";
 import { optionName, parseWith, type OptionSpec, type Parsed, type Raw } from "./option-table.js";
@@ -102,7 +103,7 @@ export const AGENT_OPTIONS = {
     flags: "--pull <refs>",
     env: "KILN_PULL",
     repeatable: true,
-    description: "models to fetch at start, in the background: whisper:<name> or hf:… references (repeatable; comma-separated)",
+    description: "models to fetch at start, in the background: whisper:<name>, speech:<name> or hf:… references (repeatable; comma-separated)",
     schema: z
       .array(z.string())
       .transform((list) => list.flatMap((s) => s.split(",")).filter((s) => s.trim()))
@@ -188,19 +189,21 @@ export const AGENT_OPTIONS = {
   vadModel: {
     flags: "--vad-model <file>",
     env: "KILN_VAD_MODEL",
-    description: "Silero VAD ONNX model (default: silero_vad.onnx in --whisper-dir)",
+    description: "Silero VAD ONNX model (default: silero_vad.onnx in --whisper-dir, where kiln models pull speech:silero-vad puts it)",
     schema: z.string().min(1).optional(),
   },
   segmentationModel: {
     flags: "--segmentation-model <file>",
     env: "KILN_SEGMENTATION_MODEL",
-    description: "pyannote segmentation ONNX for speaker diarization (sherpa-onnx export)",
+    description:
+      "pyannote segmentation ONNX for speaker diarization (sherpa-onnx export; default: the one kiln models pull speech:pyannote-segmentation-3.0 puts in --whisper-dir, when the embedding model is there too)",
     schema: z.string().min(1).optional(),
   },
   embeddingModel: {
     flags: "--embedding-model <file>",
     env: "KILN_EMBEDDING_MODEL",
-    description: "speaker-embedding ONNX for speaker diarization (wespeaker / 3d-speaker)",
+    description:
+      "speaker-embedding ONNX for speaker diarization (wespeaker / 3d-speaker; default: the one kiln models pull speech:3dspeaker-eres2net-base puts in --whisper-dir, when the segmentation model is there too)",
     schema: z.string().min(1).optional(),
   },
   translationModel: {
@@ -301,6 +304,9 @@ export function parseAgentConfig(raw: Raw): AgentConfig {
   if (unknown.length > 0)
     throw new ConfigError(optionName(AGENT_OPTIONS.fetchModels), `${unknown.join(", ")} not in the whisper catalog (${config.whisperCatalog.names.join(", ")})`);
   for (const ref of config.pull) {
+    if (ref.kind === "speech" && !SPEECH_MODELS.some((m) => m.name === ref.name)) {
+      throw new ConfigError(optionName(AGENT_OPTIONS.pull), `speech:${ref.name} is not a speech model Kiln knows (${SPEECH_MODELS.map((m) => m.name).join(", ")})`);
+    }
     if (ref.kind === "whisper" && !config.whisperCatalog.has(ref.name)) {
       throw new ConfigError(
         optionName(AGENT_OPTIONS.pull),

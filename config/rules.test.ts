@@ -338,13 +338,19 @@ describe("the agent's rules", () => {
       "--serve / KILN_SERVE",
       /is not a model reference: the file path has an empty, hidden or malformed part/,
     );
-    expect(agent({ pull: ["whisper:small,whisper:large-v2", "hf:acme/chat-GGUF:Q4_K_M"] }).pull.map((r) => r.ref)).toEqual([
+    expect(agent({ pull: ["whisper:small,whisper:large-v2", "hf:acme/chat-GGUF:Q4_K_M", "speech:silero-vad"] }).pull.map((r) => r.ref)).toEqual([
       "whisper:small",
       "whisper:large-v2",
       "hf:acme/chat-GGUF:Q4_K_M",
+      "speech:silero-vad",
     ]);
+    refusal(
+      () => agent({ pull: ["speech:vad"] }),
+      "--pull / KILN_PULL",
+      /speech:vad is not a speech model Kiln knows \(silero-vad, pyannote-segmentation-3.0, 3dspeaker-eres2net-base\)/,
+    );
     refusal(() => agent({ pull: ["whisper:tiny"] }), "--pull / KILN_PULL", /whisper:tiny is not in the whisper catalog \(base, small, /);
-    refusal(() => agent({ pull: ["ollama:llama3"] }), "--pull / KILN_PULL", /starts with neither "whisper:" nor "hf:"/);
+    refusal(() => agent({ pull: ["ollama:llama3"] }), "--pull / KILN_PULL", /starts with none of "whisper:", "speech:" and "hf:"/);
     refusal(() => agent({ pull: ["whisper:small"], offline: "true" }), "--pull / KILN_PULL", "contradicts --offline (which never downloads): give one or the other");
     expect(agent({ fetchModels: "small,large-v3-turbo" }).fetchModels).toEqual(["small", "large-v3-turbo"]);
     refusal(

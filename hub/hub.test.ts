@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { speechModelFor, type SpeechCatalogModel } from "../models/speech.js";
 import { WhisperCatalog } from "../models/whisper.js";
 import { sha256Hex, startHub, type TestHub } from "../test/helpers/hub.js";
 import { tempDir } from "../test/helpers/temp.js";
@@ -17,7 +18,9 @@ afterAll(() => hub.close());
 /** Made-up weights: the hub serves them, the catalog pins them. */
 const weights = (bytes: number) => randomBytes(bytes);
 
-function modelHub(extra: Parameters<WhisperCatalog["extend"]>[0] = [], token?: string) {
+const DATA = process.env.KILN_TEST_DATA;
+
+function modelHub(extra: Parameters<WhisperCatalog["extend"]>[0] = [], token?: string, speechModels?: SpeechCatalogModel[]) {
   const whisperDir = tempDir();
   const modelsDir = tempDir();
   const models = new ModelHub({
@@ -26,6 +29,7 @@ function modelHub(extra: Parameters<WhisperCatalog["extend"]>[0] = [], token?: s
     modelsDir,
     catalog: WhisperCatalog.builtin.extend(extra),
     reserveBytes: 0,
+    ...(speechModels ? { speechModels } : {}),
   });
   return { models, whisperDir, modelsDir };
 }
@@ -61,6 +65,54 @@ describe("kiln models pull from a hub in Hugging Face's layout", () => {
     writeFileSync(join(whisperDir, "ggml-small.bin"), "other weights");
     expect((await models.list()).find((f) => f.path.endsWith("ggml-small.bin"))).toMatchObject({ kind: "whisper", ids: ["small"], verified: false });
   });
+
+  it("pulls a speech model from its pinned commit into the whisper folder under the agent's default name, lists it verified, and refuses other bytes", async () => {
+    const body = weights(200_000);
+    const pinned: SpeechCatalogModel = {
+      name: "vad-test",
+      role: "vad",
+      repo: "acme/vad",
+      revision: "0123abc",
+      path: "v5/silero_vad_v5.onnx",
+      file: "silero_vad.onnx",
+      sha256: sha256Hex(body),
+      sizeBytes: body.length,
+      licence: "MIT",
+    };
+    hub.put("acme/vad", "v5/silero_vad_v5.onnx", { body, sha256: null }, "0123abc");
+    const { models, whisperDir } = modelHub([], undefined, [pinned, { ...pinned, name: "vad-tampered", sha256: "0".repeat(64), file: "tampered.onnx" }]);
+    const pulled = await models.pull("speech:vad-test");
+    expect(pulled).toMatchObject({ ref: "speech:vad-test", path: join(whisperDir, "silero_vad.onnx"), sha256: sha256Hex(body), cached: false });
+    expect(readFileSync(pulled.path).equals(body)).toBe(true);
+    expect((await models.list()).find((f) => f.path === pulled.path)).toEqual({
+      kind: "speech",
+      path: pulled.path,
+      size: body.length,
+      sha256: sha256Hex(body),
+      ids: ["speech:vad-test"],
+      verified: true,
+    });
+    const err = await failure(models.pull("speech:vad-tampered"));
+    expect(err.code).toBe("checksum_mismatch");
+    expect(existsSync(join(whisperDir, "tampered.onnx"))).toBe(false);
+    expect((await failure(models.pull("speech:nonesuch"))).message).toMatch(/speech:nonesuch is not a speech model Kiln knows \(vad-test, vad-tampered\)/);
+  });
+
+  it.skipIf(!DATA)(
+    `the built-in speech pins are the real files' (${DATA ? "KILN_TEST_DATA" : "skipped: KILN_TEST_DATA is not set"}): Silero VAD and the pyannote segmentation model pulled and verified`,
+    async () => {
+      const { models, whisperDir } = modelHub();
+      for (const [role, file] of [
+        ["vad", "silero_vad.onnx"],
+        ["segmentation", "pyannote-segmentation-3.0.int8.onnx"],
+      ] as const) {
+        const model = speechModelFor(role);
+        hub.put(model.repo, model.path, { body: readFileSync(join(DATA!, "models", file)), sha256: null }, model.revision);
+        const pulled = await models.pull(`speech:${model.name}`);
+        expect(pulled).toMatchObject({ path: join(whisperDir, model.file), sha256: model.sha256, size: model.sizeBytes });
+      }
+    },
+  );
 
   it("pulls a GGUF by file and by quantization, checked against the hub's x-linked-etag", async () => {
     const body = weights(200_000);

@@ -11,6 +11,7 @@ import { basename, dirname, join } from "node:path";
 import { untilAborted } from "../core/abort.js";
 import { nonEmptyFile } from "../core/disk.js";
 import { Semaphore } from "../core/semaphore.js";
+import { SPEECH_MODELS, type SpeechCatalogModel } from "../models/speech.js";
 import { whisperFiles, type WhisperCatalog } from "../models/whisper.js";
 import { PullError } from "./errors.js";
 import { downloadFile, PARTIAL_DIR, type FileDownload, type Installed, type PullProgress } from "./download.js";
@@ -27,6 +28,8 @@ export interface ModelHubOptions {
   modelsDir: string;
   /** The whisper models `whisper:<name>` may name, and their files and checksums. */
   catalog: WhisperCatalog;
+  /** The speech models `speech:<name>` may name (voice activity, diarization). Default: the built-in ones (models/speech.ts). */
+  speechModels?: readonly SpeechCatalogModel[];
   /** Free bytes every download leaves on the disk. Default 512 MiB. */
   reserveBytes?: number;
   /** A transfer that adds no byte for this long is stopped. Default 60. */
@@ -53,15 +56,15 @@ export interface Pulled extends Installed {
 /** An installed file as `kiln models list` shows it. */
 export interface InstalledFile {
   /** `partial`: a download that stopped before it was whole (the next pull resumes it; `kiln models rm <file>` removes it). */
-  kind: "whisper" | "gguf" | "other" | "partial";
+  kind: "whisper" | "speech" | "gguf" | "other" | "partial";
   path: string;
   /** Bytes (of a partial download: on disk so far). */
   size: number;
   /** Its sha256; null for a partial download. */
   sha256: string | null;
-  /** The names it serves: whisper catalog names, the references pulled into it. */
+  /** The names it serves: whisper catalog names, speech model references, the references pulled into it. */
   ids: string[];
-  /** For a whisper catalog file: whether its sha256 is the catalog's (a file copied in by hand may not be); null otherwise. */
+  /** For a whisper or speech catalog file: whether its sha256 is the catalog's (a file copied in by hand may not be); null otherwise. */
   verified: boolean | null;
 }
 
@@ -151,9 +154,15 @@ export class ModelHub {
         const record = await recordOf(dir, name, records);
         if (!record) continue; // a folder, or gone meanwhile
         const models = dir === whisperDir ? catalog.models.filter((m) => whisperFiles(m).includes(name)) : [];
-        const kind = models.length > 0 || /^ggml-.*\.bin$/.test(name) ? "whisper" : name.toLowerCase().endsWith(".gguf") ? "gguf" : "other";
-        const ids = [...models.map((m) => m.name), ...(records[name]?.refs ?? []).filter((r) => !r.startsWith("whisper:"))];
-        const verified = models.length > 0 ? models.every((m) => m.sha256 === record.sha256) : null;
+        const speech = dir === whisperDir ? this.speechModels.filter((m) => m.file === name) : [];
+        const kind = models.length > 0 || /^ggml-.*\.bin$/.test(name) ? "whisper" : speech.length > 0 ? "speech" : name.toLowerCase().endsWith(".gguf") ? "gguf" : "other";
+        const ids = [
+          ...models.map((m) => m.name),
+          ...speech.map((m) => `speech:${m.name}`),
+          ...(records[name]?.refs ?? []).filter((r) => !r.startsWith("whisper:") && !r.startsWith("speech:")),
+        ];
+        const pinned = [...models, ...speech];
+        const verified = pinned.length > 0 ? pinned.every((m) => m.sha256 === record.sha256) : null;
         files.push({ kind, path: join(dir, name), size: record.size, sha256: record.sha256, ids, verified });
       }
       // downloads that stopped short: shown, so that they can be resumed or removed
@@ -237,7 +246,7 @@ export class ModelHub {
   }
 
   private dirOf(ref: ModelRef): string {
-    return ref.kind === "whisper" ? this.options.whisperDir : this.options.modelsDir;
+    return ref.kind === "whisper" || ref.kind === "speech" ? this.options.whisperDir : this.options.modelsDir;
   }
 
   /** A bare file name in one of the folders (`kiln models rm ggml-small.bin`), or a partial download's as `list` shows it (`….gguf.ipull`). */
@@ -254,6 +263,8 @@ export class ModelHub {
     switch (ref.kind) {
       case "whisper":
         return { dir, files: whisperFiles(this.whisperModel(ref.name)) };
+      case "speech":
+        return { dir, files: [this.speechModel(ref.name).file] };
       case "gguf":
         return { dir, files: [ggufFileName(ref)] };
       case "gguf-quant": {
@@ -266,6 +277,16 @@ export class ModelHub {
   private whisperModel(name: string) {
     const model = this.options.catalog.get(name);
     if (!model) throw new PullError("not_found", `whisper:${name} is not in the whisper catalog (${this.options.catalog.names.join(", ")}); --whisper-catalog adds entries`);
+    return model;
+  }
+
+  private get speechModels(): readonly SpeechCatalogModel[] {
+    return this.options.speechModels ?? SPEECH_MODELS;
+  }
+
+  private speechModel(name: string): SpeechCatalogModel {
+    const model = this.speechModels.find((m) => m.name === name);
+    if (!model) throw new PullError("not_found", `speech:${name} is not a speech model Kiln knows (${this.speechModels.map((m) => m.name).join(", ")})`);
     return model;
   }
 
@@ -286,6 +307,17 @@ export class ModelHub {
       return {
         ref: ref.ref,
         url: resolveUrl(source, model.repo, model.revision ?? "main", model.file),
+        dir: this.dirOf(ref),
+        file: model.file,
+        sha256: model.sha256,
+        sizeBytes: model.sizeBytes,
+      };
+    }
+    if (ref.kind === "speech") {
+      const model = this.speechModel(ref.name);
+      return {
+        ref: ref.ref,
+        url: resolveUrl(source, model.repo, model.revision, model.path),
         dir: this.dirOf(ref),
         file: model.file,
         sha256: model.sha256,

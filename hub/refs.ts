@@ -2,6 +2,7 @@
  * Model references, as `kiln models pull`, `--pull` and `--serve ID=…` take them:
  *
  * - `whisper:<name>`: a whisper catalog entry (models/whisper.ts, `--whisper-catalog`);
+ * - `speech:<name>`: a speech model beside whisper (models/speech.ts: voice activity, diarization);
  * - `hf:<org>/<repo>/<path>.gguf` (optionally `#<revision>`): one GGUF file of a hub repository;
  * - `hf:<org>/<repo>:<quant>`: the repository's GGUF of that quantization, which the hub's
  *   manifest names (the form node-llama-cpp and llama.cpp resolve).
@@ -15,6 +16,7 @@ import { WHISPER_NAME } from "../models/whisper.js";
 
 export type ModelRef =
   | { kind: "whisper"; ref: string; name: string }
+  | { kind: "speech"; ref: string; name: string }
   | { kind: "gguf"; ref: string; org: string; repo: string; path: string; revision: string }
   | { kind: "gguf-quant"; ref: string; org: string; repo: string; quant: string };
 
@@ -23,7 +25,7 @@ const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
 const QUANT = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,31}$/;
 
 const bad = (ref: string, why: string) =>
-  new PullError("bad_ref", `"${ref}" is not a model reference: ${why} (expected whisper:<name>, hf:<org>/<repo>/<file>.gguf or hf:<org>/<repo>:<quant>)`);
+  new PullError("bad_ref", `"${ref}" is not a model reference: ${why} (expected whisper:<name>, speech:<name>, hf:<org>/<repo>/<file>.gguf or hf:<org>/<repo>:<quant>)`);
 
 /** A relative path of plain segments (`a/b/c.gguf`), or undefined. */
 export function safePath(path: string): string | undefined {
@@ -38,7 +40,12 @@ export function parseRef(ref: string): ModelRef {
     if (!WHISPER_NAME.test(name)) throw bad(ref, "the whisper name is empty or has characters a catalog name cannot");
     return { kind: "whisper", ref: text, name };
   }
-  if (!text.startsWith("hf:")) throw bad(ref, 'it starts with neither "whisper:" nor "hf:"');
+  if (text.startsWith("speech:")) {
+    const name = text.slice("speech:".length);
+    if (!WHISPER_NAME.test(name)) throw bad(ref, "the speech model's name is empty or has characters a catalog name cannot");
+    return { kind: "speech", ref: text, name };
+  }
+  if (!text.startsWith("hf:")) throw bad(ref, 'it starts with none of "whisper:", "speech:" and "hf:"');
   const body = text.slice("hf:".length);
   const [org = "", repoAndQuant = "", ...rest] = body.split("/");
   if (!SEGMENT.test(org)) throw bad(ref, "the organization is missing or malformed");

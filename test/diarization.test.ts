@@ -3,11 +3,24 @@
  * embedding models) and translation through the node's chat model (the tiny test GGUF: the words
  * are noise, the path, timings and shapes are real).
  */
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { speechModelFor } from "../models/speech.js";
 import { MODEL_ID, TINY_MODEL, tempDir } from "./helpers/fleet.js";
-import { fetchJob, getJson, makeMedia, startTranscription, TEST_EMBEDDING, TEST_SEGMENTATION, twoVoices, upload, waitForJob, type Transcription } from "./helpers/speech.js";
+import {
+  fetchJob,
+  getJson,
+  makeMedia,
+  startTranscription,
+  TEST_EMBEDDING,
+  TEST_SEGMENTATION,
+  TEST_WHISPER_DIR,
+  twoVoices,
+  upload,
+  waitForJob,
+  type Transcription,
+} from "./helpers/speech.js";
 
 let t: Transcription;
 let plain: Transcription;
@@ -104,6 +117,23 @@ describe("speaker diarization", () => {
     expect(latencies.length).toBeGreaterThan(5);
     expect(Math.max(...latencies)).toBeLessThan(100);
   }, 120_000);
+
+  it("uses the models `kiln models pull speech:…` puts in the whisper folder when no flag names any", async () => {
+    const whisperDir = tempDir();
+    for (const name of readdirSync(TEST_WHISPER_DIR)) symlinkSync(join(TEST_WHISPER_DIR, name), join(whisperDir, name));
+    symlinkSync(TEST_SEGMENTATION, join(whisperDir, speechModelFor("segmentation").file));
+    symlinkSync(TEST_EMBEDDING, join(whisperDir, speechModelFor("embedding").file));
+    const pulled = await startTranscription({ whisperDir });
+    try {
+      const res = await upload(pulled.base, [voices], { ...ONCE, speaker_diarization: "true", max_speakers: "2" });
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      const { view } = await waitForJob(pulled.base, res.body.job_id);
+      expect(view.status, view.error).toBe("completed");
+      expect(checkSpeakers(view.result).size).toBeGreaterThanOrEqual(1);
+    } finally {
+      await pulled.agent.close();
+    }
+  });
 
   it("is refused at submission (400) on a node without diarization models", async () => {
     const res = await upload(plain.base, [voices], { speaker_diarization: "true" });

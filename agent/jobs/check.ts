@@ -5,6 +5,7 @@
  * and the fleet link) check with this before a job is queued; each refusal is a 400 naming its field.
  * `check.model: false` leaves the model out (an upload whose model field has not arrived yet).
  */
+import { speechModelFor } from "../../models/speech.js";
 import { InvalidRequestError, ServiceUnavailableError } from "../../core/errors.js";
 import { checkVadModel } from "../asr/vad/index.js";
 import type { JobOptions } from "../../speech/options.js";
@@ -27,7 +28,10 @@ export async function checkRunnable(options: JobOptions, whisper: WhisperPool, c
     );
   }
   if (options.speakerDiarization && !capabilities.diarization) {
-    throw new InvalidRequestError("diarization_unavailable", "speaker_diarization: this instance has no speaker-diarization models (--segmentation-model, --embedding-model)");
+    throw new InvalidRequestError(
+      "diarization_unavailable",
+      `speaker_diarization: this instance has no speaker-diarization models (--segmentation-model and --embedding-model, or kiln models pull speech:${speechModelFor("segmentation").name} speech:${speechModelFor("embedding").name})`,
+    );
   }
   if (options.translate && options.targetLanguage && options.targetLanguage !== "en" && !capabilities.translation) {
     throw new InvalidRequestError(
