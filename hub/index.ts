@@ -4,4 +4,4 @@ export type { PullProgress } from "./download.js";
 export { PullError } from "./errors.js";
 export { logProgress } from "./progress.js";
 export { parseRef, type ModelRef } from "./refs.js";
-export { hubLabel, type HubSource } from "./remote.js";
+export { hubLabel, resolveQuant, resolveUrl, type HubSource } from "./remote.js";
