@@ -47,14 +47,14 @@ describe("choosePlacement", () => {
     expect(choosePlacement({ model: "m", bytes: 16 * GB }, [full], rules())).toEqual({ kind: "place", node: "a", split: [16 * GB], evict: ["oldest", "middle"] });
   });
 
-  it("never unloads a replica that answers a request, loads, is pinned, or is its model's last above min_replicas: it waits (no_room)", () => {
+  it("never unloads a replica that answers a request, loads, is to be kept (pinned, or idle too briefly), or is its model's last above min_replicas: it waits (no_room)", () => {
     const held = node(
       "a",
       [24],
       [
         { model: "busy", bytes: [6 * GB], inflight: 1 },
         { model: "loading", bytes: [6 * GB], state: "loading" },
-        { model: "pinned", bytes: [6 * GB], pinned: true },
+        { model: "pinned", bytes: [6 * GB], keep: true },
         { model: "kept", bytes: [6 * GB] },
       ],
     );
@@ -70,9 +70,10 @@ describe("choosePlacement", () => {
     if (placed.kind === "place") expect(placed.split[0]! + placed.split[1]!).toBe(120 * GB);
   });
 
-  it("passes over nodes that do not take replicas and nodes a load already failed on", () => {
-    const nodes = [node("served", [80], [], false), node("failed", [80]), node("ok", [40])];
+  it("passes over nodes that do not take replicas, nodes a load already failed on, and nodes that hold the model already", () => {
+    const nodes = [node("served", [80], [], false), node("failed", [80]), node("ok", [40]), node("has", [40], [{ model: "m", bytes: [30 * GB] }])];
     expect(choosePlacement({ model: "m", bytes: 30 * GB }, nodes, { ...rules(), avoid: new Set(["failed"]) })).toMatchObject({ kind: "place", node: "ok" });
+    expect(choosePlacement({ model: "m", bytes: 30 * GB }, nodes.slice(3), rules())).toEqual({ kind: "no_room", needBytes: 30 * GB });
   });
 
   it("when every node of a large fleet must unload, compares those nearest to fitting, which include the cheapest", () => {

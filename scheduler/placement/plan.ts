@@ -4,7 +4,8 @@
  * its own: the caller passes the state and carries out the decision (LoadModel, UnloadModel).
  *
  * The rule, in order:
- * 1. Only nodes that offer their devices (an agent started without `--serve`, not draining) take replicas.
+ * 1. Only nodes that offer their devices (an agent started without `--serve`, not draining) take
+ *    replicas, and a node holds one replica of a model at most.
  * 2. A model no such node could hold even empty (the sum of its devices' memory) is `too_large`.
  * 3. On each node, one device that fits the model (free memory, then free memory once idle replicas are
  *    unloaded, least recently used first) is preferred to a split: the smallest such device (best fit).
@@ -14,8 +15,8 @@
  *    memory (packing keeps large holes for large models), then the node id (a stable order). When
  *    every node must unload, only the `UNLOAD_CANDIDATES` nearest to fitting are compared, so that a
  *    decision stays quick in a full fleet of thousands of nodes.
- * 5. A replica is never unloaded while it answers a request, while it loads, when it is pinned, or
- *    when that would leave its model below `min_replicas`.
+ * 5. A replica is never unloaded while it answers a request, while it loads, while it is to be kept
+ *    (pinned, or idle for less than its `idle_unload_s`), or when that would leave its model below `min_replicas`.
  */
 
 /** One device of a node: a GPU, or the node's memory on a CPU node (`--memory-budget`). */
@@ -36,8 +37,8 @@ export interface PlacementReplica {
   inflight: number;
   /** When it last answered a request (ms, any clock the caller keeps consistent). */
   lastUsedAt: number;
-  /** Held by the operator (a pin from the dashboard): never unloaded to make room. */
-  pinned?: boolean;
+  /** Not to be unloaded to make room now: pinned by the operator, or idle for less than its model's `idle_unload_s`. */
+  keep?: boolean;
 }
 
 export interface PlacementNode {
@@ -110,6 +111,7 @@ export function choosePlacement(need: ModelNeed, nodes: Iterable<PlacementNode>,
     if (!largest || total > largest.bytes || (total === largest.bytes && node.id < largest.node)) largest = { node: node.id, bytes: total };
     if (total < need.bytes) continue;
     anyCouldHold = true;
+    if (node.replicas.some((r) => r.model === need.model)) continue; // one replica of a model per node
     holders.push(node);
     // without unloading: the smallest device that fits, else a split when the devices together fit (no array made per node)
     let free = 0;
@@ -161,7 +163,7 @@ function nearest(need: ModelNeed, holders: readonly PlacementNode[]): PlacementN
     const short = need.bytes - free;
     if (kept.length === UNLOAD_CANDIDATES && !before(short, node.id, kept[kept.length - 1]!)) continue;
     let idle = 0;
-    for (const r of node.replicas) if (r.state === "ready" && r.inflight === 0 && !r.pinned && r.model !== need.model) for (const b of r.bytes) idle += b;
+    for (const r of node.replicas) if (r.state === "ready" && r.inflight === 0 && !r.keep && r.model !== need.model) for (const b of r.bytes) idle += b;
     if (idle < short) continue; // it cannot make room
     let at = kept.length;
     while (at > 0 && before(short, node.id, kept[at - 1]!)) at--;
@@ -181,7 +183,7 @@ function better(a: Candidate, b: Candidate): boolean {
 function placeOnNode(need: ModelNeed, node: PlacementNode, spareReplicas: (model: string) => number): Candidate | undefined {
   // idle replicas that may go, least recently used first
   const evictable = node.replicas
-    .filter((r) => r.state === "ready" && r.inflight === 0 && !r.pinned && r.model !== need.model)
+    .filter((r) => r.state === "ready" && r.inflight === 0 && !r.keep && r.model !== need.model)
     .sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.model < b.model ? -1 : 1));
   const single = fit(node, evictable, spareReplicas, (free) => {
     let pick = -1;
