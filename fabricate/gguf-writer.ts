@@ -4,6 +4,12 @@
  *
  * Layout: header (magic, version, tensor count, metadata count) → metadata key/values →
  * tensor infos (name, dims innermost-first, type, offset) → padding → aligned tensor data.
+ *
+ * `writeGgufSplit` writes a model as llama.cpp's gguf-split does (tools/gguf-split/gguf-split.cpp):
+ * parts `<prefix>-00001-of-0000N.gguf` …, each a valid GGUF holding its share of the tensors (in order)
+ * and the keys `split.no` (u16, from 0), `split.count` (u16) and `split.tensors.count` (i32, the whole
+ * model's); the first part holds every other key as well (llama-model-loader.cpp loads the model from
+ * it and finds the other parts by that name pattern).
  */
 import { BYTES_PER_ELEMENT, elementCount, encodeTensor, GGML_TYPE_ID, writeAtomically, type TensorSpec } from "./tensors.js";
 
@@ -31,7 +37,7 @@ export const enum GgufType {
 }
 
 export type MetadataValue =
-  | { type: GgufType.UINT32 | GgufType.INT32 | GgufType.FLOAT32 | GgufType.BOOL; value: number | boolean }
+  | { type: GgufType.UINT16 | GgufType.UINT32 | GgufType.INT32 | GgufType.FLOAT32 | GgufType.BOOL; value: number | boolean }
   | { type: GgufType.STRING; value: string }
   | { type: GgufType.ARRAY; itemType: GgufType.STRING; value: string[] }
   | { type: GgufType.ARRAY; itemType: GgufType.FLOAT32 | GgufType.INT32; value: number[] };
@@ -83,6 +89,12 @@ function writeValue(sink: ByteSink, v: MetadataValue): void {
     case GgufType.STRING:
       sink.str(v.value);
       return;
+    case GgufType.UINT16: {
+      const b = Buffer.alloc(2);
+      b.writeUInt16LE(Number(v.value));
+      sink.push(b);
+      return;
+    }
     case GgufType.UINT32:
       sink.u32(Number(v.value));
       return;
@@ -123,14 +135,12 @@ export async function writeGguf(path: string, metadata: Record<string, MetadataV
     writeValue(head, value);
   }
   let offset = 0;
-  const offsets: number[] = [];
   for (const t of tensors) {
     head.str(t.name);
     head.u32(t.dims.length);
     for (const d of t.dims) head.u64(d);
     head.u32(GGML_TYPE_ID[t.type]);
     head.u64(offset);
-    offsets.push(offset);
     const size = elementCount(t.dims) * BYTES_PER_ELEMENT[t.type];
     offset += Math.ceil(size / ALIGNMENT) * ALIGNMENT;
   }
@@ -145,4 +155,34 @@ export async function writeGguf(path: string, metadata: Record<string, MetadataV
       if (rem !== 0) await write(Buffer.alloc(ALIGNMENT - rem));
     }
   });
+}
+
+/** The name of part `part` (1-based) of `count`: llama.cpp's `llama_split_path`, `<prefix>-%05d-of-%05d.gguf`. */
+export function splitPartPath(prefix: string, part: number, count: number): string {
+  return `${prefix}-${String(part).padStart(5, "0")}-of-${String(count).padStart(5, "0")}.gguf`;
+}
+
+/**
+ * Writes a model split in `parts` GGUFs as llama.cpp's gguf-split does (see the top of this file): the
+ * tensors, in order, shared out as evenly as their count allows (every part holds at least one).
+ * Returns the parts' paths, first part first.
+ */
+export async function writeGgufSplit(prefix: string, parts: number, metadata: Record<string, MetadataValue>, tensors: TensorSpec[]): Promise<string[]> {
+  if (!Number.isInteger(parts) || parts < 1 || parts > 99_999) throw new Error(`a split GGUF has 1 to 99999 parts, not ${parts}`);
+  if (tensors.length < parts) throw new Error(`${tensors.length} tensors cannot fill ${parts} parts`);
+  const paths: string[] = [];
+  let from = 0;
+  for (let i = 0; i < parts; i++) {
+    const to = Math.round(((i + 1) * tensors.length) / parts);
+    const split: Record<string, MetadataValue> = {
+      "split.no": { type: GgufType.UINT16, value: i },
+      "split.count": { type: GgufType.UINT16, value: parts },
+      "split.tensors.count": { type: GgufType.INT32, value: tensors.length },
+    };
+    const path = splitPartPath(prefix, i + 1, parts);
+    await writeGguf(path, i === 0 ? { ...metadata, ...split } : split, tensors.slice(from, to));
+    paths.push(path);
+    from = to;
+  }
+  return paths;
 }

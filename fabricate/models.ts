@@ -4,6 +4,8 @@
  * command (`node dist/scripts/make-test-models.js [--out DIR] [--bench] [--realistic VOCAB.gguf]`).
  *
  * - `tiny-chat.gguf`: ~90 K parameters, loads and generates in milliseconds (the suite's model).
+ * - `tiny-chat-split-00001-of-00002.gguf`, `…-00002-of-00002.gguf`: the same model (the same weights)
+ *   split in two as llama.cpp's gguf-split writes it (what a hub serves for a model too large for one file).
  * - `bench-45m.gguf` (with `--bench`): ~45 M parameters, big enough that compute dominates (benchmarks).
  * - `llama-3.2-1b-shape-f16.gguf` (with `--realistic VOCAB.gguf`): Llama-3.2-1B's shape (2048 wide, 16
  *   layers, 32 heads over 8 KV heads, 8192 feed-forward, RoPE base 500 000) with a real tokenizer
@@ -22,7 +24,8 @@ import { mkdir, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { writeDiarizationModels } from "./diarization-models.js";
 import { writeEnergyVad } from "./energy-vad.js";
-import { LLAMA3_TEMPLATE, vocabularyFromGguf, writeTinyLlama, type TinyLlamaOptions } from "./tiny-llama.js";
+import { splitPartPath } from "./gguf-writer.js";
+import { LLAMA3_TEMPLATE, vocabularyFromGguf, writeTinyLlama, writeTinyLlamaSplit, type TinyLlamaOptions } from "./tiny-llama.js";
 import { writeTinyWhisper } from "./tiny-whisper.js";
 
 export const TEST_MODELS = {
@@ -61,6 +64,20 @@ export async function ensureTestModel(kind: keyof typeof TEST_MODELS, dir = defa
     await writeTinyLlama(path, options);
   }
   return path;
+}
+
+/** The tiny model split in two GGUFs (llama.cpp's split naming after `prefix`). */
+export const TEST_SPLIT_MODEL = { prefix: "tiny-chat-split", parts: 2, options: TEST_MODELS.tiny.options } as const;
+
+/** Writes the split tiny model unless every part exists; returns its parts' paths, first part first (the one a model is loaded from). */
+export async function ensureTestSplitModel(dir = defaultModelDir()): Promise<string[]> {
+  const { prefix, parts, options } = TEST_SPLIT_MODEL;
+  const paths = Array.from({ length: parts }, (_, i) => splitPartPath(join(dir, prefix), i + 1, parts));
+  if (!(await Promise.all(paths.map(exists))).every(Boolean)) {
+    await mkdir(dir, { recursive: true });
+    await writeTinyLlamaSplit(join(dir, prefix), parts, options);
+  }
+  return paths;
 }
 
 /** The fabricated speech models: a whisper directory holding `ggml-base.bin`, and a VAD model. */

@@ -4,7 +4,7 @@
  * llama.cpp engine; what they say is noise, but every code path (template, tokenizer,
  * sampling, batching, usage counting) is the real one.
  */
-import { GgufType, writeGguf, type MetadataValue } from "./gguf-writer.js";
+import { GgufType, writeGguf, writeGgufSplit, type MetadataValue } from "./gguf-writer.js";
 import { normalSource, type TensorSpec, type TensorType } from "./tensors.js";
 
 export interface TinyLlamaOptions {
@@ -122,6 +122,22 @@ export function parameterCount(o: Required<Pick<TinyLlamaOptions, "embedding" | 
 }
 
 export async function writeTinyLlama(path: string, options: TinyLlamaOptions = {}): Promise<{ parameters: number }> {
+  const { meta, tensors, parameters } = tinyLlama(options);
+  await writeGguf(path, meta, tensors);
+  return { parameters };
+}
+
+/**
+ * The same model (the same options give the same weights) split in `parts` GGUFs as llama.cpp's
+ * gguf-split writes them: `<prefix>-00001-of-0000N.gguf` …, loaded from the first part.
+ */
+export async function writeTinyLlamaSplit(prefix: string, parts: number, options: TinyLlamaOptions = {}): Promise<{ paths: string[]; parameters: number }> {
+  const { meta, tensors, parameters } = tinyLlama(options);
+  return { paths: await writeGgufSplit(prefix, parts, meta, tensors), parameters };
+}
+
+/** The model's metadata and tensors (filled as they are written). */
+function tinyLlama(options: TinyLlamaOptions): { meta: Record<string, MetadataValue>; tensors: TensorSpec[]; parameters: number } {
   const embedding = options.embedding ?? 64;
   const layers = options.layers ?? 2;
   const heads = options.heads ?? 4;
@@ -174,6 +190,5 @@ export async function writeTinyLlama(path: string, options: TinyLlamaOptions = {
   }
   tensors.push(w("output_norm.weight", [embedding], ones, "f32"), w("output.weight", [embedding, nVocab], random(std)));
 
-  await writeGguf(path, meta, tensors);
-  return { parameters: parameterCount({ embedding, layers, feedForward, kvEmbedding }, nVocab) };
+  return { meta, tensors, parameters: parameterCount({ embedding, layers, feedForward, kvEmbedding }, nVocab) };
 }

@@ -12,6 +12,10 @@
  *
  * A lock file in `.partial/` keeps a second Kiln process (`kiln models pull` beside an agent)
  * from writing the same file at the same time: the second waits, and finds the file installed.
+ *
+ * A split GGUF's parts come as one set (`downloadFiles`): one lock, every part asked about, one disk
+ * check for all the bytes the set lacks, each part fetched and checked as above, and none in place
+ * before every one is (the first part, which llama.cpp loads, last).
  */
 import { randomUUID } from "node:crypto";
 import { link, mkdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
@@ -23,7 +27,8 @@ import { freeBytes, nonEmptyFile } from "../core/disk.js";
 import { sha256OfFile } from "../core/digest.js";
 import { PullError } from "./errors.js";
 import { recordOf, updateRecord } from "./installed.js";
-import { hubLabel, onHub, probeFile, type HubSource } from "./remote.js";
+import { splitOf } from "./refs.js";
+import { hubLabel, onHub, probeFile, type HubSource, type RemoteFile } from "./remote.js";
 
 /** Where a download's parts wait until the file is whole and checked. */
 export const PARTIAL_DIR = ".partial";
@@ -84,13 +89,27 @@ export interface Installed {
 }
 
 const DEFAULT_RESERVE_BYTES = 512 * 1024 ** 2;
+/** A hub's answer older than this is asked again before a transfer starts. */
+const PROBE_FRESH_MS = 60_000;
 
 const human = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : `${Math.max(0, Math.round(n / 1e6))} MB`);
 
 export async function downloadFile(d: FileDownload, options: DownloadOptions): Promise<Installed> {
-  const prefix = `${d.ref} could not be fetched from ${hubLabel(options.hub)}`;
+  return (await downloadFiles([d], options))[0]!;
+}
+
+/**
+ * A set of files that serve only together (the parts of a split GGUF, first part first), whole and
+ * checked or not at all: one lock (the first file's), every file asked about first, one disk check for
+ * the bytes the set still lacks, then each file fetched and checked in turn. A checked file waits in
+ * `.partial/` (recorded there, so that a pull stopped later does not fetch or hash it again) until every
+ * one is; then they are renamed into place, the first last: its path, which llama.cpp loads, appears
+ * only once the others are there. The files are returned in order.
+ */
+export async function downloadFiles(files: FileDownload[], options: DownloadOptions): Promise<Installed[]> {
+  const prefix = `${files[0]!.ref} could not be fetched from ${hubLabel(options.hub)}`;
   try {
-    return await download(d, options);
+    return await download(files, options);
   } catch (err) {
     if (options.signal?.aborted && err === options.signal.reason) throw err;
     if (err instanceof PullError && !err.message.startsWith(prefix)) throw new PullError(err.code, `${prefix}: ${err.message}`, { cause: err });
@@ -98,71 +117,160 @@ export async function downloadFile(d: FileDownload, options: DownloadOptions): P
   }
 }
 
-async function download(d: FileDownload, options: DownloadOptions): Promise<Installed> {
+/** One file of a set on its way: where the hub has it, what it must be, and once fetched and checked, what it is. */
+interface Pending {
+  d: FileDownload;
+  remote: RemoteFile;
+  /** When the hub was asked (ms): a set's later part is asked again before its transfer, its CDN address signed for a while only. */
+  probedAt: number;
+  what: string;
+  expected?: string;
+  size?: number;
+  checked?: { sha256: string; size: number };
+}
+
+async function download(files: FileDownload[], options: DownloadOptions): Promise<Installed[]> {
   const { hub, signal } = options;
-  const partialDir = join(d.dir, PARTIAL_DIR);
+  const first = files[0]!;
+  const set = files.length > 1;
+  const partialDir = join(first.dir, PARTIAL_DIR);
   await mkdir(partialDir, { recursive: true });
-  const partial = join(partialDir, d.file);
-  const path = join(d.dir, d.file);
-  const unlock = await lock(`${partial}.lock`, signal);
+  const unlock = await lock(join(partialDir, `${first.file}.lock`), signal);
   try {
-    // another process may have installed it while this one waited for the lock
-    const there = (await nonEmptyFile(path)) ? await recordOf(d.dir, d.file) : undefined;
-    if (there) return { path, sha256: there.sha256, size: there.size };
-    const what = new URL(d.url).pathname.slice(1);
-    let remote = await probeFile(d.url, hub, what, signal);
-    if (d.sha256 && remote.sha256 && remote.sha256 !== d.sha256) {
-      throw new PullError("checksum_mismatch", `the hub's file has sha256 ${remote.sha256}, not the catalog's ${d.sha256}`);
-    }
-    const expected = d.sha256 ?? remote.sha256;
-    const size = Math.max(remote.size ?? 0, d.sizeBytes ?? 0) || undefined;
-    if (size !== undefined) await checkDisk(d, partialDir, size, options.reserveBytes ?? DEFAULT_RESERVE_BYTES);
-
-    const retries = options.retries ?? 2;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        // asked again at each try: a CDN's signed address expires
-        if (attempt > 0) remote = await probeFile(d.url, hub, what, signal);
-        await transfer(d, remote.url, partialDir, remote.size, options);
-        break;
-      } catch (err) {
-        if (signal?.aborted) throw signal.reason;
-        if (err instanceof PullError && err.code !== "hub_unreachable") throw err;
-        if (attempt >= retries)
-          throw new PullError("hub_unreachable", `the transfer failed ${attempt + 1} times (${describe(err)}); run the pull again to resume it`, { cause: err });
-        await sleep(500 * 2 ** attempt, undefined, signal ? { signal } : {});
+    // another process may have installed them while this one waited for the lock
+    const there = await Promise.all(files.map(async (d) => ((await nonEmptyFile(join(d.dir, d.file))) ? await recordOf(d.dir, d.file) : undefined)));
+    const pending: Pending[] = [];
+    for (const [i, d] of files.entries()) {
+      if (there[i]) continue;
+      const what = new URL(d.url).pathname.slice(1);
+      const remote = await probeFile(d.url, hub, what, signal);
+      if (d.sha256 && remote.sha256 && remote.sha256 !== d.sha256) {
+        throw new PullError("checksum_mismatch", `the hub's file has sha256 ${remote.sha256}, not the catalog's ${d.sha256}`);
       }
+      const expected = d.sha256 ?? remote.sha256;
+      const size = Math.max(remote.size ?? 0, d.sizeBytes ?? 0) || undefined;
+      // a part of a set that an earlier pull fetched and checked waits in .partial/, recorded
+      const checked = set ? await checkedPart(d, expected, size) : undefined;
+      pending.push({ d, remote, probedAt: Date.now(), what, ...(expected ? { expected } : {}), ...(size !== undefined ? { size } : {}), ...(checked ? { checked } : {}) });
+    }
+    if (pending.length === 0) return files.map((d, i) => ({ path: join(d.dir, d.file), sha256: there[i]!.sha256, size: there[i]!.size }));
+    await checkDisk(
+      first.dir,
+      partialDir,
+      pending.filter((p) => !p.checked && p.size !== undefined).map((p) => ({ file: p.d.file, size: p.size! })),
+      options.reserveBytes ?? DEFAULT_RESERVE_BYTES,
+    );
+
+    const total = pending.reduce((n, p) => n + (p.size ?? 0), 0);
+    let done = pending.reduce((n, p) => n + (p.checked?.size ?? 0), 0);
+    for (const p of pending) {
+      if (p.checked) continue;
+      // a set's progress is the set's: what its checked files hold, and this one's bytes
+      const onProgress =
+        set && options.onProgress
+          ? (q: PullProgress) => {
+              const downloadedBytes = done + q.downloadedBytes;
+              const totalBytes = Math.max(total, downloadedBytes);
+              options.onProgress!({
+                downloadedBytes,
+                totalBytes,
+                bytesPerSecond: q.bytesPerSecond,
+                etaSeconds: q.bytesPerSecond > 0 ? (totalBytes - downloadedBytes) / q.bytesPerSecond : Infinity,
+              });
+            }
+          : options.onProgress;
+      p.checked = await fetchChecked(p, partialDir, set, { ...options, ...(onProgress ? { onProgress } : {}) });
+      done += p.checked.size;
     }
 
-    const got = await sha256OfFile(partial);
-    if (expected && got !== expected) {
-      await rm(partial, { force: true });
-      throw new PullError("checksum_mismatch", `the downloaded file has sha256 ${got}, not ${expected}; it was deleted`);
+    // every file whole and checked: into place, the first last
+    const installed = new Map<string, Installed>();
+    for (const p of [...pending].reverse()) {
+      const { d, checked } = p;
+      const path = join(d.dir, d.file);
+      await rename(join(partialDir, d.file), path);
+      const s = await stat(path);
+      // installed now: a record that cannot be written (a folder another user owns) is made again by the next read
+      await updateRecord(d.dir, d.file, (now) => ({
+        sha256: checked!.sha256,
+        size: s.size,
+        mtimeMs: s.mtimeMs,
+        refs: [...new Set([...(now?.refs ?? []), d.ref])],
+        source: d.url,
+      })).catch(() => undefined);
+      if (set) await updateRecord(d.dir, `${PARTIAL_DIR}/${d.file}`, () => undefined).catch(() => undefined);
+      installed.set(d.file, { path, sha256: checked!.sha256, size: s.size });
     }
-    await rename(partial, path);
-    const s = await stat(path);
-    // installed now: a record that cannot be written (a folder another user owns) is made again by the next read
-    await updateRecord(d.dir, d.file, (now) => ({ sha256: got, size: s.size, mtimeMs: s.mtimeMs, refs: [...new Set([...(now?.refs ?? []), d.ref])], source: d.url })).catch(
-      () => undefined,
-    );
-    return { path, sha256: got, size: s.size };
+    return files.map((d, i) => installed.get(d.file) ?? { path: join(d.dir, d.file), sha256: there[i]!.sha256, size: there[i]!.size });
   } finally {
     await unlock();
   }
 }
 
-/** Refuses a download the disk cannot hold (what its part already holds counted, by the blocks it really takes). */
-async function checkDisk(d: FileDownload, partialDir: string, size: number, reserve: number): Promise<void> {
-  // the .ipull part holds ipull's progress record after the bytes, and is written sparsely by parallel connections: its blocks say what it holds
-  const held = await stat(join(partialDir, `${d.file}.ipull`)).then(
-    (s) => Math.min(s.blocks * 512, size),
-    () => 0,
-  );
+/** A part of a set fetched and checked by an earlier pull, waiting in `.partial/`: its sha256 and size, or undefined (a part that is not what the hub has now is deleted). */
+async function checkedPart(d: FileDownload, expected: string | undefined, size: number | undefined): Promise<{ sha256: string; size: number } | undefined> {
+  const key = `${PARTIAL_DIR}/${d.file}`;
+  const record = await recordOf(d.dir, key);
+  if (!record) return undefined;
+  if ((expected && record.sha256 === expected) || (!expected && size !== undefined && record.size === size)) return { sha256: record.sha256, size: record.size };
+  await rm(join(d.dir, key), { force: true });
+  await updateRecord(d.dir, key, () => undefined).catch(() => undefined);
+  return undefined;
+}
+
+/** One file fetched into `.partial/` (tried again from where it stopped) and checked: a mismatch deletes it. A set's file is recorded there once checked. */
+async function fetchChecked(p: Pending, partialDir: string, set: boolean, options: DownloadOptions): Promise<{ sha256: string; size: number }> {
+  const { hub, signal } = options;
+  const { d } = p;
+  const partial = join(partialDir, d.file);
+  let remote = p.remote;
+  const retries = options.retries ?? 2;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      // asked again at each try, and when asked a while ago: a CDN's signed address expires
+      if (attempt > 0 || Date.now() - p.probedAt > PROBE_FRESH_MS) remote = await probeFile(d.url, hub, p.what, signal);
+      await transfer(d, remote.url, partialDir, remote.size, options);
+      break;
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      if (err instanceof PullError && err.code !== "hub_unreachable") throw err;
+      if (attempt >= retries)
+        throw new PullError("hub_unreachable", `the transfer failed ${attempt + 1} times (${describe(err)}); run the pull again to resume it`, { cause: err });
+      await sleep(500 * 2 ** attempt, undefined, signal ? { signal } : {});
+    }
+  }
+
+  const got = await sha256OfFile(partial);
+  if (p.expected && got !== p.expected) {
+    await rm(partial, { force: true });
+    const split = set ? splitOf(d.file) : undefined;
+    const which = split ? `part ${split.part} of ${split.count} (${p.what})` : "the downloaded file";
+    throw new PullError("checksum_mismatch", `${which} has sha256 ${got}, not ${p.expected}; it was deleted`);
+  }
+  const s = await stat(partial);
+  if (set) {
+    await updateRecord(d.dir, `${PARTIAL_DIR}/${d.file}`, () => ({ sha256: got, size: s.size, mtimeMs: s.mtimeMs, refs: [], source: d.url })).catch(() => undefined);
+  }
+  return { sha256: got, size: s.size };
+}
+
+/** Refuses downloads the disk cannot hold (what their parts already hold counted, by the blocks they really take). */
+async function checkDisk(dir: string, partialDir: string, files: { file: string; size: number }[], reserve: number): Promise<void> {
+  if (files.length === 0) return;
+  let needed = 0;
+  for (const { file, size } of files) {
+    // the .ipull part holds ipull's progress record after the bytes, and is written sparsely by parallel connections: its blocks say what it holds
+    const held = await stat(join(partialDir, `${file}.ipull`)).then(
+      (s) => Math.min(s.blocks * 512, size),
+      () => 0,
+    );
+    needed += size - held;
+  }
   const free = await freeBytes(partialDir);
-  if (free - (size - held) < reserve) {
+  if (free - needed < reserve) {
     throw new PullError(
       "insufficient_disk",
-      `it needs ${human(size - held)} more on the disk of ${d.dir}, which has ${human(free)} free (and keeps ${human(reserve)} spare): free some space or pick another folder`,
+      `it needs ${human(needed)} more on the disk of ${dir}, which has ${human(free)} free (and keeps ${human(reserve)} spare): free some space or pick another folder`,
     );
   }
 }
@@ -182,7 +290,7 @@ async function transfer(d: FileDownload, url: string, partialDir: string, announ
   let downloader: ModelDownloader | undefined;
   try {
     const creating = createModelDownloader({
-      modelUri: url,
+      modelUri: oneFile(url),
       dirPath: partialDir,
       fileName: d.file,
       showCliProgress: options.progressBar ?? false,
@@ -219,6 +327,20 @@ async function transfer(d: FileDownload, url: string, partialDir: string, announ
   } finally {
     clearTimeout(watchdog);
   }
+}
+
+/**
+ * The address as node-llama-cpp's downloader is handed it. Given an address whose path ends like a
+ * split GGUF's part (`-00002-of-00003.gguf`), or a binary-split one's (`.gguf.part2of3`), it would
+ * fetch every part of the set itself (under names of its own, past the checks here): the path's last
+ * dot is percent-encoded (`%2E`), which servers decode to the same file, so that it fetches this one.
+ */
+export function oneFile(url: string): string {
+  const u = new URL(url);
+  if (!/-\d{5}-of-\d{5}\.gguf$/i.test(u.pathname) && !/\.gguf\.part\d+of\d+$/i.test(u.pathname)) return url;
+  const dot = u.pathname.lastIndexOf(".");
+  u.pathname = `${u.pathname.slice(0, dot)}%2E${u.pathname.slice(dot + 1)}`;
+  return u.href;
 }
 
 /** A failure in general terms: no address (ipull names the signed CDN address it used). */

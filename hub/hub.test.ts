@@ -241,18 +241,113 @@ describe("kiln models pull from a hub in Hugging Face's layout", () => {
     }
   });
 
-  it("refuses a hub that sends more than it announced, and a split GGUF its manifest names", async () => {
+  it("refuses a hub that sends more than it announced", async () => {
     hub.put("acme/liar-GGUF", "liar.gguf", { body: weights(200_000), sha256: null, announcedSize: 1000 });
     const { models, modelsDir } = modelHub();
     const liar = await failure(models.pull("hf:acme/liar-GGUF/liar.gguf"));
     expect(liar.code).toBe("checksum_mismatch");
     expect(liar.message).toMatch(/announced 1000 bytes but sends 200000/);
     expect(readdirSync(modelsDir).filter((f) => f.endsWith(".gguf"))).toEqual([]);
+  });
 
-    hub.manifest("acme/big-GGUF", "Q8_0", "big-Q8_0-00001-of-00003.gguf");
-    const split = await failure(models.pull("hf:acme/big-GGUF:Q8_0"));
-    expect(split.code).toBe("not_supported");
-    expect(hub.requests.filter((r) => r.path.includes("big-Q8_0"))).toEqual([]);
+  it("pulls every part of a split GGUF, named by any part or by a tag whose manifest names its first part: each checked, kept under llama.cpp's split names, listed and removed as a set", async () => {
+    const bodies = [weights(150_000), weights(120_000), weights(60_000)];
+    const repoPath = (i: number) => `Q8_0/big-Q8_0-0000${i}-of-00003.gguf`;
+    bodies.forEach((body, i) => hub.put("acme/split-GGUF", repoPath(i + 1), { body }));
+    hub.manifest("acme/split-GGUF", "Q8_0", repoPath(1));
+    const total = bodies.reduce((n, b) => n + b.length, 0);
+    const { models, modelsDir } = modelHub();
+    const seen: PullProgress[] = [];
+    // two references to one set, one download: part 3 names the set as part 1 does
+    const [pulled, same] = await Promise.all([
+      models.pull("hf:acme/split-GGUF/Q8_0/big-Q8_0-00003-of-00003.gguf", { onProgress: (p) => seen.push(p) }),
+      models.pull("hf:acme/split-GGUF/Q8_0/big-Q8_0-00001-of-00003.gguf"),
+    ]);
+    const ref = "hf:acme/split-GGUF/Q8_0/big-Q8_0-00001-of-00003.gguf";
+    expect(pulled.ref).toBe(ref);
+    const name = new RegExp(`^${modelsDir}/hf_acme_split-GGUF_big-Q8_0\\.([0-9a-f]{12})-00001-of-00003\\.gguf$`).exec(pulled.path);
+    expect(name).not.toBeNull();
+    const paths = [1, 2, 3].map((i) => join(modelsDir, `hf_acme_split-GGUF_big-Q8_0.${name![1]}-0000${i}-of-00003.gguf`));
+    expect(pulled).toMatchObject({ path: paths[0], sha256: sha256Hex(bodies[0]!), size: bodies[0]!.length, cached: false });
+    expect(pulled.parts).toEqual(paths.map((path, i) => ({ path, sha256: sha256Hex(bodies[i]!), size: bodies[i]!.length })));
+    expect(same.path).toBe(pulled.path);
+    paths.forEach((path, i) => expect(readFileSync(path).equals(bodies[i]!)).toBe(true));
+    // each part asked about and fetched once
+    for (const i of [1, 2, 3]) expect(hub.requests.filter((r) => r.path.endsWith(repoPath(i)) && r.method === "HEAD")).toHaveLength(1);
+    expect(seen.at(-1)).toMatchObject({ downloadedBytes: total, totalBytes: total });
+    expect(everything(modelsDir)).toEqual([".kiln-models.json", ".partial", ...paths.map((p) => p.split("/").at(-1)!)]);
+    const records = JSON.parse(readFileSync(join(modelsDir, ".kiln-models.json"), "utf8")) as { files: Record<string, { sha256: string; size: number; refs: string[] }> };
+    expect(Object.keys(records.files).sort()).toEqual(paths.map((p) => p.split("/").at(-1)!));
+    paths.forEach((p, i) => expect(records.files[p.split("/").at(-1)!]).toMatchObject({ sha256: sha256Hex(bodies[i]!), size: bodies[i]!.length, refs: [ref] }));
+    expect(await models.list()).toEqual(paths.map((path, i) => ({ kind: "gguf", path, size: bodies[i]!.length, sha256: sha256Hex(bodies[i]!), ids: [ref], verified: null })));
+
+    // installed: found again by any part without the hub, and by the tag its manifest names once asked
+    const before = hub.requests.length;
+    expect(await models.pull("hf:acme/split-GGUF/Q8_0/big-Q8_0-00002-of-00003.gguf")).toMatchObject({ path: paths[0], cached: true, parts: pulled.parts });
+    expect(hub.requests.length).toBe(before);
+    expect(await models.pull("hf:acme/split-GGUF:Q8_0")).toMatchObject({ ref: "hf:acme/split-GGUF:Q8_0", path: paths[0], cached: true });
+    expect(hub.requests.slice(before).map((r) => r.path)).toEqual(["/v2/acme/split-GGUF/manifests/Q8_0"]);
+    expect((await models.list()).map((f) => f.ids)).toEqual(paths.map(() => [ref, "hf:acme/split-GGUF:Q8_0"]));
+
+    // by the tag alone, in another folder
+    const other = modelHub();
+    const byTag = await other.models.pull("hf:acme/split-GGUF:Q8_0");
+    expect(byTag.parts?.map((p) => p.sha256)).toEqual(bodies.map(sha256Hex));
+    expect(await other.models.cached("hf:acme/split-GGUF:Q8_0")).toBe(byTag.path);
+
+    // removed as a set, by any of its references (or a part's file name)
+    expect((await models.remove("hf:acme/split-GGUF/Q8_0/big-Q8_0-00002-of-00003.gguf")).sort()).toEqual(paths);
+    expect(everything(modelsDir)).toEqual([".kiln-models.json", ".partial"]);
+    expect(JSON.parse(readFileSync(join(modelsDir, ".kiln-models.json"), "utf8"))).toEqual({ files: {} });
+    expect((await other.models.remove(byTag.parts![2]!.path.split("/").at(-1)!)).length).toBe(3);
+    expect(await other.models.cached("hf:acme/split-GGUF:Q8_0")).toBeUndefined();
+
+    for (const bad of ["hf:acme/split-GGUF/big-00000-of-00003.gguf", "hf:acme/split-GGUF/big-00004-of-00003.gguf"]) {
+      expect((await failure(models.pull(bad))).code, bad).toBe("bad_ref");
+    }
+  });
+
+  it("refuses a split GGUF with a tampered part, leaving nothing usable; the next pull fetches only what it lacks", async () => {
+    const bodies = [weights(100_000), weights(100_000), weights(100_000)];
+    const file = (i: number) => `tampered-0000${i}-of-00003.gguf`;
+    hub.put("acme/tampered-GGUF", file(1), { body: bodies[0]! });
+    hub.put("acme/tampered-GGUF", file(2), { body: bodies[1]!, sha256: sha256Hex(weights(10)) });
+    hub.put("acme/tampered-GGUF", file(3), { body: bodies[2]! });
+    const { models, modelsDir } = modelHub();
+    const ref = `hf:acme/tampered-GGUF/${file(1)}`;
+    const err = await failure(models.pull(ref));
+    expect(err.code).toBe("checksum_mismatch");
+    expect(err.message).toMatch(
+      new RegExp(
+        `^${ref} could not be fetched from ${hub.url}: part 2 of 3 \\(acme/tampered-GGUF/resolve/main/${file(2)}\\) has sha256 ${sha256Hex(bodies[1]!)}, not [0-9a-f]{64}; it was deleted$`,
+      ),
+    );
+    // nothing in place: no part is in the folder, the reference is not installed
+    expect(readdirSync(modelsDir).filter((f) => f.endsWith(".gguf"))).toEqual([]);
+    expect(await models.cached(ref)).toBeUndefined();
+    // the checked first part waits in .partial/ (listed as partial); the third was never fetched
+    expect((await models.list()).map((f) => [f.kind, f.path.split("/").at(-1)])).toEqual([["partial", expect.stringMatching(/-00001-of-00003\.gguf$/)]]);
+    expect(hub.requests.filter((r) => r.path.endsWith(file(3)) && r.method === "GET")).toEqual([]);
+
+    hub.put("acme/tampered-GGUF", file(2), { body: bodies[1]! });
+    const fetched = () => hub.requests.filter((r) => r.method === "GET" && r.path.endsWith(file(1))).length;
+    const firstFetches = fetched();
+    const pulled = await models.pull(ref);
+    expect(fetched()).toBe(firstFetches);
+    expect(pulled.parts!.map((p) => readFileSync(p.path).equals(bodies[pulled.parts!.indexOf(p)]!))).toEqual([true, true, true]);
+    expect(everything(modelsDir).filter((f) => f !== ".partial" && f !== ".kiln-models.json")).toHaveLength(3);
+    expect(Object.keys((JSON.parse(readFileSync(join(modelsDir, ".kiln-models.json"), "utf8")) as { files: object }).files)).toHaveLength(3);
+  });
+
+  it("refuses a split GGUF the disk cannot hold, every part's bytes counted, before a byte of any part is written", async () => {
+    hub.put("acme/huge-split-GGUF", "huge-00001-of-00002.gguf", { body: weights(1000) });
+    hub.put("acme/huge-split-GGUF", "huge-00002-of-00002.gguf", { body: weights(1000), announcedSize: 2 ** 50 });
+    const { models, modelsDir } = modelHub();
+    const err = await failure(models.pull("hf:acme/huge-split-GGUF/huge-00002-of-00002.gguf"));
+    expect(err.code).toBe("insufficient_disk");
+    expect(err.message).toMatch(/it needs 1125899\.9 GB more on the disk of/);
+    expect(hub.requests.filter((r) => r.path.includes("/huge-0000") && r.method === "GET")).toEqual([]);
+    expect(everything(modelsDir).filter((f) => f !== ".partial")).toEqual([]);
   });
 
   it("waits while another live process holds a file's lock, and takes over a lock whose process is gone or that nobody touched", async () => {

@@ -14,9 +14,9 @@ import { Semaphore } from "../core/semaphore.js";
 import { SPEECH_MODELS, type SpeechCatalogModel } from "../models/speech.js";
 import { whisperFiles, type WhisperCatalog } from "../models/whisper.js";
 import { PullError } from "./errors.js";
-import { downloadFile, PARTIAL_DIR, type FileDownload, type Installed, type PullProgress } from "./download.js";
+import { downloadFiles, PARTIAL_DIR, type FileDownload, type Installed, type PullProgress } from "./download.js";
 import { readRecords, recordOf, RECORD_FILE, updateRecord } from "./installed.js";
-import { ggufFileName, parseRef, refuseSplit, type ModelRef } from "./refs.js";
+import { ggufFileNames, ggufHubPaths, parseRef, setOf, splitOf, type ModelRef } from "./refs.js";
 import { hubLabel, resolveQuant, resolveUrl, type HubSource } from "./remote.js";
 
 export interface ModelHubOptions {
@@ -45,12 +45,14 @@ export interface PullOptions {
   progressBar?: boolean;
 }
 
-/** A pulled (or already installed) file. */
+/** A pulled (or already installed) file; of a split GGUF, its first part (the path a model is loaded from), with every part in `parts`. */
 export interface Pulled extends Installed {
-  /** The reference, canonical (`hf:org/repo:Q4_K_M`). */
+  /** The reference, canonical (`hf:org/repo:Q4_K_M`; a split GGUF's part by its first part). */
   ref: string;
   /** Whether it was there already (nothing was fetched). */
   cached: boolean;
+  /** A split GGUF's parts, first part first, each with its sha256 and size; absent for a single file. */
+  parts?: Installed[];
 }
 
 /** An installed file as `kiln models list` shows it. */
@@ -62,7 +64,7 @@ export interface InstalledFile {
   size: number;
   /** Its sha256; null for a partial download. */
   sha256: string | null;
-  /** The names it serves: whisper catalog names, speech model references, the references pulled into it. */
+  /** The names it serves: whisper catalog names, speech model references, the references pulled into it (each part of a split GGUF: the set's). */
   ids: string[];
   /** For a whisper or speech catalog file: whether its sha256 is the catalog's (a file copied in by hand may not be); null otherwise. */
   verified: boolean | null;
@@ -71,7 +73,8 @@ export interface InstalledFile {
 interface Flight {
   /** The reference that started it (the download records it). */
   ref: string;
-  promise: Promise<Installed>;
+  /** The files, in order (one, or a split GGUF's parts). */
+  promise: Promise<Installed[]>;
   listeners: Set<(p: PullProgress) => void>;
   progress?: PullProgress;
   /** Callers waiting that may stop waiting; the flight stops when the last of them does. */
@@ -95,17 +98,17 @@ export class ModelHub {
     return hubLabel(this.options.source);
   }
 
-  /** The installed file a reference names, without asking the hub; undefined when not installed. */
+  /** The installed file a reference names (a split GGUF's first part, once every part is there), without asking the hub; undefined when not installed. */
   async cached(text: string): Promise<string | undefined> {
-    const { dir, files } = await this.place(parseRef(text));
-    for (const file of files) if (await nonEmptyFile(join(dir, file))) return join(dir, file);
+    const { dir, choices } = await this.place(parseRef(text));
+    for (const files of choices) if (await allThere(dir, files)) return join(dir, files[0]!);
     return undefined;
   }
 
   /** The download under way (or waiting its turn) for a reference, if any. */
   async progress(text: string): Promise<PullProgress | undefined> {
-    const { dir, files } = await this.place(parseRef(text));
-    const flight = files.length ? this.flights.get(join(dir, files[0]!)) : undefined;
+    const { dir, choices } = await this.place(parseRef(text));
+    const flight = choices.length ? this.flights.get(join(dir, choices[0]![0]!)) : undefined;
     return flight && (flight.progress ?? NOT_STARTED);
   }
 
@@ -114,24 +117,28 @@ export class ModelHub {
     const ref = parseRef(text);
     const installed = await this.cached(ref.ref);
     if (installed) return { ref: ref.ref, ...(await this.describe(installed, ref.ref)), cached: true };
-    const download = await this.download(ref, options.signal);
-    if (ref.kind === "gguf-quant" && (await nonEmptyFile(join(download.dir, download.file)))) {
-      // the file the tag names is installed already (pulled by its path): recorded under the tag too
-      const there = await this.describe(join(download.dir, download.file), ref.ref);
-      await updateRecord(download.dir, download.file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] }).catch(() => undefined);
+    const files = await this.download(ref, options.signal);
+    const dir = files[0]!.dir;
+    const names = files.map((f) => f.file);
+    const addRef = (r: string) =>
+      Promise.all(names.map((file) => updateRecord(dir, file, (now) => now && { ...now, refs: [...new Set([...now.refs, r])] }).catch(() => undefined)));
+    if (ref.kind === "gguf-quant" && (await allThere(dir, names))) {
+      // what the tag names is installed already (pulled by its path): recorded under the tag too
+      const there = await this.describe(join(dir, names[0]!), ref.ref);
+      await addRef(ref.ref);
       return { ref: ref.ref, ...there, cached: true };
     }
-    // one download per file, whichever references ask for it (`whisper:large` and `whisper:large-v3` share one)
-    const key = join(download.dir, download.file);
-    const flight = this.flights.get(key) ?? this.launch(key, download, options.progressBar === true);
+    // one download per file (or set), whichever references ask for it (`whisper:large` and `whisper:large-v3` share one)
+    const key = join(dir, names[0]!);
+    const flight = this.flights.get(key) ?? this.launch(key, files, options.progressBar === true);
     if (options.onProgress) flight.listeners.add(options.onProgress);
     if (options.signal) flight.waiters++;
     else flight.held = true;
     try {
       const done = await untilAborted(flight.promise, options.signal);
       // every reference that asked for it is recorded, the first caller's (by the download) and the others'
-      if (ref.ref !== flight.ref) await updateRecord(download.dir, download.file, (now) => now && { ...now, refs: [...new Set([...now.refs, ref.ref])] }).catch(() => undefined);
-      return { ref: ref.ref, ...done, cached: false };
+      if (ref.ref !== flight.ref) await addRef(ref.ref);
+      return { ref: ref.ref, ...done[0]!, ...(done.length > 1 ? { parts: done } : {}), cached: false };
     } finally {
       if (options.onProgress) flight.listeners.delete(options.onProgress);
       if (options.signal && --flight.waiters === 0 && !flight.held) {
@@ -166,8 +173,9 @@ export class ModelHub {
         files.push({ kind, path: join(dir, name), size: record.size, sha256: record.sha256, ids, verified });
       }
       // downloads that stopped short: shown, so that they can be resumed or removed
+      // (and the parts of a split GGUF fetched and checked, waiting there for the others)
       for (const part of (await readdir(join(dir, PARTIAL_DIR)).catch(() => [] as string[])).sort()) {
-        if (!part.endsWith(".ipull")) continue;
+        if (!part.endsWith(".ipull") && !splitOf(part)) continue;
         const s = await stat(join(dir, PARTIAL_DIR, part)).catch(() => undefined);
         if (s?.isFile()) files.push({ kind: "partial", path: join(dir, PARTIAL_DIR, part), size: s.blocks * 512, sha256: null, ids: [], verified: null });
       }
@@ -175,12 +183,14 @@ export class ModelHub {
     return files;
   }
 
-  /** Deletes what a reference (or a file name in either folder) names, with its record and any partial download. Returns the paths removed. */
+  /** Deletes what a reference (or a file name in either folder) names, with its record and any partial download (a split GGUF: every part). Returns the paths removed. */
   async remove(text: string): Promise<string[]> {
-    const { dir, files } = text.includes(":") ? await this.place(parseRef(text)) : this.byName(text);
+    const { dir, choices } = text.includes(":") ? await this.place(parseRef(text)) : this.byName(text);
     const removed: string[] = [];
-    for (const file of files) {
+    for (const file of choices.flat()) {
       if (this.flights.has(join(dir, file))) throw new PullError("busy", `${text} is downloading now; remove it once that ends`);
+    }
+    for (const file of choices.flat()) {
       for (const path of [join(dir, file), join(dir, PARTIAL_DIR, file), join(dir, PARTIAL_DIR, `${file}.ipull`)]) {
         if (
           await stat(path).then(
@@ -193,6 +203,7 @@ export class ModelHub {
         }
       }
       await updateRecord(dir, file, () => undefined);
+      if (splitOf(file)) await updateRecord(dir, `${PARTIAL_DIR}/${file}`, () => undefined);
     }
     if (removed.length === 0) throw new PullError("not_found", `${text} is not installed`);
     return removed;
@@ -208,9 +219,9 @@ export class ModelHub {
     this.stop.abort(new PullError("hub_unreachable", "the download was stopped: Kiln is shutting down; it resumes at the next pull"));
   }
 
-  private launch(key: string, download: FileDownload, progressBar: boolean): Flight {
+  private launch(key: string, files: FileDownload[], progressBar: boolean): Flight {
     const stop = new AbortController();
-    const flight: Flight = { ref: download.ref, listeners: new Set(), waiters: 0, held: false, stop, promise: Promise.resolve() as unknown as Promise<Installed> };
+    const flight: Flight = { ref: files[0]!.ref, listeners: new Set(), waiters: 0, held: false, stop, promise: Promise.resolve([]) };
     const tell = (p: PullProgress) => {
       flight.progress = p;
       for (const l of flight.listeners) l(p);
@@ -220,7 +231,7 @@ export class ModelHub {
       let release: (() => void) | undefined;
       try {
         release = await this.turns.acquire(signal); // one download at a time: each disk check sees what the others took
-        return await downloadFile(download, {
+        return await downloadFiles(files, {
           hub: this.options.source,
           signal,
           onProgress: tell,
@@ -238,38 +249,47 @@ export class ModelHub {
     return flight;
   }
 
-  /** The installed file's sha256 and size (hashed once, then from its record). */
-  private async describe(path: string, ref: string): Promise<Installed> {
-    const record = await recordOf(dirname(path), basename(path));
-    if (!record) throw new PullError("not_found", `${ref} was removed while it was read`);
-    return { path, sha256: record.sha256, size: record.size };
+  /** The installed file's sha256 and size (hashed once, then from its record); a split GGUF's first part's, with every part. */
+  private async describe(path: string, ref: string): Promise<Installed & { parts?: Installed[] }> {
+    const dir = dirname(path);
+    const parts: Installed[] = [];
+    for (const file of setOf(basename(path))) {
+      const record = await recordOf(dir, file);
+      if (!record) throw new PullError("not_found", `${ref} was removed while it was read`);
+      parts.push({ path: join(dir, file), sha256: record.sha256, size: record.size });
+    }
+    return { ...parts[0]!, ...(parts.length > 1 ? { parts } : {}) };
   }
 
   private dirOf(ref: ModelRef): string {
     return ref.kind === "whisper" || ref.kind === "speech" ? this.options.whisperDir : this.options.modelsDir;
   }
 
-  /** A bare file name in one of the folders (`kiln models rm ggml-small.bin`), or a partial download's as `list` shows it (`….gguf.ipull`). */
-  private byName(name: string): { dir: string; files: string[] } {
+  /** A bare file name in one of the folders (`kiln models rm ggml-small.bin`; a part of a split GGUF: the whole set), or a partial download's as `list` shows it (`….gguf.ipull`). */
+  private byName(name: string): { dir: string; choices: string[][] } {
     if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(name) || name === RECORD_FILE) throw new PullError("bad_ref", `"${name}" is neither a model reference nor a file name`);
     const file = name.replace(/\.ipull$/, "");
     const dir = file.toLowerCase().endsWith(".gguf") ? this.options.modelsDir : this.options.whisperDir;
-    return { dir, files: [file] };
+    return { dir, choices: [splitOf(file) ? setOf(file) : [file]] };
   }
 
-  /** The folder and the files a reference may be installed as, without the network (a `:quant` tag: the file a pull recorded, if still there). */
-  private async place(ref: ModelRef): Promise<{ dir: string; files: string[] }> {
+  /**
+   * The folder and the files a reference may be installed as, without the network (a `:quant` tag: the
+   * files a pull recorded, if still there): each choice is one way it may be installed (whisper's older
+   * file names), every file of a choice needed (a split GGUF's parts, first part first).
+   */
+  private async place(ref: ModelRef): Promise<{ dir: string; choices: string[][] }> {
     const dir = this.dirOf(ref);
     switch (ref.kind) {
       case "whisper":
-        return { dir, files: whisperFiles(this.whisperModel(ref.name)) };
+        return { dir, choices: whisperFiles(this.whisperModel(ref.name)).map((f) => [f]) };
       case "speech":
-        return { dir, files: [this.speechModel(ref.name).file] };
+        return { dir, choices: [[this.speechModel(ref.name).file]] };
       case "gguf":
-        return { dir, files: [ggufFileName(ref)] };
+        return { dir, choices: [ggufFileNames(ref)] };
       case "gguf-quant": {
-        const recorded = Object.entries(await readRecords(dir)).find(([, r]) => r.refs.includes(ref.ref))?.[0];
-        return { dir, files: recorded ? [recorded] : [] };
+        const recorded = Object.entries(await readRecords(dir)).find(([file, r]) => !file.startsWith(".") && r.refs.includes(ref.ref))?.[0];
+        return { dir, choices: recorded ? [setOf(recorded)] : [] };
       }
     }
   }
@@ -290,42 +310,62 @@ export class ModelHub {
     return model;
   }
 
-  /** The file a `:quant` tag names, as the hub's manifest says (a split GGUF refused). */
-  private async resolveTag(ref: Extract<ModelRef, { kind: "gguf-quant" }>, signal?: AbortSignal): Promise<{ dir: string; file: string; path: string }> {
+  /** The file a `:quant` tag names, as the hub's manifest says (a part of a split GGUF: the set, by its first part). */
+  private async resolveTag(ref: Extract<ModelRef, { kind: "gguf-quant" }>, signal?: AbortSignal): Promise<Extract<ModelRef, { kind: "gguf" }>> {
     const path = await resolveQuant(this.options.source, ref.org, ref.repo, ref.quant, signal).catch((err: unknown) => {
       throw err instanceof PullError ? new PullError(err.code, `${ref.ref} could not be resolved at ${this.hub}: ${err.message}`) : err;
     });
-    refuseSplit(path, ref.ref);
-    return { dir: this.dirOf(ref), file: ggufFileName({ kind: "gguf", ref: ref.ref, org: ref.org, repo: ref.repo, path, revision: "main" }), path };
+    let named: ModelRef;
+    try {
+      named = parseRef(`hf:${ref.org}/${ref.repo}/${path}`);
+    } catch (err) {
+      throw new PullError("hub_unreachable", `${ref.ref} could not be resolved at ${this.hub}: the manifest names ${path}, ${(err as Error).message}`);
+    }
+    return { ...(named as Extract<ModelRef, { kind: "gguf" }>), ref: ref.ref };
   }
 
-  /** What to download for a reference. */
-  private async download(ref: ModelRef, signal?: AbortSignal): Promise<FileDownload> {
+  /** What to download for a reference: one file, or every part of a split GGUF (first part first). */
+  private async download(ref: ModelRef, signal?: AbortSignal): Promise<FileDownload[]> {
     const { source } = this.options;
     if (ref.kind === "whisper") {
       const model = this.whisperModel(ref.name);
-      return {
-        ref: ref.ref,
-        url: resolveUrl(source, model.repo, model.revision ?? "main", model.file),
-        dir: this.dirOf(ref),
-        file: model.file,
-        sha256: model.sha256,
-        sizeBytes: model.sizeBytes,
-      };
+      return [
+        {
+          ref: ref.ref,
+          url: resolveUrl(source, model.repo, model.revision ?? "main", model.file),
+          dir: this.dirOf(ref),
+          file: model.file,
+          sha256: model.sha256,
+          sizeBytes: model.sizeBytes,
+        },
+      ];
     }
     if (ref.kind === "speech") {
       const model = this.speechModel(ref.name);
-      return {
-        ref: ref.ref,
-        url: resolveUrl(source, model.repo, model.revision, model.path),
-        dir: this.dirOf(ref),
-        file: model.file,
-        sha256: model.sha256,
-        sizeBytes: model.sizeBytes,
-      };
+      return [
+        {
+          ref: ref.ref,
+          url: resolveUrl(source, model.repo, model.revision, model.path),
+          dir: this.dirOf(ref),
+          file: model.file,
+          sha256: model.sha256,
+          sizeBytes: model.sizeBytes,
+        },
+      ];
     }
-    if (ref.kind === "gguf") return { ref: ref.ref, url: resolveUrl(source, `${ref.org}/${ref.repo}`, ref.revision, ref.path), dir: this.dirOf(ref), file: ggufFileName(ref) };
-    const { dir, file, path } = await this.resolveTag(ref, signal);
-    return { ref: ref.ref, url: resolveUrl(source, `${ref.org}/${ref.repo}`, "main", path), dir, file };
+    const gguf = ref.kind === "gguf" ? ref : await this.resolveTag(ref, signal);
+    const names = ggufFileNames(gguf);
+    return ggufHubPaths(gguf).map((path, i) => ({
+      ref: ref.ref,
+      url: resolveUrl(source, `${gguf.org}/${gguf.repo}`, gguf.revision, path),
+      dir: this.dirOf(ref),
+      file: names[i]!,
+    }));
   }
+}
+
+/** Whether every file is there (and not empty). */
+async function allThere(dir: string, files: string[]): Promise<boolean> {
+  for (const file of files) if (!(await nonEmptyFile(join(dir, file)))) return false;
+  return files.length > 0;
 }

@@ -3,7 +3,16 @@
  */
 import { mkdir, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { defaultModelDir, ensureTestModel, ensureTestSpeechModels, REALISTIC_LLAMA, TEST_MODELS, TEST_SPEECH, writeWithVocabulary } from "../fabricate/index.js";
+import {
+  defaultModelDir,
+  ensureTestModel,
+  ensureTestSpeechModels,
+  ensureTestSplitModel,
+  REALISTIC_LLAMA,
+  TEST_MODELS,
+  TEST_SPEECH,
+  writeWithVocabulary,
+} from "../fabricate/index.js";
 
 const exists = (path: string) =>
   stat(path).then(
@@ -17,6 +26,7 @@ async function main(): Promise<void> {
   const dir = args.includes("--out") && out ? resolve(out) : defaultModelDir();
   const kinds: (keyof typeof TEST_MODELS)[] = args.includes("--bench") ? ["tiny", "bench"] : ["tiny"];
   for (const kind of kinds) console.log(await ensureTestModel(kind, dir));
+  for (const part of await ensureTestSplitModel(dir)) console.log(part);
   const vocab = args.includes("--realistic") ? args[args.indexOf("--realistic") + 1] : undefined;
   if (vocab) {
     const path = join(dir, REALISTIC_LLAMA.file);

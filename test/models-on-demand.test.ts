@@ -6,12 +6,14 @@
  */
 import { execFile } from "node:child_process";
 import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex, startHub, type TestHub } from "./helpers/hub.js";
-import { httpBase, inProcessAgent, inProcessScheduler, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
+import { ensureTestSplitModel } from "../fabricate/index.js";
+import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, postChat, tempDir, TINY_MODEL, until, waitForAgents } from "./helpers/fleet.js";
+import { GreedyReference } from "./helpers/reference.js";
 import { fetchJob, getJson, makeMedia, TEST_VAD, QUICK_SPEECH_SECONDS, startTranscription, TEST_WHISPER_DIR, upload, waitForJob, type Transcription } from "./helpers/speech.js";
 
 const CHROMIUM = process.env.KILN_CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => existsSync(p));
@@ -330,6 +332,40 @@ describe("fetching at start", () => {
       await second.agent.close();
     }
   });
+});
+
+describe("a split GGUF", () => {
+  it("--serve ID=hf:…-00001-of-00002.gguf pulls every part under llama.cpp's split names, loads it from its first part, and answers a chat completion as the single file does", async () => {
+    const parts = await ensureTestSplitModel(tempDir());
+    for (const part of parts) hub.put("acme/split-GGUF", `Q/${basename(part)}`, { body: readFileSync(part) });
+    const modelsDir = tempDir();
+    const scheduler = await inProcessScheduler();
+    const reference = await GreedyReference.load(TINY_MODEL);
+    const agent = await inProcessAgent(scheduler, {
+      serve: [`${MODEL_ID}=hf:acme/split-GGUF/Q/tiny-chat-split-00001-of-00002.gguf`],
+      modelsDir,
+      hubUrl: hub.url,
+      offline: "false",
+    });
+    try {
+      const pulled = readdirSync(modelsDir).filter((f) => f.endsWith(".gguf"));
+      expect(pulled).toEqual([1, 2].map((i) => expect.stringMatching(new RegExp(`^hf_acme_split-GGUF_tiny-chat-split\\.[0-9a-f]{12}-0000${i}-of-00002\\.gguf$`))));
+      pulled.forEach((f, i) => expect(readFileSync(join(modelsDir, f)).equals(readFileSync(parts[i]!))).toBe(true));
+      expect(agent.engine.modelPools.map((p) => p.path)).toEqual([join(modelsDir, pulled[0]!)]);
+      await waitForAgents(scheduler, 1);
+      const { token } = await scheduler.keys.create({ account: "split", tier: "pro" });
+      const messages = [{ role: "user" as const, content: "ping" }];
+      const want = await reference.complete(messages, 64);
+      expect(want.text, "the reference's own text").not.toBe("");
+      const res = await postChat(httpBase(scheduler), token, { model: MODEL_ID, messages, max_tokens: 64, temperature: 0 });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.choices[0].message.content).toBe(want.text);
+    } finally {
+      await agent.close();
+      await scheduler.close();
+      await reference.dispose();
+    }
+  }, 60_000);
 });
 
 describe("kiln models", () => {

@@ -1,10 +1,12 @@
 /** The chat engine on the real node-llama-cpp binding with the fabricated tiny model. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../core/log.js";
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TINY_MODEL, tempDir } from "../../test/helpers/fleet.js";
 import { watchBinding } from "../../test/helpers/binding.js";
+import { TEST_MODELS } from "../../fabricate/index.js";
+import { writeTinyLlamaSplit } from "../../fabricate/tiny-llama.js";
 import { ContextLengthExceededError, GenerationAbortedError, LlmEngine, ModelLoadError, ModelNotServedError } from "./index.js";
 
 let engine: LlmEngine;
@@ -102,6 +104,33 @@ describe("LlmEngine", () => {
     const load = LlmEngine.load({ models: [{ id: "famB-v3.1", path: path() }], sequences: 1, contextSize: 256, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
     await expect(load).rejects.toBeInstanceOf(ModelLoadError);
     await expect(load).rejects.toMatchObject({ code: "model_load_failed", message: expect.stringMatching(message) });
+  });
+
+  it("loads a split GGUF from its first part whichever part is named, and generates what the single file does; a missing part is refused naming it", async () => {
+    const dir = tempDir();
+    const { paths } = await writeTinyLlamaSplit(join(dir, "tiny-split"), 2, TEST_MODELS.tiny.options);
+    const options = { sequences: 1, contextSize: 512, threads: 1, gpu: "cpu" as const, logger: createLogger("test", "silent") };
+    const split = await LlmEngine.load({
+      models: [
+        { id: "by-second", path: paths[1]! },
+        { id: "by-first", path: paths[0]! },
+      ],
+      ...options,
+    });
+    try {
+      expect(split.modelPools.map((p) => [p.path, p.modelIds])).toEqual([[paths[0], ["by-second", "by-first"]]]);
+      const ask = (e: LlmEngine, id: string) => e.generate(id, [{ role: "user", content: "hi" }], { maxTokens: 10, temperature: 0 });
+      expect((await ask(split, "by-second")).text).toBe((await ask(engine, "famB-v3.1")).text);
+      expect(split.modelPools[0]!.fingerprint).not.toBe(engine.modelPools[0]!.fingerprint);
+    } finally {
+      await split.dispose();
+    }
+    rmSync(paths[1]!);
+    const load = LlmEngine.load({ models: [{ id: "famB-v3.1", path: paths[0]! }], ...options });
+    await expect(load).rejects.toMatchObject({
+      code: "model_load_failed",
+      message: `famB-v3.1: cannot load ${paths[0]}: its part ${paths[1]} is missing (llama.cpp loads a split GGUF from its first part, and the other parts from beside it)`,
+    });
   });
 
   it("refuses an id it does not serve", async () => {

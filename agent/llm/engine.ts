@@ -4,6 +4,7 @@
  * Knows nothing of gRPC or HTTP.
  */
 import { createHash, randomInt } from "node:crypto";
+import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import {
   getLlama,
@@ -34,6 +35,7 @@ import {
 } from "./errors.js";
 import { loadedBinaries } from "./binaries.js";
 import { modelFingerprint } from "./fingerprint.js";
+import { splitParts } from "./split.js";
 import { ModelPool, type Slot } from "./pool.js";
 import { functionsFor, generateToolTurn } from "./tool-turn.js";
 import { generateTurn, type TokenLogprob } from "./turn.js";
@@ -145,10 +147,15 @@ export class LlmEngine {
     const byId = new Map<string, ModelPool>();
     try {
       for (const { id, path } of options.models) {
-        const file = resolve(path);
+        // a split GGUF loads from its first part, whichever part was named (llama.cpp finds the others beside it)
+        const file = splitParts(resolve(path))[0]!;
         let pool = byPath.get(file);
         if (!pool) {
           const started = performance.now();
+          // a split GGUF's other parts must be there beside its first
+          const missing = await firstMissing(splitParts(file).slice(1));
+          if (missing)
+            throw new ModelLoadError(id, file, new Error(`its part ${missing} is missing (llama.cpp loads a split GGUF from its first part, and the other parts from beside it)`));
           const model = await llama.loadModel({ modelPath: file }).catch((err: unknown) => {
             throw new ModelLoadError(id, file, err);
           });
@@ -487,4 +494,13 @@ async function loadBackend(gpu: LlmEngineOptions["gpu"], threads: number, log: L
     log.warn({ err: (err as Error).message }, "no GPU backend could be loaded; falling back to CPU");
     return getLlama({ ...common, gpu: false });
   }
+}
+
+/** The first of `paths` that is not a file, if any. */
+async function firstMissing(paths: string[]): Promise<string | undefined> {
+  for (const path of paths) {
+    const s = await stat(path).catch(() => undefined);
+    if (!s?.isFile()) return path;
+  }
+  return undefined;
 }

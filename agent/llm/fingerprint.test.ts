@@ -26,4 +26,18 @@ describe("modelFingerprint", () => {
     expect(await modelFingerprint(file("head", head), "b1")).not.toBe(base);
     expect(await modelFingerprint(file("small", Buffer.from("gguf")), "b1")).not.toBe(base);
   });
+
+  it("of a split GGUF, covers every part: a change in a later part gives another", async () => {
+    const dir = tempDir();
+    const write = (part: number, bytes: Buffer) => writeFileSync(join(dir, `m-0000${part}-of-00002.gguf`), bytes);
+    write(1, Buffer.alloc(1000, 1));
+    write(2, Buffer.alloc(1000, 2));
+    const first = join(dir, "m-00001-of-00002.gguf");
+    const base = await modelFingerprint(first, "b1");
+    expect(await modelFingerprint(first, "b1")).toBe(base);
+    write(2, Buffer.alloc(1000, 3));
+    expect(await modelFingerprint(first, "b1")).not.toBe(base);
+    write(2, Buffer.alloc(1001, 2));
+    expect(await modelFingerprint(first, "b1")).not.toBe(base);
+  });
 });
