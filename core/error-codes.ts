@@ -168,6 +168,7 @@ export const ERROR_CODES = {
   too_many_watchers: limited("a job has its most event streams open"),
   // 503
   model_unavailable: unavailable("no node serves the model now"),
+  model_too_large: unavailable("no node of the fleet could hold the model (its memory for the catalog's context and sequences)"),
   queue_full: unavailable("the queue is full", { engine: AUDIO }),
   queue_timeout: unavailable("the request waited in the queue too long"),
   mcp_busy: unavailable("the scheduler runs its most MCP tests already"),
@@ -210,6 +211,7 @@ export const ERROR_CODES = {
   mcp_sandbox_failed: internal("the MCP test's sandbox could not run it"),
   // never an HTTP answer
   model_load_failed: notAnswered("a model file the agent cannot load: it does not start", { engine: CHAT }),
+  model_already_loaded: notAnswered("a LoadModel for a model the agent serves already: the replica it has stays", { engine: CHAT }),
   backend_unavailable: notAnswered("the --gpu backend asked for cannot be loaded: the agent does not start", { engine: CHAT }),
 } as const satisfies Record<string, ErrorCodeInfo>;
 

@@ -131,48 +131,102 @@ export class LlmEngine {
 
   private constructor(
     /** Absent when no model is served: a transcription-only agent never loads llama.cpp. */
-    private readonly llama: Llama | undefined,
+    private llama: Llama | undefined,
     private readonly pools: ModelPool[],
     private readonly byId: Map<string, ModelPool>,
-    private readonly logger: Logger,
+    private readonly options: LlmEngineOptions,
   ) {}
 
-  static async load(options: LlmEngineOptions): Promise<LlmEngine> {
-    const log = options.logger;
-    if (options.models.length === 0) return new LlmEngine(undefined, [], new Map(), log);
-    const llama = await loadBackend(options.gpu, options.threads, log);
-    const { addon, folder, kilnAddon, backends } = loadedBinaries();
-    log.info({ compute: llama.gpu || "cpu", addon, folder, kilnAddon, backends }, "llama.cpp binaries loaded");
-    const byPath = new Map<string, ModelPool>();
-    const byId = new Map<string, ModelPool>();
+  private get logger(): Logger {
+    return this.options.logger;
+  }
+
+  /** Loads the `models` of `options`; with `placeable`, llama.cpp's backend is loaded even with none, for the replicas the scheduler places. */
+  static async load(options: LlmEngineOptions & { placeable?: boolean }): Promise<LlmEngine> {
+    const engine = new LlmEngine(undefined, [], new Map(), options);
+    if (options.models.length === 0 && !options.placeable) return engine;
+    const llama = await engine.backend();
     try {
+      const byPath = new Map<string, ModelPool>();
       for (const { id, path } of options.models) {
         // a split GGUF loads from its first part, whichever part was named (llama.cpp finds the others beside it)
         const file = splitParts(resolve(path))[0]!;
         let pool = byPath.get(file);
-        if (!pool) {
-          const started = performance.now();
-          // a split GGUF's other parts must be there beside its first
-          const missing = await firstMissing(splitParts(file).slice(1));
-          if (missing)
-            throw new ModelLoadError(id, file, new Error(`its part ${missing} is missing (llama.cpp loads a split GGUF from its first part, and the other parts from beside it)`));
-          const model = await llama.loadModel({ modelPath: file }).catch((err: unknown) => {
-            throw new ModelLoadError(id, file, err);
-          });
-          const build = `${llama.llamaCppRelease.release}/${llama.gpu || "cpu"}/${folder ?? "?"}${kilnAddon ? "+kiln" : ""}`;
-          pool = await ModelPool.create(file, model, { ...options, fingerprint: await modelFingerprint(file, build) });
-          byPath.set(file, pool);
-          log.info({ file, sequences: pool.slots, contextSize: pool.contextSize, threads: options.threads, ms: Math.round(performance.now() - started) }, "model loaded");
-        }
+        if (!pool) byPath.set(file, (pool = await engine.open(id, file, options)));
         pool.modelIds.push(id);
-        byId.set(id, pool);
+        engine.byId.set(id, pool);
       }
+      engine.pools.push(...byPath.values());
     } catch (err) {
-      await Promise.all([...byPath.values()].map((p) => p.dispose()));
+      await Promise.all([...new Set(engine.byId.values())].map((p) => p.dispose()));
       await llama.dispose();
       throw err;
     }
-    return new LlmEngine(llama, [...byPath.values()], byId, log);
+    return engine;
+  }
+
+  /** llama.cpp's backend, loaded at the first model. */
+  private async backend(): Promise<Llama> {
+    if (this.llama) return this.llama;
+    const llama = await loadBackend(this.options.gpu, this.options.threads, this.logger);
+    const { addon, folder, kilnAddon, backends } = loadedBinaries();
+    this.logger.info({ compute: llama.gpu || "cpu", addon, folder, kilnAddon, backends }, "llama.cpp binaries loaded");
+    return (this.llama = llama);
+  }
+
+  /** One GGUF file loaded into a pool of `shape.sequences` slots. */
+  private async open(id: string, file: string, shape: { sequences: number; contextSize: number }, signal?: AbortSignal): Promise<ModelPool> {
+    const llama = await this.backend();
+    const started = performance.now();
+    // a split GGUF's other parts must be there beside its first
+    const missing = await firstMissing(splitParts(file).slice(1));
+    if (missing)
+      throw new ModelLoadError(id, file, new Error(`its part ${missing} is missing (llama.cpp loads a split GGUF from its first part, and the other parts from beside it)`));
+    const model = await llama.loadModel({ modelPath: file, ...(signal ? { loadSignal: signal } : {}) }).catch((err: unknown) => {
+      throw new ModelLoadError(id, file, err);
+    });
+    const { folder, kilnAddon } = loadedBinaries();
+    const build = `${llama.llamaCppRelease.release}/${llama.gpu || "cpu"}/${folder ?? "?"}${kilnAddon ? "+kiln" : ""}`;
+    const pool = await ModelPool.create(file, model, { ...this.options, ...shape, fingerprint: await modelFingerprint(file, build) }).catch(async (err: unknown) => {
+      await model.dispose();
+      throw new ModelLoadError(id, file, err);
+    });
+    this.logger.info({ file, sequences: pool.slots, contextSize: pool.contextSize, threads: this.options.threads, ms: Math.round(performance.now() - started) }, "model loaded");
+    return pool;
+  }
+
+  /**
+   * Loads a replica the scheduler placed: `ids` served from `path` with its own context and slots.
+   * Its pool goes last in `modelPools`. Refused when one of the ids is served already.
+   */
+  async addModel(ids: readonly string[], path: string, shape: { sequences: number; contextSize: number }, signal?: AbortSignal): Promise<ModelPool> {
+    const served = ids.find((id) => this.byId.has(id));
+    if (served) throw new LlmEngineError("model_already_loaded", `"${served}" is served already`);
+    const pool = await this.open(ids[0]!, splitParts(resolve(path))[0]!, shape, signal);
+    if (ids.some((id) => this.byId.has(id))) {
+      await pool.dispose(); // loaded twice at once: the first one stays
+      throw new LlmEngineError("model_already_loaded", `"${ids[0]}" is served already`);
+    }
+    pool.modelIds.push(...ids);
+    for (const id of ids) this.byId.set(id, pool);
+    this.pools.push(pool);
+    return pool;
+  }
+
+  /**
+   * Unloads the pool serving `id`: it takes no new request at once, and is freed once the requests it
+   * runs end (or `signal` aborts their wait). Returns its index in `modelPools` before it left, or -1.
+   */
+  async removeModel(id: string, signal?: AbortSignal): Promise<number> {
+    const pool = this.byId.get(id);
+    if (!pool) return -1;
+    const index = this.pools.indexOf(pool);
+    this.pools.splice(index, 1);
+    for (const served of pool.modelIds) this.byId.delete(served);
+    await pool.idle(signal).catch(() => undefined);
+    await pool.dispose();
+    this.logger.info({ file: pool.path, models: pool.modelIds }, "model unloaded");
+    return index;
   }
 
   get compute(): Compute {

@@ -9,3 +9,4 @@ export {
   InvalidToolsError,
 } from "./errors.js";
 export type { TokenLogprob } from "./turn.js";
+export type { ModelPool } from "./pool.js";

@@ -30,6 +30,8 @@ export class ModelPool {
   readonly modelIds: string[] = [];
   private readonly free: Slot[];
   private readonly waiters: { resolve: (slot: Slot) => void; reject: (err: Error) => void }[] = [];
+  /** Told when the last busy slot is released (`idle`). */
+  private readonly idlers: (() => void)[] = [];
   /** Most slots ever busy at once (observability; tests check batching limits with it). */
   peakBusy = 0;
   /** Slots held now by the agent's own work (transcript translation), which the scheduler did not send. */
@@ -183,6 +185,25 @@ export class ModelPool {
     const next = this.waiters.shift();
     if (next) next.resolve(slot);
     else this.free.push(slot);
+    if (this.busy === 0) for (const settle of this.idlers.splice(0)) settle();
+  }
+
+  /** Resolves once no slot is busy (at once when none is); rejects when `signal` aborts first. */
+  idle(signal?: AbortSignal): Promise<void> {
+    if (this.busy === 0) return Promise.resolve();
+    if (signal?.aborted) return Promise.reject(new GenerationAbortedError());
+    return new Promise((resolve, reject) => {
+      const settle = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        this.idlers.splice(this.idlers.indexOf(settle), 1);
+        reject(new GenerationAbortedError());
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.idlers.push(settle);
+    });
   }
 
   private takeLowest(): Slot | undefined {

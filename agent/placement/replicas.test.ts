@@ -1,0 +1,90 @@
+/** Replicas placed on a node: pulled from a hub on loopback, loaded into the real engine (the fabricated tiny model), unloaded. */
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../core/log.js";
+import { ModelHub } from "../../hub/index.js";
+import { WhisperCatalog } from "../../models/whisper.js";
+import { TINY_MODEL, tempDir } from "../../test/helpers/fleet.js";
+import { startHub, type TestHub } from "../../test/helpers/hub.js";
+import { LlmEngine } from "../llm/index.js";
+import { Replicas, type ReplicaReport } from "./index.js";
+
+const MB = 1e6;
+let hub: TestHub;
+let engine: LlmEngine;
+let models: ModelHub;
+let release: () => void;
+beforeAll(async () => {
+  hub = await startHub();
+  hub.put("acme/tiny-GGUF", "tiny.gguf", { body: readFileSync(TINY_MODEL) });
+  hub.put("acme/held-GGUF", "held.gguf", { body: readFileSync(TINY_MODEL), gate: new Promise<void>((r) => (release = r)) });
+  engine = await LlmEngine.load({ models: [], placeable: true, sequences: 1, contextSize: 256, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
+  models = new ModelHub({ source: { url: hub.url }, whisperDir: tempDir(), modelsDir: tempDir(), catalog: WhisperCatalog.builtin, reserveBytes: 0 });
+});
+afterAll(async () => {
+  release?.();
+  models?.close();
+  await engine?.dispose();
+  await hub?.close();
+});
+
+function replicas(budget = 500 * MB) {
+  const reports: ReplicaReport[] = [];
+  const r = new Replicas({
+    engine,
+    hub: models,
+    devices: [{ name: "cpu", totalBytes: 8000 * MB }],
+    budgetBytes: budget,
+    report: (x) => reports.push(x),
+    logger: createLogger("test", "silent"),
+  });
+  const until = async (phase: string, id: string) => {
+    while (!reports.some((x) => x.modelId === id && x.phase === phase)) await new Promise((res) => setTimeout(res, 10));
+  };
+  return { r, reports, until };
+}
+
+describe("Replicas", () => {
+  it("pulls an hf: model, loads it with the order's context and sequences, holds its bytes of the budget, and frees them when unloaded", async () => {
+    const { r, reports, until } = replicas();
+    expect(r.offered()).toEqual([{ name: "cpu", totalBytes: 500 * MB, freeBytes: 500 * MB }]);
+    r.load({ modelId: "fam-a", source: "hf:acme/tiny-GGUF/tiny.gguf", contextSize: 512, sequences: 2, split: [200 * MB] });
+    await until("ready", "fam-a");
+    expect(reports[0]).toMatchObject({ modelId: "fam-a", phase: "loading" });
+    const ready = reports.find((x) => x.phase === "ready")!;
+    expect(ready.pool!.slots).toBe(2);
+    expect(engine.serves("fam-a")).toBe(true);
+    expect(r.offered()[0]!.freeBytes).toBe(300 * MB);
+    r.load({ modelId: "fam-a", source: "hf:acme/tiny-GGUF/tiny.gguf", contextSize: 512, sequences: 2, split: [200 * MB] }); // again: its state, no second load
+    expect(reports.at(-1)).toMatchObject({ modelId: "fam-a", phase: "ready" });
+    await r.unload("fam-a");
+    expect(reports.at(-1)).toMatchObject({ modelId: "fam-a", phase: "unloaded" });
+    expect(engine.serves("fam-a")).toBe(false);
+    expect(r.offered()[0]!.freeBytes).toBe(500 * MB);
+  });
+
+  it("refuses an order it cannot carry out, naming why: a relative path, a split for other devices, more than is free", () => {
+    const { r, reports } = replicas();
+    r.load({ modelId: "x", source: "models/x.gguf", contextSize: 512, sequences: 1, split: [MB] });
+    r.load({ modelId: "y", source: TINY_MODEL, contextSize: 512, sequences: 1, split: [MB, MB] });
+    r.load({ modelId: "z", source: TINY_MODEL, contextSize: 512, sequences: 1, split: [600 * MB] });
+    expect(reports.map((x) => [x.modelId, x.phase, x.reason])).toEqual([
+      ["x", "failed", "the source is neither an hf: reference nor an absolute path to a .gguf file"],
+      ["y", "failed", "the split names 2 devices; this node offers 1"],
+      ["z", "failed", `device 0 (cpu) has ${500 * MB} bytes free of its offer, and the load asks ${600 * MB}`],
+    ]);
+    expect(engine.modelPools).toHaveLength(0);
+  });
+
+  it("stops a load still downloading when it is unloaded, and loads nothing", async () => {
+    const { r, reports } = replicas();
+    r.load({ modelId: "held", source: "hf:acme/held-GGUF/held.gguf", contextSize: 256, sequences: 1, split: [100 * MB] });
+    await new Promise((res) => setTimeout(res, 200));
+    await r.unload("held");
+    release();
+    await new Promise((res) => setTimeout(res, 200));
+    expect(reports.map((x) => x.phase)).toEqual(["loading", "unloaded"]);
+    expect(engine.serves("held")).toBe(false);
+    expect(r.offered()[0]!.freeBytes).toBe(500 * MB);
+  });
+});

@@ -1,0 +1,190 @@
+/**
+ * The replicas a scheduler places on this node (an agent started without `--serve`): each `load`
+ * fetches the model through the node's hub client when it is a hub reference (sha256, resume),
+ * loads it into the chat engine with the catalog's context and sequences, and reports each step;
+ * `unload` frees it once its requests end. Loads run one at a time, so memory is never taken twice
+ * over by two loads starting together.
+ *
+ * Memory is offered per device and accounted here: each device offers its memory, capped by
+ * `--memory-budget` (shared over the devices in proportion to their size; on a CPU node the budget is
+ * the one device), and each replica holds the bytes per device its load order named, until it is
+ * unloaded. That is what heartbeats report as free.
+ */
+import { isAbsolute } from "node:path";
+import type { Logger } from "../../core/log.js";
+import { Semaphore } from "../../core/semaphore.js";
+import type { ModelHub } from "../../hub/index.js";
+import type { LlmEngine, ModelPool } from "../llm/index.js";
+
+/** A load the scheduler ordered. */
+export interface LoadRequest {
+  /** The catalog id the replica serves (and any aliases the scheduler resolves itself). */
+  modelId: string;
+  /** `hf:…` reference, or an absolute path to a `.gguf` file on this node. */
+  source: string;
+  contextSize: number;
+  sequences: number;
+  /** Bytes it holds per device, as the scheduler planned. */
+  split: readonly number[];
+}
+
+export type ReplicaPhase = "loading" | "ready" | "failed" | "unloaded";
+
+/** A replica's state, as reported to every scheduler. */
+export interface ReplicaReport {
+  modelId: string;
+  phase: ReplicaPhase;
+  /** 0–1 while loading (the download, then the load). */
+  progress: number;
+  /** Why it failed. */
+  reason?: string;
+  /** With "ready": its pool. */
+  pool?: ModelPool;
+  split: readonly number[];
+}
+
+/** One device's memory as this node offers it. */
+export interface OfferedDevice {
+  name: string;
+  totalBytes: number;
+  freeBytes: number;
+}
+
+interface Replica {
+  request: LoadRequest;
+  phase: ReplicaPhase;
+  progress: number;
+  stop: AbortController;
+  done: Promise<void>;
+}
+
+export interface ReplicasOptions {
+  engine: LlmEngine;
+  hub: ModelHub;
+  /** Each device's memory (GPUs, or the node's memory on a CPU node), in bytes. */
+  devices: readonly { name: string; totalBytes: number }[];
+  /** `--memory-budget`: the most the node offers, all devices together. Default: all of it. */
+  budgetBytes?: number;
+  /** Told of every change (broadcast to the schedulers). */
+  report: (report: ReplicaReport) => void;
+  logger: Logger;
+}
+
+/** Bounds on what a load order may ask: the link's own checks, whatever the scheduler sends. */
+const MAX_CONTEXT = 1_048_576;
+const MAX_SEQUENCES = 256;
+
+export class Replicas {
+  private readonly replicas = new Map<string, Replica>();
+  private readonly turns = new Semaphore(1);
+  readonly devices: readonly { name: string; totalBytes: number }[];
+
+  constructor(private readonly options: ReplicasOptions) {
+    const total = options.devices.reduce((a, d) => a + d.totalBytes, 0);
+    const budget = options.budgetBytes ?? total;
+    // the budget shared over the devices in proportion to their size, none past its own memory
+    this.devices = options.devices.map((d) => ({ name: d.name, totalBytes: Math.min(d.totalBytes, Math.floor(total > 0 ? (budget * d.totalBytes) / total : 0)) }));
+  }
+
+  /** Each device's offer and what the replicas leave free of it. */
+  offered(): OfferedDevice[] {
+    return this.devices.map((d, i) => {
+      let held = 0;
+      for (const r of this.replicas.values()) held += r.request.split[i] ?? 0;
+      return { name: d.name, totalBytes: d.totalBytes, freeBytes: Math.max(0, d.totalBytes - held) };
+    });
+  }
+
+  /** Every replica's state now (for a scheduler that connects later). */
+  reports(): ReplicaReport[] {
+    return [...this.replicas.values()].map((r) => this.reportOf(r));
+  }
+
+  /** Starts a load; its steps are reported. A second order for a model loaded or loading is answered with its state. */
+  load(request: LoadRequest): void {
+    const refused = checkRequest(request, this.devices.length);
+    if (refused) return this.options.report({ modelId: request.modelId, phase: "failed", progress: 0, reason: refused, split: [] });
+    const existing = this.replicas.get(request.modelId);
+    if (existing) return this.options.report(this.reportOf(existing));
+    const free = this.offered();
+    const short = request.split.findIndex((b, i) => b > free[i]!.freeBytes);
+    if (short >= 0) {
+      return this.options.report({
+        modelId: request.modelId,
+        phase: "failed",
+        progress: 0,
+        reason: `device ${short} (${this.devices[short]!.name}) has ${free[short]!.freeBytes} bytes free of its offer, and the load asks ${request.split[short]}`,
+        split: [],
+      });
+    }
+    const replica: Replica = { request, phase: "loading", progress: 0, stop: new AbortController(), done: Promise.resolve() };
+    this.replicas.set(request.modelId, replica);
+    this.options.report(this.reportOf(replica));
+    replica.done = this.run(replica);
+  }
+
+  /** Unloads a replica (stops its load when it still loads); reported once it is gone. */
+  async unload(modelId: string): Promise<void> {
+    const replica = this.replicas.get(modelId);
+    if (!replica) return this.options.report({ modelId, phase: "unloaded", progress: 0, split: [] });
+    replica.stop.abort();
+    await replica.done;
+    await this.options.engine.removeModel(modelId); // also one whose load ended as the stop came
+    if (this.replicas.get(modelId) === replica) this.replicas.delete(modelId);
+    replica.phase = "unloaded";
+    this.options.report(this.reportOf(replica));
+  }
+
+  private async run(replica: Replica): Promise<void> {
+    const { request, stop } = replica;
+    let release: (() => void) | undefined;
+    try {
+      release = await this.turns.acquire(stop.signal);
+      let path = request.source;
+      if (request.source.startsWith("hf:")) {
+        const pulled = await this.options.hub.pull(request.source, {
+          signal: stop.signal,
+          onProgress: (p) => {
+            const progress = p.totalBytes > 0 ? (0.9 * p.downloadedBytes) / p.totalBytes : 0;
+            if (progress - replica.progress >= 0.05) {
+              replica.progress = progress;
+              this.options.report(this.reportOf(replica));
+            }
+          },
+        });
+        path = pulled.path;
+      }
+      stop.signal.throwIfAborted();
+      await this.options.engine.addModel([request.modelId], path, { contextSize: request.contextSize, sequences: request.sequences }, stop.signal);
+      if (stop.signal.aborted) return; // unload() removes it
+      replica.phase = "ready";
+      replica.progress = 1;
+      this.options.report(this.reportOf(replica));
+    } catch (err) {
+      if (stop.signal.aborted) return;
+      replica.phase = "failed";
+      this.replicas.delete(request.modelId);
+      const reason = (err as Error).message;
+      this.options.logger.warn({ model: request.modelId, source: request.source, reason }, "a replica failed to load");
+      this.options.report({ ...this.reportOf(replica), reason, split: [] });
+    } finally {
+      release?.();
+    }
+  }
+
+  private reportOf(replica: Replica): ReplicaReport {
+    const pool = replica.phase === "ready" ? this.options.engine.modelPools.find((p) => p.modelIds.includes(replica.request.modelId)) : undefined;
+    return { modelId: replica.request.modelId, phase: replica.phase, progress: replica.progress, split: replica.request.split, ...(pool ? { pool } : {}) };
+  }
+}
+
+/** Why a load order cannot be carried out as it stands, or undefined. */
+function checkRequest(r: LoadRequest, devices: number): string | undefined {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/.test(r.modelId)) return "the model id is empty or malformed";
+  if (!r.source.startsWith("hf:") && !(isAbsolute(r.source) && r.source.toLowerCase().endsWith(".gguf") && !r.source.split("/").includes("..")))
+    return "the source is neither an hf: reference nor an absolute path to a .gguf file";
+  if (!Number.isInteger(r.contextSize) || r.contextSize < 1 || r.contextSize > MAX_CONTEXT) return `context_size must be 1 to ${MAX_CONTEXT}`;
+  if (!Number.isInteger(r.sequences) || r.sequences < 1 || r.sequences > MAX_SEQUENCES) return `sequences must be 1 to ${MAX_SEQUENCES}`;
+  if (r.split.length !== devices || r.split.some((b) => !Number.isFinite(b) || b < 0)) return `the split names ${r.split.length} devices; this node offers ${devices}`;
+  return undefined;
+}
