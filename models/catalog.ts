@@ -1,6 +1,7 @@
 /**
- * The public model catalog: the chat model identifiers the API accepts (exactly these; README, "API"). A request naming anything else is a 400; a catalog model that no connected
- * agent serves is a 503. Agents map these ids to GGUF files with `--serve ID=GGUF`.
+ * The built-in model catalog: the chat model identifiers the API accepts while no operator's catalog is in force
+ * (models/operator-catalog.ts, scheduler/catalog; README, "API"). A request naming anything else is a 400; a catalog
+ * model that no connected agent serves is a 503. Agents map these ids to GGUF files with `--serve ID=GGUF`.
  */
 export interface CatalogModel {
   /** The public id, exactly as clients send it. */
