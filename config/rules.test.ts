@@ -166,6 +166,28 @@ describe("the scheduler's gRPC rules", () => {
     refusal(() => scheduler({ mcpStdioServers: join(dir, "missing.json") }), "--mcp-stdio-servers / KILN_MCP_STDIO_SERVERS", /missing\.json: ENOENT/);
   });
 
+  it("--catalog: the operator's model catalog file, read and checked at start; a refusal names the file, the entry and the field", () => {
+    expect(scheduler().catalog).toBeUndefined();
+    const dir = mkdtempSync(join(tmpdir(), "kiln-cfg-"));
+    const file = (name: string, json: unknown) => {
+      writeFileSync(join(dir, name), typeof json === "string" ? json : JSON.stringify(json));
+      return join(dir, name);
+    };
+    expect(scheduler({ catalog: file("ok.json", { models: [{ id: "house/chat", source: "hf:org/repo:Q4_K_M", aliases: ["gpt-4o"] }] }) }).catalog).toEqual({
+      models: [{ id: "house/chat", source: "hf:org/repo:Q4_K_M", aliases: ["gpt-4o"], context_size: 4096, sequences: 4, min_replicas: 0, max_replicas: 1, idle_unload_s: 600 }],
+    });
+    const bad = file("bad.json", {
+      models: [
+        { id: "a", source: "/m/a.gguf" },
+        { id: "b", source: "/m/b.gguf" },
+        { id: "famX", source: "/m/x.gguf", min_replicas: 2, max_replicas: 1 },
+      ],
+    });
+    refusal(() => scheduler({ catalog: bad }), "--catalog / KILN_CATALOG", `${bad}: models[2] ("famX"): max_replicas: must be ≥ min_replicas (2), got 1`);
+    refusal(() => scheduler({ catalog: file("broken.json", "{") }), "--catalog / KILN_CATALOG", /broken\.json: .*JSON/);
+    refusal(() => scheduler({ catalog: join(dir, "missing.json") }), "--catalog / KILN_CATALOG", /missing\.json: ENOENT/);
+  });
+
   it("masks secrets for printing", () => {
     const c = scheduler({ adminToken: "an-admin-token-of-16+" });
     const masked = maskSecrets(SCHEDULER_OPTIONS, c as unknown as Record<string, unknown>);

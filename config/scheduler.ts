@@ -1,4 +1,5 @@
 /** `kiln scheduler`'s options: its table, its typed config, and the rules between its options. */
+import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { ConfigError } from "../core/errors.js";
 import { isLoopback } from "../core/net.js";
@@ -7,6 +8,7 @@ import { nodeTokens } from "./node-tokens.js";
 import { optionName, parseWith, type OptionSpec, type Parsed, type Raw } from "./option-table.js";
 import { drainSeconds, logLevel } from "./shared-options.js";
 import { loadStdioCatalog } from "./stdio-catalog.js";
+import { parseOperatorCatalog, type OperatorCatalog } from "../models/operator-catalog.js";
 import { bearerSecret, bool, bytes, cidr, corsOrigin, duration, hostPort, int, tierCaps } from "./values.js";
 
 /** `--max-inflight`'s default: chat completions an account may have in flight (queued or generating), by tier. */
@@ -19,6 +21,21 @@ export const DEFAULT_TOKENS_PER_DAY: Readonly<Record<Tier, number>> = { free: 2_
 /** Seconds of audio an account may have transcribed per minute and per day, by tier (0: no quota). */
 export const DEFAULT_AUDIO_SECONDS_PER_MINUTE: Readonly<Record<Tier, number>> = { free: 600, standard: 3600, pro: 14_400, enterprise: 0 };
 export const DEFAULT_AUDIO_SECONDS_PER_DAY: Readonly<Record<Tier, number>> = { free: 3600, standard: 36_000, pro: 360_000, enterprise: 0 };
+
+/** Reads the operator's model catalog file (models/operator-catalog.ts); throws an Error naming the file, then the entry and the field. */
+export function loadOperatorCatalog(file: string): OperatorCatalog {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new Error(`${file}: ${(err as Error).message}`);
+  }
+  try {
+    return parseOperatorCatalog(json);
+  } catch (err) {
+    throw new Error(`${file}: ${(err as Error).message}`);
+  }
+}
 
 /** Options of `kiln scheduler` (and the scheduler half of `kiln dev`). */
 export const SCHEDULER_OPTIONS = {
@@ -266,6 +283,31 @@ export const SCHEDULER_OPTIONS = {
     secret: true,
     description: "token that signs in to the dashboard at /dashboard (none: the dashboard API is off)",
     schema: z.string().min(16, "must be at least 16 characters").optional(),
+  },
+  /**
+   * The operator's model catalog, a JSON file (`{"models": [{id, source, aliases, …}]}`, models/operator-catalog.ts),
+   * read and checked at start; it replaces the catalog stored in the database, which every scheduler sharing it
+   * then serves. Default: none (the stored catalog, if the dashboard or another scheduler wrote one; else the
+   * eight built-in ids and the agents' `--serve`).
+   */
+  catalog: {
+    flags: "--catalog <file>",
+    env: "KILN_CATALOG",
+    description:
+      'JSON catalog of the chat models the API accepts ({"models": [{id, source, aliases, context_size, sequences, min_replicas, max_replicas, idle_unload_s}]}); it replaces the catalog stored in --db, shared by every scheduler on it (default: none, the stored catalog, else the eight built-in ids)',
+    schema: z
+      .string()
+      .min(1)
+      .optional()
+      .transform((file, ctx) => {
+        if (file === undefined) return undefined;
+        try {
+          return loadOperatorCatalog(file);
+        } catch (err) {
+          ctx.addIssue({ code: "custom", message: (err as Error).message });
+          return z.NEVER;
+        }
+      }),
   },
   mcpTimeout: { flags: "--mcp-timeout <seconds>", env: "KILN_MCP_TIMEOUT", default: "10", description: "how long POST /v1/mcp/test waits for an MCP server", schema: int(1, 300) },
   mcpConcurrency: {
