@@ -74,6 +74,19 @@ const MIGRATIONS: ((t: Types) => string)[] = [
      request_id TEXT NOT NULL
    );
    CREATE INDEX usage_account_day ON usage(account, day);`,
+  // The operator's model catalog (scheduler/catalog): one row per entry (its JSON) in the catalog's order, and one
+  // row of its version, raised by every write, which each scheduler polls to take up another's edit.
+  (t) => `CREATE TABLE model_catalog (
+     position ${t.int} PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     entry TEXT NOT NULL
+   );
+   CREATE TABLE model_catalog_version (
+     singleton ${t.int} PRIMARY KEY CHECK (singleton = 1),
+     version ${t.int} NOT NULL,
+     updated_at ${t.int} NOT NULL
+   );
+   INSERT INTO model_catalog_version (singleton, version, updated_at) VALUES (1, 0, 0);`,
 ];
 
 /** The migrations as `dialect` runs them. */
