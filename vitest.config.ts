@@ -17,6 +17,7 @@ const PAIRED = [
   "test/usage.test.ts",
   "test/cli.test.ts",
   "test/dashboard.test.ts",
+  "test/catalog.test.ts",
   "test/openai-features.test.ts",
   "test/chat-api.test.ts",
   "test/openai-client.test.ts",

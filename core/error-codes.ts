@@ -130,6 +130,8 @@ export const ERROR_CODES = {
   invalid_secret_name: bad("a secret's name is not an environment variable's"),
   secret_too_large: bad("a secret's value over its size limit"),
   secret_limit: bad("the account has its most secrets already"),
+  // 400: the dashboard
+  invalid_catalog: bad("the operator's model catalog fails its checks (an entry's field, a name given twice)"),
   // 401
   missing_api_key: unauthenticated("no `Authorization: Bearer` header"),
   invalid_auth_scheme: unauthenticated("an Authorization header that is not Bearer"),

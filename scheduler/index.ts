@@ -9,6 +9,7 @@ import { Spool } from "./audio/spool.js";
 import { listenHttp, uploadTimeoutMs, type HttpListener } from "../core/http/index.js";
 import { createLogger, type Logger } from "../core/log.js";
 import { KeyService } from "./auth/index.js";
+import { ModelCatalog } from "./catalog/index.js";
 import { bindFleetServer, createFleetServer, Fleet } from "./fleet/index.js";
 import { createHttpApp } from "./http/index.js";
 import { HealthImplementation } from "grpc-health-check";
@@ -27,6 +28,8 @@ export interface SchedulerHandle {
   grpc: HostPort;
   keys: KeyService;
   fleet: Fleet;
+  /** The model catalog it serves (the operator's, shared through the database, or the built-in ids). */
+  catalog: ModelCatalog;
   /** Stops accepting work, gives requests in flight `graceMs` (default 0), closes every listener and the database. */
   close(graceMs?: number): Promise<void>;
 }
@@ -42,6 +45,11 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   const grpcCredentials = schedulerServerCredentials(config, logger);
   const db = await openStore(config.db, { poolSize: config.dbPool, logger });
   const keys = await KeyService.open(db, config.jwtSecret).catch(async (err: unknown) => {
+    await db.close();
+    throw err;
+  });
+  // --catalog replaces the stored catalog before anything is served; a stored one that fails its checks fails the start
+  const catalog = await ModelCatalog.open({ store: db, ...(config.catalog ? { file: config.catalog } : {}), logger }).catch(async (err: unknown) => {
     await db.close();
     throw err;
   });
@@ -123,6 +131,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       inflight: redis ?? new InflightLimiter(),
       maxInflight: config.maxInflight,
       fleet,
+      catalog,
       usage,
       tokens,
       logger,
@@ -152,12 +161,14 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
       grpc: { host: config.grpc.host, port: grpcPort },
       keys,
       fleet,
+      catalog,
       async close(graceMs = 0) {
         health.setStatus("", "NOT_SERVING");
         health.setStatus(FLEET_SERVICE, "NOT_SERVING");
         await listener.close(graceMs); // new connections refused; streams in flight may finish
         mcp.close(); // sandboxes of MCP tests still running
         fleet.close();
+        catalog.close();
         grpcServer.forceShutdown(); // agent streams never end on their own; agents reconnect
         await usage.close(); // the buffered rows, before the database goes
         await redis?.close();
@@ -172,6 +183,7 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     return handle;
   } catch (err) {
     fleet.close();
+    catalog.close();
     grpcServer.forceShutdown();
     await http?.close();
     await redis?.close();

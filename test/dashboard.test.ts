@@ -33,6 +33,59 @@ describe("dashboard admin API", () => {
   });
 });
 
+describe("the dashboard's catalog API", () => {
+  it("needs the admin token; GET, PUT (checked: a 400 invalid_catalog names the entry and field) and DELETE the whole catalog", async () => {
+    const on = await inProcessScheduler({ adminToken: ADMIN });
+    const call = (method: string, body?: unknown, token = ADMIN) =>
+      fetch(`${httpBase(on)}/admin/api/catalog`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
+      });
+    try {
+      expect((await call("GET", undefined, "wrong-token-wrong-token")).status).toBe(401);
+      expect((await call("PUT", { models: [{ id: "x", source: "/m/x.gguf" }] }, "wrong-token-wrong-token")).status).toBe(401);
+      expect((await call("DELETE", undefined, "wrong-token-wrong-token")).status).toBe(401);
+      expect(await (await call("GET")).json()).toEqual({ active: false, version: 0, updated_at: null, models: [] });
+
+      const put = await call("PUT", { models: [{ id: "house/chat", source: "hf:org/repo:Q4_K_M", aliases: ["gpt-4o"] }] });
+      expect(put.status).toBe(200);
+      const stored = await put.json();
+      expect(stored).toMatchObject({ active: true, version: 1, models: [{ id: "house/chat", aliases: ["gpt-4o"], context_size: 4096, max_replicas: 1 }] });
+      expect(stored.updated_at).toBeGreaterThan(Date.now() / 1000 - 60);
+      expect(await (await call("GET")).json()).toEqual(stored);
+
+      const cases: [unknown, string, string][] = [
+        [
+          {
+            models: [
+              { id: "a", source: "/m/a.gguf" },
+              { id: "b", source: "/m/b.gguf", aliases: ["a"] },
+            ],
+          },
+          'models[1] ("b"): aliases[0]: "a" already names models[0]',
+          "models[1].aliases[0]",
+        ],
+        [{ models: [{ id: "a", source: "/m/a.gguf", sequences: 1000 }] }, 'models[0] ("a"): sequences: must be a whole number from 1 to 256, got 1000', "models[0].sequences"],
+        [{ models: [{ id: "a", source: "whisper:base" }] }, expect.stringMatching(/^models\[0\] \("a"\): source: must be hf:/) as unknown as string, "models[0].source"],
+        [[], '(top): must be an object {"models": […]}', "models"],
+      ];
+      for (const [body, message, param] of cases) {
+        const res = await call("PUT", body);
+        expect(res.status).toBe(400);
+        expect((await res.json()).error).toEqual({ type: "invalid_request_error", code: "invalid_catalog", message, param });
+      }
+      expect((await call("PUT", "{")).status).toBe(400); // not JSON: the body's own error
+      expect((await (await call("GET")).json()).version).toBe(1); // nothing refused was stored
+
+      expect((await call("DELETE")).status).toBe(204);
+      expect(await (await call("GET")).json()).toMatchObject({ active: false, version: 2, models: [] });
+    } finally {
+      await on.close();
+    }
+  });
+});
+
 const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
@@ -186,6 +239,60 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     await expect.poll(() => page.locator("#usage-error").textContent()).toBe("start_date: after end_date");
     await page.close();
   });
+
+  it("shows the model catalog, saves one from its JSON editor, shows a refusal naming the entry and field, at desktop and phone widths", async () => {
+    const page = await signedIn();
+    await page.setViewportSize({ width: 1280, height: 900 });
+    const admin = async () => (await fetch(`${httpBase(scheduler)}/admin/api/catalog`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
+    try {
+      // none stored: the built-in ids, said so; the editor starts from a template
+      await expect.poll(() => page.locator("#catalog-state").textContent()).toMatch(/No operator catalog: the eight built-in ids/);
+      expect(await page.locator("#catalog-table").isHidden()).toBe(true);
+      expect(JSON.parse(await page.locator("#catalog-json").inputValue()).models[0]).toMatchObject({ id: "chat-small" });
+
+      const catalog = {
+        models: [
+          { id: "house/chat", source: "hf:org/repo:Q4_K_M", aliases: ["gpt-4o", "chat"] },
+          { id: "famB-v3.1", source: "hf:org/a-long-repository-name-GGUF/model-Q4_K_M-00002-of-00003.gguf", min_replicas: 1, max_replicas: 2, context_size: 8192 },
+        ],
+      };
+      await page.fill("#catalog-json", JSON.stringify(catalog));
+      await page.click("#catalog-form button[type=submit]");
+      await expect.poll(() => page.locator("#catalog-rows tr").count()).toBe(2);
+      const rows = await page.locator("#catalog-rows tr").evaluateAll((trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+      expect(rows).toEqual([
+        ["house/chat", "gpt-4o, chat", "hf:org/repo:Q4_K_M", "4096", "4", "0–1", "600"],
+        ["famB-v3.1", "", "hf:org/a-long-repository-name-GGUF/model-Q4_K_M-00001-of-00003.gguf", "8192", "4", "1–2", "600"],
+      ]);
+      const stored = await admin();
+      expect(stored).toMatchObject({ active: true, version: 1 });
+      expect(await page.locator("#catalog-state").textContent()).toMatch(/^Version 1, saved .*: 2 models/);
+      // the editor now holds the stored catalog, its defaults filled in
+      expect(JSON.parse(await page.locator("#catalog-json").inputValue())).toEqual({ models: stored.models });
+
+      // a refusal names the entry and the field, and stores nothing
+      const bad = { models: [...catalog.models.slice(0, 1), { ...catalog.models[1], min_replicas: 3 }] };
+      await page.fill("#catalog-json", JSON.stringify(bad));
+      await page.click("#catalog-form button[type=submit]");
+      await expect.poll(() => page.locator("#catalog-error").textContent()).toBe('models[1] ("famB-v3.1"): max_replicas: must be ≥ min_replicas (3), got 2');
+      await page.fill("#catalog-json", "{ not json");
+      await page.click("#catalog-form button[type=submit]");
+      await expect.poll(() => page.locator("#catalog-error").textContent()).toMatch(/^catalog: not valid JSON/);
+      expect((await admin()).version).toBe(1);
+      await page.click("#catalog-load");
+      await expect.poll(() => page.locator("#catalog-error").textContent()).toBe("");
+
+      await page.screenshot({ path: resolve("test-artifacts", "dashboard-catalog-desktop.png"), fullPage: true });
+      await page.setViewportSize({ width: 375, height: 812 });
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
+      expect(await page.locator("#catalog-form button[type=submit]").isVisible()).toBe(true);
+      await page.screenshot({ path: resolve("test-artifacts", "dashboard-catalog-phone.png"), fullPage: true });
+    } finally {
+      await fetch(`${httpBase(scheduler)}/admin/api/catalog`, { method: "DELETE", headers: { authorization: `Bearer ${ADMIN}` } });
+      await page.close();
+    }
+  }, 60_000);
 
   it("works under its CSP, and a configuration's __proto__/constructor keys pollute nothing", async () => {
     const page = await browser.newPage();

@@ -12,6 +12,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../core/log.js";
 import { KeyService } from "../scheduler/auth/index.js";
+import { ModelCatalog } from "../scheduler/catalog/index.js";
 import { Fleet } from "../scheduler/fleet/index.js";
 import { createHttpApp } from "../scheduler/http/index.js";
 import { ChatCompletionChunk, ChatCompletionResponse, EmbeddingList, ModelList, TextCompletion } from "../scheduler/http/openapi.js";
@@ -39,8 +40,10 @@ async function fullApp() {
     sandbox: { memoryBytes: 256 * 2 ** 20, readBytes: 2 ** 20 },
     logger,
   });
+  const catalog = await ModelCatalog.open({ store: db, logger });
   const app = createHttpApp({
     keys: await KeyService.open(db),
+    catalog,
     limiter: new RateLimiter(),
     inflight: new InflightLimiter(),
     maxInflight: { free: 1, standard: 1, pro: 1, enterprise: 1 },
@@ -60,6 +63,7 @@ async function fullApp() {
     app,
     close: async () => {
       fleet.close();
+      catalog.close();
       await usage.close();
       await db.close();
     },

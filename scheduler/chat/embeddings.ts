@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { parseBody } from "../../core/schema.js";
 import type { CompletionRequest } from "../fleet/index.js";
-import { GENERATION_FIELDS } from "./schema.js";
+import { BUILTIN_MODEL_NAMES, GENERATION_FIELDS, resolveModel, type ModelNames } from "./schema.js";
 
 /** Most texts in one request (OpenAI's limit). */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -45,15 +45,20 @@ export const EmbeddingsRequest = z.looseObject(Fields).meta({ id: "EmbeddingsReq
 const KNOWN: ReadonlySet<string> = new Set(Object.keys(Fields));
 
 export interface EmbeddingsBody extends CompletionRequest {
+  /** The name the client sent (an id or an alias), which the answer carries; `model` is the canonical id it names. */
+  requestedModel: string;
   embed: { inputs: string[]; dimensions?: number };
   base64: boolean;
   ignored: string[];
 }
 
-export function validateEmbeddings(body: unknown): EmbeddingsBody {
+/** `models`: the names `model` may give (the scheduler's catalog). Default the built-in ids. */
+export function validateEmbeddings(body: unknown, models: ModelNames = BUILTIN_MODEL_NAMES): EmbeddingsBody {
+  const model = resolveModel(body, models);
   const b = parseBody(EmbeddingsRequest, body);
   return {
-    model: b.model,
+    model: model ?? b.model,
+    requestedModel: b.model,
     messages: [],
     embed: { inputs: typeof b.input === "string" ? [b.input] : b.input, ...(b.dimensions ? { dimensions: b.dimensions } : {}) },
     base64: b.encoding_format === "base64",

@@ -8,6 +8,7 @@ describe("validateLegacyCompletion", () => {
   it("takes the prompt (a list of one too), OpenAI's default max_tokens, echo, the legacy logprobs count and the sampling fields", () => {
     expect(validateLegacyCompletion(base)).toEqual({
       model: "famB-v3.1",
+      requestedModel: "famB-v3.1",
       messages: [],
       prompt: "Once upon",
       maxTokens: LEGACY_DEFAULT_MAX_TOKENS,
@@ -31,6 +32,7 @@ describe("validateLegacyCompletion", () => {
       }),
     ).toEqual({
       model: "famB-v3.1",
+      requestedModel: "famB-v3.1",
       messages: [],
       prompt: "a",
       maxTokens: 5,

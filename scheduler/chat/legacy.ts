@@ -10,7 +10,7 @@ import { issueCode, parseBody } from "../../core/schema.js";
 import { describeValue } from "../../core/validate.js";
 import type { CompletionRequest, TokenLogprob } from "../fleet/index.js";
 import { fingerprintOf, usage, type Done } from "./openai.js";
-import { GENERATION_FIELDS } from "./schema.js";
+import { BUILTIN_MODEL_NAMES, GENERATION_FIELDS, resolveModel, type ModelNames } from "./schema.js";
 import { checkLogprobBudget, samplingOf } from "./validate.js";
 
 /** `max_tokens` when none is given: OpenAI's legacy default. */
@@ -60,6 +60,8 @@ export const LegacyCompletionRequest = Shape.superRefine((b, ctx) => {
 const KNOWN: ReadonlySet<string> = new Set(Object.keys(Fields));
 
 export interface LegacyCompletionBody extends CompletionRequest {
+  /** The name the client sent (an id or an alias), which the answer carries; `model` is the canonical id it names. */
+  requestedModel: string;
   prompt: string;
   stream: boolean;
   includeUsage: boolean;
@@ -68,11 +70,14 @@ export interface LegacyCompletionBody extends CompletionRequest {
   ignored: string[];
 }
 
-export function validateLegacyCompletion(body: unknown): LegacyCompletionBody {
+/** `models`: the names `model` may give (the scheduler's catalog). Default the built-in ids. */
+export function validateLegacyCompletion(body: unknown, models: ModelNames = BUILTIN_MODEL_NAMES): LegacyCompletionBody {
+  const model = resolveModel(body, models);
   const b = parseBody(LegacyCompletionRequest, body);
   const prompt = typeof b.prompt === "string" ? b.prompt : b.prompt[0]!;
   const out: LegacyCompletionBody = {
-    model: b.model,
+    model: model ?? b.model,
+    requestedModel: b.model,
     messages: [],
     prompt,
     maxTokens: b.max_tokens ?? LEGACY_DEFAULT_MAX_TOKENS,

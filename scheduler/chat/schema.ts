@@ -11,6 +11,7 @@ import { MAX_CHOICES, MAX_TOP_LOGPROBS } from "../../core/chat.js";
 import { checkJsonSchema, checkToolParameters, FUNCTION_NAME, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
 import { describeValue, MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
 import { isCatalogModel } from "../../models/catalog.js";
+import { InvalidRequestError } from "../../core/errors.js";
 
 /** Most stop texts, as OpenAI allows. */
 export const MAX_STOPS = 4;
@@ -205,15 +206,39 @@ const refused = (description: string) =>
     .optional()
     .meta({ description: `Not supported: refused with 400 unsupported_parameter when set. ${description}` });
 
+/**
+ * The names a request's `model` may give, and the id each is served as: the scheduler's catalog
+ * (scheduler/catalog: the operator's ids and aliases, or the built-in ids while it has none).
+ */
+export interface ModelNames {
+  /** The canonical id `model` names, or undefined when it names no model of this service. */
+  canonical(model: string): string | undefined;
+}
+
+/** The built-in ids (models/catalog.ts), each as itself: what a scheduler without an operator's catalog accepts. */
+export const BUILTIN_MODEL_NAMES: ModelNames = { canonical: (model) => (isCatalogModel(model) ? model : undefined) };
+
+/**
+ * A request's `model`, checked before its schema (whose other fields it comes before, as the schema
+ * would report it): the canonical id a string names, or a 400 `model_not_found` naming `model`.
+ * Undefined when the body has no string `model`: the schema reports that.
+ */
+export function resolveModel(body: unknown, names: ModelNames): string | undefined {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined;
+  const model = (body as { model?: unknown }).model;
+  if (typeof model !== "string") return undefined;
+  const id = names.canonical(model);
+  if (id === undefined) throw new InvalidRequestError("model_not_found", `model: ${describeValue(model)} is not a model of this service (see GET /v1/models)`, "model");
+  return id;
+}
+
 /** The fields of every generation request (chat and legacy completions): the model, limits, sampling, streaming. */
 export const GENERATION_FIELDS = {
-  model: z
-    .string({ error: "a string" })
-    .refine(
-      isCatalogModel,
-      refusal("model_not_found", (i) => `${describeValue(i.input)} is not a model of this service (see GET /v1/models)`),
-    )
-    .meta({ description: "A model of GET /v1/models." }),
+  // which names are models is the catalog's to say, at run time: resolveModel checks it before the schema runs
+  model: z.string({ error: "a string" }).meta({
+    description:
+      "A model of GET /v1/models: its id, or one of its aliases in the operator's catalog (a name no model has is a 400 model_not_found). The answer's model is the name sent.",
+  }),
   max_tokens: integerFrom(1, undefined, "Most tokens to generate; never more than the context has left."),
   temperature: numberIn(0, 2, "Sampling temperature; 0 is greedy. Default 1."),
   top_p: numberIn(0, 1, "Nucleus sampling: the smallest set of tokens whose probabilities add up to top_p."),

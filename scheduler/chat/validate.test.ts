@@ -1,5 +1,8 @@
 /** Chat completion bodies: what is accepted as given, and every refusal's code and message (field first). */
 import { describe, expect, it } from "vitest";
+import { validateEmbeddings } from "./embeddings.js";
+import { validateLegacyCompletion } from "./legacy.js";
+import type { ModelNames } from "./schema.js";
 import { validateChatCompletion } from "./validate.js";
 
 const MODEL = "famB-v3.1";
@@ -7,7 +10,14 @@ const base = { model: MODEL, messages: [{ role: "user", content: "hi" }] };
 
 describe("validateChatCompletion", () => {
   it("accepts the minimum and fills the defaults", () => {
-    expect(validateChatCompletion(base)).toEqual({ model: MODEL, messages: [{ role: "user", content: "hi" }], stream: false, includeUsage: false, ignored: [] });
+    expect(validateChatCompletion(base)).toEqual({
+      model: MODEL,
+      requestedModel: MODEL,
+      messages: [{ role: "user", content: "hi" }],
+      stream: false,
+      includeUsage: false,
+      ignored: [],
+    });
     expect(validateChatCompletion(base, { defaultMaxTokens: 64 }).maxTokens).toBe(64);
   });
 
@@ -121,6 +131,7 @@ describe("validateChatCompletion", () => {
   it("takes max_tokens, temperature (0 and 2 included), stream and include_usage as given", () => {
     expect(validateChatCompletion({ ...base, max_tokens: 1, temperature: 0, stream: true, stream_options: { include_usage: true } })).toEqual({
       ...base,
+      requestedModel: MODEL,
       maxTokens: 1,
       temperature: 0,
       stream: true,
@@ -134,6 +145,7 @@ describe("validateChatCompletion", () => {
     });
     expect(validateChatCompletion({ ...base, max_tokens: null, temperature: null, stream: null, stream_options: null })).toEqual({
       ...base,
+      requestedModel: MODEL,
       stream: false,
       includeUsage: false,
       ignored: [],
@@ -322,6 +334,30 @@ describe("validateChatCompletion", () => {
     expect(() => validateChatCompletion({ ...base, messages: [{ role: "user", content: [{ type: "input_audio" }] }] })).toThrow(
       expect.objectContaining({ field: "messages[0].content[0]" }),
     );
+  });
+});
+
+describe("the request's model, by the catalog's names", () => {
+  // an operator's catalog: one model, "house/chat", with the alias "gpt-4o"
+  const names: ModelNames = { canonical: (m) => (m === "house/chat" || m === "gpt-4o" ? "house/chat" : undefined) };
+
+  it("passes an alias on as its model's canonical id, and keeps the name sent for the answer (chat, completions, embeddings)", () => {
+    expect(validateChatCompletion({ ...base, model: "gpt-4o" }, { models: names })).toMatchObject({ model: "house/chat", requestedModel: "gpt-4o" });
+    expect(validateChatCompletion({ ...base, model: "house/chat" }, { models: names })).toMatchObject({ model: "house/chat", requestedModel: "house/chat" });
+    expect(validateLegacyCompletion({ model: "gpt-4o", prompt: "Once" }, names)).toMatchObject({ model: "house/chat", requestedModel: "gpt-4o" });
+    expect(validateEmbeddings({ model: "gpt-4o", input: "a" }, names)).toMatchObject({ model: "house/chat", requestedModel: "gpt-4o" });
+  });
+
+  it("refuses a name the catalog does not have, a built-in id included, with 400 model_not_found naming model, before any other field", () => {
+    const notFound = (name: string) =>
+      expect.objectContaining({ status: 400, code: "model_not_found", field: "model", message: `model: "${name}" is not a model of this service (see GET /v1/models)` });
+    expect(() => validateChatCompletion(base, { models: names })).toThrow(notFound(MODEL));
+    expect(() => validateChatCompletion({ model: "nope", messages: [] }, { models: names })).toThrow(notFound("nope"));
+    expect(() => validateLegacyCompletion({ model: MODEL, prompt: "x" }, names)).toThrow(notFound(MODEL));
+    expect(() => validateEmbeddings({ model: MODEL, input: "x" }, names)).toThrow(notFound(MODEL));
+    // a model that is not a string is the schema's to refuse, as before
+    expect(() => validateChatCompletion({ model: 5, messages: base.messages }, { models: names })).toThrow(expect.objectContaining({ code: "invalid_type", field: "model" }));
+    expect(() => validateChatCompletion({ messages: base.messages }, { models: names })).toThrow(expect.objectContaining({ code: "missing_required_field", field: "model" }));
   });
 });
 

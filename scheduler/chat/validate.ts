@@ -8,9 +8,11 @@ import { InvalidRequestError } from "../../core/errors.js";
 import { parseBody } from "../../core/schema.js";
 import type { ChatMessage, CompletionRequest } from "../fleet/index.js";
 import type { z } from "zod";
-import { ChatCompletionRequest, IGNORED_KNOWN, KNOWN_FIELDS, type GENERATION_FIELDS } from "./schema.js";
+import { BUILTIN_MODEL_NAMES, ChatCompletionRequest, IGNORED_KNOWN, KNOWN_FIELDS, resolveModel, type GENERATION_FIELDS, type ModelNames } from "./schema.js";
 
 export interface ChatCompletionBody extends CompletionRequest {
+  /** The name the client sent (an id or an alias), which the answer carries; `model` is the canonical id it names. */
+  requestedModel: string;
   stream: boolean;
   /** `stream_options.include_usage`: a last chunk carrying `usage`. */
   includeUsage: boolean;
@@ -21,9 +23,12 @@ export interface ChatCompletionBody extends CompletionRequest {
 export interface ChatValidationOptions {
   /** `max_tokens` when the request gives none (the agent also caps it at what the context has left). Default: none. */
   defaultMaxTokens?: number;
+  /** The names `model` may give (the scheduler's catalog). Default the built-in ids. */
+  models?: ModelNames;
 }
 
 export function validateChatCompletion(body: unknown, options: ChatValidationOptions = {}): ChatCompletionBody {
+  const model = resolveModel(body, options.models ?? BUILTIN_MODEL_NAMES);
   const b = parseBody(ChatCompletionRequest, body);
   const messages = b.messages.map((m): ChatMessage => {
     const text = typeof m.content === "string" ? m.content : (m.content ?? []).map((part) => part.text).join("");
@@ -40,7 +45,14 @@ export function validateChatCompletion(body: unknown, options: ChatValidationOpt
   const order = checkToolOrder(messages);
   if (order) throw new InvalidRequestError("invalid_messages", `messages[${order.index}].${order.field}: ${order.message}`, `messages[${order.index}].${order.field}`);
   const ignored = Object.keys(body as object).filter((k) => !KNOWN_FIELDS.has(k) || IGNORED_KNOWN.has(k));
-  const out: ChatCompletionBody = { model: b.model, messages, stream: b.stream ?? false, includeUsage: b.stream_options?.include_usage ?? false, ignored };
+  const out: ChatCompletionBody = {
+    model: model ?? b.model,
+    requestedModel: b.model,
+    messages,
+    stream: b.stream ?? false,
+    includeUsage: b.stream_options?.include_usage ?? false,
+    ignored,
+  };
 
   const limit = b.max_completion_tokens ?? b.max_tokens ?? options.defaultMaxTokens;
   if (limit !== undefined) out.maxTokens = limit;

@@ -2,7 +2,8 @@
  * The dashboard: a static page at `/dashboard` and its admin API under `/admin/api`, behind the
  * admin token (`--admin-token` / `KILN_ADMIN_TOKEN`; without one the dashboard is off). It lists
  * accounts and keys, creates keys (shown once) and revokes them, and manages each account's MCP
- * server configurations, with a Test button over the same tester as `POST /v1/mcp/test`.
+ * server configurations, with a Test button over the same tester as `POST /v1/mcp/test`, and edits the
+ * operator's model catalog (the same one `--catalog` writes, shared through the database).
  */
 import { Hono } from "hono";
 import { usageRange, type UsageLedger } from "../usage/index.js";
@@ -16,6 +17,8 @@ import { parseBody } from "../../core/schema.js";
 import { CreateKeyRequest } from "./schema.js";
 import type { AgentSnapshot } from "../fleet/index.js";
 import type { ErrorCode } from "../../core/error-codes.js";
+import { OperatorCatalogError, parseOperatorCatalog, type OperatorCatalog } from "../../models/operator-catalog.js";
+import type { ModelCatalog } from "../catalog/index.js";
 
 /** The static folder: beside this module in the sources, or back in the sources from dist/. */
 const STATIC = existingOr(new URL("./static/", import.meta.url), new URL("../../../scheduler/dashboard/static/", import.meta.url));
@@ -52,6 +55,8 @@ export interface DashboardDeps {
   /** The usage ledger: any account's usage by day and model. */
   usage: UsageLedger;
   /** The connected nodes (`GET /admin/api/nodes`): a node drained for reports past the scheduler's bounds shows why. */
+  /** The model catalog (`/admin/api/catalog`). */
+  catalog: ModelCatalog;
   fleet?: { snapshot(): AgentSnapshot[]; drainedAway?(): { nodeId: string; distrusted: { reason: string; at: number }; connectedAt: number }[] };
 }
 
@@ -145,6 +150,31 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
   api.put("/accounts/:account/secrets/:name", async (c) => c.json(await deps.mcp.setSecret(account(c), c.req.param("name"), await readJsonBody(c, deps.maxBodyBytes))));
   api.delete("/accounts/:account/secrets/:name", async (c) => {
     await deps.mcp.deleteSecret(account(c), c.req.param("name"));
+    return c.body(null, 204);
+  });
+  // The operator's model catalog, whole: read, replaced (checked as a --catalog file is: a 400 names the entry and
+  // the field), or removed (back to the built-in ids). Last write wins; every scheduler on the database takes it up.
+  const catalog = () => ({
+    active: deps.catalog.active,
+    version: deps.catalog.version,
+    updated_at: deps.catalog.updatedAt > 0 ? Math.floor(deps.catalog.updatedAt / 1000) : null,
+    models: deps.catalog.entries,
+  });
+  api.get("/catalog", (c) => c.json(catalog()));
+  api.put("/catalog", async (c) => {
+    const body = await readJsonBody(c, deps.maxBodyBytes);
+    let parsed: OperatorCatalog;
+    try {
+      parsed = parseOperatorCatalog(body);
+    } catch (err) {
+      if (err instanceof OperatorCatalogError) throw new InvalidRequestError("invalid_catalog", err.message, err.field);
+      throw err;
+    }
+    await deps.catalog.replace(parsed);
+    return c.json(catalog());
+  });
+  api.delete("/catalog", async (c) => {
+    await deps.catalog.replace(undefined);
     return c.body(null, 204);
   });
   app.route("/admin/api", api);

@@ -48,6 +48,7 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
       mcp: deps.mcp,
       usage: deps.usage,
       fleet: deps.fleet,
+      catalog: deps.catalog,
       maxBodyBytes: deps.maxBodyBytes,
       ...(deps.adminToken ? { adminToken: deps.adminToken } : {}),
     }),
@@ -56,6 +57,7 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   for (const path of ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"]) app.use(path, tokenQuota(deps.tokens));
   const generation = {
     fleet: deps.fleet,
+    models: deps.catalog,
     usage: deps.usage,
     tokens: deps.tokens,
     maxBodyBytes: deps.maxBodyBytes,
@@ -68,7 +70,7 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   app.route("/v1/embeddings", embeddingsRoutes(generation));
   app.route("/v1/audio", audioRoutes({ fleet: deps.fleet, usage: deps.usage, ...deps.audio, cap: generation.cap, logger: deps.logger }));
   app.route("/v1/usage", usageRoutes(deps.usage));
-  app.route("/v1/models", modelRoutes(deps.fleet));
+  app.route("/v1/models", modelRoutes(deps.fleet, deps.catalog, deps.modelStatus));
   app.route("/v1/mcp", mcpRoutes(deps.mcp, deps.maxBodyBytes));
   return app;
 }

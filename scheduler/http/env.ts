@@ -3,6 +3,7 @@ import type { RequestIdEnv } from "../../core/http/index.js";
 import type { Logger } from "../../core/log.js";
 import type { KeyIdentity, KeyService, Tier } from "../auth/index.js";
 import type { Fleet } from "../fleet/index.js";
+import type { ModelCatalog, ModelStatusSource } from "../catalog/index.js";
 import type { UsageLedger } from "../usage/index.js";
 import type { McpService } from "../mcp/index.js";
 import type { SchedulerMetrics } from "../metrics.js";
@@ -20,6 +21,10 @@ export interface HttpDeps {
   /** The cap on an account's chat completions in flight, by its tier (`--max-inflight`). */
   maxInflight: Readonly<Record<Tier, number>>;
   fleet: Fleet;
+  /** The model catalog: the names `model` may give, what `/v1/models` lists, what the dashboard edits. */
+  catalog: ModelCatalog;
+  /** Shape B's `status` of each model in `/v1/models`. Default: what the fleet shows (`fleetModelStatus`). */
+  modelStatus?: ModelStatusSource;
   /** Where each answered request's usage is written (`GET /v1/usage` reads it). */
   usage: UsageLedger;
   logger: Logger;

@@ -11,6 +11,8 @@ import { LegacyCompletionRequest } from "../chat/legacy.js";
 import { ChatCompletionRequest } from "../chat/schema.js";
 import { CreateKeyRequest } from "../dashboard/schema.js";
 import { McpServerConfigBody, McpTestRequest, SecretValueRequest } from "../mcp/index.js";
+import { MODEL_STATUSES } from "../catalog/index.js";
+import { CATALOG_DEFAULTS, CATALOG_LIMITS } from "../../models/operator-catalog.js";
 
 const ErrorBody = z
   .object({
@@ -227,7 +229,13 @@ export const ModelList = z
         z.object({
           id: z.string(),
           name: z.string(),
-          status: z.enum(["available", "unavailable"]),
+          aliases: z
+            .array(z.string())
+            .meta({ description: "Other names a request's model may give for it (the operator's catalog); empty for the built-in ids and whisper models." }),
+          status: z.enum(MODEL_STATUSES).meta({
+            description:
+              "available: a replica is ready; loading: one is being loaded; placeable: none is loaded and a node has room for one; too_large: no node could ever hold it; unavailable: none is loaded and none can be placed now.",
+          }),
           gpu_type: z.string(),
           memory_gb: z.number(),
           capabilities: z.array(z.string()).meta({
@@ -239,6 +247,41 @@ export const ModelList = z
       .meta({ description: "The same models with their availability in the fleet, the strongest hardware serving each, and its capabilities." }),
   })
   .meta({ id: "ModelList" });
+
+const wholeIn = (min: number, max: number, description: string) => z.int().min(min).max(max).meta({ description });
+/** One entry of the operator's model catalog, as `--catalog`'s file and the dashboard's PUT give it (models/operator-catalog.ts checks it). */
+const CatalogEntry = z
+  .strictObject({
+    id: z.string().meta({ description: "The canonical id: 1 to 128 letters, digits, '.', ':', '_', '-' or '/', starting with a letter or digit." }),
+    source: z.string().meta({
+      description: "hf:<org>/<repo>:<quant>, hf:<org>/<repo>/<file>.gguf[#revision] (a split GGUF by any part: stored as its first) or an absolute path on the nodes.",
+    }),
+    aliases: z
+      .array(z.string())
+      .max(CATALOG_LIMITS.aliases)
+      .optional()
+      .meta({ description: "Other names for it, as ids are written; ids and aliases are unique across the catalog. Default none." }),
+    context_size: wholeIn(CATALOG_LIMITS.contextSize.min, CATALOG_LIMITS.contextSize.max, `Context tokens per sequence. Default ${CATALOG_DEFAULTS.context_size}.`).optional(),
+    sequences: wholeIn(CATALOG_LIMITS.sequences.min, CATALOG_LIMITS.sequences.max, `Parallel sequences of a replica. Default ${CATALOG_DEFAULTS.sequences}.`).optional(),
+    min_replicas: wholeIn(0, CATALOG_LIMITS.replicas, `Replicas kept loaded. Default ${CATALOG_DEFAULTS.min_replicas}.`).optional(),
+    max_replicas: wholeIn(1, CATALOG_LIMITS.replicas, `Most replicas, at least min_replicas. Default ${CATALOG_DEFAULTS.max_replicas}.`).optional(),
+    idle_unload_s: wholeIn(0, CATALOG_LIMITS.idleUnloadS, `Seconds idle after which a replica's memory may be taken back. Default ${CATALOG_DEFAULTS.idle_unload_s}.`).optional(),
+    memory_bytes: wholeIn(1, CATALOG_LIMITS.memoryBytes, "Bytes a replica needs, instead of the estimate from the GGUF. Default none.").optional(),
+    owned_by: z.string().min(1).max(CATALOG_LIMITS.labelLength).optional().meta({ description: 'owned_by in GET /v1/models. Default "kiln".' }),
+    name: z.string().min(1).max(CATALOG_LIMITS.labelLength).optional().meta({ description: "A human name for shape B of GET /v1/models. Default the id." }),
+  })
+  .meta({ id: "CatalogEntry" });
+const CatalogBody = z
+  .strictObject({ models: z.array(CatalogEntry).min(1).max(CATALOG_LIMITS.entries) })
+  .meta({ id: "Catalog", description: "The operator's model catalog: the same JSON as the --catalog file." });
+const StoredCatalogBody = z
+  .object({
+    active: z.boolean().meta({ description: "Whether an operator's catalog is in force (false: the built-in ids are served, and models is empty)." }),
+    version: z.int().meta({ description: "Raised by every write; 0 until the first." }),
+    updated_at: z.int().nullable().meta({ description: "When it was last written, Unix seconds; null until the first write." }),
+    models: z.array(CatalogEntry).meta({ description: "The entries with their defaults applied and their sources in canonical form." }),
+  })
+  .meta({ id: "StoredCatalog" });
 
 const StoredMcpServer = McpServerConfigBody.extend({ id: z.string(), created_at: z.int(), updated_at: z.int() }).meta({ id: "McpServer" });
 const McpTestResult = z
@@ -584,6 +627,25 @@ function routes(): RouteConfig[] {
         ),
         ...errors(401),
       },
+    }),
+    adminRoute({
+      method: "get",
+      path: "/admin/api/catalog",
+      summary: "The operator's model catalog",
+      responses: { 200: json(StoredCatalogBody, "The catalog in force, shared by every scheduler on the database."), ...errors(401) },
+    }),
+    adminRoute({
+      method: "put",
+      path: "/admin/api/catalog",
+      summary: "Replace the operator's model catalog",
+      request: { body: { required: true, content: { "application/json": { schema: CatalogBody } } } },
+      responses: { 200: json(StoredCatalogBody, "Stored and served; the other schedulers take it up within 2 s."), ...errors(400, 401, 413) },
+    }),
+    adminRoute({
+      method: "delete",
+      path: "/admin/api/catalog",
+      summary: "Remove the operator's model catalog (the built-in ids are served again)",
+      responses: { 204: noContent, ...errors(401) },
     }),
     adminRoute({
       method: "get",

@@ -1,4 +1,4 @@
-// Kiln's dashboard: plain JavaScript over /admin/api (admin token) — keys, usage, MCP configurations and accounts' secrets.
+// Kiln's dashboard: plain JavaScript over /admin/api (admin token) — keys, nodes, the model catalog, usage, MCP configurations and accounts' secrets.
 const $ = (id) => document.getElementById(id);
 const TOKEN = "kiln-admin-token";
 
@@ -70,6 +70,7 @@ async function signIn() {
   resetForm();
   await loadKeys();
   await loadNodes();
+  await loadCatalog();
 }
 
 async function loadNodes() {
@@ -93,6 +94,60 @@ async function loadNodes() {
   );
 }
 $("nodes-load").addEventListener("click", () => void loadNodes().catch(() => undefined));
+
+/** What the editor starts from while no operator catalog is stored. */
+const CATALOG_TEMPLATE = {
+  models: [{ id: "chat-small", source: "hf:org/repo:Q4_K_M", aliases: [], context_size: 4096, sequences: 4, min_replicas: 0, max_replicas: 1, idle_unload_s: 600 }],
+};
+
+function renderCatalog(catalog) {
+  $("catalog-state").textContent = catalog.active
+    ? `Version ${catalog.version}, saved ${new Date(catalog.updated_at * 1000).toLocaleString()}: ${catalog.models.length} model${catalog.models.length === 1 ? "" : "s"}, served by every scheduler on this database.`
+    : "No operator catalog: the eight built-in ids are accepted, each served by the agents whose --serve offers it.";
+  $("catalog-table").hidden = !catalog.active;
+  $("catalog-rows").replaceChildren(
+    ...catalog.models.map((m) => {
+      const tr = el("tr");
+      const source = el("td");
+      source.append(el("code", m.source));
+      tr.append(
+        el("td", m.id),
+        el("td", m.aliases.join(", ")),
+        source,
+        el("td", String(m.context_size)),
+        el("td", String(m.sequences)),
+        el("td", `${m.min_replicas}–${m.max_replicas}`),
+        el("td", String(m.idle_unload_s)),
+      );
+      return tr;
+    }),
+  );
+}
+
+async function loadCatalog() {
+  const catalog = await api("/catalog");
+  renderCatalog(catalog);
+  $("catalog-json").value = JSON.stringify(catalog.active ? { models: catalog.models } : CATALOG_TEMPLATE, null, 2);
+  $("catalog-error").textContent = "";
+}
+$("catalog-load").addEventListener("click", () => void loadCatalog().catch((err) => ($("catalog-error").textContent = err.message)));
+$("catalog-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  $("catalog-error").textContent = "";
+  let catalog;
+  try {
+    catalog = JSON.parse($("catalog-json").value);
+  } catch (err) {
+    return void ($("catalog-error").textContent = `catalog: not valid JSON (${err.message})`);
+  }
+  try {
+    const saved = await api("/catalog", { method: "PUT", body: JSON.stringify(catalog) });
+    renderCatalog(saved);
+    $("catalog-json").value = JSON.stringify({ models: saved.models }, null, 2);
+  } catch (err) {
+    $("catalog-error").textContent = err.message;
+  }
+});
 
 async function loadKeys() {
   const { data } = await api("/accounts");

@@ -20,7 +20,7 @@ export function chatRoutes(deps: GenerationDeps, validation: ChatValidationOptio
   const stream = (body: ChatCompletionBody, a: { id: string; created: number; model: string }) => ({ ...a, includeUsage: body.includeUsage });
   const api: GenerationApi<ChatCompletionBody> = {
     usageKind: "chat",
-    validate: (body) => validateChatCompletion(body, validation),
+    validate: (body) => validateChatCompletion(body, { ...validation, ...(deps.models ? { models: deps.models } : {}) }),
     newId: completionId,
     answer: (_body, a, choices, done) => completionBody(a.id, a.created, a.model, choices, done),
     opening: (body, a) => indexes(body).map((i) => chunkBody(stream(body, a), i, { role: "assistant", content: "" })),

@@ -16,7 +16,7 @@ export function completionsRoutes(deps: GenerationDeps): Hono<AppEnv> {
   const before = (body: LegacyCompletionBody) => (body.echo ? body.prompt : "");
   const api: GenerationApi<LegacyCompletionBody> = {
     usageKind: "completion",
-    validate: validateLegacyCompletion,
+    validate: (body) => validateLegacyCompletion(body, deps.models),
     newId: legacyCompletionId,
     answer: (body, a, choices, done) =>
       legacyBody(

@@ -18,6 +18,7 @@ import { ApiError, UpstreamError, type ErrorBody } from "../../../core/errors.js
 import type { SchedulerMetrics } from "../../metrics.js";
 import type { Logger } from "../../../core/log.js";
 import { toolCallId, type Done, type StreamedToolCall } from "../../chat/index.js";
+import type { ModelNames } from "../../chat/schema.js";
 import type { ToolCall, ToolCallDelta } from "../../../core/chat.js";
 import type { CompletionEvent, CompletionRequest, Fleet, TokenLogprob } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
@@ -52,6 +53,8 @@ export function ignoredFieldsHeader(names: readonly string[]): string {
 
 /** What every validated generation request has besides the fleet's request. */
 export interface GenerationBody extends CompletionRequest {
+  /** The name the client sent (an id or an alias): the answer's `model`, as OpenAI-compatible proxies (LiteLLM) echo it; `model` is the canonical id routed, metered and billed. */
+  requestedModel: string;
   stream: boolean;
   /** `stream_options.include_usage`. */
   includeUsage: boolean;
@@ -93,6 +96,8 @@ export interface GenerationApi<B extends GenerationBody> {
 
 export interface GenerationDeps {
   fleet: Fleet;
+  /** The names a request's `model` may give (the scheduler's catalog). Default the built-in ids. */
+  models?: ModelNames;
   usage: UsageLedger;
   tokens: TokenQuota;
   maxBodyBytes: number;
@@ -125,7 +130,7 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
       const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });
       const events = metrics.measure(fleet.submit({ ...body, account, onUsage }, signal, c.get("requestId")), body.model);
       const first = await events.next(); // throws the ApiError of a request that never started
-      const answer: Answer = { id: api.newId(), created: Math.floor(Date.now() / 1000), model: body.model };
+      const answer: Answer = { id: api.newId(), created: Math.floor(Date.now() / 1000), model: body.requestedModel };
       if (!body.stream) return c.json((await collect(api, body, answer, events, first)) as object);
       streaming = true; // the stream gives the place back when it ends, fails or is cancelled
       return streamAnswer(c, api, body, answer, events, first, logger, release);

@@ -1,9 +1,11 @@
-/** `GET /v1/models`: both list shapes (`data` and `models`) in one body (README, "API"); `GET /v1/models/{id}`: one model, OpenAI's shape. */
+/** `GET /v1/models`: both list shapes (`data` and `models`) in one body (README, "API"); `GET /v1/models/{id}`: one model (by its id or an alias), OpenAI's shape. */
 import { Hono } from "hono";
 import { NotFoundError } from "../../../core/errors.js";
+import { describeValue } from "../../../core/validate.js";
 import { CATALOG_CREATED, CHAT_MODELS } from "../../../models/catalog.js";
 import { DEFAULT_AUDIO_MODEL, type AgentSnapshot, type Fleet } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
+import { fleetModelStatus, type ModelCatalog, type ModelStatusSource } from "../../catalog/index.js";
 
 const GIB = 1024 ** 3;
 
@@ -35,29 +37,46 @@ function audioModel(id: string) {
   return { id, object: "model" as const, created: CATALOG_CREATED, owned_by: "whisper" };
 }
 
-export function modelRoutes(fleet: Fleet): Hono<AppEnv> {
+/** What the model routes read of the catalog (scheduler/catalog's ModelCatalog). */
+export type ModelCatalogView = Pick<ModelCatalog, "active" | "entries" | "resolve" | "canonical" | "updatedAt">;
+
+/**
+ * The models: the operator's catalog when one is in force (its ids in `data`; in `models` each with its
+ * aliases and the status `status` gives), else the built-in ids; then the whisper models agents offer.
+ * `GET /v1/models/{id}` takes an alias too, and answers with the name asked for (as a completion does).
+ */
+export function modelRoutes(fleet: Fleet, catalog: ModelCatalogView, status: ModelStatusSource = fleetModelStatus(fleet)): Hono<AppEnv> {
+  /** The chat models listed now: each with its id, name, owner, aliases, and when it was published. */
+  const listed = () => {
+    if (!catalog.active) return CHAT_MODELS.map((m) => ({ id: m.id, name: m.name, owned_by: m.family, aliases: [] as readonly string[], created: CATALOG_CREATED }));
+    const created = Math.floor(catalog.updatedAt / 1000);
+    return catalog.entries.map((e) => ({ id: e.id, name: e.name ?? e.id, owned_by: e.owned_by ?? "kiln", aliases: e.aliases, created }));
+  };
   return new Hono<AppEnv>()
     .get("/:id{.+}", (c) => {
-      const id = c.req.param("id");
-      const model = CHAT_MODELS.find((m) => m.id === id);
-      if (!model && fleet.transcriptionModels().includes(id)) return c.json(audioModel(id));
-      if (!model) throw new NotFoundError("model_not_found", `model: "${id}" is not a model of this service (see GET /v1/models)`);
-      return c.json({ id: model.id, object: "model", created: CATALOG_CREATED, owned_by: model.family });
+      const asked = c.req.param("id");
+      const id = catalog.canonical(asked);
+      const model = id === undefined ? undefined : listed().find((m) => m.id === id);
+      if (!model && fleet.transcriptionModels().includes(asked)) return c.json(audioModel(asked));
+      if (!model) throw new NotFoundError("model_not_found", `model: ${describeValue(asked)} is not a model of this service (see GET /v1/models)`);
+      return c.json({ id: asked, object: "model", created: model.created, owned_by: model.owned_by });
     })
     .get("/", (c) => {
       const agents = fleet.snapshot().filter((a) => !a.draining);
       const audio = fleet.transcriptionModels().sort((a, b) => (a === DEFAULT_AUDIO_MODEL ? -1 : b === DEFAULT_AUDIO_MODEL ? 1 : a.localeCompare(b)));
+      const chat = listed();
       return c.json({
         object: "list",
-        data: [...CHAT_MODELS.map((m) => ({ id: m.id, object: "model", created: CATALOG_CREATED, owned_by: m.family })), ...audio.map(audioModel)],
+        data: [...chat.map((m) => ({ id: m.id, object: "model", created: m.created, owned_by: m.owned_by })), ...audio.map(audioModel)],
         models: [
-          ...CHAT_MODELS.map((m) => {
+          ...chat.map((m) => {
             const serving = agents.filter((a) => a.pools.some((p) => p.modelIds.includes(m.id)));
-            return { id: m.id, name: m.name, status: serving.length > 0 ? "available" : "unavailable", ...hardwareOf(serving), capabilities: capabilitiesOf(serving, m.id) };
+            return { id: m.id, name: m.name, aliases: m.aliases, status: status.statusOf(m.id), ...hardwareOf(serving), capabilities: capabilitiesOf(serving, m.id) };
           }),
           ...audio.map((id) => ({
             id,
             name: id === DEFAULT_AUDIO_MODEL ? "Whisper (each node's default model)" : `Whisper ${id}`,
+            aliases: [],
             status: "available",
             capabilities: ["transcription", "translation"],
           })),
