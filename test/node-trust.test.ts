@@ -152,10 +152,13 @@ describe("usage is charged within the scheduler's bounds", () => {
     expect(await usageOf(scheduler, token)).toMatchObject({ completion_tokens: 0 });
   });
 
-  it("a transcript of 4,000,000,000 seconds for a 2 s WAV upload is charged 3 s (its header's duration and a second), counted", async () => {
+  it.each([
+    ["typed, as a current node sends it", "typed"],
+    ["as JSON text, as a node from before typed transcripts sends it", "json"],
+  ] as const)("a transcript of 4,000,000,000 seconds for a 2 s WAV upload (%s) is charged 3 s (its header's duration and a second), counted", async (_, transcripts) => {
     const scheduler = await inProcessScheduler();
     cleanups.push(() => scheduler.close());
-    const lying = liar(scheduler, "ear", { register: { transcription: { models: ["tiny"], default_model: "tiny", slots: 1, max_file_bytes: 1024 ** 3 } } });
+    const lying = liar(scheduler, "ear", { transcripts, register: { transcription: { models: ["tiny"], default_model: "tiny", slots: 1, max_file_bytes: 1024 ** 3 } } });
     expect(await lying.outcome).toBe("registered");
     const token = await key(scheduler, "listener");
     const form = new FormData();

@@ -222,8 +222,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         return;
       }
       case "audio": {
-        const audio = message.audio!;
-        this.options.transcriptions?.chunk(audio.request_id, audio.data, audio.last, audio.fields);
+        this.options.transcriptions?.chunk(message.audio!);
         return;
       }
       case "drain":

@@ -1,12 +1,14 @@
 /**
  * Transcriptions the scheduler sends over the fleet link (`POST /v1/audio/…` on the scheduler).
  *
- * A TranscriptionRequest carries the form's fields; its upload follows in AudioChunks, written to
+ * A TranscriptionRequest carries the job's options (typed; from an older scheduler, the form's
+ * fields), bounded here as an upload's are; its upload follows in AudioChunks, written to
  * a staged upload of the job service (charged to its staging budget, as an HTTP upload is) and
  * acknowledged once stored, so the scheduler never has more than its window in flight: the
  * agent's memory holds at most that much of any upload. After the last chunk the job is queued
- * like one from port 7860; its finished segments go back as they come, then the transcript, and
- * the job is removed (a tenant's words are not kept on the node past their delivery).
+ * like one from port 7860; its finished segments go back as they come, then the transcript (typed
+ * to a scheduler that sent typed options, else as JSON text: fleet.proto, above TranscriptionRequest),
+ * and the job is removed (a tenant's words are not kept on the node past their delivery).
  *
  * Every request ends with exactly one TranscriptionDone or CompletionError; a cancel or the loss
  * of the link removes the upload or the job.
@@ -16,9 +18,10 @@ import { ConflictError, ApiError, PayloadTooLargeError, ServiceUnavailableError,
 import type { Logger } from "../../core/log.js";
 import { DEFAULT_WHISPER_MODEL } from "../../models/whisper.js";
 import type { AgentMessage, Transcription, TranscriptionRequest__Output } from "../../proto/index.js";
-
+import type { AudioChunk__Output } from "../../proto/gen/kiln/v1/AudioChunk.js";
 import { parseJobFields } from "../../speech/fields.js";
 import type { JobOptions } from "../../speech/options.js";
+import { doneAnswer, jobOptionsOf, readsTyped, segmentsAnswer } from "../../speech/wire.js";
 import type { WhisperPool } from "../asr/whisper.js";
 import { checkRunnable, type JobEvent, type JobService, type NodeCapabilities, type StagedUpload, type UploadTicket } from "../jobs/index.js";
 import { AUDIO_RETRYABLE, WIRE } from "../../core/wire-codes.js";
@@ -48,6 +51,8 @@ interface Transfer {
   send: (message: AgentMessage) => void;
   /** The link (scheduler) that sent it: only that link's cancel or loss ends it. */
   link?: object;
+  /** Its scheduler sent typed options, so it reads typed segments and transcripts (else JSON text). */
+  typed: boolean;
   /** Set once the fields are checked and the upload staged. */
   options?: JobOptions;
   staged?: StagedUpload;
@@ -110,7 +115,16 @@ export class FleetTranscriptions {
 
   /** A new request: its fields are checked and its upload staged; refused at once when it cannot run. */
   async start(req: TranscriptionRequest__Output, send: (message: AgentMessage) => void, draining: boolean, link?: object): Promise<void> {
-    const t: Transfer = { id: req.request_id, trace: req.trace_id, send, ...(link ? { link } : {}), received: 0, writing: Promise.resolve(), ended: false };
+    const t: Transfer = {
+      id: req.request_id,
+      trace: req.trace_id,
+      send,
+      ...(link ? { link } : {}),
+      typed: readsTyped(req),
+      received: 0,
+      writing: Promise.resolve(),
+      ended: false,
+    };
     if (this.transfers.has(t.id)) return; // a repeated id: the first stands
     this.transfers.set(t.id, t);
     // the chunks that follow wait for this: they are written once the upload is staged
@@ -121,7 +135,7 @@ export class FleetTranscriptions {
         this.options.logger.error({ requestId: t.trace, err: (err as Error).message }, "fleet transcription refused: this node cannot transcribe");
         throw new ServiceUnavailableError("engine_unavailable", "a node cannot transcribe now (a model or the ffmpeg it needs is missing; its log names it)");
       });
-      const options = parseJobFields({ ...req.fields }, this.options.whisper.catalog);
+      const options = jobOptionsOf(req, this.options.whisper.catalog) ?? parseJobFields({}, this.options.whisper.catalog);
       await checkRunnable(options, this.options.whisper, this.options.capabilities);
       t.options = { ...options, fleet: true };
       // the uploads still arriving will want a place in the queue too
@@ -137,8 +151,9 @@ export class FleetTranscriptions {
     await step.catch((err: unknown) => this.fail(t, err));
   }
 
-  /** The next bytes of a request's upload; the last one (with every form field) queues the job. */
-  chunk(id: string, data: Buffer, last: boolean, fields: Record<string, string> = {}): void {
+  /** The next bytes of a request's upload; the last one (with the options of every form field) queues the job. */
+  chunk(audio: Pick<AudioChunk__Output, "request_id" | "data" | "last"> & Partial<AudioChunk__Output>): void {
+    const { request_id: id, data, last } = audio;
     const t = this.transfers.get(id);
     if (!t || t.ended) return;
     t.received += data.length;
@@ -156,8 +171,9 @@ export class FleetTranscriptions {
       }
       if (last) {
         // the fields that came after the file complete the request's: checked again, all together
-        if (Object.keys(fields).length > 0) {
-          t.options = { ...parseJobFields({ ...fields }, this.options.whisper.catalog), fleet: true };
+        const options = jobOptionsOf(audio, this.options.whisper.catalog);
+        if (options) {
+          t.options = { ...options, fleet: true };
           await checkRunnable(t.options, this.options.whisper, this.options.capabilities);
         }
         await this.submit(t);
@@ -195,7 +211,7 @@ export class FleetTranscriptions {
   private async onJobEvent(t: Transfer, event: JobEvent): Promise<void> {
     if (t.ended) return;
     if (event.type === "segment") {
-      t.send({ transcription_segments: { request_id: t.id, segments_json: JSON.stringify([event.segment]) } });
+      t.send({ transcription_segments: segmentsAnswer(t.id, [event.segment], t.typed) });
       return;
     }
     if (event.type !== "done") return;
@@ -203,7 +219,7 @@ export class FleetTranscriptions {
       const transcript = await this.options.jobs.result(t.jobId!);
       if (t.ended) return;
       t.ended = true;
-      t.send({ transcription_done: { request_id: t.id, transcript_json: JSON.stringify(transcript) } });
+      t.send({ transcription_done: doneAnswer(t.id, transcript, t.typed) });
       await this.finish(t);
       return;
     }

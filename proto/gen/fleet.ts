@@ -23,14 +23,20 @@ import type { Register as _kiln_v1_Register, Register__Output as _kiln_v1_Regist
 import type { Registered as _kiln_v1_Registered, Registered__Output as _kiln_v1_Registered__Output } from './kiln/v1/Registered.js';
 import type { ResponseFormat as _kiln_v1_ResponseFormat, ResponseFormat__Output as _kiln_v1_ResponseFormat__Output } from './kiln/v1/ResponseFormat.js';
 import type { SchedulerMessage as _kiln_v1_SchedulerMessage, SchedulerMessage__Output as _kiln_v1_SchedulerMessage__Output } from './kiln/v1/SchedulerMessage.js';
+import type { SpeakerTurn as _kiln_v1_SpeakerTurn, SpeakerTurn__Output as _kiln_v1_SpeakerTurn__Output } from './kiln/v1/SpeakerTurn.js';
+import type { SpeakerTurns as _kiln_v1_SpeakerTurns, SpeakerTurns__Output as _kiln_v1_SpeakerTurns__Output } from './kiln/v1/SpeakerTurns.js';
 import type { TokenLogprob as _kiln_v1_TokenLogprob, TokenLogprob__Output as _kiln_v1_TokenLogprob__Output } from './kiln/v1/TokenLogprob.js';
 import type { Tool as _kiln_v1_Tool, Tool__Output as _kiln_v1_Tool__Output } from './kiln/v1/Tool.js';
 import type { ToolCall as _kiln_v1_ToolCall, ToolCall__Output as _kiln_v1_ToolCall__Output } from './kiln/v1/ToolCall.js';
 import type { ToolCallDelta as _kiln_v1_ToolCallDelta, ToolCallDelta__Output as _kiln_v1_ToolCallDelta__Output } from './kiln/v1/ToolCallDelta.js';
 import type { TopLogprob as _kiln_v1_TopLogprob, TopLogprob__Output as _kiln_v1_TopLogprob__Output } from './kiln/v1/TopLogprob.js';
+import type { Transcript as _kiln_v1_Transcript, Transcript__Output as _kiln_v1_Transcript__Output } from './kiln/v1/Transcript.js';
+import type { TranscriptSegment as _kiln_v1_TranscriptSegment, TranscriptSegment__Output as _kiln_v1_TranscriptSegment__Output } from './kiln/v1/TranscriptSegment.js';
+import type { TranscriptWord as _kiln_v1_TranscriptWord, TranscriptWord__Output as _kiln_v1_TranscriptWord__Output } from './kiln/v1/TranscriptWord.js';
 import type { Transcription as _kiln_v1_Transcription, Transcription__Output as _kiln_v1_Transcription__Output } from './kiln/v1/Transcription.js';
 import type { TranscriptionAck as _kiln_v1_TranscriptionAck, TranscriptionAck__Output as _kiln_v1_TranscriptionAck__Output } from './kiln/v1/TranscriptionAck.js';
 import type { TranscriptionDone as _kiln_v1_TranscriptionDone, TranscriptionDone__Output as _kiln_v1_TranscriptionDone__Output } from './kiln/v1/TranscriptionDone.js';
+import type { TranscriptionOptions as _kiln_v1_TranscriptionOptions, TranscriptionOptions__Output as _kiln_v1_TranscriptionOptions__Output } from './kiln/v1/TranscriptionOptions.js';
 import type { TranscriptionRequest as _kiln_v1_TranscriptionRequest, TranscriptionRequest__Output as _kiln_v1_TranscriptionRequest__Output } from './kiln/v1/TranscriptionRequest.js';
 import type { TranscriptionSegments as _kiln_v1_TranscriptionSegments, TranscriptionSegments__Output as _kiln_v1_TranscriptionSegments__Output } from './kiln/v1/TranscriptionSegments.js';
 import type { Usage as _kiln_v1_Usage, Usage__Output as _kiln_v1_Usage__Output } from './kiln/v1/Usage.js';
@@ -65,14 +71,20 @@ export interface ProtoGrpcType {
       Registered: MessageTypeDefinition<_kiln_v1_Registered, _kiln_v1_Registered__Output>
       ResponseFormat: MessageTypeDefinition<_kiln_v1_ResponseFormat, _kiln_v1_ResponseFormat__Output>
       SchedulerMessage: MessageTypeDefinition<_kiln_v1_SchedulerMessage, _kiln_v1_SchedulerMessage__Output>
+      SpeakerTurn: MessageTypeDefinition<_kiln_v1_SpeakerTurn, _kiln_v1_SpeakerTurn__Output>
+      SpeakerTurns: MessageTypeDefinition<_kiln_v1_SpeakerTurns, _kiln_v1_SpeakerTurns__Output>
       TokenLogprob: MessageTypeDefinition<_kiln_v1_TokenLogprob, _kiln_v1_TokenLogprob__Output>
       Tool: MessageTypeDefinition<_kiln_v1_Tool, _kiln_v1_Tool__Output>
       ToolCall: MessageTypeDefinition<_kiln_v1_ToolCall, _kiln_v1_ToolCall__Output>
       ToolCallDelta: MessageTypeDefinition<_kiln_v1_ToolCallDelta, _kiln_v1_ToolCallDelta__Output>
       TopLogprob: MessageTypeDefinition<_kiln_v1_TopLogprob, _kiln_v1_TopLogprob__Output>
+      Transcript: MessageTypeDefinition<_kiln_v1_Transcript, _kiln_v1_Transcript__Output>
+      TranscriptSegment: MessageTypeDefinition<_kiln_v1_TranscriptSegment, _kiln_v1_TranscriptSegment__Output>
+      TranscriptWord: MessageTypeDefinition<_kiln_v1_TranscriptWord, _kiln_v1_TranscriptWord__Output>
       Transcription: MessageTypeDefinition<_kiln_v1_Transcription, _kiln_v1_Transcription__Output>
       TranscriptionAck: MessageTypeDefinition<_kiln_v1_TranscriptionAck, _kiln_v1_TranscriptionAck__Output>
       TranscriptionDone: MessageTypeDefinition<_kiln_v1_TranscriptionDone, _kiln_v1_TranscriptionDone__Output>
+      TranscriptionOptions: MessageTypeDefinition<_kiln_v1_TranscriptionOptions, _kiln_v1_TranscriptionOptions__Output>
       TranscriptionRequest: MessageTypeDefinition<_kiln_v1_TranscriptionRequest, _kiln_v1_TranscriptionRequest__Output>
       TranscriptionSegments: MessageTypeDefinition<_kiln_v1_TranscriptionSegments, _kiln_v1_TranscriptionSegments__Output>
       Usage: MessageTypeDefinition<_kiln_v1_Usage, _kiln_v1_Usage__Output>

@@ -1,8 +1,9 @@
 /**
  * The form of `POST /v1/audio/transcriptions` and `/translations` (OpenAI's fields and Kiln's
- * extras), checked and turned into the agent's upload fields (`speech/fields.ts`, which both sides
- * run). OpenAI fields Kiln cannot honour are refused with a 400 naming them; unknown ones are ignored
- * and named in `x-kiln-ignored-fields`.
+ * extras), checked and turned into the job's options (`speech/fields.ts`, whose checks the agent runs
+ * again on what it is sent) and, for agents from before typed options, the agent's upload fields.
+ * OpenAI fields Kiln cannot honour are refused with a 400 naming them; unknown ones are ignored and
+ * named in `x-kiln-ignored-fields`.
  */
 import { InvalidRequestError } from "../../core/errors.js";
 import { DEFAULT_WHISPER_MODEL } from "../../models/whisper.js";
@@ -60,8 +61,10 @@ export interface AudioForm {
   /** `timestamp_granularities[]` includes "word". */
   words: boolean;
   stream: boolean;
-  /** The agent's upload fields (without `model`). */
+  /** The agent's upload fields (without `model`): what an agent from before `options` reads. */
   fields: Record<string, string>;
+  /** The job's options, checked (`model` is the catalog's default: each node's is set when it is sent there). */
+  options: JobOptions;
   /** Capabilities the agent needs: "diarization", "translation". */
   needs: string[];
   /** Fields given that nothing reads. */
@@ -135,6 +138,7 @@ export function parseAudioForm(task: AudioTask, raw: RawFields, partial = false)
     words: granularities.includes("word"),
     stream,
     fields,
+    options,
     needs: needsOf(options),
     ignored: Object.keys(raw).filter((name) => !known.has(name)),
   };

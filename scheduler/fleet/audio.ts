@@ -17,7 +17,11 @@ import { randomUUID } from "node:crypto";
 import { InvalidRequestError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError, type ApiError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import type { CompletionError__Output, Transcription__Output } from "../../proto/index.js";
+import type { TranscriptionDone__Output } from "../../proto/gen/kiln/v1/TranscriptionDone.js";
+import type { TranscriptionSegments__Output } from "../../proto/gen/kiln/v1/TranscriptionSegments.js";
+import type { JobOptions } from "../../speech/options.js";
 import { segmentSchema, transcriptSchema, type Segment, type Transcript } from "../../speech/transcript.js";
+import { optionsToWire, segmentFromWire, transcriptFromWire } from "../../speech/wire.js";
 import type { Spool } from "../audio/spool.js";
 import { audioSecondsBound } from "../audio/duration.js";
 import { Channel } from "./channel.js";
@@ -68,9 +72,11 @@ export interface AudioRequest {
   /** `whisper-1` (each agent's default) or an installed model's name. */
   model: string;
   /**
-   * The form fields for the agent, in its vocabulary, without `model`. They may still grow while
-   * the upload arrives (fields after the file); they are final once the spool has ended.
+   * The job's options, checked (their `model` replaced by the node's own). They may still change
+   * while the upload arrives (fields after the file); they are final once the spool has ended.
    */
+  options: JobOptions;
+  /** The same as form fields in the agent's vocabulary, without `model`, for an agent from before typed options; final with them. */
   fields: Record<string, string>;
   /** What the agent must be able to do besides: "diarization", "translation". Final with the fields. */
   needs: string[];
@@ -101,11 +107,14 @@ export interface AudioRouterOptions {
 
 /** The most slots the router believes an agent has (what it says beyond is its own business). */
 const MAX_SLOTS = 64;
-/** Longest segments message taken from an agent (characters of JSON). */
+/** Longest segments message taken from an agent as JSON text (characters); a typed one is held to its message cap before it is decoded. */
 const MAX_SEGMENTS_JSON = 1024 ** 2;
-/** Segments taken from an agent for one transcription, all messages together (bytes of JSON): a transcript's cap. */
+/**
+ * Segments taken from an agent for one transcription, all messages together (bytes of their JSON:
+ * as sent, or, typed, as the scheduler writes them): a transcript's cap.
+ */
 const MAX_TRANSCRIPT_BYTES = MESSAGE_CAPS.transcription_done;
-/** Longest transcript taken from an agent (characters of JSON). */
+/** Longest transcript taken from an agent as JSON text (characters); a typed one is held to its message cap before it is decoded. */
 const MAX_TRANSCRIPT_JSON = 96 * 1024 ** 2;
 
 interface AudioJob {
@@ -199,25 +208,37 @@ export class AudioRouter {
     attempt.wake?.();
   }
 
-  segments(node: AudioNode, requestId: string, json: string): void {
+  /** Segments of a transcription: typed, or an older agent's JSON text (fleet.proto, above TranscriptionRequest). */
+  segments(node: AudioNode, message: Pick<TranscriptionSegments__Output, "request_id"> & Partial<TranscriptionSegments__Output>): void {
+    const requestId = message.request_id;
     const job = this.jobOf(node, requestId);
     if (!job || !job.request.streamed) return; // only a streamed request passes them on
+    const typed = message.segments?.length ? message.segments.map(segmentFromWire) : undefined;
+    const json = typed ? JSON.stringify(typed) : (message.segments_json ?? "");
     job.segmentBytes = (job.segmentBytes ?? 0) + Buffer.byteLength(json);
     if (job.segmentBytes > MAX_TRANSCRIPT_BYTES) {
       this.options.rejected?.(node, "transcript_bytes", { request: job.traceId, bytes: job.segmentBytes, bound: MAX_TRANSCRIPT_BYTES });
       return this.failed(node, requestId, "agent_error", `the node sent more segments than a transcript holds (over ${MAX_TRANSCRIPT_BYTES} bytes); it was stopped`, false);
     }
-    const segments = json.length <= MAX_SEGMENTS_JSON ? parseFromAgent(z.array(segmentSchema).max(10_000), json) : undefined;
+    const schema = z.array(segmentSchema).max(10_000);
+    const segments = typed ? checkFromAgent(schema, typed) : json.length <= MAX_SEGMENTS_JSON ? parseFromAgent(schema, json) : undefined;
     if (!segments) return this.failed(node, requestId, "agent_error", "the node sent segments that are not a transcript's", false);
     if (!segments.some((s) => s.text.trim())) return;
     job.started = true; // the client is about to see them: the request can no longer move
     job.channel.push({ type: "segments", segments: segments as Segment[] });
   }
 
-  done(node: AudioNode, requestId: string, json: string): void {
+  /** A transcription's result: typed, or an older agent's JSON text (fleet.proto, above TranscriptionRequest). */
+  done(node: AudioNode, message: Pick<TranscriptionDone__Output, "request_id"> & Partial<TranscriptionDone__Output>): void {
+    const requestId = message.request_id;
     const job = this.jobOf(node, requestId);
     if (!job) return;
-    const transcript = json.length <= MAX_TRANSCRIPT_JSON ? parseFromAgent(transcriptSchema, json) : undefined;
+    const json = message.transcript_json ?? "";
+    const transcript = message.transcript
+      ? checkFromAgent(transcriptSchema, transcriptFromWire(message.transcript))
+      : json.length <= MAX_TRANSCRIPT_JSON
+        ? parseFromAgent(transcriptSchema, json)
+        : undefined;
     if (!transcript) return this.failed(node, requestId, "agent_error", "the node sent a result that is not a transcript", false);
     this.attempts.delete(requestId);
     this.release(job);
@@ -315,7 +336,9 @@ export class AudioRouter {
   private async forward(job: AudioJob, attempt: Attempt): Promise<void> {
     const { node, id } = attempt;
     const modelOf = () => (job.request.model === DEFAULT_AUDIO_MODEL ? node.transcription!.defaultModel : job.request.model);
-    node.link.send({ transcription: { request_id: id, trace_id: job.traceId, fields: { ...job.request.fields, model: modelOf() }, file_name: job.request.fileName } });
+    // typed options, and the form's fields beside them for an agent from before them (fleet.proto, above TranscriptionRequest)
+    const options = () => ({ options: optionsToWire({ ...job.request.options, model: modelOf() }), fields: { ...job.request.fields, model: modelOf() } });
+    node.link.send({ transcription: { request_id: id, trace_id: job.traceId, ...options(), file_name: job.request.fileName } });
     const signal = attempt.stop.signal;
     const onAbort = () => attempt.wake?.();
     signal.addEventListener("abort", onAbort, { once: true });
@@ -340,7 +363,7 @@ export class AudioRouter {
         if (!node.link.send({ audio: { request_id: id, data } })) await node.link.drained?.(signal);
         attempt.sent += data.length;
       }
-      node.link.send({ audio: { request_id: id, data: Buffer.alloc(0), last: true, fields: { ...job.request.fields, model: modelOf() } } });
+      node.link.send({ audio: { request_id: id, data: Buffer.alloc(0), last: true, ...options() } });
     } catch (err) {
       if (this.attempts.get(id) !== job) return; // the attempt ended (answered, cancelled, moved)
       this.attempts.delete(id);
@@ -410,11 +433,16 @@ export class AudioRouter {
 /** JSON from an agent checked against `schema`; undefined when it does not fit. */
 function parseFromAgent<T>(schema: z.ZodType<T>, json: string): T | undefined {
   try {
-    const parsed = schema.safeParse(JSON.parse(json));
-    return parsed.success ? parsed.data : undefined;
+    return checkFromAgent(schema, JSON.parse(json));
   } catch {
     return undefined;
   }
+}
+
+/** What an agent sent, decoded, checked against `schema`; undefined when it does not fit. */
+function checkFromAgent<T>(schema: z.ZodType<T>, value: unknown): T | undefined {
+  const parsed = schema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
 }
 
 function toClientError(code: string, message: string, started: boolean): ApiError {

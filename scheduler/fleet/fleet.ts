@@ -465,10 +465,10 @@ export class Fleet {
         this.audio.acked(agent, message.transcription_ack!.request_id, Number(message.transcription_ack!.stored_bytes));
         return;
       case "transcription_segments":
-        this.audio.segments(agent, message.transcription_segments!.request_id, message.transcription_segments!.segments_json);
+        this.audio.segments(agent, message.transcription_segments!);
         return;
       case "transcription_done":
-        this.audio.done(agent, message.transcription_done!.request_id, message.transcription_done!.transcript_json);
+        this.audio.done(agent, message.transcription_done!);
         return;
       case "error": {
         const err = message.error!;

@@ -2,11 +2,14 @@
  * A node that lies: a hand-made gRPC client of the fleet link holding a valid node token. It
  * registers what it is told (more slots or models than its token allows, when asked), answers
  * every completion with a word of text and the usage it is told to report (billions of tokens by
- * default), and every transcription with a transcript of the duration it is told. The node-trust
- * tests and the hostile soak use it.
+ * default), and every transcription with a transcript of the duration it is told (typed, as a
+ * current agent answers a scheduler that sends typed options, or as an older agent's JSON text).
+ * The node-trust tests and the hostile soak use it.
  */
 import * as grpc from "@grpc/grpc-js";
 import { fleetProto, NODE_TOKEN_METADATA, type AgentMessage, type SchedulerMessage__Output } from "../../proto/index.js";
+import type { Transcript } from "../../speech/transcript.js";
+import { doneAnswer, readsTyped } from "../../speech/wire.js";
 
 /** What a liar reports by default: past every bound the scheduler could compute. */
 export const LIE = 4_000_000_000;
@@ -24,6 +27,11 @@ export interface LiarOptions {
   usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens: number };
   /** The transcript duration reported for every transcription, in seconds. Default `LIE`. */
   duration?: number;
+  /**
+   * How it sends transcripts: "typed" (TranscriptionDone.transcript), "json" (transcript_json, as an
+   * agent from before typed messages). Default: as a current agent, typed to a request that carried typed options.
+   */
+  transcripts?: "typed" | "json";
   /** Instead of answering a completion, sends it this many chunks of `bytes` of text each (and no end). */
   flood?: { chunks: number; bytes: number };
 }
@@ -74,6 +82,8 @@ export function connectLiar(options: LiarOptions): LiarLink {
   };
   const usage = options.usage ?? { prompt_tokens: LIE, completion_tokens: LIE, cached_tokens: 0 };
   const uploads = new Map<string, number>();
+  /** Requests whose TranscriptionRequest carried typed options. */
+  const typed = new Set<string>();
   call.on("data", (m: SchedulerMessage__Output) => {
     if (m.registered) settle("registered");
     if (m.cancel) link.cancels.push(m.cancel.request_id);
@@ -88,14 +98,16 @@ export function connectLiar(options: LiarOptions): LiarLink {
       call.write({ chunk: { request_id: id, text: "lies" } });
       call.write({ done: { request_id: id, finish_reason: "stop", usage } });
     }
+    if (m.transcription && readsTyped(m.transcription)) typed.add(m.transcription.request_id);
     if (m.audio) {
       const id = m.audio.request_id;
       const stored = (uploads.get(id) ?? 0) + m.audio.data.length;
       uploads.set(id, stored);
       call.write({ transcription_ack: { request_id: id, stored_bytes: stored } });
       if (m.audio.last) {
-        const transcript = { text: "lies", language: "en", duration: options.duration ?? LIE, task: "transcribe", model: "tiny", segments: [] };
-        call.write({ transcription_done: { request_id: id, transcript_json: JSON.stringify(transcript) } });
+        const transcript: Transcript = { text: "lies", language: "en", duration: options.duration ?? LIE, task: "transcribe", model: "tiny", segments: [] };
+        const asTyped = options.transcripts ? options.transcripts === "typed" : typed.delete(id);
+        call.write({ transcription_done: doneAnswer(id, transcript, asTyped) });
       }
     }
   });

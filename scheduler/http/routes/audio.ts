@@ -225,7 +225,7 @@ function receive(
       reject(e);
     };
     const route = (form: AudioForm, name: string) => {
-      request = { model: form.model, fields: form.fields, needs: form.needs, fileName: name, spool, streamed: form.stream };
+      request = { model: form.model, options: form.options, fields: form.fields, needs: form.needs, fileName: name, spool, streamed: form.stream };
       events = deps.fleet.transcribe(request, abort.signal, traceId);
     };
     parser.on("field", (name, value, info) => {
@@ -274,7 +274,9 @@ function receive(
           const form = parseAudioForm(task, raw);
           if (request) {
             if (request.model !== form.model) throw new InvalidRequestError("duplicate_field", "model: given again after the file with another value");
-            request.fields = form.fields; // the fields after the file complete them before the last chunk goes
+            // the fields after the file complete them before the last chunk goes
+            request.options = form.options;
+            request.fields = form.fields;
             request.needs = form.needs;
             request.streamed = form.stream;
           }
