@@ -4,9 +4,9 @@
  */
 import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
-import { freemem } from "node:os";
+import { freemem, totalmem } from "node:os";
 import { join, resolve } from "node:path";
-import { isCatalogModel } from "../models/catalog.js";
+import { MODEL_NAME } from "../models/operator-catalog.js";
 import { formatHostPort, type AgentConfig, type HostPort } from "../config/index.js";
 import { agentChannelCredentials } from "../config/tls.js";
 import { ConfigError } from "../core/errors.js";
@@ -19,6 +19,7 @@ import { freeBytes, nonEmptyFile } from "../core/disk.js";
 import { checkPipeline, JobService } from "./jobs/index.js";
 import { FleetTranscriptions, SchedulerLinks } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
+import { Replicas } from "./placement/index.js";
 import { createAgentMetrics, type AgentMetrics } from "./metrics.js";
 import type { Hardware } from "../proto/index.js";
 import type { ChannelCredentials } from "@grpc/grpc-js";
@@ -51,7 +52,8 @@ export interface AgentHandle {
 
 export async function startAgent(config: AgentConfig, logger: Logger = createLogger("agent", config.logLevel)): Promise<AgentHandle> {
   for (const { id } of config.serve) {
-    if (!isCatalogModel(id)) throw new ConfigError("--serve / KILN_SERVE", `"${id}" is not a catalog model id`);
+    // the scheduler's catalog decides which ids it routes (the built-in ones, or an operator's catalog and its aliases)
+    if (!MODEL_NAME.test(id)) throw new ConfigError("--serve / KILN_SERVE", `"${id}" is not a model id: 1 to 128 letters, digits, '.', ':', '_', '-' or '/'`);
   }
   // The certificate files first: a bad one fails the start before models load.
   const credentials = config.scheduler ? agentChannelCredentials(config, logger) : undefined;
@@ -102,7 +104,21 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     },
     "transcription API listening",
   );
-  links = await joinFleet(config, { ...facts, dataDir: work.dataDir, ...(credentials ? { credentials } : {}) }, logger);
+  // with schedulers and no --serve, the node takes the replicas the schedulers place
+  const replicas =
+    config.scheduler && config.serve.length === 0
+      ? new Replicas({
+          engine,
+          hub,
+          devices: offeredDevices(config, hardware),
+          ...(config.memoryBudget !== undefined ? { budgetBytes: config.memoryBudget } : onGpus(config, hardware) ? {} : { budgetBytes: Math.floor(totalmem() * 0.75) }),
+          report: (r) => links?.tellReplica(r),
+          offline: config.offline,
+          logger,
+        })
+      : undefined;
+  if (replicas) logger.info({ devices: replicas.offered() }, "placeable: offering these devices to the schedulers' replicas");
+  links = await joinFleet(config, { ...facts, dataDir: work.dataDir, ...(credentials ? { credentials } : {}), ...(replicas ? { replicas } : {}) }, logger);
   return {
     engine,
     ...(links ? { links } : {}),
@@ -351,13 +367,29 @@ async function readiness({ config, engine, links, vadModel, ffmpegFault, whisper
 }
 
 /** With `--scheduler`: a link to each scheduler, serving chat and the fleet's transcriptions. */
-async function joinFleet(config: AgentConfig, facts: AgentFacts & { dataDir: string; credentials?: ChannelCredentials }, logger: Logger): Promise<SchedulerLinks | undefined> {
+/** The GPUs with memory the chat engine may run on (none with --gpu cpu). */
+function onGpus(config: AgentConfig, hardware: Hardware): NonNullable<Hardware["gpus"]> {
+  return config.gpu === "cpu" ? [] : (hardware.gpus ?? []).filter((g) => Number(g.memory_total_bytes ?? 0) > 0);
+}
+
+/** The devices a placeable node offers: its GPUs' memory, else the node's memory as one device. */
+function offeredDevices(config: AgentConfig, hardware: Hardware): { name: string; totalBytes: number }[] {
+  const gpus = onGpus(config, hardware);
+  if (gpus.length > 0) return gpus.map((g, i) => ({ name: `gpu${i} ${g.model ?? ""}`.trim(), totalBytes: Number(g.memory_total_bytes) }));
+  return [{ name: "cpu", totalBytes: totalmem() }];
+}
+
+async function joinFleet(
+  config: AgentConfig,
+  facts: AgentFacts & { dataDir: string; credentials?: ChannelCredentials; replicas?: Replicas },
+  logger: Logger,
+): Promise<SchedulerLinks | undefined> {
   if (!config.scheduler || !config.nodeToken) {
     logger.info("no --scheduler given: a transcription-only instance");
     return undefined;
   }
   const { engine, hardware, jobs, whisper, capabilities, dataDir, credentials } = facts;
-  if (config.serve.length === 0) logger.warn("no --serve given: this agent serves no chat model");
+  if (config.serve.length === 0 && !facts.replicas) logger.warn("no --serve given: this agent serves no chat model");
   logger.info(
     { compute: hardware.compute, gpus: hardware.gpus?.length ?? 0, cuda: hardware.cuda_available, cpu: hardware.cpu_model, cores: hardware.cpu_cores },
     hardware.gpus?.length ? "hardware" : "hardware: no GPU found; running on CPU",
@@ -382,6 +414,7 @@ async function joinFleet(config: AgentConfig, facts: AgentFacts & { dataDir: str
     dataDir,
     streamIntervalMs: config.streamInterval,
     transcriptions,
+    ...(facts.replicas ? { replicas: facts.replicas } : {}),
     logger,
   });
   links.start();

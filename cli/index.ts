@@ -42,6 +42,9 @@ withConfigOptions(
     "logLevel",
     "drainSeconds",
     "grpcInsecure",
+    // the scheduler's, one hub for both halves
+    "hubUrl",
+    "hfToken",
   ]),
 ).action(async (opts: Raw, cmd: Command) => {
   const raw = withConfigFile(opts, cmd, DEV_OPTIONS);

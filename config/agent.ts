@@ -9,9 +9,9 @@ import { SPEECH_MODELS } from "../models/speech.js";
 import { WhisperCatalog } from "../models/whisper.js";
 import { NODE_ID, NODE_ID_RULE } from "./node-tokens.js";
 import { optionName, parseWith, type OptionSpec, type Parsed, type Raw } from "./option-table.js";
-import { drainSeconds, logLevel } from "./shared-options.js";
+import { drainSeconds, hfToken, hubUrl, logLevel } from "./shared-options.js";
 import { loadWhisperCatalog } from "./whisper-catalog.js";
-import { bearerSecret, bool, bytes, duration, hostPortList, hubUrl, int, modelRef, serveSpec, sizeOrShare } from "./values.js";
+import { bearerSecret, bool, bytes, duration, hostPortList, int, modelRef, serveSpec, sizeOrShare } from "./values.js";
 
 /** Options of `kiln agent` (and the agent half of `kiln dev`). */
 export const AGENT_OPTIONS = {
@@ -67,6 +67,24 @@ export const AGENT_OPTIONS = {
     description: "serve a catalog model id from a GGUF file (repeatable; comma-separated in the env)",
     schema: z.array(serveSpec),
   },
+  /**
+   * The most memory a placeable agent (one started without --serve, with --scheduler) offers the
+   * scheduler's replicas, all devices together: its GPUs' memory, or on a CPU node its system memory.
+   * Default: all of the GPUs' memory, or three quarters of the system memory on a CPU node.
+   */
+  memoryBudget: {
+    flags: "--memory-budget <size>",
+    env: "KILN_MEMORY_BUDGET",
+    description: "most memory an agent without --serve offers the scheduler's replicas, all devices together (e.g. 24gb; default: all GPU memory, or 3/4 of the RAM on a CPU node)",
+    schema: bytes
+      .pipe(
+        z
+          .number()
+          .int()
+          .min(1024 ** 2, "must be at least 1mb"),
+      )
+      .optional(),
+  },
   /** Where `--serve ID=hf:…` and `kiln models pull hf:…` put GGUF files. Default: .kiln/models. */
   modelsDir: {
     flags: "--models-dir <dir>",
@@ -75,22 +93,8 @@ export const AGENT_OPTIONS = {
     description: "folder GGUF files are pulled into (--serve ID=hf:…, kiln models pull hf:…)",
     schema: z.string().min(1),
   },
-  /** The model hub weights come from, in Hugging Face's layout ({hub}/{repo}/resolve/{revision}/{file}). Default: https://huggingface.co. */
-  hubUrl: {
-    flags: "--hub-url <url>",
-    env: "KILN_HUB_URL",
-    default: "https://huggingface.co",
-    description: "model hub that whisper and GGUF files are pulled from, in Hugging Face's layout ({hub}/{repo}/resolve/{revision}/{file}): Hugging Face or a mirror",
-    schema: hubUrl,
-  },
-  /** Token for gated repositories, sent to the hub only and never logged. Default: none. */
-  hfToken: {
-    flags: "--hf-token <token>",
-    env: "HF_TOKEN",
-    secret: true,
-    description: "token sent to the hub for gated repositories (never logged; default: none)",
-    schema: z.string().min(1).optional(),
-  },
+  hubUrl,
+  hfToken,
   /** Never download: a job for a whisper model that is not installed is a 400. Default: off. */
   offline: {
     flags: "--offline",

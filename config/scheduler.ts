@@ -6,7 +6,7 @@ import { isLoopback } from "../core/net.js";
 import type { Tier } from "../core/tiers.js";
 import { nodeTokens } from "./node-tokens.js";
 import { optionName, parseWith, type OptionSpec, type Parsed, type Raw } from "./option-table.js";
-import { drainSeconds, logLevel } from "./shared-options.js";
+import { drainSeconds, hfToken, hubUrl, logLevel } from "./shared-options.js";
 import { loadStdioCatalog } from "./stdio-catalog.js";
 import { parseOperatorCatalog, type OperatorCatalog } from "../models/operator-catalog.js";
 import { bearerSecret, bool, bytes, cidr, corsOrigin, duration, hostPort, int, tierCaps } from "./values.js";
@@ -284,6 +284,8 @@ export const SCHEDULER_OPTIONS = {
     description: "token that signs in to the dashboard at /dashboard (none: the dashboard API is off)",
     schema: z.string().min(16, "must be at least 16 characters").optional(),
   },
+  hubUrl,
+  hfToken,
   /**
    * The operator's model catalog, a JSON file (`{"models": [{id, source, aliases, …}]}`, models/operator-catalog.ts),
    * read and checked at start; it replaces the catalog stored in the database, which every scheduler sharing it

@@ -20,6 +20,10 @@ export type { TranscriptionRequest__Output } from "./gen/kiln/v1/TranscriptionRe
 export type { Transcription, Transcription__Output } from "./gen/kiln/v1/Transcription.js";
 export type { CompletionError__Output } from "./gen/kiln/v1/CompletionError.js";
 export type { FleetClient } from "./gen/kiln/v1/Fleet.js";
+export type { Device, Device__Output } from "./gen/kiln/v1/Device.js";
+export type { ModelState, ModelState__Output } from "./gen/kiln/v1/ModelState.js";
+export type { LoadModel__Output } from "./gen/kiln/v1/LoadModel.js";
+export type { ModelPool, ModelPool__Output } from "./gen/kiln/v1/ModelPool.js";
 
 /** Where the .proto files live: beside this module in the source tree; from `dist/proto`, back in `proto/`. */
 function protoRoot(): string {

@@ -9,7 +9,7 @@ import { Spool } from "./audio/spool.js";
 import { listenHttp, uploadTimeoutMs, type HttpListener } from "../core/http/index.js";
 import { createLogger, type Logger } from "../core/log.js";
 import { KeyService } from "./auth/index.js";
-import { ModelCatalog } from "./catalog/index.js";
+import { catalogPlacement, ModelCatalog, StoreClaims } from "./catalog/index.js";
 import { bindFleetServer, createFleetServer, Fleet } from "./fleet/index.js";
 import { createHttpApp } from "./http/index.js";
 import { HealthImplementation } from "grpc-health-check";
@@ -55,6 +55,8 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
   });
   const usage = new UsageLedger(db, { logger });
   const fleet = new Fleet({
+    // the operator's catalog placed on the nodes that offer their devices (inactive while no catalog is in force)
+    placement: catalogPlacement(catalog, { url: config.hubUrl, ...(config.hfToken ? { token: config.hfToken } : {}) }, new StoreClaims(db)),
     queueSize: config.queueSize,
     queueTimeoutMs: config.queueTimeout * 1000,
     heartbeatMs: config.heartbeatMs,

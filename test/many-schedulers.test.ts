@@ -72,7 +72,7 @@ describe.skipIf(!PG || !REDIS)("two schedulers on PostgreSQL and Redis, one agen
     const sampler = setInterval(() => {
       mostHeld = Math.max(
         mostHeld,
-        agent.links!.links.reduce((n, l) => n + l.holds(0), 0),
+        agent.links!.links.reduce((n, l) => n + l.holds(agent.engine.modelPools[0]!), 0),
       );
     }, 1);
     const answers = await Promise.all([ask(0, 1), ask(1, 2), ask(0, 3), ask(1, 4), ask(1, 5), ask(0, 6)]).finally(() => clearInterval(sampler));

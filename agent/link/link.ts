@@ -16,7 +16,10 @@ import {
   type CompletionRequest__Output,
   type EmbeddingRequest__Output,
   type FleetClient,
+  type Device,
   type Hardware,
+  type ModelPool as ModelPoolMessage,
+  type ModelState,
   type SchedulerMessage__Output,
 } from "../../proto/index.js";
 import { AGENT_CAPABILITIES, CHAT_ROLES, type ChatMessage, FLEET_MESSAGE_BYTES, isChatRole, MAX_TOP_LOGPROBS, type ResponseFormat, type ToolCallDelta } from "../../core/chat.js";
@@ -24,7 +27,17 @@ import type { ChatMessage__Output } from "../../proto/gen/kiln/v1/ChatMessage.js
 import { responseFormatFromProto, samplingFromProto } from "../../proto/sampling.js";
 import { toolFieldsFromProto, toolsFromProto } from "../../proto/tools.js";
 import { diskOf } from "../hardware/index.js";
-import { GenerationAbortedError, InvalidResponseFormatError, InvalidToolsError, LlmEngineError, type GenerateOptions, type LlmEngine, type TokenLogprob } from "../llm/index.js";
+import {
+  GenerationAbortedError,
+  InvalidResponseFormatError,
+  InvalidToolsError,
+  LlmEngineError,
+  type GenerateOptions,
+  type LlmEngine,
+  type ModelPool,
+  type TokenLogprob,
+} from "../llm/index.js";
+import type { OfferedDevice, ReplicaReport, Replicas } from "../placement/index.js";
 import { Backoff } from "./backoff.js";
 import type { FleetTranscriptions } from "./transcriptions.js";
 import { ChunkBatcher, type Piece, type WireLogprob } from "./coalesce.js";
@@ -50,12 +63,14 @@ export interface FleetLinkOptions {
   streamIntervalMs?: number;
   /** The agent's links to other schedulers over the same engine, when it has any. */
   peers?: LinkPeers;
+  /** The replicas schedulers place on this node (an agent without --serve); absent: it serves its --serve list only. */
+  replicas?: Replicas;
 }
 
 /** What a link learns of the agent's links to other schedulers, which share its slots. */
 export interface LinkPeers {
-  /** Slots of pool `pool` held by completions that the other links' schedulers sent. */
-  othersHold(link: FleetLink, pool: number): number;
+  /** Slots of `pool` held by completions that the other links' schedulers sent. */
+  othersHold(link: FleetLink, pool: ModelPool): number;
   /** This link's completions took or gave back slots: the other links tell their schedulers. */
   changed(link: FleetLink): void;
 }
@@ -72,7 +87,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
    * Slots this link's completions hold (or are about to), per stream and pool: what this scheduler
    * sent. Completions of an earlier stream still ending after a reconnect are not the current registration's.
    */
-  private readonly streamHolding = new Map<Stream, number[]>();
+  private readonly streamHolding = new Map<Stream, Map<ModelPool, number>>();
   private stream: Stream | undefined;
   /** The text of the running completions, gathered for the current stream. */
   private chunks: ChunkBatcher | undefined;
@@ -125,15 +140,13 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         node_id: nodeId,
         agent_version: KILN_VERSION,
         hardware,
-        pools: engine.modelPools.map((p) => ({
-          model_ids: p.modelIds,
-          slots: p.slots,
-          context_size: p.contextSize,
-          fingerprint: p.fingerprint,
-          capabilities: [...AGENT_CAPABILITIES],
-        })),
+        pools: engine.modelPools.filter((p) => !this.placed(p)).map(poolToProto),
         // a node that transcribes: it has a whisper model, or downloads the one a job names
         ...(transcription?.models?.length || transcription?.on_demand_models?.length ? { transcription } : {}),
+        // a placeable node: its devices' memory, and the replicas placed on it already (ready ones are in neither pools list twice)
+        ...(this.options.replicas
+          ? { placeable: true, devices: this.options.replicas.offered().map(deviceToProto), replicas: this.options.replicas.reports().map(stateToProto) }
+          : {}),
       },
     });
     stream.on("data", (message: SchedulerMessage__Output) => this.onMessage(stream, message));
@@ -228,6 +241,20 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
       case "drain":
         void this.drain(message.drain!.deadline_ms);
         return;
+      case "load_model": {
+        const order = message.load_model!;
+        this.options.replicas?.load({
+          modelId: order.model_id,
+          source: order.source,
+          contextSize: order.context_size,
+          sequences: order.sequences,
+          split: order.device_bytes.map(Number),
+        });
+        return;
+      }
+      case "unload_model":
+        void this.options.replicas?.unload(message.unload_model!.model_id);
+        return;
       default:
         return;
     }
@@ -283,14 +310,14 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   private async run(stream: Stream, req: CompletionRequest__Output): Promise<void> {
     const id = req.request_id;
     const chunks = this.chunks!;
-    const pool = this.options.engine.modelPools.findIndex((p) => p.modelIds.includes(req.model));
+    const pool = this.options.engine.modelPools.find((p) => p.modelIds.includes(req.model));
     const slots = Math.max(1, req.n);
     const peers = this.options.peers;
-    if (peers && pool >= 0 && !this.draining) {
+    if (peers && pool && !this.draining) {
       // Several schedulers fill the same slots: each counts only its own, so two may send to the last
       // one at once. The agent arbitrates: what does not fit is refused now (after a heartbeat saying
       // why), and its scheduler queues it or sends it elsewhere.
-      const p = this.options.engine.modelPools[pool]!;
+      const p = pool;
       const taken = p.localBusy + this.holds(pool) + peers.othersHold(this, pool);
       if (taken + slots > p.slots) {
         this.writeHeartbeat(stream);
@@ -360,20 +387,33 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     });
   }
 
-  /** Slots of pool `pool` this link's completions hold. */
-  holds(pool: number): number {
+  /** Slots of `pool` this link's completions hold. */
+  holds(pool: ModelPool): number {
     let n = 0;
-    for (const held of this.streamHolding.values()) n += held[pool] ?? 0;
+    for (const held of this.streamHolding.values()) n += held.get(pool) ?? 0;
     return n;
   }
 
-  /** Counts `slots` (negative: given back) of pool `pool` held by a completion of `stream`. */
-  private hold(stream: Stream, pool: number, slots: number): void {
-    if (pool < 0) return;
+  /** Counts `slots` (negative: given back) of `pool` held by a completion of `stream`. */
+  private hold(stream: Stream, pool: ModelPool | undefined, slots: number): void {
+    if (!pool) return;
     let mine = this.streamHolding.get(stream);
-    if (!mine) this.streamHolding.set(stream, (mine = this.options.engine.modelPools.map(() => 0)));
-    mine[pool] = (mine[pool] ?? 0) + slots;
-    if (mine.every((n) => n === 0)) this.streamHolding.delete(stream);
+    if (!mine) this.streamHolding.set(stream, (mine = new Map()));
+    const now = (mine.get(pool) ?? 0) + slots;
+    if (now === 0) mine.delete(pool);
+    else mine.set(pool, now);
+    if (mine.size === 0) this.streamHolding.delete(stream);
+  }
+
+  /** Whether `pool` is a replica a scheduler placed (it is registered as a replica, not a pool). */
+  private placed(pool: ModelPool): boolean {
+    return this.options.replicas?.reports().some((r) => r.pool === pool) ?? false;
+  }
+
+  /** Tells this link's scheduler a replica's state (the agent tells every scheduler). */
+  tellReplica(report: ReplicaReport): void {
+    const stream = this.stream;
+    if (stream && this.state === "connected" && !stream.destroyed) stream.write({ model_state: stateToProto(report) });
   }
 
   /** Tells the scheduler the slots as they are now (another link's work took or freed some). */
@@ -397,14 +437,16 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   /** Writes a heartbeat now: slots as they are, memory and disk as last measured. */
   private writeHeartbeat(stream: Stream): void {
     if (this.stream !== stream || stream.destroyed) return;
+    const pools = this.options.engine.modelPools;
     stream.write({
       heartbeat: {
-        busy_slots: this.options.engine.modelPools.map((p) => p.busy),
+        busy_slots: pools.map((p) => p.busy),
         // slots this scheduler (this registration) did not fill: the agent's own work, what other schedulers
         // sent, and what this link's earlier streams sent that is still ending
-        local_busy_slots: this.options.engine.modelPools.map(
-          (p, i) => p.localBusy + (this.options.peers?.othersHold(this, i) ?? 0) + this.holds(i) - (this.streamHolding.get(stream)?.[i] ?? 0),
-        ),
+        local_busy_slots: pools.map((p) => p.localBusy + (this.options.peers?.othersHold(this, p) ?? 0) + this.holds(p) - (this.streamHolding.get(stream)?.get(p) ?? 0)),
+        // pools come and go on a placeable node: each named by its first model, for the scheduler to match
+        pool_models: pools.map((p) => p.modelIds[0] ?? ""),
+        ...(this.options.replicas ? { devices: this.options.replicas.offered().map(deviceToProto) } : {}),
         memory_used_bytes: totalmem() - freemem(),
         memory_free_bytes: freemem(),
         device_memory_used_bytes: this.measured.device.used,
@@ -435,6 +477,29 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     this.state = state;
     this.emit("state", state);
   }
+}
+
+/** A pool as the wire's ModelPool. */
+function poolToProto(p: ModelPool): ModelPoolMessage {
+  return { model_ids: p.modelIds, slots: p.slots, context_size: p.contextSize, fingerprint: p.fingerprint, capabilities: [...AGENT_CAPABILITIES] };
+}
+
+function deviceToProto(d: OfferedDevice): Device {
+  return { name: d.name, total_bytes: d.totalBytes, free_bytes: d.freeBytes };
+}
+
+const PHASES = { loading: "LOADING", ready: "READY", failed: "FAILED", unloaded: "UNLOADED" } as const;
+
+/** A replica's report as the wire's ModelState. */
+function stateToProto(r: ReplicaReport): ModelState {
+  return {
+    model_id: r.modelId,
+    state: PHASES[r.phase],
+    progress: r.progress,
+    ...(r.reason ? { reason: r.reason.slice(0, 1000) } : {}),
+    ...(r.pool ? { pool: poolToProto(r.pool) } : {}),
+    device_bytes: [...r.split],
+  };
 }
 
 /** A wire message as an engine turn; the scheduler validated roles, but the wire is checked anyway. */

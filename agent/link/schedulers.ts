@@ -8,6 +8,8 @@
  * it at once (`node_busy`, retryable), and its scheduler queues it or sends it to another node.
  */
 import type { HostPort } from "../../config/index.js";
+import type { ModelPool } from "../llm/index.js";
+import type { ReplicaReport } from "../placement/index.js";
 import { FleetLink, type FleetLinkOptions, type LinkPeers, type LinkState } from "./link.js";
 
 export interface SchedulerLinksOptions extends Omit<FleetLinkOptions, "scheduler" | "peers" | "backoff"> {
@@ -23,7 +25,7 @@ export class SchedulerLinks implements LinkPeers {
     this.links = schedulers.map((scheduler) => new FleetLink({ ...shared, scheduler, ...(schedulers.length > 1 ? { peers: this } : {}) }));
   }
 
-  othersHold(link: FleetLink, pool: number): number {
+  othersHold(link: FleetLink, pool: ModelPool): number {
     let n = 0;
     for (const other of this.links) if (other !== link) n += other.holds(pool);
     return n;
@@ -35,6 +37,11 @@ export class SchedulerLinks implements LinkPeers {
 
   start(): void {
     for (const link of this.links) link.start();
+  }
+
+  /** Tells every scheduler a replica's state: each routes to it, whichever ordered it. */
+  tellReplica(report: ReplicaReport): void {
+    for (const link of this.links) link.tellReplica(report);
   }
 
   /** Drains every link at once (each tells its scheduler, and waits for the node's work). */

@@ -141,10 +141,10 @@ export class LlmEngine {
     return this.options.logger;
   }
 
-  /** Loads the `models` of `options`; with `placeable`, llama.cpp's backend is loaded even with none, for the replicas the scheduler places. */
-  static async load(options: LlmEngineOptions & { placeable?: boolean }): Promise<LlmEngine> {
+  /** Loads the `models` of `options` (with none, llama.cpp's backend loads at the first `addModel`). */
+  static async load(options: LlmEngineOptions): Promise<LlmEngine> {
     const engine = new LlmEngine(undefined, [], new Map(), options);
-    if (options.models.length === 0 && !options.placeable) return engine;
+    if (options.models.length === 0) return engine;
     const llama = await engine.backend();
     try {
       const byPath = new Map<string, ModelPool>();

@@ -6,7 +6,7 @@ import { LlmEngine, ModelNotServedError } from "./index.js";
 
 let engine: LlmEngine;
 beforeAll(async () => {
-  engine = await LlmEngine.load({ models: [], placeable: true, sequences: 1, contextSize: 256, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
+  engine = await LlmEngine.load({ models: [], sequences: 1, contextSize: 256, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
 });
 afterAll(() => engine?.dispose());
 

@@ -18,7 +18,7 @@ beforeAll(async () => {
   hub = await startHub();
   hub.put("acme/tiny-GGUF", "tiny.gguf", { body: readFileSync(TINY_MODEL) });
   hub.put("acme/held-GGUF", "held.gguf", { body: readFileSync(TINY_MODEL), gate: new Promise<void>((r) => (release = r)) });
-  engine = await LlmEngine.load({ models: [], placeable: true, sequences: 1, contextSize: 256, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
+  engine = await LlmEngine.load({ models: [], sequences: 1, contextSize: 256, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
   models = new ModelHub({ source: { url: hub.url }, whisperDir: tempDir(), modelsDir: tempDir(), catalog: WhisperCatalog.builtin, reserveBytes: 0 });
 });
 afterAll(async () => {

@@ -53,6 +53,8 @@ export interface OfferedDevice {
 interface Replica {
   request: LoadRequest;
   phase: ReplicaPhase;
+  /** An unload is under way: its memory counts as freed for the next load, which waits for it. */
+  unloading?: Promise<void>;
   progress: number;
   stop: AbortController;
   done: Promise<void>;
@@ -67,6 +69,8 @@ export interface ReplicasOptions {
   budgetBytes?: number;
   /** Told of every change (broadcast to the schedulers). */
   report: (report: ReplicaReport) => void;
+  /** `--offline`: an hf: source must be in --models-dir already; nothing is downloaded. Default false. */
+  offline?: boolean;
   logger: Logger;
 }
 
@@ -86,11 +90,11 @@ export class Replicas {
     this.devices = options.devices.map((d) => ({ name: d.name, totalBytes: Math.min(d.totalBytes, Math.floor(total > 0 ? (budget * d.totalBytes) / total : 0)) }));
   }
 
-  /** Each device's offer and what the replicas leave free of it. */
-  offered(): OfferedDevice[] {
+  /** Each device's offer and what the replicas leave free of it (`afterUnloads`: once the unloads under way end). */
+  offered(afterUnloads = false): OfferedDevice[] {
     return this.devices.map((d, i) => {
       let held = 0;
-      for (const r of this.replicas.values()) held += r.request.split[i] ?? 0;
+      for (const r of this.replicas.values()) if (!(afterUnloads && r.unloading)) held += r.request.split[i] ?? 0;
       return { name: d.name, totalBytes: d.totalBytes, freeBytes: Math.max(0, d.totalBytes - held) };
     });
   }
@@ -106,7 +110,8 @@ export class Replicas {
     if (refused) return this.options.report({ modelId: request.modelId, phase: "failed", progress: 0, reason: refused, split: [] });
     const existing = this.replicas.get(request.modelId);
     if (existing) return this.options.report(this.reportOf(existing));
-    const free = this.offered();
+    // a replica being unloaded to make room (the scheduler orders the unload first) counts as gone: the load waits for it
+    const free = this.offered(true);
     const short = request.split.findIndex((b, i) => b > free[i]!.freeBytes);
     if (short >= 0) {
       return this.options.report({
@@ -127,12 +132,16 @@ export class Replicas {
   async unload(modelId: string): Promise<void> {
     const replica = this.replicas.get(modelId);
     if (!replica) return this.options.report({ modelId, phase: "unloaded", progress: 0, split: [] });
-    replica.stop.abort();
-    await replica.done;
-    await this.options.engine.removeModel(modelId); // also one whose load ended as the stop came
-    if (this.replicas.get(modelId) === replica) this.replicas.delete(modelId);
-    replica.phase = "unloaded";
-    this.options.report(this.reportOf(replica));
+    if (replica.unloading) return replica.unloading;
+    replica.unloading = (async () => {
+      replica.stop.abort();
+      await replica.done;
+      await this.options.engine.removeModel(modelId); // also one whose load ended as the stop came
+      if (this.replicas.get(modelId) === replica) this.replicas.delete(modelId);
+      replica.phase = "unloaded";
+      this.options.report(this.reportOf(replica));
+    })();
+    return replica.unloading;
   }
 
   private async run(replica: Replica): Promise<void> {
@@ -140,8 +149,15 @@ export class Replicas {
     let release: (() => void) | undefined;
     try {
       release = await this.turns.acquire(stop.signal);
+      // the memory the unloads under way free is what this load was given
+      await Promise.all([...this.replicas.values()].map((r) => r.unloading));
+      stop.signal.throwIfAborted();
       let path = request.source;
-      if (request.source.startsWith("hf:")) {
+      if (request.source.startsWith("hf:") && this.options.offline) {
+        const cached = await this.options.hub.cached(request.source);
+        if (!cached) throw new Error(`${request.source} is not in --models-dir and this node is --offline`);
+        path = cached;
+      } else if (request.source.startsWith("hf:")) {
         const pulled = await this.options.hub.pull(request.source, {
           signal: stop.signal,
           onProgress: (p) => {

@@ -10,6 +10,7 @@ import type { CompletionChunks as _kiln_v1_CompletionChunks, CompletionChunks__O
 import type { CompletionDone as _kiln_v1_CompletionDone, CompletionDone__Output as _kiln_v1_CompletionDone__Output } from './kiln/v1/CompletionDone.js';
 import type { CompletionError as _kiln_v1_CompletionError, CompletionError__Output as _kiln_v1_CompletionError__Output } from './kiln/v1/CompletionError.js';
 import type { CompletionRequest as _kiln_v1_CompletionRequest, CompletionRequest__Output as _kiln_v1_CompletionRequest__Output } from './kiln/v1/CompletionRequest.js';
+import type { Device as _kiln_v1_Device, Device__Output as _kiln_v1_Device__Output } from './kiln/v1/Device.js';
 import type { Drain as _kiln_v1_Drain, Drain__Output as _kiln_v1_Drain__Output } from './kiln/v1/Drain.js';
 import type { Draining as _kiln_v1_Draining, Draining__Output as _kiln_v1_Draining__Output } from './kiln/v1/Draining.js';
 import type { EmbeddingRequest as _kiln_v1_EmbeddingRequest, EmbeddingRequest__Output as _kiln_v1_EmbeddingRequest__Output } from './kiln/v1/EmbeddingRequest.js';
@@ -18,7 +19,9 @@ import type { FleetClient as _kiln_v1_FleetClient, FleetDefinition as _kiln_v1_F
 import type { Gpu as _kiln_v1_Gpu, Gpu__Output as _kiln_v1_Gpu__Output } from './kiln/v1/Gpu.js';
 import type { Hardware as _kiln_v1_Hardware, Hardware__Output as _kiln_v1_Hardware__Output } from './kiln/v1/Hardware.js';
 import type { Heartbeat as _kiln_v1_Heartbeat, Heartbeat__Output as _kiln_v1_Heartbeat__Output } from './kiln/v1/Heartbeat.js';
+import type { LoadModel as _kiln_v1_LoadModel, LoadModel__Output as _kiln_v1_LoadModel__Output } from './kiln/v1/LoadModel.js';
 import type { ModelPool as _kiln_v1_ModelPool, ModelPool__Output as _kiln_v1_ModelPool__Output } from './kiln/v1/ModelPool.js';
+import type { ModelState as _kiln_v1_ModelState, ModelState__Output as _kiln_v1_ModelState__Output } from './kiln/v1/ModelState.js';
 import type { Register as _kiln_v1_Register, Register__Output as _kiln_v1_Register__Output } from './kiln/v1/Register.js';
 import type { Registered as _kiln_v1_Registered, Registered__Output as _kiln_v1_Registered__Output } from './kiln/v1/Registered.js';
 import type { ResponseFormat as _kiln_v1_ResponseFormat, ResponseFormat__Output as _kiln_v1_ResponseFormat__Output } from './kiln/v1/ResponseFormat.js';
@@ -39,6 +42,7 @@ import type { TranscriptionDone as _kiln_v1_TranscriptionDone, TranscriptionDone
 import type { TranscriptionOptions as _kiln_v1_TranscriptionOptions, TranscriptionOptions__Output as _kiln_v1_TranscriptionOptions__Output } from './kiln/v1/TranscriptionOptions.js';
 import type { TranscriptionRequest as _kiln_v1_TranscriptionRequest, TranscriptionRequest__Output as _kiln_v1_TranscriptionRequest__Output } from './kiln/v1/TranscriptionRequest.js';
 import type { TranscriptionSegments as _kiln_v1_TranscriptionSegments, TranscriptionSegments__Output as _kiln_v1_TranscriptionSegments__Output } from './kiln/v1/TranscriptionSegments.js';
+import type { UnloadModel as _kiln_v1_UnloadModel, UnloadModel__Output as _kiln_v1_UnloadModel__Output } from './kiln/v1/UnloadModel.js';
 import type { Usage as _kiln_v1_Usage, Usage__Output as _kiln_v1_Usage__Output } from './kiln/v1/Usage.js';
 import type { Vector as _kiln_v1_Vector, Vector__Output as _kiln_v1_Vector__Output } from './kiln/v1/Vector.js';
 
@@ -58,6 +62,7 @@ export interface ProtoGrpcType {
       CompletionDone: MessageTypeDefinition<_kiln_v1_CompletionDone, _kiln_v1_CompletionDone__Output>
       CompletionError: MessageTypeDefinition<_kiln_v1_CompletionError, _kiln_v1_CompletionError__Output>
       CompletionRequest: MessageTypeDefinition<_kiln_v1_CompletionRequest, _kiln_v1_CompletionRequest__Output>
+      Device: MessageTypeDefinition<_kiln_v1_Device, _kiln_v1_Device__Output>
       Drain: MessageTypeDefinition<_kiln_v1_Drain, _kiln_v1_Drain__Output>
       Draining: MessageTypeDefinition<_kiln_v1_Draining, _kiln_v1_Draining__Output>
       EmbeddingRequest: MessageTypeDefinition<_kiln_v1_EmbeddingRequest, _kiln_v1_EmbeddingRequest__Output>
@@ -66,7 +71,9 @@ export interface ProtoGrpcType {
       Gpu: MessageTypeDefinition<_kiln_v1_Gpu, _kiln_v1_Gpu__Output>
       Hardware: MessageTypeDefinition<_kiln_v1_Hardware, _kiln_v1_Hardware__Output>
       Heartbeat: MessageTypeDefinition<_kiln_v1_Heartbeat, _kiln_v1_Heartbeat__Output>
+      LoadModel: MessageTypeDefinition<_kiln_v1_LoadModel, _kiln_v1_LoadModel__Output>
       ModelPool: MessageTypeDefinition<_kiln_v1_ModelPool, _kiln_v1_ModelPool__Output>
+      ModelState: MessageTypeDefinition<_kiln_v1_ModelState, _kiln_v1_ModelState__Output>
       Register: MessageTypeDefinition<_kiln_v1_Register, _kiln_v1_Register__Output>
       Registered: MessageTypeDefinition<_kiln_v1_Registered, _kiln_v1_Registered__Output>
       ResponseFormat: MessageTypeDefinition<_kiln_v1_ResponseFormat, _kiln_v1_ResponseFormat__Output>
@@ -87,6 +94,7 @@ export interface ProtoGrpcType {
       TranscriptionOptions: MessageTypeDefinition<_kiln_v1_TranscriptionOptions, _kiln_v1_TranscriptionOptions__Output>
       TranscriptionRequest: MessageTypeDefinition<_kiln_v1_TranscriptionRequest, _kiln_v1_TranscriptionRequest__Output>
       TranscriptionSegments: MessageTypeDefinition<_kiln_v1_TranscriptionSegments, _kiln_v1_TranscriptionSegments__Output>
+      UnloadModel: MessageTypeDefinition<_kiln_v1_UnloadModel, _kiln_v1_UnloadModel__Output>
       Usage: MessageTypeDefinition<_kiln_v1_Usage, _kiln_v1_Usage__Output>
       Vector: MessageTypeDefinition<_kiln_v1_Vector, _kiln_v1_Vector__Output>
     }

@@ -1,7 +1,6 @@
 /**
- * Where shape B of `GET /v1/models` gets each model's `status`: an interface, so that the placement
- * (which knows what is loading, what fits where) can answer it; `fleetModelStatus` answers from what
- * the fleet shows today (a connected agent serves the model, or none does).
+ * Where shape B of `GET /v1/models` gets each model's `status`: an interface, which the fleet
+ * implements (`Fleet.statusOf`: what is ready, what loads, what placement could fit where).
  */
 
 /** The statuses a model of the catalog can have (README, "GET /v1/models"). */
@@ -19,9 +18,4 @@ export type ModelStatus = (typeof MODEL_STATUSES)[number];
 export interface ModelStatusSource {
   /** The status of the model whose canonical id is `id`. */
   statusOf(id: string): ModelStatus;
-}
-
-/** The status the fleet alone can tell: `available` while a connected, non-draining agent serves the model, else `unavailable`. */
-export function fleetModelStatus(fleet: { serves(model: string): boolean }): ModelStatusSource {
-  return { statusOf: (id) => (fleet.serves(id) ? "available" : "unavailable") };
 }

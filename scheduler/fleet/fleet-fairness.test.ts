@@ -28,6 +28,9 @@ const register = (nodeId: string, slots: number, model = "famB-v3.1"): Register_
   agent_version: "test",
   hardware: null,
   transcription: null,
+  placeable: false,
+  devices: [],
+  replicas: [],
   pools: [{ model_ids: [model], slots, context_size: 2048, fingerprint: "fp_test", capabilities: [] }],
 });
 

@@ -14,6 +14,9 @@ const register = (nodeId: string, slots: number, capabilities: string[] = []): R
   agent_version: "test",
   hardware: null,
   transcription: null,
+  placeable: false,
+  devices: [],
+  replicas: [],
   pools: [{ model_ids: ["famB-v3.1"], slots, context_size: 2048, fingerprint: "fp_test", capabilities }],
 });
 
@@ -33,6 +36,8 @@ function beat(f: Fleet, nodeId: string, link: AgentLink, local: number[]): void 
       device_memory_total_bytes: 0,
       disk_free_bytes: 0,
       transcription_jobs: 0,
+      devices: [],
+      pool_models: [],
     },
   });
 }

@@ -15,15 +15,17 @@
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import type { Logger } from "../../core/log.js";
 import { requiredCapabilities } from "../../core/chat.js";
-import { InvalidRequestError, ServiceUnavailableError, UpstreamError, type ApiError } from "../../core/errors.js";
-import type { AgentMessage__Output, CompletionChunk__Output, Register__Output } from "../../proto/index.js";
+import { ApiError, InvalidRequestError, ServiceUnavailableError, UpstreamError } from "../../core/errors.js";
+import type { AgentMessage__Output, CompletionChunk__Output, ModelPool__Output, ModelState__Output, Register__Output } from "../../proto/index.js";
+import { Placer, type PlacedModel, type PlacementClaims, type PlacementView } from "../placement/index.js";
 import { responseFormatToProto, samplingToProto } from "../../proto/sampling.js";
 import { messagesToProto, toolsToProto } from "../../proto/tools.js";
 import { AudioRouter, transcriptionInfo, type AudioEvent, type AudioNode, type AudioRequest, type TranscriptionInfo } from "./audio.js";
 import { Channel } from "./channel.js";
 import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState } from "./types.js";
 import { CHAT_CLIENT_FAULTS, WIRE } from "../../core/wire-codes.js";
-import { completionReceiveBound, completionTokenBound, promptTokenBound } from "./limits.js";
+import { completionReceiveBound, completionTokenBound, MAX_CONTEXT_SIZE, promptTokenBound } from "./limits.js";
+import { NodeReplicas } from "./replicas.js";
 import { fastest, NodeSpeed, slowness } from "./speed.js";
 import { relayedCode } from "../../core/error-codes.js";
 
@@ -47,8 +49,27 @@ export interface FleetOptions {
   distrustAfter?: number;
   /** Default 10 minutes. */
   distrustWindowMs?: number;
+  /**
+   * The operator's catalog, when one is in force: a request for a catalog model no node has ready
+   * waits while a replica is placed on a placeable node (scheduler/placement). Default: none (models
+   * are served where agents' --serve put them).
+   */
+  placement?: FleetPlacement;
   logger: Logger;
 }
+
+/** What placement needs of the catalog, and of the other schedulers. */
+export interface FleetPlacement {
+  /** The catalog model an id (canonical, not an alias) names. */
+  model(id: string): PlacedModel | undefined;
+  models(): Iterable<PlacedModel>;
+  /** Bytes one replica takes (cached by the caller). */
+  size(model: PlacedModel): Promise<number>;
+  claims?: PlacementClaims;
+}
+
+/** The state of a catalog model, as /v1/models (shape B) shows it. */
+export type PlacementStatus = "available" | "loading" | "placeable" | "too_large" | "unavailable";
 
 /** What a node reported beyond a bound the scheduler computed (`kiln_node_reports_rejected_total`'s `kind`). */
 export type RejectedReport = "prompt_tokens" | "completion_tokens" | "cached_tokens" | "audio_seconds" | "oversized_message" | "completion_text" | "transcript_bytes";
@@ -147,6 +168,8 @@ class Agent implements AudioNode {
   readonly speed = new NodeSpeed();
   /** Set once it is drained for its reports: it gets no work, and shows so. */
   distrusted: Distrust | undefined;
+  /** Its devices and the replicas placed on it (a placeable node). */
+  readonly placed: NodeReplicas;
   constructor(
     readonly nodeId: string,
     readonly link: AgentLink,
@@ -154,7 +177,22 @@ class Agent implements AudioNode {
     readonly pools: (PoolState & { peak: number })[],
   ) {
     this.transcription = transcriptionInfo(register.transcription);
+    this.placed = new NodeReplicas(register.placeable, register.devices);
   }
+}
+
+/** A pool as the fleet keeps it, from a node's report (Register, or a replica's READY). */
+function poolOf(p: ModelPool__Output): PoolState & { peak: number } {
+  return {
+    modelIds: new Set(p.model_ids),
+    slots: p.slots,
+    contextSize: p.context_size,
+    fingerprint: p.fingerprint,
+    capabilities: new Set(p.capabilities),
+    inflight: 0,
+    local: 0,
+    peak: 0,
+  };
 }
 
 /** Busy refusals (`node_busy`) a request may meet before they count as failed attempts: a bound on two schedulers' disagreement. */
@@ -187,6 +225,8 @@ export class Fleet {
   private readonly drainedNodes = new Map<string, { distrusted: Distrust; connectedAt: number }>();
   /** Reports clamped or refused, by node and kind (`kiln_node_reports_rejected_total`). */
   private readonly rejectedCounts = new Map<string, { node: string; kind: RejectedReport; count: number }>();
+  /** Places replicas of the operator's catalog models (absent without a catalog). */
+  private readonly placer: Placer | undefined;
 
   constructor(private readonly options: FleetOptions) {
     this.maxAttempts = options.maxAttempts ?? 3;
@@ -201,7 +241,11 @@ export class Fleet {
       rejected: (node, kind, detail) => (kind === "audio_seconds" ? this.count(node.nodeId, kind, detail) : this.rejected(node.nodeId, kind, detail)),
       ...(options.audioWindowBytes ? { windowBytes: options.audioWindowBytes } : {}),
     });
-    this.sweeper = setInterval(() => this.dropSilentAgents(), options.heartbeatMs).unref();
+    this.placer = options.placement && new Placer({ ...options.placement, view: this.placementView(), logger: options.logger });
+    this.sweeper = setInterval(() => {
+      this.dropSilentAgents();
+      void this.placer?.keepMinimums();
+    }, options.heartbeatMs).unref();
   }
 
   // --- the client side: HTTP handlers call these ---------------------------------------------
@@ -234,6 +278,8 @@ export class Fleet {
    */
   submit(request: CompletionRequest, signal?: AbortSignal, traceId = ""): AsyncIterable<CompletionEvent> {
     const needs = requiredCapabilities(request);
+    const placed = this.options.placement?.model(request.model);
+    if (placed && !this.serves(request.model, needs)) return this.submitPlaced(request, placed, needs, signal, traceId);
     if (!this.serves(request.model, needs)) {
       if (needs.length > 0 && this.serves(request.model)) {
         throw new ServiceUnavailableError(
@@ -249,6 +295,40 @@ export class Fleet {
         throw new ServiceUnavailableError("model_unavailable", `n: the agents that run ${n} choices of "${request.model}" at once are draining; try again shortly`);
       throw new InvalidRequestError("invalid_n", `n: ${n} choices, but no agent serving "${request.model}" runs more than ${this.mostSlots(request.model, needs)} at once`, "n");
     }
+    const job = this.newJob(request, needs, signal, traceId);
+    // behind a waiting request for n choices of its model, it waits too (pump(): the freed slots are kept for that one)
+    if (this.wideWaiting(job.request.model) || !this.dispatch(job)) this.enqueue(job);
+    return job.channel;
+  }
+
+  /**
+   * A request for a catalog model no node has ready (with what it needs): it waits in the queue while
+   * a replica is placed (or one loads already); a model no node could hold is refused at once.
+   */
+  private submitPlaced(request: CompletionRequest, model: PlacedModel, needs: readonly string[], signal: AbortSignal | undefined, traceId: string): AsyncIterable<CompletionEvent> {
+    const n = request.n ?? 1;
+    if (n > model.sequences) throw new InvalidRequestError("invalid_n", `n: ${n} choices, but "${request.model}" runs at most ${model.sequences} at once`, "n");
+    const job = this.newJob(request, needs, signal, traceId);
+    this.enqueue(job);
+    this.placer!.ensure(model.id).catch((err: unknown) => this.failWaiting(model.id, err));
+    return job.channel;
+  }
+
+  /** Fails every queued request for `model` (a placement that cannot succeed). */
+  private failWaiting(model: string, err: unknown): void {
+    const error = err instanceof ApiError ? err : new ServiceUnavailableError("model_unavailable", `model: "${model}" could not be placed: ${(err as Error).message}`);
+    if (!(err instanceof ApiError)) this.log.warn({ model, err: (err as Error).message }, "placement failed");
+    for (const [account, queue] of [...this.queues]) {
+      for (let i = queue.length - 1; i >= 0; i--) {
+        const job = queue[i]!;
+        if (job.request.model !== model) continue;
+        this.take(account, queue, i);
+        job.channel.fail(error);
+      }
+    }
+  }
+
+  private newJob(request: CompletionRequest, needs: readonly string[], signal: AbortSignal | undefined, traceId: string): Job {
     const job: Job = {
       id: randomUUID(),
       traceId,
@@ -266,9 +346,7 @@ export class Fleet {
     };
     job.channel = new Channel<CompletionEvent>(() => this.cancel(job));
     signal?.addEventListener("abort", () => this.cancel(job), { once: true });
-    // behind a waiting request for n choices of its model, it waits too (pump(): the freed slots are kept for that one)
-    if (this.wideWaiting(job.request.model) || !this.dispatch(job)) this.enqueue(job);
-    return job.channel;
+    return job;
   }
 
   /**
@@ -407,17 +485,10 @@ export class Fleet {
       this.detach(register.node_id, existing.link, "replaced by a new connection");
       existing.link.close("replaced by a new connection");
     }
-    const pools = register.pools.map((p) => ({
-      modelIds: new Set(p.model_ids),
-      slots: p.slots,
-      contextSize: p.context_size,
-      fingerprint: p.fingerprint,
-      capabilities: new Set(p.capabilities),
-      inflight: 0,
-      local: 0,
-      peak: 0,
-    }));
+    const pools = register.pools.map(poolOf);
     const agent = new Agent(register.node_id, link, register, pools);
+    // replicas placed before this scheduler connected: ready ones serve, loading ones count
+    for (const state of register.replicas) this.replicaState(agent, state);
     this.agents.set(register.node_id, agent);
     this.log.info({ node: register.node_id, pools: register.pools.map((p) => ({ models: p.model_ids, slots: p.slots })), compute: register.hardware?.compute }, "agent joined");
     this.pump();
@@ -503,17 +574,24 @@ export class Fleet {
       }
       case "heartbeat": {
         // Slots the agent took for its own work count as busy; when some come back, waiting work may go.
-        const local = message.heartbeat?.local_busy_slots ?? [];
+        const beat = message.heartbeat;
+        const local = beat?.local_busy_slots ?? [];
         let freed = false;
-        agent.transcriptionJobs = message.heartbeat?.transcription_jobs ?? 0;
+        agent.transcriptionJobs = beat?.transcription_jobs ?? 0;
+        if (beat && agent.placed.placeable) agent.placed.updateDevices(beat.devices);
+        // a placeable node's pools come and go: its heartbeat names each pool's first model, matched here by id
+        const named = beat?.pool_models.length ? new Map(beat.pool_models.map((m, i) => [m, local[i] ?? 0])) : undefined;
         agent.pools.forEach((pool, i) => {
-          const now = local[i] ?? 0;
+          const now = named ? (named.get(pool.modelIds.values().next().value!) ?? pool.local) : (local[i] ?? 0);
           if (now < pool.local) freed = true;
           pool.local = now;
         });
         if (freed) this.pump();
         return;
       }
+      case "model_state":
+        this.replicaState(agent, message.model_state!);
+        return;
       case "register":
       default:
         return;
@@ -534,6 +612,11 @@ export class Fleet {
     }
     agent.jobs.clear();
     this.audio.lost(agent, reason);
+    if (this.placer) {
+      // what it held is placed again where there is demand for it, and min_replicas are kept
+      this.placeWaiting();
+      void this.placer.keepMinimums();
+    }
   }
 
   close(): void {
@@ -545,6 +628,121 @@ export class Fleet {
       clearTimeout(job.queuedTimer);
       job.channel.fail(new ServiceUnavailableError("shutting_down", "the scheduler is shutting down"));
     }
+  }
+
+  // --- placement ----------------------------------------------------------------------------
+
+  /** A replica's state from its node: a ready one's pool joins the routing, a failed one is placed elsewhere. */
+  private replicaState(agent: Agent, state: ModelState__Output): void {
+    if (!agent.placed.placeable) return; // a node that said it takes no replicas has none
+    const model = state.model_id;
+    const refused = state.state === "READY" ? this.poolRefusal(agent, state) : undefined;
+    if (refused) {
+      this.log.warn({ node: agent.nodeId, model, why: refused }, "a replica's report refused; it is unloaded");
+      agent.link.send({ unload_model: { model_id: model } });
+      agent.placed.unloading(model);
+      return;
+    }
+    const outcome = agent.placed.reported(state, Date.now());
+    if (outcome === "ready") {
+      this.dropPool(agent, model);
+      agent.pools.push(poolOf(state.pool!));
+      this.log.info({ node: agent.nodeId, model, slots: state.pool!.slots }, "replica ready");
+      this.pump();
+    } else if (outcome === "gone" || outcome === "failed") {
+      this.dropPool(agent, model);
+      if (outcome === "failed") {
+        this.placer?.failed(agent.nodeId, model, state.reason.slice(0, 1000));
+        this.placeWaiting();
+      }
+    }
+  }
+
+  /** Why a READY report cannot be taken (its pool past the node token's bounds, or not the model's), or undefined. */
+  private poolRefusal(agent: Agent, state: ModelState__Output): string | undefined {
+    const pool = state.pool;
+    if (!pool) return "READY without its pool";
+    if (pool.model_ids.length !== 1 || pool.model_ids[0] !== state.model_id) return "its pool does not serve exactly the model placed";
+    if (!this.options.placement?.model(state.model_id)) return "not a model of the catalog";
+    if (agent.link.offers && !agent.link.offers(state.model_id)) return "its node token may not offer this model";
+    if (pool.context_size > MAX_CONTEXT_SIZE) return `a context of ${pool.context_size} tokens; at most ${MAX_CONTEXT_SIZE}`;
+    const others = agent.pools.filter((p) => !p.modelIds.has(state.model_id)).reduce((n, p) => n + p.slots, 0);
+    const most = agent.link.maxSlots ?? Infinity;
+    if (pool.slots < 1 || others + pool.slots > most) return `${others + pool.slots} slots in all; its node token allows at most ${most}`;
+    return undefined;
+  }
+
+  /** Removes the pool serving `model` from `agent` (its running requests finish on the node; their slots are no longer counted). */
+  private dropPool(agent: Agent, model: string): void {
+    const i = agent.pools.findIndex((p) => p.modelIds.has(model));
+    if (i >= 0) agent.pools.splice(i, 1);
+  }
+
+  /**
+   * Catalog models with requests waiting: one with no replica ready or loading gets one; one whose
+   * waiting requests outnumber its replicas' slots gets another, up to its max_replicas.
+   */
+  private placeWaiting(): void {
+    if (!this.placer || this.queuedJobs === 0) return;
+    const waiting = new Map<string, number>();
+    for (const queue of this.queues.values()) for (const job of queue) waiting.set(job.request.model, (waiting.get(job.request.model) ?? 0) + slotsOf(job));
+    for (const [model, count] of waiting) {
+      if (!this.options.placement!.model(model)) continue;
+      let slots = 0;
+      for (const a of this.agents.values()) if (!a.draining) for (const p of a.pools) if (p.modelIds.has(model)) slots += p.slots;
+      const replicas = this.placer.replicas(model);
+      const wanted = replicas === 0 ? 1 : count > slots && slots > 0 ? replicas + 1 : replicas;
+      if (wanted > replicas) this.placer.ensure(model, wanted).catch((err: unknown) => this.failWaiting(model, err));
+    }
+  }
+
+  /** The registry as placement sees it (scheduler/placement). */
+  private placementView(): PlacementView {
+    return {
+      nodes: () => {
+        const now = Date.now();
+        const nodes = [];
+        for (const a of this.agents.values()) {
+          if (!a.placed.placeable) continue;
+          const inflight = (model: string) => a.pools.find((p) => p.modelIds.has(model))?.inflight ?? 0;
+          const keep = (model: string, idleMs: number) => idleMs < (this.options.placement!.model(model)?.idleUnloadS ?? 0) * 1000;
+          nodes.push(a.placed.placementNode(a.nodeId, !a.draining && !a.distrusted, inflight, keep, now));
+        }
+        return nodes;
+      },
+      load: (node, order) => {
+        const agent = this.agents.get(node);
+        if (!agent) return;
+        agent.placed.ordered(order.model.id, order.split, Date.now());
+        agent.link.send({
+          load_model: {
+            model_id: order.model.id,
+            source: order.model.source,
+            context_size: order.model.contextSize,
+            sequences: order.model.sequences,
+            device_bytes: order.split,
+          },
+        });
+      },
+      unload: (node, model) => {
+        const agent = this.agents.get(node);
+        if (!agent) return;
+        agent.placed.unloading(model);
+        agent.link.send({ unload_model: { model_id: model } });
+      },
+    };
+  }
+
+  /**
+   * A model's state for /v1/models (shape B): `available` (a replica is ready), `loading`,
+   * `placeable` (none loaded, a node has room), `too_large` (no node could ever hold it), or
+   * `unavailable` (no node serves it, and without a catalog entry or room none will).
+   */
+  statusOf(model: string): PlacementStatus {
+    if (this.serves(model)) return "available";
+    if (!this.placer || !this.options.placement?.model(model)) return "unavailable";
+    for (const a of this.agents.values()) if (a.placed.replicas.get(model)?.state === "loading") return "loading";
+    return this.placer.statusNow(model);
   }
 
   // --- routing ------------------------------------------------------------------------------
@@ -584,6 +782,7 @@ export class Fleet {
     job.received = { bytes: 0, logprobs: 0 };
     const r = job.request;
     this.served(r.account ?? "");
+    agent.placed.used(r.model, Date.now());
     if (r.embed) {
       agent.link.send({
         embedding: { request_id: job.id, trace_id: job.traceId, model: r.model, inputs: r.embed.inputs, ...(r.embed.dimensions ? { dimensions: r.embed.dimensions } : {}) },
@@ -693,7 +892,7 @@ export class Fleet {
         dispatched = true;
         break;
       }
-      if (!dispatched) return;
+      if (!dispatched) return this.placeWaiting();
     }
   }
 

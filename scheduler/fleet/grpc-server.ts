@@ -89,6 +89,7 @@ const BODY_FIELDS: readonly NonNullable<AgentMessage__Output["body"]>[] = [
   "transcription_ack",
   "transcription_segments",
   "transcription_done",
+  "model_state",
 ];
 
 /** Below this, no message is past any kind's cap. */
@@ -192,9 +193,15 @@ export function createFleetServer({ fleet, nodeTokens, maxNodeSlots, bindCertifi
         refused = true;
         call.emit("error", { code, details });
       };
+      // the token entry the node's Register fitted (set then): what it may offer and how many slots, for its placed replicas
+      let entry: Pick<AcceptedToken, "offers" | "slots"> | undefined;
       const link: AgentLink = {
         // Which token this stream presented (its digest, never the token): only the same one may replace it.
         credential: sha256Hex(token),
+        offers: (model) => entry?.offers(model) ?? false,
+        get maxSlots() {
+          return entry?.slots ?? 0;
+        },
         send: (message) => (!call.writableEnded && !call.destroyed ? call.write(message) : true),
         drained: (signal) =>
           new Promise<void>((resolve) => {
@@ -252,6 +259,7 @@ export function createFleetServer({ fleet, nodeTokens, maxNodeSlots, bindCertifi
           }
           // several entries may share a token: the first whose claims fit
           const refusals = allowed.map((m) => registerRefusal(message.register!, m));
+          entry = allowed[refusals.indexOf(undefined)];
           if (!refusals.includes(undefined)) {
             logger.warn({ peer: call.getPeer(), node: wanted, why: refusals[0] }, "agent refused: it claims more than its node token allows");
             refuse(grpc.status.PERMISSION_DENIED, refusals[0]!);

@@ -31,6 +31,7 @@ export const MESSAGE_CAPS: Readonly<Record<NonNullable<AgentMessage__Output["bod
   transcription_ack: 1 * KiB,
   transcription_segments: 1 * MiB,
   transcription_done: 48 * MiB,
+  model_state: 64 * KiB,
 };
 
 /** The scheduler's gRPC receive limit: the largest kind's cap (grpc-js refuses a longer message and ends that call only). */

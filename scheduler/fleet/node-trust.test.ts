@@ -29,6 +29,9 @@ const register = (nodeId: string, slots: number, models = ["famB-v3.1"]): Regist
   agent_version: "test",
   hardware: null,
   transcription: null,
+  placeable: false,
+  devices: [],
+  replicas: [],
   pools: [{ model_ids: models, slots, context_size: 2048, fingerprint: "fp_test", capabilities: [] }],
 });
 

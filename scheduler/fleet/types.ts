@@ -86,6 +86,10 @@ export interface AgentLink {
   drained?(signal?: AbortSignal): Promise<void>;
   /** Ends the stream from the scheduler's side (agent replaced or silent too long). */
   close(reason: string): void;
+  /** Whether the link's node token lets its node offer `model` (a replica placed on it). Default: any. */
+  offers?(model: string): boolean;
+  /** Most slots its node token allows the node, all pools together. Default: no bound here (Register's was checked). */
+  readonly maxSlots?: number;
 }
 
 export interface PoolState {

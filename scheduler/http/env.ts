@@ -23,7 +23,7 @@ export interface HttpDeps {
   fleet: Fleet;
   /** The model catalog: the names `model` may give, what `/v1/models` lists, what the dashboard edits. */
   catalog: ModelCatalog;
-  /** Shape B's `status` of each model in `/v1/models`. Default: what the fleet shows (`fleetModelStatus`). */
+  /** Shape B's `status` of each model in `/v1/models`. Default: the fleet's (`Fleet.statusOf`). */
   modelStatus?: ModelStatusSource;
   /** Where each answered request's usage is written (`GET /v1/usage` reads it). */
   usage: UsageLedger;

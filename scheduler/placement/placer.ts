@@ -76,6 +76,8 @@ export class Placer {
   /** Decisions under way, by model (a second request for the model joins the first). */
   private readonly deciding = new Map<string, Promise<void>>();
   private readonly now: () => number;
+  /** Sizes learned, by model and shape (statusNow reads them without waiting). */
+  private readonly sizes = new Map<string, number>();
 
   constructor(private readonly options: PlacerOptions) {
     this.now = options.now ?? Date.now;
@@ -128,6 +130,22 @@ export class Placer {
   }
 
   /** Orders replicas of `model`, one decision each, until it has `wanted` or no node has room. */
+  /** The same as `status` without waiting: "unavailable" until the model's size is known (asked for here). */
+  statusNow(id: string): "placeable" | "too_large" | "unavailable" {
+    const model = this.options.model(id);
+    if (!model) return "unavailable";
+    const bytes = this.sizes.get(sizeKey(model));
+    if (bytes === undefined) {
+      void this.options.size(model).then(
+        (b) => this.sizes.set(sizeKey(model), b),
+        () => undefined,
+      );
+      return "unavailable";
+    }
+    const kind = choosePlacement({ model: id, bytes }, this.options.view.nodes(), this.rules(id)).kind;
+    return kind === "place" ? "placeable" : kind === "too_large" ? "too_large" : "unavailable";
+  }
+
   private async decide(model: PlacedModel, wanted: number): Promise<void> {
     while (this.replicas(model.id) < wanted) if (!(await this.placeOne(model, wanted))) return;
   }
@@ -135,6 +153,7 @@ export class Placer {
   /** Orders one replica of `model`; false when none was ordered. */
   private async placeOne(model: PlacedModel, wanted: number): Promise<boolean> {
     const bytes = await this.options.size(model);
+    this.sizes.set(sizeKey(model), bytes);
     const placement = choosePlacement({ model: model.id, bytes }, this.options.view.nodes(), this.rules(model.id));
     if (placement.kind === "too_large") {
       const largest = placement.largest ? `; the largest node, ${placement.largest.node}, has ${gib(placement.largest.bytes)}` : "; no node offers its devices";
@@ -165,4 +184,8 @@ export class Placer {
   }
 }
 
-const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+/** What a model's size depends on: a catalog edit of any of it is a new size. */
+const sizeKey = (m: PlacedModel) => JSON.stringify([m.id, m.source, m.contextSize, m.sequences, m.memoryBytes ?? null]);
+
+/** Bytes as a person reads them: GiB, or MiB below one GiB. */
+const gib = (bytes: number) => (bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`);

@@ -74,6 +74,8 @@ describe("choosePlacement", () => {
     const nodes = [node("served", [80], [], false), node("failed", [80]), node("ok", [40]), node("has", [40], [{ model: "m", bytes: [30 * GB] }])];
     expect(choosePlacement({ model: "m", bytes: 30 * GB }, nodes, { ...rules(), avoid: new Set(["failed"]) })).toMatchObject({ kind: "place", node: "ok" });
     expect(choosePlacement({ model: "m", bytes: 30 * GB }, nodes.slice(3), rules())).toEqual({ kind: "no_room", needBytes: 30 * GB });
+    // a load failed on the only node that could hold it: it waits (no_room), it is not too large
+    expect(choosePlacement({ model: "m", bytes: 50 * GB }, nodes.slice(0, 2), { ...rules(), avoid: new Set(["failed"]) })).toEqual({ kind: "no_room", needBytes: 50 * GB });
   });
 
   it("when every node of a large fleet must unload, compares those nearest to fitting, which include the cheapest", () => {

@@ -105,12 +105,13 @@ export function choosePlacement(need: ModelNeed, nodes: Iterable<PlacementNode>,
   const holders: PlacementNode[] = [];
   let fitted: { node: PlacementNode; device: number; spare: number } | undefined;
   for (const node of nodes) {
-    if (!node.placeable || rules.avoid?.has(node.id)) continue;
+    if (!node.placeable) continue;
     let total = 0;
     for (const d of node.devices) total += d.totalBytes;
     if (!largest || total > largest.bytes || (total === largest.bytes && node.id < largest.node)) largest = { node: node.id, bytes: total };
     if (total < need.bytes) continue;
     anyCouldHold = true;
+    if (rules.avoid?.has(node.id)) continue; // it could hold it, but a load failed there a moment ago
     if (node.replicas.some((r) => r.model === need.model)) continue; // one replica of a model per node
     holders.push(node);
     // without unloading: the smallest device that fits, else a split when the devices together fit (no array made per node)

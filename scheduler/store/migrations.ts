@@ -87,6 +87,13 @@ const MIGRATIONS: ((t: Types) => string)[] = [
      updated_at ${t.int} NOT NULL
    );
    INSERT INTO model_catalog_version (singleton, version, updated_at) VALUES (1, 0, 0);`,
+  // Placement claims (scheduler/catalog/claims.ts): which scheduler places a model's next replica, until when, so that
+  // two schedulers seeing the same cold model at once order one load.
+  (t) => `CREATE TABLE placement_claims (
+     model TEXT PRIMARY KEY,
+     owner TEXT NOT NULL,
+     until_ms ${t.int} NOT NULL
+   );`,
 ];
 
 /** The migrations as `dialect` runs them. */

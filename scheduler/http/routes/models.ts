@@ -5,7 +5,7 @@ import { describeValue } from "../../../core/validate.js";
 import { CATALOG_CREATED, CHAT_MODELS } from "../../../models/catalog.js";
 import { DEFAULT_AUDIO_MODEL, type AgentSnapshot, type Fleet } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
-import { fleetModelStatus, type ModelCatalog, type ModelStatusSource } from "../../catalog/index.js";
+import type { ModelCatalog, ModelStatusSource } from "../../catalog/index.js";
 
 const GIB = 1024 ** 3;
 
@@ -45,7 +45,7 @@ export type ModelCatalogView = Pick<ModelCatalog, "active" | "entries" | "resolv
  * aliases and the status `status` gives), else the built-in ids; then the whisper models agents offer.
  * `GET /v1/models/{id}` takes an alias too, and answers with the name asked for (as a completion does).
  */
-export function modelRoutes(fleet: Fleet, catalog: ModelCatalogView, status: ModelStatusSource = fleetModelStatus(fleet)): Hono<AppEnv> {
+export function modelRoutes(fleet: Fleet, catalog: ModelCatalogView, status: ModelStatusSource = fleet): Hono<AppEnv> {
   /** The chat models listed now: each with its id, name, owner, aliases, and when it was published. */
   const listed = () => {
     if (!catalog.active) return CHAT_MODELS.map((m) => ({ id: m.id, name: m.name, owned_by: m.family, aliases: [] as readonly string[], created: CATALOG_CREATED }));

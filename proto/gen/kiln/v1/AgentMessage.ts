@@ -11,6 +11,7 @@ import type { Embeddings as _kiln_v1_Embeddings, Embeddings__Output as _kiln_v1_
 import type { TranscriptionAck as _kiln_v1_TranscriptionAck, TranscriptionAck__Output as _kiln_v1_TranscriptionAck__Output } from '../../kiln/v1/TranscriptionAck.js';
 import type { TranscriptionSegments as _kiln_v1_TranscriptionSegments, TranscriptionSegments__Output as _kiln_v1_TranscriptionSegments__Output } from '../../kiln/v1/TranscriptionSegments.js';
 import type { TranscriptionDone as _kiln_v1_TranscriptionDone, TranscriptionDone__Output as _kiln_v1_TranscriptionDone__Output } from '../../kiln/v1/TranscriptionDone.js';
+import type { ModelState as _kiln_v1_ModelState, ModelState__Output as _kiln_v1_ModelState__Output } from '../../kiln/v1/ModelState.js';
 
 export interface AgentMessage {
   'register'?: (_kiln_v1_Register | null);
@@ -24,7 +25,8 @@ export interface AgentMessage {
   'transcription_ack'?: (_kiln_v1_TranscriptionAck | null);
   'transcription_segments'?: (_kiln_v1_TranscriptionSegments | null);
   'transcription_done'?: (_kiln_v1_TranscriptionDone | null);
-  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks"|"embeddings"|"transcription_ack"|"transcription_segments"|"transcription_done";
+  'model_state'?: (_kiln_v1_ModelState | null);
+  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks"|"embeddings"|"transcription_ack"|"transcription_segments"|"transcription_done"|"model_state";
 }
 
 export interface AgentMessage__Output {
@@ -39,5 +41,6 @@ export interface AgentMessage__Output {
   'transcription_ack'?: (_kiln_v1_TranscriptionAck__Output | null);
   'transcription_segments'?: (_kiln_v1_TranscriptionSegments__Output | null);
   'transcription_done'?: (_kiln_v1_TranscriptionDone__Output | null);
-  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks"|"embeddings"|"transcription_ack"|"transcription_segments"|"transcription_done";
+  'model_state'?: (_kiln_v1_ModelState__Output | null);
+  'body'?: "register"|"heartbeat"|"chunk"|"done"|"error"|"draining"|"chunks"|"embeddings"|"transcription_ack"|"transcription_segments"|"transcription_done"|"model_state";
 }

@@ -1,5 +1,6 @@
 // Original file: proto/kiln/v1/fleet.proto
 
+import type { Device as _kiln_v1_Device, Device__Output as _kiln_v1_Device__Output } from '../../kiln/v1/Device.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface Heartbeat {
@@ -11,6 +12,8 @@ export interface Heartbeat {
   'disk_free_bytes'?: (number | string | Long);
   'local_busy_slots'?: (number)[];
   'transcription_jobs'?: (number);
+  'devices'?: (_kiln_v1_Device)[];
+  'pool_models'?: (string)[];
 }
 
 export interface Heartbeat__Output {
@@ -22,4 +25,6 @@ export interface Heartbeat__Output {
   'disk_free_bytes': (number);
   'local_busy_slots': (number)[];
   'transcription_jobs': (number);
+  'devices': (_kiln_v1_Device__Output)[];
+  'pool_models': (string)[];
 }

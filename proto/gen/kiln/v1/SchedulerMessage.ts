@@ -7,6 +7,8 @@ import type { Drain as _kiln_v1_Drain, Drain__Output as _kiln_v1_Drain__Output }
 import type { EmbeddingRequest as _kiln_v1_EmbeddingRequest, EmbeddingRequest__Output as _kiln_v1_EmbeddingRequest__Output } from '../../kiln/v1/EmbeddingRequest.js';
 import type { TranscriptionRequest as _kiln_v1_TranscriptionRequest, TranscriptionRequest__Output as _kiln_v1_TranscriptionRequest__Output } from '../../kiln/v1/TranscriptionRequest.js';
 import type { AudioChunk as _kiln_v1_AudioChunk, AudioChunk__Output as _kiln_v1_AudioChunk__Output } from '../../kiln/v1/AudioChunk.js';
+import type { LoadModel as _kiln_v1_LoadModel, LoadModel__Output as _kiln_v1_LoadModel__Output } from '../../kiln/v1/LoadModel.js';
+import type { UnloadModel as _kiln_v1_UnloadModel, UnloadModel__Output as _kiln_v1_UnloadModel__Output } from '../../kiln/v1/UnloadModel.js';
 
 export interface SchedulerMessage {
   'registered'?: (_kiln_v1_Registered | null);
@@ -16,7 +18,9 @@ export interface SchedulerMessage {
   'embedding'?: (_kiln_v1_EmbeddingRequest | null);
   'transcription'?: (_kiln_v1_TranscriptionRequest | null);
   'audio'?: (_kiln_v1_AudioChunk | null);
-  'body'?: "registered"|"completion"|"cancel"|"drain"|"embedding"|"transcription"|"audio";
+  'load_model'?: (_kiln_v1_LoadModel | null);
+  'unload_model'?: (_kiln_v1_UnloadModel | null);
+  'body'?: "registered"|"completion"|"cancel"|"drain"|"embedding"|"transcription"|"audio"|"load_model"|"unload_model";
 }
 
 export interface SchedulerMessage__Output {
@@ -27,5 +31,7 @@ export interface SchedulerMessage__Output {
   'embedding'?: (_kiln_v1_EmbeddingRequest__Output | null);
   'transcription'?: (_kiln_v1_TranscriptionRequest__Output | null);
   'audio'?: (_kiln_v1_AudioChunk__Output | null);
-  'body'?: "registered"|"completion"|"cancel"|"drain"|"embedding"|"transcription"|"audio";
+  'load_model'?: (_kiln_v1_LoadModel__Output | null);
+  'unload_model'?: (_kiln_v1_UnloadModel__Output | null);
+  'body'?: "registered"|"completion"|"cancel"|"drain"|"embedding"|"transcription"|"audio"|"load_model"|"unload_model";
 }

@@ -1,0 +1,55 @@
+/**
+ * The operator's catalog as the fleet's placement reads it (scheduler/placement): each entry's
+ * source, shape and replica bounds, and the memory one replica takes — its `memory_bytes`, else the
+ * estimate from its GGUF header (read from the hub or the path once per source and shape, and again
+ * after a failure).
+ */
+import type { OperatorCatalogEntry } from "../../models/operator-catalog.js";
+import type { HubSource } from "../../hub/index.js";
+import type { FleetPlacement } from "../fleet/index.js";
+import { estimateReplica, headerLocation, type PlacedModel } from "../placement/index.js";
+import type { StoreClaims } from "./claims.js";
+import type { ModelCatalog } from "./service.js";
+
+/** How long reading a GGUF header may take. */
+const HEADER_TIMEOUT_MS = 30_000;
+
+export function placedModel(e: OperatorCatalogEntry): PlacedModel {
+  return {
+    id: e.id,
+    source: e.source,
+    contextSize: e.context_size,
+    sequences: e.sequences,
+    minReplicas: e.min_replicas,
+    maxReplicas: e.max_replicas,
+    idleUnloadS: e.idle_unload_s,
+    ...(e.memory_bytes !== undefined ? { memoryBytes: e.memory_bytes } : {}),
+  };
+}
+
+export function catalogPlacement(catalog: ModelCatalog, hub: HubSource, claims?: StoreClaims): FleetPlacement {
+  const sizes = new Map<string, Promise<number>>();
+  return {
+    model: (id) => {
+      const entry = catalog.resolve(id);
+      return entry && entry.id === id ? placedModel(entry) : undefined;
+    },
+    models: () => (catalog.active ? catalog.entries.map(placedModel) : []),
+    size: (model) => {
+      if (model.memoryBytes !== undefined) return Promise.resolve(model.memoryBytes);
+      const key = JSON.stringify([model.source, model.contextSize, model.sequences]);
+      let size = sizes.get(key);
+      if (!size) {
+        size = (async () => {
+          const signal = AbortSignal.timeout(HEADER_TIMEOUT_MS);
+          const at = await headerLocation(model.source, hub, signal);
+          return (await estimateReplica(at.file, model, { ...(at.headers ? { headers: at.headers } : {}), signal })).bytes;
+        })();
+        sizes.set(key, size);
+        size.catch(() => sizes.delete(key)); // tried again at the next need
+      }
+      return size;
+    },
+    ...(claims ? { claims } : {}),
+  };
+}
