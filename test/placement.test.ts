@@ -10,9 +10,10 @@ import type { AgentHandle } from "../agent/index.js";
 import { ensureTestSplitModel } from "../fabricate/index.js";
 import { estimateReplica } from "../scheduler/placement/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
-import { testDb } from "./helpers/db.js";
+import { createPostgresDatabase, postgresServerUrl } from "./helpers/db.js";
 import { httpBase, inProcessAgent, inProcessScheduler, postChat, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
 import { startHub, type TestHub } from "./helpers/hub.js";
+import { postgresBin, startPostgres, type Postgres } from "./helpers/postgres.js";
 
 const SHAPE = { context_size: 512, sequences: 1, idle_unload_s: 0 };
 
@@ -134,12 +135,16 @@ describe("placement by demand on agents without --serve", () => {
   });
 });
 
-describe("two schedulers sharing a database", () => {
+const PG = postgresBin();
+
+describe.skipIf(!PG)(`two schedulers sharing PostgreSQL${PG ? "" : " (skipped: no PostgreSQL binaries; apt-get install postgresql)"}`, () => {
   let schedulers: SchedulerHandle[];
   let agents: AgentHandle[];
+  let pg: Postgres;
 
   beforeAll(async () => {
-    const db = testDb();
+    pg = await startPostgres(PG!);
+    const db = createPostgresDatabase(postgresServerUrl(pg.port));
     const file = catalogFile([{ id: "fam-cold", source: TINY_MODEL, ...SHAPE }]);
     schedulers = [await inProcessScheduler({ db, catalog: file, queueTimeout: "60" }), await inProcessScheduler({ db, queueTimeout: "60" })];
     agents = [await placeable(schedulers, "node-1"), await placeable(schedulers, "node-2")];
@@ -148,9 +153,10 @@ describe("two schedulers sharing a database", () => {
   afterAll(async () => {
     for (const a of agents ?? []) await a.close();
     for (const s of schedulers ?? []) await s.close();
+    pg?.stop();
   });
 
-  it("load a cold model asked of both at once once: one replica in the fleet serves both", async () => {
+  it("loads a cold model asked of both at once only once: one replica in the fleet serves both", async () => {
     const keys = await Promise.all(schedulers.map(async (s) => (await s.keys.create({ account: `acct-${s.grpc.port}`, tier: "pro" })).token));
     const answers = await Promise.all(
       schedulers.map((s, i) => postChat(httpBase(s), keys[i]!, { model: "fam-cold", messages: [{ role: "user", content: "Hi" }], max_tokens: 4, temperature: 0 })),
