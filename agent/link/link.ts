@@ -88,6 +88,8 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
    * sent. Completions of an earlier stream still ending after a reconnect are not the current registration's.
    */
   private readonly streamHolding = new Map<Stream, Map<ModelPool, number>>();
+  /** The replicas each stream's Register named, until its Registered. */
+  private readonly registered = new Map<Stream, ReplicaReport[]>();
   private stream: Stream | undefined;
   /** The text of the running completions, gathered for the current stream. */
   private chunks: ChunkBatcher | undefined;
@@ -144,9 +146,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         // a node that transcribes: it has a whisper model, or downloads the one a job names
         ...(transcription?.models?.length || transcription?.on_demand_models?.length ? { transcription } : {}),
         // a placeable node: its devices' memory, and the replicas placed on it already (ready ones are in neither pools list twice)
-        ...(this.options.replicas
-          ? { placeable: true, devices: this.options.replicas.offered().map(deviceToProto), replicas: this.options.replicas.reports().map(stateToProto) }
-          : {}),
+        ...(this.options.replicas ? { placeable: true, devices: this.options.replicas.offered().map(deviceToProto), replicas: this.registerReplicas(stream) } : {}),
       },
     });
     stream.on("data", (message: SchedulerMessage__Output) => this.onMessage(stream, message));
@@ -209,6 +209,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     switch (message.body) {
       case "registered":
         this.acceptsChunks = message.registered!.accepts_chunks;
+        this.retellReplicas(stream);
         this.backoff.reset();
         this.setState("connected");
         this.options.logger.info({ scheduler: formatHostPort(this.options.scheduler), heartbeatMs: message.registered!.heartbeat_interval_ms }, "registered with the scheduler");
@@ -253,7 +254,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
         return;
       }
       case "unload_model":
-        void this.options.replicas?.unload(message.unload_model!.model_id);
+        this.options.replicas?.unload(message.unload_model!.model_id).catch((err: unknown) => this.options.logger.error({ err: (err as Error).message }, "unload failed"));
         return;
       default:
         return;
@@ -408,6 +409,25 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
   /** Whether `pool` is a replica a scheduler placed (it is registered as a replica, not a pool). */
   private placed(pool: ModelPool): boolean {
     return this.options.replicas?.reports().some((r) => r.pool === pool) ?? false;
+  }
+
+  /** The replicas a Register names, remembered for the stream: what changed before its Registered is told again then. */
+  private registerReplicas(stream: Stream): ModelState[] {
+    const reports = this.options.replicas!.reports();
+    this.registered.set(stream, reports);
+    return reports.map(stateToProto);
+  }
+
+  /** Once registered: replicas whose state changed since the Register (reports sent meanwhile were not delivered) are told again. */
+  private retellReplicas(stream: Stream): void {
+    const sent = this.registered.get(stream);
+    this.registered.delete(stream);
+    const replicas = this.options.replicas;
+    if (!sent || !replicas) return;
+    const now = replicas.reports();
+    for (const r of now) if (!sent.some((s) => s.modelId === r.modelId && s.phase === r.phase)) stream.write({ model_state: stateToProto(r) });
+    for (const s of sent)
+      if (!now.some((r) => r.modelId === s.modelId)) stream.write({ model_state: stateToProto({ modelId: s.modelId, phase: "unloaded", progress: 0, split: [] }) });
   }
 
   /** Tells this link's scheduler a replica's state (the agent tells every scheduler). */

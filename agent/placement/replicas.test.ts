@@ -1,5 +1,7 @@
 /** Replicas placed on a node: pulled from a hub on loopback, loaded into the real engine (the fabricated tiny model), unloaded. */
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../core/log.js";
 import { ModelHub } from "../../hub/index.js";
@@ -74,6 +76,28 @@ describe("Replicas", () => {
       ["z", "failed", `device 0 (cpu) has ${500 * MB} bytes free of its offer, and the load asks ${600 * MB}`],
     ]);
     expect(engine.modelPools).toHaveLength(0);
+  });
+
+  it("loads again a replica ordered while it is being unloaded, once the unload ends", async () => {
+    const { r, reports, until } = replicas();
+    r.load({ modelId: "again", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [100 * MB] });
+    await until("ready", "again");
+    const unloading = r.unload("again");
+    r.load({ modelId: "again", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [100 * MB] });
+    await unloading;
+    while (reports.filter((x) => x.phase === "ready").length < 2) await new Promise((res) => setTimeout(res, 10));
+    expect(reports.map((x) => x.phase)).toEqual(["loading", "ready", "unloaded", "loading", "ready"]);
+    expect(engine.serves("again")).toBe(true);
+    await r.unload("again");
+  });
+
+  it("refuses a source that is not a regular file (a FIFO would hold the node's loads forever)", async () => {
+    const { r, reports, until } = replicas();
+    const fifo = join(tempDir(), "model.gguf");
+    execFileSync("mkfifo", [fifo]);
+    r.load({ modelId: "fifo", source: fifo, contextSize: 256, sequences: 1, split: [MB] });
+    await until("failed", "fifo");
+    expect(reports.at(-1)!.reason).toBe(`${fifo} is not a regular file on this node`);
   });
 
   it("stops a load still downloading when it is unloaded, and loads nothing", async () => {

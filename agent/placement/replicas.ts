@@ -10,6 +10,7 @@
  * the one device), and each replica holds the bytes per device its load order named, until it is
  * unloaded. That is what heartbeats report as free.
  */
+import { stat } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import type { Logger } from "../../core/log.js";
 import { Semaphore } from "../../core/semaphore.js";
@@ -74,6 +75,9 @@ export interface ReplicasOptions {
   logger: Logger;
 }
 
+/** How long an unload waits for the replica's requests to end before it stops them. */
+const UNLOAD_GRACE_MS = 60_000;
+
 /** Bounds on what a load order may ask: the link's own checks, whatever the scheduler sends. */
 const MAX_CONTEXT = 1_048_576;
 const MAX_SEQUENCES = 256;
@@ -109,6 +113,8 @@ export class Replicas {
     const refused = checkRequest(request, this.devices.length);
     if (refused) return this.options.report({ modelId: request.modelId, phase: "failed", progress: 0, reason: refused, split: [] });
     const existing = this.replicas.get(request.modelId);
+    // a load ordered while the replica is being unloaded: it is loaded again once that ends
+    if (existing?.unloading) return void existing.unloading.then(() => this.load(request));
     if (existing) return this.options.report(this.reportOf(existing));
     // a replica being unloaded to make room (the scheduler orders the unload first) counts as gone: the load waits for it
     const free = this.offered(true);
@@ -136,7 +142,10 @@ export class Replicas {
     replica.unloading = (async () => {
       replica.stop.abort();
       await replica.done;
-      await this.options.engine.removeModel(modelId); // also one whose load ended as the stop came
+      // its requests may finish within the grace; past it they are stopped (a stuck request does not hold the memory)
+      await this.options.engine.removeModel(modelId, AbortSignal.timeout(UNLOAD_GRACE_MS)).catch((err: unknown) => {
+        this.options.logger.error({ model: modelId, err: (err as Error).message }, "unloading a replica failed");
+      });
       if (this.replicas.get(modelId) === replica) this.replicas.delete(modelId);
       replica.phase = "unloaded";
       this.options.report(this.reportOf(replica));
@@ -171,6 +180,9 @@ export class Replicas {
         path = pulled.path;
       }
       stop.signal.throwIfAborted();
+      // a regular file only: a FIFO or a device would hold the load (and the node's next loads) forever
+      const file = await stat(path).catch(() => undefined);
+      if (!file?.isFile()) throw new Error(`${path} is not a regular file on this node`);
       await this.options.engine.addModel([request.modelId], path, { contextSize: request.contextSize, sequences: request.sequences }, stop.signal);
       if (stop.signal.aborted) return; // unload() removes it
       replica.phase = "ready";

@@ -1,8 +1,8 @@
 /**
  * The operator's catalog as the fleet's placement reads it (scheduler/placement): each entry's
  * source, shape and replica bounds, and the memory one replica takes — its `memory_bytes`, else the
- * estimate from its GGUF header (read from the hub or the path once per source and shape, and again
- * after a failure).
+ * estimate from its GGUF header (read from the hub or the path once per source and shape; after a
+ * failure, again a minute later).
  */
 import type { OperatorCatalogEntry } from "../../models/operator-catalog.js";
 import type { HubSource } from "../../hub/index.js";
@@ -13,6 +13,8 @@ import type { ModelCatalog } from "./service.js";
 
 /** How long reading a GGUF header may take. */
 const HEADER_TIMEOUT_MS = 30_000;
+/** How long a failed estimate stands before the header is read again. */
+const SIZE_RETRY_MS = 60_000;
 
 export function placedModel(e: OperatorCatalogEntry): PlacedModel {
   return {
@@ -46,7 +48,8 @@ export function catalogPlacement(catalog: ModelCatalog, hub: HubSource, claims?:
           return (await estimateReplica(at.file, model, { ...(at.headers ? { headers: at.headers } : {}), signal })).bytes;
         })();
         sizes.set(key, size);
-        size.catch(() => sizes.delete(key)); // tried again at the next need
+        // a failure is remembered a minute, then tried again: listings and waiting requests do not ask the hub each time
+        size.catch(() => setTimeout(() => sizes.get(key) === size && sizes.delete(key), SIZE_RETRY_MS).unref());
       }
       return size;
     },

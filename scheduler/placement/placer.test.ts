@@ -76,6 +76,20 @@ describe("Placer", () => {
     expect(await p.status("m")).toBe("placeable");
   });
 
+  it("plans after its claim, with nothing awaited before the orders: two models decided at once never plan against the same free memory", async () => {
+    const registry = new Registry(new Map([["a", { devices: [10 * GB], replicas: [] }]]));
+    const p = new Placer({
+      view: registry,
+      model: (id) => model(id),
+      models: () => [],
+      size: async () => 6 * GB,
+      claims: { claim: () => new Promise((r) => setTimeout(() => r(true), 20)) },
+      logger: createLogger("test", "silent"),
+    });
+    await Promise.all([p.ensure("m1"), p.ensure("m2")]);
+    expect(registry.orders).toEqual(["load m1 on a"]);
+  });
+
   it("passes over a node a load failed on, adds replicas up to max_replicas, keeps min_replicas, and leaves the load to the scheduler holding the claim", async () => {
     const registry = new Registry(
       new Map([

@@ -107,6 +107,12 @@ export class Placer {
 
   /** A node reported a load failed: it is passed over for that model for a while. */
   failed(node: string, id: string, reason: string): void {
+    if (!this.options.model(id)) return; // not a catalog model: nothing to avoid (and nothing a node's reports may grow)
+    const since = this.now() - (this.options.avoidMs ?? 5 * 60_000);
+    for (const [model, nodes] of this.failures) {
+      for (const [n, at] of nodes) if (at < since) nodes.delete(n);
+      if (nodes.size === 0) this.failures.delete(model);
+    }
     let nodes = this.failures.get(id);
     if (!nodes) this.failures.set(id, (nodes = new Map()));
     nodes.set(node, this.now());
@@ -150,21 +156,28 @@ export class Placer {
     while (this.replicas(model.id) < wanted) if (!(await this.placeOne(model, wanted))) return;
   }
 
-  /** Orders one replica of `model`; false when none was ordered. */
+  /**
+   * Orders one replica of `model`; false when none was ordered. The claim comes first, and between the
+   * plan and the orders nothing waits: a decision for another model cannot plan against the same free
+   * memory, or choose the same replica to unload, in between.
+   */
   private async placeOne(model: PlacedModel, wanted: number): Promise<boolean> {
     const bytes = await this.options.size(model);
     this.sizes.set(sizeKey(model), bytes);
+    if (this.options.claims && !(await this.options.claims.claim(model.id, CLAIM_MS))) return false; // another scheduler places it
+    if (this.replicas(model.id) >= wanted) return false; // a replica came meanwhile
     const placement = choosePlacement({ model: model.id, bytes }, this.options.view.nodes(), this.rules(model.id));
     if (placement.kind === "too_large") {
-      const largest = placement.largest ? `; the largest node, ${placement.largest.node}, has ${gib(placement.largest.bytes)}` : "; no node offers its devices";
-      throw new ServiceUnavailableError("model_too_large", `model: "${model.id}" needs ${gib(bytes)} of memory for its context and sequences${largest}`);
+      const { node, bytes: most } = placement.largest;
+      throw new ServiceUnavailableError(
+        "model_too_large",
+        `model: "${model.id}" needs ${gib(bytes)} of memory for its context and sequences; the largest node, ${node}, has ${gib(most)}`,
+      );
     }
     if (placement.kind === "no_room") {
       this.options.logger.info({ model: model.id, bytes }, "no node has room for a replica now; the request waits for one to free");
       return false;
     }
-    if (this.options.claims && !(await this.options.claims.claim(model.id, CLAIM_MS))) return false; // another scheduler places it
-    if (this.replicas(model.id) >= wanted) return false; // a replica came meanwhile
     for (const evicted of placement.evict) this.options.view.unload(placement.node, evicted);
     this.options.view.load(placement.node, { model, split: placement.split });
     this.options.logger.info({ model: model.id, node: placement.node, split: placement.split, evict: placement.evict }, "replica placed");

@@ -30,7 +30,8 @@ describe("choosePlacement", () => {
   it("refuses at once a model no node could hold even empty, naming the largest node", () => {
     const nodes = [node("a", [80]), node("b", [24, 24]), node("off", [500], [], false)];
     expect(choosePlacement({ model: "huge", bytes: 200 * GB }, nodes, rules())).toEqual({ kind: "too_large", needBytes: 200 * GB, largest: { node: "a", bytes: 80 * GB } });
-    expect(choosePlacement({ model: "huge", bytes: 1 }, [], rules())).toEqual({ kind: "too_large", needBytes: 1 });
+    // no node takes replicas now (a moment after a start, or every one draining): it waits, it is not too large
+    expect(choosePlacement({ model: "huge", bytes: 1 }, [node("off", [500], [], false)], rules())).toEqual({ kind: "no_room", needBytes: 1 });
   });
 
   it("unloads the least recently used idle replicas of a full node, and only as many as it takes", () => {

@@ -65,9 +65,9 @@ export type Placement =
       /** Models whose idle replicas on that node are unloaded first, least recently used first. */
       evict: string[];
     }
-  /** No node could hold it even empty: the largest node's memory, for the message. */
-  | { kind: "too_large"; needBytes: number; largest?: { node: string; bytes: number } }
-  /** Nodes could hold it, but none can now (their replicas are busy or protected): wait, or fail. */
+  /** No node that takes replicas could hold it even empty: the largest one's memory, for the message. */
+  | { kind: "too_large"; needBytes: number; largest: { node: string; bytes: number } }
+  /** Nodes could hold it, but none can now (their replicas are busy or protected), or no node takes replicas now: wait. */
   | { kind: "no_room"; needBytes: number };
 
 export interface PlacementRules {
@@ -143,7 +143,8 @@ export function choosePlacement(need: ModelNeed, nodes: Iterable<PlacementNode>,
       if (candidate && (!best || better(candidate, best))) best = candidate;
     }
   if (best) return { kind: "place", node: best.node, split: best.split, evict: best.evict };
-  if (!anyCouldHold) return { kind: "too_large", needBytes: need.bytes, ...(largest ? { largest } : {}) };
+  // too large only against nodes that take replicas: with none (a moment after a start, or all draining) it waits for one
+  if (!anyCouldHold && largest) return { kind: "too_large", needBytes: need.bytes, largest };
   return { kind: "no_room", needBytes: need.bytes };
 }
 
