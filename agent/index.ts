@@ -117,7 +117,11 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
           logger,
         })
       : undefined;
-  if (replicas) logger.info({ devices: replicas.offered() }, "placeable: offering these devices to the schedulers' replicas");
+  if (replicas) {
+    logger.info({ devices: replicas.offered() }, "placeable: offering these devices to the schedulers' replicas");
+    // llama.cpp's backend now, in the background: the first replica placed here does not wait for it
+    engine.warm().catch((err: unknown) => logger.error({ err: (err as Error).message }, "llama.cpp's backend failed to load; replicas placed here will fail"));
+  }
   links = await joinFleet(config, { ...facts, dataDir: work.dataDir, ...(credentials ? { credentials } : {}), ...(replicas ? { replicas } : {}) }, logger);
   return {
     engine,

@@ -54,9 +54,17 @@ export async function startScheduler(config: SchedulerConfig, logger: Logger = c
     throw err;
   });
   const usage = new UsageLedger(db, { logger });
+  // the operator's catalog placed on the nodes that offer their devices (inactive while no catalog is in force)
+  const placement = catalogPlacement(catalog, { url: config.hubUrl, ...(config.hfToken ? { token: config.hfToken } : {}) }, new StoreClaims(db));
+  // every catalog model sized ahead (its GGUF header read), at start and at each catalog change: a cold request does not wait for it
+  const presize = () => {
+    for (const model of placement.models())
+      placement.size(model).catch((err: unknown) => logger.warn({ model: model.id, err: (err as Error).message }, "a catalog model could not be sized"));
+  };
+  catalog.onChange(presize);
+  presize();
   const fleet = new Fleet({
-    // the operator's catalog placed on the nodes that offer their devices (inactive while no catalog is in force)
-    placement: catalogPlacement(catalog, { url: config.hubUrl, ...(config.hfToken ? { token: config.hfToken } : {}) }, new StoreClaims(db)),
+    placement,
     queueSize: config.queueSize,
     queueTimeoutMs: config.queueTimeout * 1000,
     heartbeatMs: config.heartbeatMs,

@@ -6,10 +6,25 @@
  * some too large), and, measured in the same run, the floor any decision pays — one pass that reads
  * every device of every node — with the ratio of the two. Target: a decision under 5 ms at 10,000 nodes.
  *
- *   npm run bench:placement -- [--rounds 200] [--seed 1]
+ * With `--cold`, also a cold model's start, weights on local disk, in the same run: a `kiln
+ * scheduler` with a one-model catalog and a placeable `kiln agent` (no --serve), both running (the
+ * agent registered, its backend loaded, the model sized), the time from the first chat request
+ * (streamed, max_tokens 1) to its first token — placement, the load and the first token together —
+ * against `llama-server` started on the same file, from its start to its first
+ * token (llama.cpp's own tools, built once, about 10 minutes on two cores; scripts/build-llama.ts).
+ * Printed: each side's median over ROUNDS_COLD starts and their ratio.
+ *
+ *   npm run bench:placement -- [--rounds 200] [--seed 1] [--cold [--model FILE] [--rounds-cold 3]]
  */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { defaultModelDir, TEST_MODELS } from "../fabricate/index.js";
 import { choosePlacement, type PlacementNode, type PlacementReplica } from "../scheduler/placement/plan.js";
+import { buildTools } from "./build-llama.js";
 import { argValue, quantile } from "./lib/cli.js";
+import { freePort, kilnKey } from "./lib/run.js";
 
 const rounds = Number(argValue(process.argv, "--rounds") ?? "200");
 let seed = Number(argValue(process.argv, "--seed") ?? "1");
@@ -97,4 +112,133 @@ function main(): void {
   }
 }
 
+const NODE_TOKEN = "bench-placement-node-token-0123456789";
+
+/** Starts a process; resolves once a line of its output matches `ready`. */
+function started(cmd: string, args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
+  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  return new Promise((ok, fail) => {
+    let seen = "";
+    const look = (d: Buffer) => {
+      seen = (seen + d.toString()).slice(-20_000);
+      if (ready.test(seen)) ok(child);
+    };
+    child.stdout!.on("data", look);
+    child.stderr!.on("data", look);
+    child.once("exit", (code) => fail(new Error(`${cmd} exited (${code}) before it was ready:\n${seen.slice(-2000)}`)));
+  });
+}
+
+function stopped(child: ChildProcess): Promise<void> {
+  return new Promise((ok) => {
+    if (child.exitCode !== null) return ok();
+    child.once("exit", () => ok());
+    child.kill("SIGTERM");
+  });
+}
+
+/** ms from now until the first streamed token of a one-token chat completion at `base` (retried while the server is not up). */
+async function firstToken(base: string, key: string, model: string): Promise<number> {
+  const begun = performance.now();
+  for (;;) {
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model, messages: [{ role: "user", content: "Hi" }], max_tokens: 1, stream: true }),
+    }).catch(() => undefined);
+    if (res?.ok && res.body) {
+      const reader = res.body.getReader();
+      let text = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += Buffer.from(value).toString();
+        if (/"content":"[^"]/.test(text)) {
+          void reader.cancel();
+          return performance.now() - begun;
+        }
+      }
+      throw new Error(`no token from ${base}: ${text.slice(0, 500)}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A cold start through the fleet: the time from the first request for a model no node holds to its first token. */
+async function kilnCold(model: string): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), "kiln-bench-placement-"));
+  const catalog = join(dir, "catalog.json");
+  writeFileSync(catalog, JSON.stringify({ models: [{ id: "cold", source: resolve(model), context_size: 2048, sequences: 1 }] }));
+  const db = join(dir, "kiln.db");
+  const [http, grpc] = [await freePort(), await freePort()];
+  const env = { KILN_NODE_TOKENS: NODE_TOKEN, KILN_LOG_LEVEL: "info" };
+  const scheduler = await started(
+    process.execPath,
+    [resolve("bin/kiln.js"), "scheduler", "--http", `127.0.0.1:${http}`, "--grpc", `127.0.0.1:${grpc}`, "--db", db, "--catalog", catalog],
+    /scheduler listening/,
+    env,
+  );
+  const agent = await started(
+    process.execPath,
+    [
+      resolve("bin/kiln.js"),
+      "agent",
+      "--scheduler",
+      `127.0.0.1:${grpc}`,
+      "--node-id",
+      "cold-node",
+      "--port",
+      "0",
+      "--host",
+      "127.0.0.1",
+      "--gpu",
+      "cpu",
+      "--threads",
+      "2",
+      "--data-dir",
+      join(dir, "agent"),
+    ],
+    // a running fleet: the agent registered, and its llama.cpp backend loaded (it loads at start, in the background)
+    /^(?=[\s\S]*registered with the scheduler)(?=[\s\S]*llama\.cpp binaries loaded)/,
+    { ...env, KILN_NODE_TOKEN: NODE_TOKEN },
+  );
+  try {
+    return await firstToken(`http://127.0.0.1:${http}`, kilnKey(db, "bench"), "cold");
+  } finally {
+    await stopped(agent);
+    await stopped(scheduler);
+  }
+}
+
+/** llama-server's cold start on the same file: from its start to its first token. */
+async function llamaServerCold(server: string, model: string): Promise<number> {
+  const port = await freePort();
+  const begun = performance.now();
+  const child = spawn(server, ["-m", model, "-c", "2048", "-np", "1", "-t", "2", "--host", "127.0.0.1", "--port", String(port), "--no-webui"], { stdio: "ignore" });
+  try {
+    await firstToken(`http://127.0.0.1:${port}`, "none", "model");
+    return performance.now() - begun;
+  } finally {
+    await stopped(child);
+  }
+}
+
+async function cold(): Promise<void> {
+  const model = argValue(process.argv, "--model") ?? join(defaultModelDir(), TEST_MODELS.tiny.file);
+  const rounds = Number(argValue(process.argv, "--rounds-cold") ?? "3");
+  const tools = buildTools();
+  const kiln: number[] = [];
+  const reference: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    kiln.push(await kilnCold(model));
+    reference.push(await llamaServerCold(tools.server, model));
+  }
+  const k = quantile(kiln, 0.5);
+  const r = quantile(reference, 0.5);
+  process.stdout.write(
+    `\ncold start, ${model} (median of ${rounds}): kiln, first request to first token ${k.toFixed(0)} ms; llama-server, start to first token ${r.toFixed(0)} ms; kiln ÷ llama-server ${(k / r).toFixed(2)}\n`,
+  );
+}
+
 main();
+if (process.argv.includes("--cold")) await cold();

@@ -128,6 +128,7 @@ const GRAMMAR_CACHE = 32;
 export class LlmEngine {
   private readonly localListeners = new Set<() => void>();
   private readonly grammars = new Map<string, Promise<LlamaGrammar>>();
+  private loadingBackend: Promise<Llama> | undefined;
 
   private constructor(
     /** Absent when no model is served: a transcription-only agent never loads llama.cpp. */
@@ -165,13 +166,21 @@ export class LlmEngine {
     return engine;
   }
 
-  /** llama.cpp's backend, loaded at the first model. */
-  private async backend(): Promise<Llama> {
-    if (this.llama) return this.llama;
-    const llama = await loadBackend(this.options.gpu, this.options.threads, this.logger);
-    const { addon, folder, kilnAddon, backends } = loadedBinaries();
-    this.logger.info({ compute: llama.gpu || "cpu", addon, folder, kilnAddon, backends }, "llama.cpp binaries loaded");
-    return (this.llama = llama);
+  /** llama.cpp's backend, loaded at the first model (or `warm`), once however many ask at once. */
+  private backend(): Promise<Llama> {
+    if (this.llama) return Promise.resolve(this.llama);
+    this.loadingBackend ??= loadBackend(this.options.gpu, this.options.threads, this.logger).then((llama) => {
+      const { addon, folder, kilnAddon, backends } = loadedBinaries();
+      this.logger.info({ compute: llama.gpu || "cpu", addon, folder, kilnAddon, backends }, "llama.cpp binaries loaded");
+      return (this.llama = llama);
+    });
+    this.loadingBackend.catch(() => (this.loadingBackend = undefined));
+    return this.loadingBackend;
+  }
+
+  /** Loads llama.cpp's backend now, so that the first replica a scheduler places does not wait for it. */
+  async warm(): Promise<void> {
+    await this.backend();
   }
 
   /** One GGUF file loaded into a pool of `shape.sequences` slots. */
