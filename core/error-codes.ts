@@ -86,10 +86,15 @@ export const ERROR_CODES = {
   // 400: the chat engine's client faults (the agent checks again; the scheduler relays them as 400s)
   context_length_exceeded: bad("the prompt does not fit the model's context", { engine: CHAT }),
   invalid_logit_bias: bad("`logit_bias` names a token outside the vocabulary, or too many", { engine: CHAT }),
-  invalid_response_format: bad("`response_format` cannot be turned into a grammar", { engine: CHAT }),
+  invalid_response_format: bad("`response_format` (the Responses API's `text.format`) cannot be turned into a grammar", { engine: CHAT }),
   invalid_dimensions: bad("`dimensions` is not the size the model's embeddings have", { engine: CHAT }),
   invalid_n: bad("`n` asks for more choices than the model runs at once", { engine: CHAT }),
-  invalid_input: bad("the embeddings' `input` is too much for one request", { engine: CHAT }),
+  invalid_input: bad(
+    "the embeddings' `input` is too much for one request, or a Responses `input` breaks the rule of function calls (an output answering no call, a call unanswered)",
+    {
+      engine: CHAT,
+    },
+  ),
   invalid_tools: bad("`tools` cannot be offered as given", { engine: CHAT }),
   // 400: a transcription's form and file
   missing_audio: bad("no audio file in the form"),
@@ -152,6 +157,7 @@ export const ERROR_CODES = {
   key_not_found: notFound("no such key"),
   mcp_server_not_found: notFound("no such MCP server"),
   secret_not_found: notFound("no such secret"),
+  response_not_found: notFound("no stored response: the Responses API's responses are not stored (`store: true` is refused)"),
   dashboard_disabled: notFound("the dashboard is turned off"),
   // 409
   job_not_completed: conflict("the job's result asked for before it completed"),

@@ -1,4 +1,4 @@
-/** The scheduler's public HTTP API (Hono): `/v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/audio/*`, `/v1/models`, `/v1/mcp`; `/healthz`, `/readyz`, `/metrics`, `/v1/openapi.json`; the dashboard. */
+/** The scheduler's public HTTP API (Hono): `/v1/chat/completions`, `/v1/responses`, `/v1/completions`, `/v1/embeddings`, `/v1/audio/*`, `/v1/models`, `/v1/mcp`; `/healthz`, `/readyz`, `/metrics`, `/v1/openapi.json`; the dashboard. */
 import { Hono } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv, HttpDeps } from "./env.js";
@@ -10,6 +10,7 @@ import { audioRoutes } from "./routes/audio.js";
 import { usageRoutes } from "./routes/usage.js";
 import { chatRoutes } from "./routes/chat.js";
 import { completionsRoutes } from "./routes/completions.js";
+import { responsesRoutes } from "./routes/responses.js";
 import { embeddingsRoutes } from "./routes/embeddings.js";
 import { dashboardRoutes } from "../dashboard/index.js";
 import { mcpRoutes } from "./routes/mcp.js";
@@ -54,7 +55,7 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
     }),
   );
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
-  for (const path of ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"]) app.use(path, tokenQuota(deps.tokens));
+  for (const path of ["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses"]) app.use(path, tokenQuota(deps.tokens));
   const generation = {
     fleet: deps.fleet,
     models: deps.catalog,
@@ -66,6 +67,7 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
     cap: { inflight: deps.inflight, maxInflight: deps.maxInflight },
   };
   app.route("/v1/chat/completions", chatRoutes(generation, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));
+  app.route("/v1/responses", responsesRoutes(generation, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));
   app.route("/v1/completions", completionsRoutes(generation));
   app.route("/v1/embeddings", embeddingsRoutes(generation));
   app.route("/v1/audio", audioRoutes({ fleet: deps.fleet, usage: deps.usage, ...deps.audio, cap: generation.cap, logger: deps.logger }));

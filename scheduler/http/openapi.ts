@@ -9,6 +9,7 @@ import { ERROR_TYPES } from "../../core/errors.js";
 import { EmbeddingsRequest } from "../chat/embeddings.js";
 import { LegacyCompletionRequest } from "../chat/legacy.js";
 import { ChatCompletionRequest } from "../chat/schema.js";
+import { ResponsesRequest } from "../chat/responses-schema.js";
 import { CreateKeyRequest } from "../dashboard/schema.js";
 import { McpServerConfigBody, McpTestRequest, SecretValueRequest } from "../mcp/index.js";
 import { MODEL_STATUSES } from "../catalog/index.js";
@@ -176,6 +177,60 @@ export const ChatCompletionChunk = z
     usage: Usage.nullable().optional().meta({ description: "With stream_options.include_usage: null on every chunk but the last, which has no choices and the usage." }),
   })
   .meta({ id: "ChatCompletionChunk" });
+
+const ResponseUsage = z.strictObject({
+  input_tokens: z.int(),
+  input_tokens_details: z.strictObject({ cached_tokens: z.int() }),
+  output_tokens: z.int(),
+  output_tokens_details: z.strictObject({ reasoning_tokens: z.int().meta({ description: "Always 0: no reasoning mode runs." }) }),
+  total_tokens: z.int(),
+});
+const ResponseOutputItem = z.union([
+  z.strictObject({
+    id: z.string(),
+    type: z.literal("message"),
+    role: z.literal("assistant"),
+    status: z.enum(["in_progress", "completed", "incomplete"]),
+    content: z.array(z.strictObject({ type: z.literal("output_text"), text: z.string(), annotations: z.array(z.unknown()).max(0), logprobs: z.array(z.unknown()).max(0) })),
+  }),
+  z.strictObject({
+    id: z.string(),
+    type: z.literal("function_call"),
+    call_id: z.string().meta({ description: "Sent back in a function_call_output item with the call's result." }),
+    name: z.string(),
+    arguments: z.string().meta({ description: "JSON text valid for the function's parameters." }),
+    status: z.enum(["in_progress", "completed", "incomplete"]),
+  }),
+]);
+
+/** OpenAI's Response object as this service answers it (POST /v1/responses). */
+export const ResponseObject = z
+  .object({
+    id: z.string(),
+    object: z.literal("response"),
+    created_at: z.int(),
+    status: z.enum(["in_progress", "completed", "incomplete", "failed"]),
+    completed_at: z.int().optional(),
+    error: z.object({ code: z.string(), message: z.string() }).nullable(),
+    incomplete_details: z.object({ reason: z.literal("max_output_tokens") }).nullable(),
+    model: z.string().meta({ description: "The name the request sent." }),
+    output: z.array(ResponseOutputItem).meta({ description: "The assistant's message (when it wrote text, or wrote nothing at all), then its function calls." }),
+    output_text: z.string().meta({ description: "The text of the output's messages, joined (as the openai SDK computes it)." }),
+    usage: ResponseUsage.optional().meta({ description: "Once the response has ended (absent from response.created and response.in_progress)." }),
+    store: z.literal(false).meta({ description: "Responses are never stored." }),
+    previous_response_id: z.null(),
+  })
+  .loose()
+  .meta({
+    id: "Response",
+    description:
+      "The request's settings are given back too: instructions, max_output_tokens, metadata, parallel_tool_calls, temperature, text, tool_choice, tools, top_p, truncation, and user, safety_identifier, prompt_cache_key when sent.",
+  });
+const ResponseStreamEvent = z.object({ type: z.string(), sequence_number: z.int() }).loose().meta({
+  id: "ResponseStreamEvent",
+  description:
+    "An `event: <type>` and its `data:`: response.created, response.in_progress, response.output_item.added, response.content_part.added, response.output_text.delta, response.output_text.done, response.content_part.done, response.function_call_arguments.delta, response.function_call_arguments.done, response.output_item.done, then response.completed (response.incomplete at max_output_tokens); a failure after the stream began: error, then response.failed.",
+});
 
 const LegacyLogprobs = z
   .strictObject({
@@ -362,6 +417,34 @@ function routes(): RouteConfig[] {
         ...errors(400, 401, 413, 429, 502, 503),
       },
     }),
+    v1({
+      method: "post",
+      path: "/v1/responses",
+      summary: "Create a response (OpenAI's Responses API)",
+      description:
+        "The chat route's engine path: instructions and input items become its conversation; function tools, tool_choice, text.format (json_schema through the grammar) and the sampling fields are the chat request's. Nothing is stored: store: true and previous_response_id are refused, as are built-in tools, image and file inputs, reasoning, background and include.",
+      tags: ["chat"],
+      request: { body: { required: true, content: { "application/json": { schema: ResponsesRequest } } } },
+      responses: {
+        200: {
+          description: "The response; with stream: true, its typed server-sent events (no data: [DONE]). Unknown request members are listed in x-kiln-ignored-fields.",
+          headers: { "x-kiln-ignored-fields": { description: "The request's members this service ignored (a newer client's fields).", schema: { type: "string" } } },
+          content: { "application/json": { schema: ResponseObject }, "text/event-stream": { schema: ResponseStreamEvent } },
+        },
+        ...errors(400, 401, 413, 429, 502, 503),
+      },
+    }),
+    ...(["get", "delete"] as const).map((method) =>
+      v1({
+        method,
+        path: "/v1/responses/{id}",
+        summary: method === "get" ? "Retrieve a stored response" : "Delete a stored response",
+        description: "No response is stored, so this is always 404 response_not_found.",
+        tags: ["chat"],
+        request: { params: idParam("id") },
+        responses: errors(401, 404, 429),
+      }),
+    ),
     v1({
       method: "post",
       path: "/v1/completions",
