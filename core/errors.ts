@@ -35,7 +35,7 @@ export const ERROR_TYPES = [
 export type ErrorType = (typeof ERROR_TYPES)[number];
 
 export interface ErrorBody {
-  /** `param`: the request field at fault (OpenAI's), on invalid-request errors; null when none is. */
+  /** `param`: the request field at fault (OpenAI's ErrorObject requires the member): the field's path on invalid-request errors, null on the others. */
   error: { message: string; type: ErrorType; code: ErrorCode; param?: string | null };
 }
 
@@ -53,7 +53,7 @@ export class ApiError extends KilnError<ErrorCode> {
   }
 
   toBody(): ErrorBody {
-    return { error: { message: this.message, type: this.type, code: this.code } };
+    return { error: { message: this.message, type: this.type, code: this.code, param: null } };
   }
 }
 

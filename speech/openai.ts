@@ -33,6 +33,12 @@ export interface VerboseSegment {
   avg_logprob: number;
   /** The text's length over its zlib-compressed length (whisper's repetition measure). */
   compression_ratio: number;
+  /** Whisper's token ids: not carried from the node (its words are), so always empty. */
+  tokens: number[];
+  /** The temperature decoding started at (the request's, default 0); whisper's fallback may have decoded the segment hotter, which the node does not report. */
+  temperature: number;
+  /** Not measured: always 0. The node gives whisper only what its voice-activity model found to be speech, and does not read whisper's own no-speech probability. */
+  no_speech_prob: number;
   /** With diarization. */
   speaker?: string;
 }
@@ -41,9 +47,10 @@ export interface VerboseSegment {
  * `response_format=verbose_json`: task, language (its English name, as OpenAI gives it), duration,
  * text and segments; `words` too when `timestamp_granularities[]` asked for them. Kiln's extras:
  * `language_code`, `language_probability` when detected, `translated_to` with a `target_language`,
- * and speakers with diarization.
+ * and speakers with diarization. `temperature`: the request's first decoding temperature, which each
+ * segment carries (VerboseSegment says what its other stand-ins are).
  */
-export function verboseBody(t: Transcript, words: boolean): Record<string, unknown> {
+export function verboseBody(t: Transcript, words: boolean, temperature = 0): Record<string, unknown> {
   return {
     task: t.task,
     language: (WHISPER_LANGUAGES[t.language] ?? t.language).toLowerCase(),
@@ -52,13 +59,14 @@ export function verboseBody(t: Transcript, words: boolean): Record<string, unkno
     ...(t.translated_to ? { translated_to: t.translated_to } : {}),
     duration: t.duration,
     text: t.text,
-    segments: t.segments.map(verboseSegment),
+    segments: t.segments.map((s) => verboseSegment(s, temperature)),
     ...(words ? { words: t.segments.flatMap((s) => s.words.map((w) => ({ word: w.word.trim(), start: w.start, end: w.end, ...(w.speaker ? { speaker: w.speaker } : {}) }))) } : {}),
     usage: audioUsage(t),
   };
 }
 
-function verboseSegment(s: Segment): VerboseSegment {
+/** A segment in OpenAI's shape: the fields whisper gives Kiln, and honest stand-ins for those it does not (VerboseSegment). */
+function verboseSegment(s: Segment, temperature: number): VerboseSegment {
   const confidences = s.words.map((w) => Math.max(w.confidence, 1e-6));
   const text = Buffer.from(s.text, "utf8");
   return {
@@ -69,6 +77,9 @@ function verboseSegment(s: Segment): VerboseSegment {
     text: s.text,
     avg_logprob: confidences.length ? confidences.reduce((a, c) => a + Math.log(c), 0) / confidences.length : 0,
     compression_ratio: text.length ? text.length / deflateSync(text).length : 0,
+    tokens: [],
+    temperature,
+    no_speech_prob: 0,
     ...(s.speaker ? { speaker: s.speaker } : {}),
   };
 }

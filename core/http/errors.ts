@@ -13,7 +13,7 @@ export function onError<E extends RequestIdEnv>(logger: Logger) {
   return (err: Error, c: Context<E>): Response => {
     if (err instanceof ApiError) return errorResponse(c, err);
     logger.error({ err, requestId: c.get("requestId"), path: c.req.path }, "unhandled error");
-    const body: ErrorBody = { error: { message: "internal error; the request id is in x-request-id", type: "server_error", code: "internal_error" } };
+    const body: ErrorBody = { error: { message: "internal error; the request id is in x-request-id", type: "server_error", code: "internal_error", param: null } };
     return c.json(body, 500);
   };
 }

@@ -139,7 +139,7 @@ export function legacyBody(s: { id: string; created: number; model: string }, ch
     object: "text_completion",
     created: s.created,
     model: s.model,
-    system_fingerprint: done ? fingerprintOf(done) : null,
+    ...fingerprintOf(done),
     choices: choices.map((c) => ({ text: c.text, index: c.index, logprobs: c.logprobs, finish_reason: c.finish_reason })),
     ...(withUsage && done ? { usage: usage(done) } : {}),
   };

@@ -40,8 +40,12 @@ export function usage(done: Done): Usage {
   };
 }
 
-/** `system_fingerprint`: the serving pool's, or null from an agent that sends none. */
-export const fingerprintOf = (done: Done): string | null => done.fingerprint || null;
+/**
+ * `system_fingerprint`, as a member to spread: the serving pool's, or none from an agent that sends
+ * none (OpenAI's schema has it a string, never null). A stream's chunks before the last have none:
+ * the serving pool is known once it is done.
+ */
+export const fingerprintOf = (done: Done | undefined): { system_fingerprint?: string } => (done?.fingerprint ? { system_fingerprint: done.fingerprint } : {});
 
 /** A token as OpenAI gives it: its text and bytes (its raw bytes where the text is not them, a piece of a multi-byte character). */
 const withBytes = (t: { token: string; logprob: number; raw?: Uint8Array }) => ({
@@ -74,7 +78,7 @@ export function completionBody(id: string, created: number, model: string, choic
     object: "chat.completion",
     created,
     model,
-    system_fingerprint: fingerprintOf(done),
+    ...fingerprintOf(done),
     choices: choices.map((c, index) => ({ index, message: message(c), logprobs: logprobsBody(c.logprobs), finish_reason: done.finishReasons[index] ?? done.finishReason })),
     usage: usage(done),
   };
@@ -99,7 +103,7 @@ export function chunkBody(s: StreamIdentity, index: number, delta: { role?: "ass
     object: "chat.completion.chunk",
     created: s.created,
     model: s.model,
-    system_fingerprint: done ? fingerprintOf(done) : null,
+    ...fingerprintOf(done),
     choices: [{ index, delta, logprobs: logprobsBody(logprobs), finish_reason: done ? (done.finishReasons[index] ?? done.finishReason) : null }],
     ...(s.includeUsage ? { usage: null } : {}),
   };
@@ -129,5 +133,5 @@ export interface StreamedToolCall {
 
 /** The last chunk of `stream_options.include_usage`: no choices, the usage. */
 export function usageChunkBody(s: StreamIdentity, done: Done) {
-  return { id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, system_fingerprint: fingerprintOf(done), choices: [], usage: usage(done) };
+  return { id: s.id, object: "chat.completion.chunk", created: s.created, model: s.model, ...fingerprintOf(done), choices: [], usage: usage(done) };
 }

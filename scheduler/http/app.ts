@@ -14,6 +14,7 @@ import { responsesRoutes } from "./routes/responses.js";
 import { embeddingsRoutes } from "./routes/embeddings.js";
 import { dashboardRoutes } from "../dashboard/index.js";
 import { mcpRoutes } from "./routes/mcp.js";
+import { messagesRoutes } from "./routes/messages.js";
 import { modelRoutes } from "./routes/models.js";
 import { openApiDocument } from "./openapi.js";
 import { KILN_VERSION } from "../../core/version.js";
@@ -52,6 +53,24 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
       catalog: deps.catalog,
       maxBodyBytes: deps.maxBodyBytes,
       ...(deps.adminToken ? { adminToken: deps.adminToken } : {}),
+    }),
+  );
+  // Anthropic's Messages API takes its key from x-api-key too and answers every refusal in Anthropic's shape:
+  // mounted before the rest of /v1's middleware (which its answered requests never reach), with its own key check and limits
+  app.route(
+    "/v1/messages",
+    messagesRoutes({
+      fleet: deps.fleet,
+      models: deps.catalog,
+      usage: deps.usage,
+      tokens: deps.tokens,
+      maxBodyBytes: deps.maxBodyBytes,
+      logger: deps.logger,
+      metrics: deps.metrics,
+      cap: { inflight: deps.inflight, maxInflight: deps.maxInflight },
+      keys: deps.keys,
+      limiter: deps.limiter,
+      standardRpm: deps.standardRpm,
     }),
   );
   app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));

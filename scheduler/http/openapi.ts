@@ -21,7 +21,7 @@ const ErrorBody = z
       message: z.string().meta({ description: "Starts with the field at fault, when one is: `temperature: expected …`." }),
       type: z.enum(ERROR_TYPES),
       code: z.string().meta({ description: "A stable machine word, such as model_not_found or unsupported_parameter." }),
-      param: z.string().nullable().optional().meta({ description: "On invalid-request errors: the field at fault (its path), or null." }),
+      param: z.string().nullable().meta({ description: "On invalid-request errors: the field at fault (its path), or null; null on the others." }),
     }),
   })
   .meta({ id: "Error" });
@@ -44,7 +44,7 @@ const Logprobs = z
   })
   .nullable()
   .meta({ id: "Logprobs", description: "With logprobs: true, each generated token's log probability (at least -9999) and its top_logprobs alternatives; null otherwise." });
-const fingerprint = z.string().nullable().meta({ description: "The serving model file's digest and llama.cpp build (null from an agent that reports none)." });
+const fingerprint = z.string().optional().meta({ description: "The serving model file's digest and llama.cpp build (absent from an agent that reports none)." });
 
 /** A chat completion as answered (non-streamed). */
 const ToolCallBody = z.strictObject({
@@ -99,6 +99,9 @@ const AudioJson = z
           text: z.string(),
           avg_logprob: z.number(),
           compression_ratio: z.number(),
+          tokens: z.array(z.int()).meta({ description: "Always empty: whisper's token ids are not carried from the node." }),
+          temperature: z.number().meta({ description: "The temperature decoding started at (the request's, default 0); the fallback may have gone hotter." }),
+          no_speech_prob: z.number().meta({ description: "Always 0: not measured (the node gives whisper only what its voice-activity model found to be speech)." }),
           speaker: z.string().optional(),
         }),
       )
@@ -165,7 +168,7 @@ export const ChatCompletionChunk = z
     object: z.literal("chat.completion.chunk"),
     created: z.int(),
     model: z.string(),
-    system_fingerprint: fingerprint.meta({ description: "On the finishing chunk and the usage chunk; null on the others." }),
+    system_fingerprint: fingerprint.meta({ description: "On the finishing chunk and the usage chunk; absent from the others (the serving pool is known once it is done)." }),
     choices: z.array(
       z.strictObject({
         index: z.int(),

@@ -330,7 +330,7 @@ function respond(c: Context<AppEnv>, form: AudioForm, t: Transcript): Response {
     case "json":
       return c.json(jsonBody(t));
     case "verbose_json":
-      return c.json(verboseBody(t, form.words));
+      return c.json(verboseBody(t, form.words, form.options.decoding?.temperature ?? 0));
     case "text":
       return c.text(textBody(t));
     case "srt":

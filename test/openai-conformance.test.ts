@@ -1,0 +1,227 @@
+/**
+ * Conformance with OpenAI's published schemas: every answer shape of the scheduler's OpenAI routes,
+ * as real requests get them from an in-process scheduler and agent on loopback, validated against
+ * JSON Schemas derived from the `openai` SDK's type definitions (test/fixtures/openai: README.md says
+ * where they come from, and why the SDK's types are the schema this project can pin). First: the
+ * vendored file is what the installed SDK derives.
+ *
+ * Shapes: chat completions (plain and with a call) and their stream chunks, legacy completions and
+ * their chunks, embeddings, models (one and the list), errors of every status (each code's class, and
+ * 400/401/404/413/429/503 and 500 on the wire), audio json and verbose_json (transcriptions and
+ * translations) and transcription stream events, and the Responses API (a response, a call, every
+ * stream event, the failure events).
+ */
+import { readFileSync } from "node:fs";
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import { Hono } from "hono";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AgentHandle } from "../agent/index.js";
+import { ERROR_CODES, type ErrorCode } from "../core/error-codes.js";
+import { ApiError, InvalidRequestError, type ErrorType } from "../core/errors.js";
+import { onError, type RequestIdEnv } from "../core/http/index.js";
+import { createLogger } from "../core/log.js";
+import { ResponseWriter } from "../scheduler/chat/responses.js";
+import { validateResponses } from "../scheduler/chat/responses-schema.js";
+import type { SchedulerHandle } from "../scheduler/index.js";
+import { deriveSchemas, rootSchema, SCHEMAS_FILE, type DerivedSchemas } from "./fixtures/openai/derive.js";
+import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, tempDir, until, waitForAgents } from "./helpers/fleet.js";
+import { makeMedia, QUICK_SPEECH_SECONDS, TEST_VAD, TEST_WHISPER_DIR } from "./helpers/speech.js";
+
+const schemas = JSON.parse(readFileSync(SCHEMAS_FILE, "utf8")) as DerivedSchemas;
+const ajv = new Ajv2020({ strict: false, allErrors: false });
+const compiled = new Map<string, ValidateFunction>();
+
+/** Checks `value` against the SDK's schema `name`; a failure names the shape, the value and the first errors. */
+function conforms(name: string, value: unknown, what = name): void {
+  let validate = compiled.get(name);
+  if (!validate) compiled.set(name, (validate = ajv.compile(rootSchema(schemas, name))));
+  const ok = validate(value);
+  // anyOf errors list every branch: the shortest paths say what the value lacks
+  const errors = (validate.errors ?? []).slice(0, 6).map((e) => `${e.instancePath || "/"} ${e.message} ${JSON.stringify(e.params)}`);
+  expect(ok, `${what} breaks OpenAI's ${name}:\n${errors.join("\n")}\n${JSON.stringify(value).slice(0, 600)}`).toBe(true);
+}
+
+/** An error answer: `{"error": ErrorObject}` (OpenAI's ErrorResponse). */
+function conformsError(body: unknown, what: string): void {
+  expect(body, what).toMatchObject({ error: expect.any(Object) });
+  conforms("ErrorObject", (body as { error: unknown }).error, what);
+}
+
+const sseData = (text: string): unknown[] =>
+  text
+    .split("\n\n")
+    .map((e) => e.split("\n").find((l) => l.startsWith("data: ")))
+    .filter((l): l is string => l !== undefined && l !== "data: [DONE]")
+    .map((l) => JSON.parse(l.slice("data: ".length)) as unknown);
+
+describe("the vendored schemas", () => {
+  it("are what the installed openai SDK's type definitions derive", () => {
+    const fresh = deriveSchemas();
+    expect(fresh.source).toEqual(schemas.source);
+    expect(JSON.stringify(fresh)).toBe(JSON.stringify(schemas));
+  }, 60_000);
+
+  it("catch what the issue names: an error without param, a chunk's null fingerprint, a segment without tokens", () => {
+    const check = (name: string, value: unknown) => ajv.compile(rootSchema(schemas, name))(value);
+    expect(check("ErrorObject", { message: "m", type: "t", code: "c" })).toBe(false);
+    expect(check("ErrorObject", { message: "m", type: "t", code: "c", param: null })).toBe(true);
+    const chunk = { id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [] };
+    expect(check("ChatCompletionChunk", { ...chunk, system_fingerprint: null })).toBe(false);
+    expect(check("ChatCompletionChunk", chunk)).toBe(true);
+    const segment = { id: 0, seek: 0, start: 0, end: 1, text: "x", avg_logprob: 0, compression_ratio: 1, temperature: 0, no_speech_prob: 0 };
+    expect(check("TranscriptionVerbose", { duration: 1, language: "english", text: "x", segments: [segment] })).toBe(false);
+    expect(check("TranscriptionVerbose", { duration: 1, language: "english", text: "x", segments: [{ ...segment, tokens: [] }] })).toBe(true);
+  });
+});
+
+describe("every error status", () => {
+  const CLASS_OF: Partial<Record<number, (code: ErrorCode) => ApiError>> = { 400: (code) => new InvalidRequestError(code, "temperature: expected a number") };
+  it.each(Object.entries(ERROR_CODES).filter(([, info]) => info.status !== null))("%s's body", (code, info) => {
+    const make = CLASS_OF[info.status!] ?? ((c: ErrorCode) => new ApiError(info.status!, info.type as ErrorType, c, `${c}: what happened`));
+    conformsError(make(code as ErrorCode).toBody(), code);
+  });
+
+  it("500: an unexpected failure's body", async () => {
+    const app = new Hono<RequestIdEnv>().onError(onError(createLogger("test", "silent")));
+    app.get("/", () => {
+      throw new Error("boom");
+    });
+    const res = await app.request("/");
+    expect(res.status).toBe(500);
+    conformsError(await res.json(), "500");
+  });
+});
+
+describe("answers of a real scheduler and agent", () => {
+  let scheduler: SchedulerHandle;
+  let agent: AgentHandle;
+  let base: string;
+  let headers: Record<string, string>;
+  const media = tempDir();
+
+  beforeAll(async () => {
+    scheduler = await inProcessScheduler({ maxBody: "64kb" });
+    agent = await inProcessAgent(scheduler, { whisperDir: TEST_WHISPER_DIR, vadModel: TEST_VAD, asrParallel: "1", asrThreads: "1", asrJobs: "1" });
+    await waitForAgents(scheduler, 1);
+    await until(() => scheduler.fleet.transcriptionModels().includes("whisper-1"), 15_000, "the agent's whisper");
+    base = `${httpBase(scheduler)}/v1`;
+    headers = { authorization: `Bearer ${(await scheduler.keys.create({ account: "conformance", tier: "pro" })).token}`, "content-type": "application/json" };
+  }, 60_000);
+  afterAll(async () => {
+    await agent?.close();
+    await scheduler?.close();
+  });
+
+  const post = (path: string, body: unknown, h: Record<string, string> = headers) => fetch(`${base}${path}`, { method: "POST", headers: h, body: JSON.stringify(body) });
+  const user = [{ role: "user", content: "Once upon a time" }];
+  const tool = { type: "function", function: { name: "get_time", parameters: { type: "object", properties: { zone: { enum: ["UTC", "CET"] } }, required: ["zone"] } } };
+
+  it("chat completions, plain and with a call, and every chunk of their streams (usage included)", async () => {
+    conforms("ChatCompletion", await (await post("/chat/completions", { model: MODEL_ID, messages: user, max_tokens: 4 })).json());
+    const called = { model: MODEL_ID, messages: user, tools: [tool], tool_choice: "required", max_tokens: 64 };
+    conforms("ChatCompletion", await (await post("/chat/completions", called)).json(), "a chat completion with a call");
+    for (const body of [
+      { model: MODEL_ID, messages: user, max_tokens: 4, stream: true, stream_options: { include_usage: true } },
+      { model: MODEL_ID, messages: user, max_tokens: 4, stream: true, logprobs: true, top_logprobs: 2 },
+      { ...called, stream: true },
+    ]) {
+      const chunks = sseData(await (await post("/chat/completions", body)).text());
+      expect(chunks.length).toBeGreaterThan(2);
+      for (const [i, chunk] of chunks.entries()) conforms("ChatCompletionChunk", chunk, `chunk ${i}`);
+    }
+  });
+
+  it("legacy completions and their chunks", async () => {
+    for (const extra of [{}, { logprobs: 2 }, { echo: true }])
+      conforms("Completion", await (await post("/completions", { model: MODEL_ID, prompt: "Once", max_tokens: 3, ...extra })).json());
+    const chunks = sseData(await (await post("/completions", { model: MODEL_ID, prompt: "Once", max_tokens: 3, stream: true, stream_options: { include_usage: true } })).text());
+    // The SDK has one Completion for the answer and its chunks, its finish_reason never null; OpenAI's own
+    // stream sends null before the last chunk, as Kiln's does (a client reads the key): the one allowance made.
+    const finished = (chunk: unknown) => {
+      const c = structuredClone(chunk) as { choices: { finish_reason: string | null }[] };
+      for (const choice of c.choices) choice.finish_reason ??= "stop";
+      return c;
+    };
+    for (const [i, chunk] of chunks.entries()) conforms("Completion", finished(chunk), `chunk ${i}`);
+  });
+
+  it("embeddings (floats: the SDK's schema has no base64 string) and models", async () => {
+    conforms("CreateEmbeddingResponse", await (await post("/embeddings", { model: MODEL_ID, input: ["a", "b"] })).json());
+    const list = (await (await fetch(`${base}/models`, { headers })).json()) as { object: string; data: unknown[] };
+    expect(list.object).toBe("list");
+    for (const model of list.data) conforms("Model", model);
+    conforms("Model", await (await fetch(`${base}/models/${MODEL_ID}`, { headers })).json());
+  });
+
+  it("errors on the wire: 400, 401, 404, 413, 429, 503", async () => {
+    const cases: [number, Promise<Response>][] = [
+      [400, post("/chat/completions", { model: MODEL_ID, messages: user, temperature: 3 })],
+      [401, post("/chat/completions", { model: MODEL_ID, messages: user }, { "content-type": "application/json" })],
+      [404, fetch(`${base}/no/such/route`, { headers })],
+      [404, fetch(`${base}/models/no-such-model`, { headers })],
+      [404, fetch(`${base}/responses/resp_123`, { headers })],
+      [413, post("/chat/completions", { model: MODEL_ID, messages: [{ role: "user", content: "x".repeat(70_000) }] })],
+      [503, post("/chat/completions", { model: "famE-code-fast-1", messages: user })], // a built-in id no agent serves
+    ];
+    const limited = { ...headers, authorization: `Bearer ${(await scheduler.keys.create({ account: "conformance-rpm", tier: "pro", rpm: 1 })).token}` };
+    await fetch(`${base}/models`, { headers: limited });
+    cases.push([429, fetch(`${base}/models`, { headers: limited })]);
+    for (const [status, answer] of cases) {
+      const res = await answer;
+      expect(res.status).toBe(status);
+      conformsError(await res.json(), `${status} ${res.url}`);
+    }
+  });
+
+  it("audio: json and verbose_json of transcriptions and translations, and the transcription's stream events", async () => {
+    const audio = readFileSync(makeMedia(media, "speech.mp3", { seconds: QUICK_SPEECH_SECONDS }));
+    const form = (fields: Record<string, string>) => {
+      const f = new FormData();
+      for (const [k, v] of Object.entries(fields)) f.append(k, v);
+      f.append("file", new Blob([audio]), "speech.mp3");
+      return f;
+    };
+    const send = (task: string, fields: Record<string, string>) =>
+      fetch(`${base}/audio/${task}`, {
+        method: "POST",
+        headers: { authorization: headers.authorization! },
+        body: form({ model: "whisper-1", temperature_increment: "0", ...fields }),
+      });
+    conforms("Transcription", await (await send("transcriptions", {})).json());
+    conforms("TranscriptionVerbose", await (await send("transcriptions", { response_format: "verbose_json", "timestamp_granularities[]": "word" })).json());
+    conforms("Translation", await (await send("translations", {})).json());
+    conforms("TranslationVerbose", await (await send("translations", { response_format: "verbose_json" })).json());
+    const events = sseData(await (await send("transcriptions", { stream: "true" })).text());
+    expect(events.length).toBeGreaterThan(1);
+    for (const [i, event] of events.entries()) conforms("TranscriptionStreamEvent", event, `transcription event ${i}`);
+  }, 120_000);
+
+  it("the Responses API: a response, one with a call, every event of their streams", async () => {
+    const fn = { type: "function", name: "get_time", parameters: tool.function.parameters, strict: true };
+    const bodies = [
+      { model: MODEL_ID, instructions: "Be brief.", input: "Once upon a time", max_output_tokens: 6, metadata: { a: "b" }, user: "u" },
+      { model: MODEL_ID, input: [{ role: "user", content: [{ type: "input_text", text: "time?" }] }], tools: [fn], tool_choice: "required", max_output_tokens: 64 },
+      {
+        model: MODEL_ID,
+        input: "Answer",
+        max_output_tokens: 64,
+        text: { format: { type: "json_schema", name: "a", schema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false } } },
+      },
+    ];
+    for (const body of bodies) {
+      conforms("Response", await (await post("/responses", body)).json());
+      const events = sseData(await (await post("/responses", { ...body, stream: true })).text());
+      expect(events.length).toBeGreaterThan(4);
+      for (const [i, event] of events.entries()) conforms("ResponseStreamEvent", event, `event ${i} (${(event as { type: string }).type})`);
+    }
+  });
+});
+
+describe("the Responses API's failure events", () => {
+  it("error and response.failed, as a stream ends when its agent is lost", () => {
+    const body = validateResponses({ model: MODEL_ID, input: "x" });
+    const writer = new ResponseWriter({ id: "resp_1", createdAt: 1, model: MODEL_ID }, body.echo);
+    const events = [...writer.start(), ...writer.generated("partial"), ...writer.fail({ code: "agent_lost", message: "the node went away" })];
+    for (const event of events) conforms("ResponseStreamEvent", event, event.type);
+  });
+});
