@@ -12,6 +12,7 @@ import { ChatCompletionRequest } from "../chat/schema.js";
 import { ResponsesRequest } from "../chat/responses-schema.js";
 import { CreateKeyRequest } from "../dashboard/schema.js";
 import { McpServerConfigBody, McpTestRequest, SecretValueRequest } from "../mcp/index.js";
+import { messagesOpenApi } from "./routes/messages.js";
 import { MODEL_STATUSES } from "../catalog/index.js";
 import { CATALOG_DEFAULTS, CATALOG_LIMITS } from "../../models/operator-catalog.js";
 
@@ -448,6 +449,7 @@ function routes(): RouteConfig[] {
         responses: errors(401, 404, 429),
       }),
     ),
+    ...messagesOpenApi(),
     v1({
       method: "post",
       path: "/v1/completions",
@@ -768,6 +770,12 @@ export function openApiDocument(version: string): object {
     type: "http",
     scheme: "bearer",
     description: "The scheduler's --admin-token; without one the admin API answers 404.",
+  });
+  registry.registerComponent("securitySchemes", "anthropicApiKey", {
+    type: "apiKey",
+    in: "header",
+    name: "x-api-key",
+    description: "An API key in Anthropic's header (/v1/messages).",
   });
   for (const route of routes()) registry.registerPath(route);
   cached = new OpenApiGeneratorV31(registry.definitions).generateDocument({
