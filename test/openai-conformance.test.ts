@@ -189,6 +189,10 @@ describe("answers of a real scheduler and agent", () => {
       });
     conforms("Transcription", await (await send("transcriptions", {})).json());
     conforms("TranscriptionVerbose", await (await send("transcriptions", { response_format: "verbose_json", "timestamp_granularities[]": "word" })).json());
+    // the stand-ins for what whisper does not give the scheduler (docs/openai-api.md#audio): no token ids, the request's first temperature, not measured
+    const hot = (await (await send("transcriptions", { response_format: "verbose_json", temperature: "0.4" })).json()) as { segments: Record<string, unknown>[] };
+    expect(hot.segments.length).toBeGreaterThan(0);
+    for (const segment of hot.segments) expect(segment).toMatchObject({ tokens: [], temperature: 0.4, no_speech_prob: 0 });
     conforms("Translation", await (await send("translations", {})).json());
     conforms("TranslationVerbose", await (await send("translations", { response_format: "verbose_json" })).json());
     const events = sseData(await (await send("transcriptions", { stream: "true" })).text());
