@@ -24,7 +24,7 @@ const models = (authorization?: string) => fetch(`${base}/v1/models`, { headers:
 
 async function expect401(res: Response, code: string): Promise<void> {
   expect(res.status).toBe(401);
-  expect(((await res.json()) as { error: unknown }).error).toEqual({ type: "authentication_error", code, message: expect.stringMatching(/^Authorization:/) });
+  expect(((await res.json()) as { error: unknown }).error).toEqual({ type: "authentication_error", code, message: expect.stringMatching(/^Authorization:/), param: null });
 }
 
 describe("401 authentication_error", () => {

@@ -85,6 +85,7 @@ describe("requests per minute count per account", () => {
         type: "rate_limit_error",
         code: "rate_limit_exceeded",
         message: expect.stringMatching(/^rate limit: 10 requests per minute for this account; retry in \d+ s$/),
+        param: null,
       });
       const retryAfter = Number(limited.headers.get("retry-after"));
       expect(retryAfter).toBeGreaterThanOrEqual(1);
@@ -138,6 +139,7 @@ describe("completions in flight per account", () => {
       type: "rate_limit_error",
       code: "too_many_requests_in_flight",
       message: expect.stringContaining(`at most ${STANDARD_INFLIGHT} chat completions in flight`),
+      param: null,
     });
     // Another account of the same tier still gets in (queued behind the running one).
     const another = chat(other);
