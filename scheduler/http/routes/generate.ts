@@ -239,7 +239,7 @@ function streamAnswer<B extends GenerationBody>(
           text = "";
         }
       } catch (err) {
-        const kiln: ErrorBody = err instanceof ApiError ? err.toBody() : { error: { message: "internal error", type: "server_error", code: "internal_error" } };
+        const kiln: ErrorBody = err instanceof ApiError ? err.toBody() : { error: { message: "internal error", type: "server_error", code: "internal_error", param: null } };
         if (!(err instanceof ApiError)) logger.error({ err }, "stream failed");
         if (!finished) controller.enqueue(encoder.encode(text + sse(kiln)));
       }
