@@ -159,12 +159,18 @@ export const ERROR_CODES = {
   secret_not_found: notFound("no such secret"),
   response_not_found: notFound("no stored response: the Responses API's responses are not stored (`store: true` is refused)"),
   dashboard_disabled: notFound("the dashboard is turned off"),
+  node_not_found: notFound("no node with that id is connected to this scheduler (the dashboard's fleet actions)"),
+  replica_not_found: notFound("the node holds no replica of the model (to unpin: no pin of it)"),
   // 409
   job_not_completed: conflict("the job's result asked for before it completed"),
   job_failed: conflict("the job's result asked for after it failed"),
   job_cancelled: conflict("the job's result asked for after it was cancelled"),
   job_finished: conflict("an ended job cancelled"),
   upload_before_request: conflict("a file sent before the request it belongs to"),
+  placement_refused: conflict(
+    "a replica pinned to a node that cannot take it now: it takes no placed replicas, is draining, lacks the room even once its idle unpinned replicas are unloaded, or the model has its max_replicas",
+  ),
+  replica_busy: conflict("a replica unloaded while it answers requests (without `force`), or pinned while it is being unloaded"),
   // 413
   request_too_large: tooLarge("a body over its limit"),
   file_too_large: tooLarge("an upload over its limit (another node's limit may be higher)", { client: false, retryable: true, engine: AUDIO }),

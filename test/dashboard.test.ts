@@ -2,7 +2,8 @@
 /**
  * The scheduler's dashboard in a real browser (Debian's chromium through playwright-core):
  * sign in with the admin token, create a key (shown once), create a filesystem MCP
- * configuration, press Test and see its tools. Plus the admin API's guard.
+ * configuration, press Test and see its tools; the fleet page with a placeable agent (its GPU, a
+ * replica pinned from the page, the catalog's statuses, a refusal shown). Plus the admin API's guard.
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -12,7 +13,8 @@ import { createLogger } from "../core/log.js";
 import { openStore } from "../scheduler/store/index.js";
 import { testDb } from "./helpers/db.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
-import { httpBase, inProcessScheduler, tempDir } from "./helpers/fleet.js";
+import type { AgentHandle } from "../agent/index.js";
+import { httpBase, inProcessAgent, inProcessScheduler, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
 
 const CHROMIUM = process.env.KILN_CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => existsSync(p));
 const ADMIN = "dashboard-admin-token-0123";
@@ -331,6 +333,102 @@ describe.skipIf(!CHROMIUM)("dashboard in chromium", () => {
     await page.close();
   }, 60_000);
 });
+describe.skipIf(!CHROMIUM)("the fleet page in chromium", () => {
+  const MB = 1_000_000;
+  let browser: Browser;
+  let scheduler: SchedulerHandle;
+  let agent: AgentHandle;
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    const file = join(tempDir(), "catalog.json");
+    const shape = { source: TINY_MODEL, context_size: 512, sequences: 2, idle_unload_s: 0, memory_bytes: 40 * MB };
+    writeFileSync(
+      file,
+      JSON.stringify({
+        models: [
+          { id: "house/chat", aliases: ["chat"], ...shape },
+          { id: "house/code", ...shape },
+          { id: "house/huge", ...shape, memory_bytes: 10 ** 15 },
+        ],
+      }),
+    );
+    scheduler = await inProcessScheduler({ adminToken: ADMIN, catalog: file });
+    // a placeable agent (no --serve): its memory budget stands in for a GPU's memory on this CPU machine
+    agent = await inProcessAgent(scheduler, { serve: [], nodeId: "gpu-node-1", memoryBudget: String(100 * MB) });
+    await until(() => scheduler.fleet.snapshot().length === 1, 15_000, "the agent to join");
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await agent?.close();
+    await scheduler?.close();
+  });
+
+  it("shows each node's GPU memory, its replicas and the catalog's statuses; pins a replica from the page, shows a refusal, unloads it; at desktop and phone widths", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const dialogs: string[] = [];
+    page.on("dialog", (d) => {
+      dialogs.push(d.message());
+      void d.accept();
+    });
+    await page.goto(`${httpBase(scheduler)}/dashboard`);
+    await page.fill("#admin-token", ADMIN);
+    await page.click("#sign-in-form button[type=submit]");
+    await page.locator("#signed-in").waitFor();
+
+    const node = page.locator("#fleet-nodes li", { hasText: "gpu-node-1" });
+    await node.waitFor();
+    expect(await node.locator(".badge").textContent()).toBe("takes placed replicas");
+    expect(await node.locator("meter").evaluate((m: HTMLMeterElement) => [m.value, m.max])).toEqual([0, 100 * MB]);
+    expect(await node.locator(".device .muted").textContent()).toBe("0 KiB used of 95.4 MiB · 95.4 MiB free");
+    expect(await node.textContent()).toContain("No replicas.");
+    const statuses = () => page.locator("#fleet-models tr").evaluateAll((trs) => trs.map((tr) => [tr.children[0]!.textContent, tr.children[1]!.textContent]));
+    // the page refreshes itself (every 3 s): the statuses come once the sizes are known
+    await expect.poll(statuses, { timeout: 15_000 }).toEqual([
+      ["house/chat", "placeable"],
+      ["house/code", "placeable"],
+      ["house/huge", "too_large"],
+    ]);
+
+    // pin house/chat to the node from the catalog table: asked first, then loaded there and shown pinned
+    await page.click("button[aria-label='Pin house/chat to a node']");
+    await node.locator("tr", { hasText: "house/chat" }).waitFor();
+    await expect
+      .poll(() => node.locator("tr", { hasText: "house/chat" }).evaluate((tr) => [...tr.children].slice(0, 3).map((td) => td.textContent)), { timeout: 30_000 })
+      .toEqual(["house/chat", "ready", "0 / 2"]);
+    expect(dialogs[0]).toMatch(/^Pin house\/chat on gpu-node-1\?/);
+    const row = node.locator("tr", { hasText: "house/chat" });
+    expect(await row.evaluate((tr) => [...tr.children].slice(3, 6).map((td) => td.textContent))).toEqual(["38.1 MiB", expect.stringMatching(/ s ago$/), "yes"]);
+    expect(await node.locator("meter").evaluate((m: HTMLMeterElement) => m.value)).toBe(40 * MB);
+    expect(await node.locator(".device .muted").textContent()).toBe("38.1 MiB used of 95.4 MiB · 57.2 MiB free");
+    expect(await row.locator("button[aria-label='Unpin house/chat on gpu-node-1']").isVisible()).toBe(true);
+    await expect.poll(statuses).toContainEqual(["house/chat", "available"]);
+    expect(scheduler.fleet.snapshot()[0]!.replicas).toMatchObject([{ model: "house/chat", state: "ready", pinned: true }]);
+
+    // a refusal is shown as the API words it
+    await page.click("button[aria-label='Pin house/huge to a node']");
+    await expect.poll(() => page.locator("#fleet-error").textContent()).toBe('node: "gpu-node-1" offers 95.4 MiB in all, and a replica of "house/huge" needs 931322.6 GiB');
+    await page.screenshot({ path: resolve("test-artifacts", "dashboard-fleet-desktop.png"), fullPage: true });
+
+    await page.setViewportSize({ width: 375, height: 812 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+    // the fleet's tables stack their rows on a phone: every action is within the page's width, none scrolled away
+    for (const label of ["Unload house/chat from gpu-node-1", "Unpin house/chat on gpu-node-1", "Drain gpu-node-1", "Pin house/code to a node"]) {
+      const box = await page.locator(`button[aria-label='${label}']`).boundingBox();
+      expect(box, label).not.toBeNull();
+      expect(box!.x + box!.width, label).toBeLessThanOrEqual(375);
+    }
+    await page.screenshot({ path: resolve("test-artifacts", "dashboard-fleet-phone.png"), fullPage: true });
+    await page.locator("section", { has: page.locator("#fleet-title") }).screenshot({ path: resolve("test-artifacts", "dashboard-fleet-phone-section.png") });
+
+    // unload it from the page: asked first, then gone from the node
+    await page.click("button[aria-label='Unload house/chat from gpu-node-1']");
+    await expect.poll(() => node.textContent(), { timeout: 15_000 }).toContain("No replicas.");
+    expect(dialogs.at(-1)).toBe("Unload house/chat from gpu-node-1?");
+    expect(agent.engine.modelPools).toHaveLength(0);
+    await page.close();
+  }, 90_000);
+});
+
 if (!CHROMIUM)
   describe.skip("dashboard in chromium (skipped: no chromium; apt-get install chromium, or set KILN_CHROMIUM)", () => {
     it("browser suite", () => undefined);

@@ -2,8 +2,10 @@
  * The dashboard: a static page at `/dashboard` and its admin API under `/admin/api`, behind the
  * admin token (`--admin-token` / `KILN_ADMIN_TOKEN`; without one the dashboard is off). It lists
  * accounts and keys, creates keys (shown once) and revokes them, and manages each account's MCP
- * server configurations, with a Test button over the same tester as `POST /v1/mcp/test`, and edits the
- * operator's model catalog (the same one `--catalog` writes, shared through the database).
+ * server configurations, with a Test button over the same tester as `POST /v1/mcp/test`, edits the
+ * operator's model catalog (the same one `--catalog` writes, shared through the database), and shows
+ * the fleet (each node's devices and replicas, each catalog model's status) with the operator's
+ * actions on it: pin a replica to a node, unpin it, unload a replica, drain a node.
  */
 import { Hono } from "hono";
 import { usageRange, type UsageLedger } from "../usage/index.js";
@@ -14,8 +16,9 @@ import { existingOr } from "../../core/paths.js";
 import { ACCOUNT_NAME_RULE, isValidAccountName, TIERS, type KeyService } from "../auth/index.js";
 import { SERVER_TYPES, type McpService } from "../mcp/index.js";
 import { parseBody } from "../../core/schema.js";
-import { CreateKeyRequest } from "./schema.js";
+import { CreateKeyRequest, FleetDrainRequest, FleetPinRequest, FleetUnloadRequest } from "./schema.js";
 import type { AgentSnapshot } from "../fleet/index.js";
+import type { ModelStatus } from "../catalog/status.js";
 import type { ErrorCode } from "../../core/error-codes.js";
 import { OperatorCatalogError, parseOperatorCatalog, type OperatorCatalog } from "../../models/operator-catalog.js";
 import type { ModelCatalog } from "../catalog/index.js";
@@ -54,11 +57,26 @@ export interface DashboardDeps {
   maxBodyBytes: number;
   /** The usage ledger: any account's usage by day and model. */
   usage: UsageLedger;
-  /** The connected nodes (`GET /admin/api/nodes`): a node drained for reports past the scheduler's bounds shows why. */
   /** The model catalog (`/admin/api/catalog`). */
   catalog: ModelCatalog;
-  fleet?: { snapshot(): AgentSnapshot[]; drainedAway?(): { nodeId: string; distrusted: { reason: string; at: number }; connectedAt: number }[] };
+  /** The connected nodes (`GET /admin/api/nodes`, `/admin/api/fleet`) and the operator's actions on them (the fleet's `Fleet`). */
+  fleet?: DashboardFleet;
 }
+
+/** What the dashboard reads of the fleet and does to it (scheduler/fleet's `Fleet`). */
+export interface DashboardFleet {
+  snapshot(): AgentSnapshot[];
+  /** Drained nodes no longer connected: a node drained for reports past the scheduler's bounds shows why. */
+  drainedAway?(): { nodeId: string; distrusted: { reason: string; at: number }; connectedAt: number }[];
+  statusOf(model: string): ModelStatus;
+  pin(nodeId: string, model: string): Promise<{ state: "loading" | "ready"; loaded: boolean; evicted: string[] }>;
+  unpin(nodeId: string, model: string): void;
+  unloadReplica(nodeId: string, model: string, force: boolean): { unpinned: boolean; inflight: number };
+  drainNode(nodeId: string, deadlineMs: number): boolean;
+}
+
+/** How long a drained node's requests may take to finish, unless the request says (s). */
+const DEFAULT_DRAIN_S = 60;
 
 export function dashboardRoutes(deps: DashboardDeps): Hono {
   const app = new Hono();
@@ -176,6 +194,86 @@ export function dashboardRoutes(deps: DashboardDeps): Hono {
   api.delete("/catalog", async (c) => {
     await deps.catalog.replace(undefined);
     return c.body(null, 204);
+  });
+  // The fleet page: each node with its devices (free memory as placement counts it) and replicas, each catalog model's
+  // status and replicas; and the operator's actions: pin a replica to a node (loaded there if it has none), unpin,
+  // unload, drain a node. Pins are this scheduler's, in its memory (docs/operations.md).
+  const fleetView = () => {
+    const nodes = deps.fleet?.snapshot() ?? [];
+    const count = (model: string, ready: boolean) =>
+      nodes.reduce(
+        (n, a) =>
+          n +
+          (a.placeable
+            ? a.replicas.filter((r) => r.model === model && (ready ? r.state === "ready" : r.state !== "unloading")).length
+            : a.pools.filter((p) => p.modelIds.includes(model)).length),
+        0,
+      );
+    return {
+      catalog_active: deps.catalog.active,
+      nodes: nodes.map((a) => ({
+        node_id: a.nodeId,
+        connected_at: a.connectedAt,
+        placeable: a.placeable,
+        draining: a.draining,
+        distrusted: a.distrusted ?? null,
+        devices: a.devices.map((d) => ({ name: d.name, total_bytes: d.totalBytes, free_bytes: d.freeBytes })),
+        replicas: a.replicas.map((r) => ({
+          model: r.model,
+          state: r.state,
+          progress: r.progress,
+          bytes: r.bytes,
+          inflight: r.inflight,
+          slots: r.slots,
+          last_used_at: r.lastUsedAt,
+          pinned: r.pinned,
+        })),
+        pools: a.pools.map((p) => ({ models: p.modelIds, slots: p.slots, inflight: p.inflight })),
+      })),
+      models: deps.catalog.entries.map((m) => ({
+        id: m.id,
+        aliases: m.aliases,
+        status: deps.fleet?.statusOf(m.id) ?? "unavailable",
+        replicas: count(m.id, false),
+        ready: count(m.id, true),
+        min_replicas: m.min_replicas,
+        max_replicas: m.max_replicas,
+      })),
+    };
+  };
+  const fleet = (): DashboardFleet => {
+    if (!deps.fleet) throw new NotFoundError("node_not_found", "node: this scheduler has no fleet");
+    return deps.fleet;
+  };
+  /** A request's model as the fleet knows it: an alias's id (anything else as it came, for the fleet to refuse). */
+  const canonical = (model: string) => deps.catalog.resolve(model)?.id ?? model;
+  api.get("/fleet", (c) => c.json(fleetView()));
+  api.post("/fleet/pins", async (c) => {
+    const { model, node } = parseBody(FleetPinRequest, await readJsonBody(c, deps.maxBodyBytes));
+    const id = canonical(model);
+    const pinned = await fleet().pin(node, id);
+    return c.json({ node, model: id, pinned: true, state: pinned.state, evicted: pinned.evicted }, pinned.loaded ? 202 : 200);
+  });
+  api.delete("/fleet/pins", async (c) => {
+    const { model, node } = parseBody(FleetPinRequest, await readJsonBody(c, deps.maxBodyBytes));
+    fleet().unpin(node, canonical(model));
+    return c.body(null, 204);
+  });
+  api.post("/fleet/unload", async (c) => {
+    const { model, node, force } = parseBody(FleetUnloadRequest, await readJsonBody(c, deps.maxBodyBytes));
+    const id = canonical(model);
+    const done = fleet().unloadReplica(node, id, force ?? false);
+    return c.json({ node, model: id, state: "unloading", unpinned: done.unpinned, inflight: done.inflight }, 202);
+  });
+  api.post("/fleet/nodes/:id/drain", async (c) => {
+    // the body is optional: none (or an empty one) drains with the default deadline
+    const length = c.req.header("content-length");
+    const empty = length === "0" || (length === undefined && c.req.header("transfer-encoding") === undefined);
+    const { deadline_s } = parseBody(FleetDrainRequest, empty ? {} : await readJsonBody(c, deps.maxBodyBytes));
+    const deadline = deadline_s ?? DEFAULT_DRAIN_S;
+    const node = c.req.param("id");
+    const ordered = fleet().drainNode(node, deadline * 1000);
+    return c.json({ node, draining: true, deadline_s: deadline, already: !ordered }, 202);
   });
   app.route("/admin/api", api);
   return app;

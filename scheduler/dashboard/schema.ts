@@ -25,3 +25,41 @@ export const CreateKeyRequest = z
     }
   })
   .meta({ id: "CreateKeyRequest" });
+
+/** A node id or a model name as the fleet's actions take it: a bound on what is read, not a rule of names (an unknown one is a 404 or a 400 naming it). */
+const name = (what: string) => z.string({ error: "a string" }).min(1, { error: "a non-empty string" }).max(256, { error: "at most 256 characters" }).meta({ description: what });
+
+/** `POST /admin/api/fleet/pins` and `DELETE /admin/api/fleet/pins`. */
+export const FleetPinRequest = z
+  .looseObject({
+    model: name("A model of the operator's catalog: its id or an alias."),
+    node: name("The node's id."),
+  })
+  .meta({ id: "FleetPinRequest" });
+
+/** `POST /admin/api/fleet/unload`. */
+export const FleetUnloadRequest = z
+  .looseObject({
+    model: name("The replica's model: its catalog id or an alias."),
+    node: name("The node's id."),
+    force: z.boolean({ error: "true or false" }).optional().meta({
+      description:
+        "Unload a replica that answers requests (it takes no new one; its node lets them finish, stopping them after a minute). Default false: such a replica is refused with 409.",
+    }),
+  })
+  .meta({ id: "FleetUnloadRequest" });
+
+/** The longest a drained node's requests may take to finish (s). */
+export const MAX_DRAIN_S = 3600;
+
+/** `POST /admin/api/fleet/nodes/{id}/drain` (its body may be absent). */
+export const FleetDrainRequest = z
+  .looseObject({
+    deadline_s: z
+      .int({ error: `a whole number of seconds from 0 to ${MAX_DRAIN_S}` })
+      .min(0)
+      .max(MAX_DRAIN_S)
+      .optional()
+      .meta({ description: `How long the node's running requests may take to finish before its link closes, in seconds (0–${MAX_DRAIN_S}). Default 60.` }),
+  })
+  .meta({ id: "FleetDrainRequest" });

@@ -15,14 +15,14 @@
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import type { Logger } from "../../core/log.js";
 import { requiredCapabilities } from "../../core/chat.js";
-import { ApiError, InvalidRequestError, ServiceUnavailableError, UpstreamError } from "../../core/errors.js";
+import { ApiError, ConflictError, InvalidRequestError, NotFoundError, ServiceUnavailableError, UpstreamError } from "../../core/errors.js";
 import type { AgentMessage__Output, CompletionChunk__Output, ModelPool__Output, ModelState__Output, Register__Output } from "../../proto/index.js";
-import { Placer, type PlacedModel, type PlacementClaims, type PlacementView } from "../placement/index.js";
+import { choosePlacement, Placer, type PlacedModel, type PlacementClaims, type PlacementNode, type PlacementView } from "../placement/index.js";
 import { responseFormatToProto, samplingToProto } from "../../proto/sampling.js";
 import { messagesToProto, toolsToProto } from "../../proto/tools.js";
 import { AudioRouter, transcriptionInfo, type AudioEvent, type AudioNode, type AudioRequest, type TranscriptionInfo } from "./audio.js";
 import { Channel } from "./channel.js";
-import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState } from "./types.js";
+import type { AgentLink, AgentSnapshot, CompletionEvent, CompletionRequest, PoolState, ReplicaSnapshot } from "./types.js";
 import { CHAT_CLIENT_FAULTS, WIRE } from "../../core/wire-codes.js";
 import { completionReceiveBound, completionTokenBound, MAX_CONTEXT_SIZE, promptTokenBound } from "./limits.js";
 import { NodeReplicas } from "./replicas.js";
@@ -170,6 +170,8 @@ class Agent implements AudioNode {
   distrusted: Distrust | undefined;
   /** Its devices and the replicas placed on it (a placeable node). */
   readonly placed: NodeReplicas;
+  /** The operator drained it (the dashboard): Drain was sent. */
+  drainOrdered = false;
   constructor(
     readonly nodeId: string,
     readonly link: AgentLink,
@@ -227,6 +229,15 @@ export class Fleet {
   private readonly rejectedCounts = new Map<string, { node: string; kind: RejectedReport; count: number }>();
   /** Places replicas of the operator's catalog models (absent without a catalog). */
   private readonly placer: Placer | undefined;
+  /** The registry as placement sees it (its loads and unloads are the placer's and the operator's). */
+  private readonly view: PlacementView;
+  /**
+   * Replicas the operator pinned (the dashboard), by node id: placement never unloads them. In this
+   * scheduler's memory only: a restart forgets them, and each scheduler of several has its own. A
+   * pin goes with its replica (unloaded, failed) and is kept while its node is away, for a reconnect
+   * that still holds the replica.
+   */
+  private readonly pins = new Map<string, Set<string>>();
 
   constructor(private readonly options: FleetOptions) {
     this.maxAttempts = options.maxAttempts ?? 3;
@@ -241,7 +252,8 @@ export class Fleet {
       rejected: (node, kind, detail) => (kind === "audio_seconds" ? this.count(node.nodeId, kind, detail) : this.rejected(node.nodeId, kind, detail)),
       ...(options.audioWindowBytes ? { windowBytes: options.audioWindowBytes } : {}),
     });
-    this.placer = options.placement && new Placer({ ...options.placement, view: this.placementView(), logger: options.logger });
+    this.view = this.placementView();
+    this.placer = options.placement && new Placer({ ...options.placement, view: this.view, logger: options.logger });
     this.sweeper = setInterval(() => {
       this.dropSilentAgents();
       void this.placer?.keepMinimums();
@@ -384,6 +396,21 @@ export class Fleet {
         peakInflight: p.peak,
         capabilities: [...p.capabilities],
       })),
+      placeable: a.placed.placeable,
+      devices: a.placed.placeable ? a.placed.accounted() : [],
+      replicas: [...a.placed.replicas].map(([model, r]): ReplicaSnapshot => {
+        const pool = a.pools.find((p) => p.modelIds.has(model));
+        return {
+          model,
+          state: r.state,
+          progress: r.progress,
+          bytes: [...r.bytes],
+          inflight: pool?.inflight ?? 0,
+          slots: pool?.slots ?? 0,
+          lastUsedAt: r.lastUsedAt,
+          pinned: this.pinned(a.nodeId, model),
+        };
+      }),
     }));
   }
 
@@ -489,6 +516,10 @@ export class Fleet {
     const agent = new Agent(register.node_id, link, register, pools);
     // replicas placed before this scheduler connected: ready ones serve, loading ones count
     for (const state of register.replicas) this.replicaState(agent, state);
+    // its pins hold for the replicas it still has
+    const pins = this.pins.get(register.node_id);
+    for (const model of pins ?? []) if (!agent.placed.replicas.has(model)) pins!.delete(model);
+    if (pins?.size === 0) this.pins.delete(register.node_id);
     this.agents.set(register.node_id, agent);
     this.log.info({ node: register.node_id, pools: register.pools.map((p) => ({ models: p.model_ids, slots: p.slots })), compute: register.hardware?.compute }, "agent joined");
     this.pump();
@@ -651,6 +682,7 @@ export class Fleet {
       this.pump();
     } else if (outcome === "gone" || outcome === "failed") {
       this.dropPool(agent, model);
+      this.dropPin(agent.nodeId, model);
       if (outcome === "failed") {
         this.placer?.failed(agent.nodeId, model, state.reason.slice(0, 1000));
         this.placeWaiting();
@@ -696,18 +728,21 @@ export class Fleet {
     }
   }
 
+  /** One placeable node as placement sees it: a replica pinned, or idle for less than its idle_unload_s, is kept. */
+  private placementNode(a: Agent, now: number): PlacementNode {
+    const inflight = (model: string) => a.pools.find((p) => p.modelIds.has(model))?.inflight ?? 0;
+    const keep = (model: string, idleMs: number) => this.pinned(a.nodeId, model) || idleMs < (this.options.placement?.model(model)?.idleUnloadS ?? 0) * 1000;
+    return a.placed.placementNode(a.nodeId, !a.draining && !a.distrusted, inflight, keep, now);
+  }
+
   /** The registry as placement sees it (scheduler/placement). */
   private placementView(): PlacementView {
     return {
       nodes: () => {
         const now = Date.now();
         const nodes = [];
-        for (const a of this.agents.values()) {
-          if (!a.placed.placeable) continue;
-          const inflight = (model: string) => a.pools.find((p) => p.modelIds.has(model))?.inflight ?? 0;
-          const keep = (model: string, idleMs: number) => idleMs < (this.options.placement!.model(model)?.idleUnloadS ?? 0) * 1000;
-          nodes.push(a.placed.placementNode(a.nodeId, !a.draining && !a.distrusted, inflight, keep, now));
-        }
+        // a draining node's replicas are on their way out: they count for nothing, and its models are placed elsewhere
+        for (const a of this.agents.values()) if (a.placed.placeable && !a.draining) nodes.push(this.placementNode(a, now));
         return nodes;
       },
       load: (node, order) => {
@@ -743,6 +778,189 @@ export class Fleet {
     if (!this.placer || !this.options.placement?.model(model)) return "unavailable";
     for (const a of this.agents.values()) if (a.placed.replicas.get(model)?.state === "loading") return "loading";
     return this.placer.statusNow(model);
+  }
+
+  // --- the operator's actions (the dashboard's fleet page) -----------------------------------
+
+  /** Whether the operator pinned `model`'s replica on `nodeId` (on this scheduler). */
+  pinned(nodeId: string, model: string): boolean {
+    return this.pins.get(nodeId)?.has(model) ?? false;
+  }
+
+  private dropPin(nodeId: string, model: string): boolean {
+    const pins = this.pins.get(nodeId);
+    if (!pins?.delete(model)) return false;
+    if (pins.size === 0) this.pins.delete(nodeId);
+    return true;
+  }
+
+  /**
+   * Pins a replica of the catalog model `model` (its canonical id) to `nodeId`: placement never unloads
+   * it to make room. A node that holds none gets one loaded, when the plan fits it on that node (the
+   * node's idle, unpinned replicas it names are unloaded first), within the model's max_replicas.
+   * Answers the replica's state, whether a load was ordered, and what was unloaded for it. Refusals:
+   * 404 `node_not_found`, 400 `model_not_found`, 409 `placement_refused` (naming what is missing) or
+   * `replica_busy` (a replica being unloaded).
+   */
+  async pin(nodeId: string, model: string): Promise<{ state: "loading" | "ready"; loaded: boolean; evicted: string[] }> {
+    const placed = this.catalogModel(model);
+    const held = this.pinHeld(nodeId, model);
+    if (held) return held;
+    this.refusePlacing(this.connected(nodeId), placed);
+    let bytes: number;
+    try {
+      bytes = await this.options.placement!.size(placed);
+    } catch (err) {
+      throw new ServiceUnavailableError("model_unavailable", `model: the memory a replica of "${model}" needs could not be read: ${(err as Error).message}`);
+    }
+    // the fleet may have changed while the model was sized: every check again
+    return this.pinHeld(nodeId, model) ?? this.placePinned(this.connected(nodeId), placed, bytes);
+  }
+
+  /** The pin of a replica `nodeId` holds already, or undefined when it holds none. */
+  private pinHeld(nodeId: string, model: string): { state: "loading" | "ready"; loaded: boolean; evicted: string[] } | undefined {
+    const replica = this.connected(nodeId).placed.replicas.get(model);
+    if (!replica) return undefined;
+    if (replica.state === "unloading")
+      throw new ConflictError("replica_busy", `model: the replica of "${model}" on node "${nodeId}" is being unloaded; pin it again once it is gone, to have it loaded again`);
+    let pins = this.pins.get(nodeId);
+    if (!pins) this.pins.set(nodeId, (pins = new Set()));
+    pins.add(model);
+    this.log.info({ node: nodeId, model }, "replica pinned by the operator");
+    return { state: replica.state, loaded: false, evicted: [] };
+  }
+
+  /** Refuses (409 placement_refused) a new replica of `model` on a node that takes none now, or past the model's max_replicas. */
+  private refusePlacing(agent: Agent, model: PlacedModel): void {
+    const node = agent.nodeId;
+    if (!agent.placed.placeable) throw new ConflictError("placement_refused", `node: "${node}" serves its --serve list and takes no placed replicas`);
+    if (agent.distrusted) throw new ConflictError("placement_refused", `node: "${node}" was drained for reports past the scheduler's bounds and takes no replicas`);
+    if (agent.draining) throw new ConflictError("placement_refused", `node: "${node}" is draining and takes no new replicas`);
+    const count = this.placer!.replicas(model.id);
+    if (count >= model.maxReplicas) {
+      const where = [...this.agents.values()].filter((a) => {
+        const r = a.placed.replicas.get(model.id);
+        return r !== undefined && r.state !== "unloading";
+      });
+      throw new ConflictError(
+        "placement_refused",
+        `model: "${model.id}" has its max_replicas (${model.maxReplicas}) already, on ${where.map((a) => `"${a.nodeId}"`).join(", ")}; unload one first, or raise max_replicas in the catalog`,
+      );
+    }
+  }
+
+  /** Orders a pinned replica of `model` loaded on `agent` when the plan, over that node alone, fits it there. */
+  private placePinned(agent: Agent, model: PlacedModel, bytes: number): { state: "loading"; loaded: true; evicted: string[] } {
+    this.refusePlacing(agent, model);
+    const node = this.placementNode(agent, Date.now());
+    const rules = { replicasOf: (m: string) => this.placer!.replicas(m), minReplicasOf: (m: string) => this.options.placement!.model(m)?.minReplicas ?? 0 };
+    const plan = choosePlacement({ model: model.id, bytes }, [node], rules);
+    if (plan.kind === "too_large") {
+      const total = node.devices.reduce((n, d) => n + d.totalBytes, 0);
+      throw new ConflictError("placement_refused", `node: "${agent.nodeId}" offers ${sized(total)} in all, and a replica of "${model.id}" needs ${sized(bytes)}`);
+    }
+    if (plan.kind === "no_room") {
+      const free = node.devices.reduce((n, d) => n + d.freeBytes, 0);
+      const kept = node.replicas.map((r) => `${r.model} (${this.whyKept(agent, r, rules)})`);
+      throw new ConflictError(
+        "placement_refused",
+        `node: "${agent.nodeId}" has ${sized(free)} free, and a replica of "${model.id}" needs ${sized(bytes)}; ${kept.length ? `what it holds cannot make room: ${kept.join(", ")}` : "it holds no replica to unload"}`,
+      );
+    }
+    let pins = this.pins.get(agent.nodeId);
+    if (!pins) this.pins.set(agent.nodeId, (pins = new Set()));
+    pins.add(model.id);
+    for (const evicted of plan.evict) this.view.unload(agent.nodeId, evicted);
+    this.view.load(agent.nodeId, { model, split: plan.split });
+    this.log.info({ node: agent.nodeId, model: model.id, split: plan.split, evict: plan.evict }, "replica pinned by the operator: loading");
+    return { state: "loading", loaded: true, evicted: plan.evict };
+  }
+
+  /** Why a replica stays where a pinned load found no room (for the refusal's message). */
+  private whyKept(agent: Agent, r: PlacementNode["replicas"][number], rules: { replicasOf(m: string): number; minReplicasOf(m: string): number }): string {
+    if (this.pinned(agent.nodeId, r.model)) return "pinned";
+    if (r.state !== "ready") return r.state === "unloading" ? "being unloaded" : "loading";
+    if (r.inflight > 0) return `answering ${r.inflight} request${r.inflight === 1 ? "" : "s"}`;
+    if (r.keep) return `idle for less than its idle_unload_s (${this.options.placement?.model(r.model)?.idleUnloadS ?? 0} s)`;
+    if (rules.replicasOf(r.model) <= rules.minReplicasOf(r.model)) return `kept for its min_replicas (${rules.minReplicasOf(r.model)})`;
+    return "idle";
+  }
+
+  /** Removes the operator's pin of `model` on `nodeId`: placement may unload the replica again. 404 when there is none. */
+  unpin(nodeId: string, model: string): void {
+    if (this.dropPin(nodeId, model)) {
+      this.log.info({ node: nodeId, model }, "replica unpinned by the operator");
+      return;
+    }
+    if (!this.agents.has(nodeId)) throw this.noNode(nodeId);
+    this.catalogModel(model);
+    throw new NotFoundError("replica_not_found", `model: "${model}" is not pinned on node "${nodeId}"`);
+  }
+
+  /**
+   * Unloads the replica of `model` on `nodeId` (UnloadModel): it takes no new request at once, and its
+   * node lets the requests it answers finish (stopping them after a minute's grace), then frees it.
+   * One that answers requests is refused (409
+   * `replica_busy`) unless `force`. Its pin goes with it. Answers whether it was pinned, and the
+   * requests it was answering.
+   */
+  unloadReplica(nodeId: string, model: string, force: boolean): { unpinned: boolean; inflight: number } {
+    const agent = this.connected(nodeId);
+    const replica = agent.placed.replicas.get(model);
+    if (!replica) {
+      this.catalogModel(model);
+      throw new NotFoundError("replica_not_found", `model: node "${nodeId}" holds no replica of "${model}"`);
+    }
+    const inflight = agent.pools.find((p) => p.modelIds.has(model))?.inflight ?? 0;
+    if (inflight > 0 && !force) {
+      throw new ConflictError(
+        "replica_busy",
+        `model: the replica of "${model}" on node "${nodeId}" answers ${inflight} request${inflight === 1 ? "" : "s"} now; unload it with force: true (it takes no new request; its node lets those finish, stopping them after a minute, then frees it)`,
+      );
+    }
+    const unpinned = this.dropPin(nodeId, model);
+    if (replica.state !== "unloading") {
+      this.dropPool(agent, model);
+      this.view.unload(nodeId, model);
+      this.log.info({ node: nodeId, model, inflight, force }, "replica unloaded by the operator");
+      this.placeWaiting(); // requests waiting for it go to a replica elsewhere
+    }
+    return { unpinned, inflight };
+  }
+
+  /**
+   * Drains a node as the operator asks (the dashboard): it gets no new work from this scheduler at
+   * once, and is sent Drain: its link to this scheduler lets the requests it runs finish (within
+   * `deadlineMs`), then closes, and the agent does not dial this scheduler again until it restarts.
+   * Answers false when it was drained so already.
+   */
+  drainNode(nodeId: string, deadlineMs: number): boolean {
+    const agent = this.connected(nodeId);
+    if (agent.drainOrdered) return false;
+    agent.drainOrdered = true;
+    agent.draining = true;
+    agent.link.send({ drain: { deadline_ms: deadlineMs } });
+    this.log.info({ node: nodeId, deadlineMs }, "node drained by the operator");
+    this.placeWaiting();
+    return true;
+  }
+
+  /** The connected agent `nodeId` names, or 404 node_not_found. */
+  private connected(nodeId: string): Agent {
+    const agent = this.agents.get(nodeId);
+    if (!agent) throw this.noNode(nodeId);
+    return agent;
+  }
+
+  private noNode(nodeId: string): NotFoundError {
+    return new NotFoundError("node_not_found", `node: no node "${nodeId.slice(0, 128)}" is connected to this scheduler`);
+  }
+
+  /** The catalog model `id` (canonical) names, or 400 model_not_found. */
+  private catalogModel(id: string): PlacedModel {
+    const model = this.options.placement?.model(id);
+    if (!model) throw new InvalidRequestError("model_not_found", `model: "${id.slice(0, 128)}" is not a model of the operator's catalog`, "model");
+    return model;
   }
 
   // --- routing ------------------------------------------------------------------------------
@@ -1053,3 +1271,6 @@ function toClientError(code: string, message: string, started: boolean): ApiErro
   if (CHAT_CLIENT_FAULTS.has(code) && !started) return new InvalidRequestError(relayedCode(code), message);
   return new UpstreamError(relayedCode(code) || WIRE.agentError, message);
 }
+
+/** Bytes as a person reads them: GiB, or MiB below one GiB. */
+const sized = (bytes: number) => (bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`);

@@ -112,17 +112,26 @@ export class NodeReplicas {
    * the node's next heartbeat). `keep(model, idleMs)` tells which idle replicas must stay.
    */
   placementNode(id: string, placeable: boolean, inflight: (model: string) => number, keep: (model: string, idleMs: number) => boolean, now: number): PlacementNode {
-    const held = this.devices.map(() => 0);
     const replicas: PlacementReplica[] = [];
     for (const [model, r] of this.replicas) {
-      r.bytes.forEach((b, i) => i < held.length && (held[i]! += b));
       replicas.push({ model, bytes: r.bytes, state: r.state, inflight: inflight(model), lastUsedAt: r.lastUsedAt, keep: keep(model, now - r.lastUsedAt) });
     }
     return {
       id,
       placeable: placeable && this.placeable,
-      devices: this.devices.map((d, i) => ({ totalBytes: d.totalBytes, freeBytes: Math.max(0, Math.min(d.freeBytes, d.totalBytes - held[i]!)) })),
+      devices: this.accounted().map((d) => ({ totalBytes: d.totalBytes, freeBytes: d.freeBytes })),
       replicas,
     };
+  }
+
+  /**
+   * Each device as placement counts it: its free memory is the less of what the node reports and
+   * what its offer less the replicas known here leaves (what `placementNode` gives placement, and the
+   * dashboard's fleet page shows).
+   */
+  accounted(): DeviceState[] {
+    const held = this.devices.map(() => 0);
+    for (const r of this.replicas.values()) r.bytes.forEach((b, i) => i < held.length && (held[i]! += b));
+    return this.devices.map((d, i) => ({ name: d.name, totalBytes: d.totalBytes, freeBytes: Math.max(0, Math.min(d.freeBytes, d.totalBytes - held[i]!)) }));
   }
 }

@@ -117,4 +117,27 @@ export interface AgentSnapshot {
   distrusted?: { reason: string; at: number };
   /** What the scheduler observed of it over the recent window (speed.ts): mean TTFT (ms) and tokens/s (undefined: none yet), requests it runs. */
   observed: { ttftMs: number | undefined; tokensPerSecond: number | undefined; inflight: number };
+  /** Whether it takes replicas the scheduler places (an agent without --serve); false for one serving its --serve list. */
+  placeable: boolean;
+  /** The devices a placeable node offers (none otherwise), each one's free memory as placement counts it (replicas/NodeReplicas.accounted). */
+  devices: { name: string; totalBytes: number; freeBytes: number }[];
+  /** The replicas placed on it (a placeable node), in the order they came. */
+  replicas: ReplicaSnapshot[];
+}
+
+/** One replica on a placeable node, for the dashboard's fleet page. */
+export interface ReplicaSnapshot {
+  model: string;
+  state: "loading" | "ready" | "unloading";
+  /** 0–1 while loading (the download, then the load); 1 once ready. */
+  progress: number;
+  /** Bytes it holds on each of the node's devices, by device index (as its load order planned). */
+  bytes: number[];
+  /** Requests its pool answers now, and the pool's slots (0 and 0 until it is ready). */
+  inflight: number;
+  slots: number;
+  /** When it last took a request (Unix ms; its load's time until the first). */
+  lastUsedAt: number;
+  /** Pinned by the operator on this scheduler: placement never unloads it. */
+  pinned: boolean;
 }

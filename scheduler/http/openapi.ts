@@ -10,7 +10,7 @@ import { EmbeddingsRequest } from "../chat/embeddings.js";
 import { LegacyCompletionRequest } from "../chat/legacy.js";
 import { ChatCompletionRequest } from "../chat/schema.js";
 import { ResponsesRequest } from "../chat/responses-schema.js";
-import { CreateKeyRequest } from "../dashboard/schema.js";
+import { CreateKeyRequest, FleetDrainRequest, FleetPinRequest, FleetUnloadRequest } from "../dashboard/schema.js";
 import { McpServerConfigBody, McpTestRequest, SecretValueRequest } from "../mcp/index.js";
 import { messagesOpenApi } from "./routes/messages.js";
 import { MODEL_STATUSES } from "../catalog/index.js";
@@ -342,6 +342,48 @@ const StoredCatalogBody = z
   })
   .meta({ id: "StoredCatalog" });
 
+const FleetView = z
+  .object({
+    catalog_active: z.boolean().meta({ description: "Whether an operator's catalog is in force (without one nothing is placed)." }),
+    nodes: z.array(
+      z.object({
+        node_id: z.string(),
+        connected_at: z.number().meta({ description: "When its stream opened, ms since the epoch." }),
+        placeable: z.boolean().meta({ description: "It takes replicas the scheduler places (an agent without --serve); false: it serves its --serve list (see pools)." }),
+        draining: z.boolean(),
+        distrusted: z.object({ reason: z.string(), at: z.number() }).nullable(),
+        devices: z
+          .array(z.object({ name: z.string(), total_bytes: z.number(), free_bytes: z.number() }))
+          .meta({ description: "The devices a placeable node offers (its GPUs, or its memory on a CPU node, under --memory-budget); free as placement counts it." }),
+        replicas: z.array(
+          z.object({
+            model: z.string(),
+            state: z.enum(["loading", "ready", "unloading"]),
+            progress: z.number().meta({ description: "0–1 while loading; 1 once ready." }),
+            bytes: z.array(z.number()).meta({ description: "Bytes it holds on each device, by device index." }),
+            inflight: z.number().meta({ description: "Requests its pool answers now." }),
+            slots: z.number().meta({ description: "Its pool's slots (0 until ready)." }),
+            last_used_at: z.number().meta({ description: "When it last took a request (its load's time until the first), ms since the epoch." }),
+            pinned: z.boolean().meta({ description: "Pinned by the operator on this scheduler: placement never unloads it." }),
+          }),
+        ),
+        pools: z.array(z.object({ models: z.array(z.string()), slots: z.number(), inflight: z.number() })),
+      }),
+    ),
+    models: z.array(
+      z.object({
+        id: z.string(),
+        aliases: z.array(z.string()),
+        status: z.enum(MODEL_STATUSES),
+        replicas: z.number().meta({ description: "Replicas loaded or loading on the connected nodes (a --serve node's pool counts as one)." }),
+        ready: z.number().meta({ description: "Of those, the ones ready." }),
+        min_replicas: z.number(),
+        max_replicas: z.number(),
+      }),
+    ),
+  })
+  .meta({ id: "FleetView" });
+
 const StoredMcpServer = McpServerConfigBody.extend({ id: z.string(), created_at: z.int(), updated_at: z.int() }).meta({ id: "McpServer" });
 const McpTestResult = z
   .object({
@@ -363,6 +405,7 @@ const ERROR_MEANING: Record<number, string> = {
   401: "The key (or admin token) is missing or wrong.",
   403: "The key's tier does not allow this.",
   404: "Not found.",
+  409: "The request conflicts with the state of what it names; the message says what.",
   413: "The body is larger than --max-body.",
   429: "Rate limited (see the x-ratelimit-* and Retry-After headers).",
   502: "The agent serving the request failed.",
@@ -734,6 +777,73 @@ function routes(): RouteConfig[] {
       path: "/admin/api/catalog",
       summary: "Remove the operator's model catalog (the built-in ids are served again)",
       responses: { 204: noContent, ...errors(401) },
+    }),
+    adminRoute({
+      method: "get",
+      path: "/admin/api/fleet",
+      summary: "The fleet: each node's devices and replicas, each catalog model's status and replicas",
+      responses: { 200: json(FleetView, "The fleet as this scheduler sees it."), ...errors(401) },
+    }),
+    adminRoute({
+      method: "post",
+      path: "/admin/api/fleet/pins",
+      summary: "Pin a replica of a catalog model to a node (loaded there when it holds none)",
+      description:
+        "Placement never unloads a pinned replica. A node holding none gets one loaded when the plan fits it there (its idle, unpinned replicas unloaded first, as `evicted` says). Pins are this scheduler's, in its memory: a restart forgets them.",
+      request: { body: { required: true, content: { "application/json": { schema: FleetPinRequest } } } },
+      responses: {
+        200: json(
+          z.object({ node: z.string(), model: z.string(), pinned: z.literal(true), state: z.enum(["loading", "ready"]), evicted: z.array(z.string()) }),
+          "The node's replica is pinned.",
+        ),
+        202: json(
+          z.object({ node: z.string(), model: z.string(), pinned: z.literal(true), state: z.literal("loading"), evicted: z.array(z.string()) }),
+          "Pinned, and its load ordered (after the unloads `evicted` names).",
+        ),
+        ...errors(400, 401, 404, 409, 413, 503),
+      },
+    }),
+    adminRoute({
+      method: "delete",
+      path: "/admin/api/fleet/pins",
+      summary: "Unpin a replica (placement may unload it again)",
+      request: { body: { required: true, content: { "application/json": { schema: FleetPinRequest } } } },
+      responses: { 204: noContent, ...errors(400, 401, 404, 413) },
+    }),
+    adminRoute({
+      method: "post",
+      path: "/admin/api/fleet/unload",
+      summary: "Unload a replica",
+      description:
+        "It takes no new request at once; its node lets the requests it answers finish (stopping them after a minute's grace), then frees it. One that answers requests is refused (409 `replica_busy`) unless `force`.",
+      request: { body: { required: true, content: { "application/json": { schema: FleetUnloadRequest } } } },
+      responses: {
+        202: json(
+          z.object({ node: z.string(), model: z.string(), state: z.literal("unloading"), unpinned: z.boolean(), inflight: z.number() }),
+          "UnloadModel sent; `unpinned`: it was pinned; `inflight`: requests it was answering.",
+        ),
+        ...errors(400, 401, 404, 409, 413),
+      },
+    }),
+    adminRoute({
+      method: "post",
+      path: "/admin/api/fleet/nodes/{id}/drain",
+      summary: "Drain a node",
+      description:
+        "It gets no new work from this scheduler at once and is sent Drain: its link to this scheduler lets its running requests finish (within `deadline_s`), then closes; the agent does not dial this scheduler again until it restarts. The body is optional.",
+      request: { params: idParam("id"), body: { required: false, content: { "application/json": { schema: FleetDrainRequest } } } },
+      responses: {
+        202: json(
+          z.object({
+            node: z.string(),
+            draining: z.literal(true),
+            deadline_s: z.number(),
+            already: z.boolean().meta({ description: "It was drained so before; nothing was sent." }),
+          }),
+          "Drain sent.",
+        ),
+        ...errors(400, 401, 404, 413),
+      },
     }),
     adminRoute({
       method: "get",

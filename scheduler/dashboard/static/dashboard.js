@@ -1,4 +1,4 @@
-// Kiln's dashboard: plain JavaScript over /admin/api (admin token) — keys, nodes, the model catalog, usage, MCP configurations and accounts' secrets.
+// Kiln's dashboard: plain JavaScript over /admin/api (admin token) — keys, nodes, the fleet (GPUs, replicas; pin, unload, drain), the model catalog, usage, MCP configurations and accounts' secrets.
 const $ = (id) => document.getElementById(id);
 const TOKEN = "kiln-admin-token";
 
@@ -41,13 +41,14 @@ async function api(path, init = {}) {
   });
   const body = res.status === 204 ? null : await res.json().catch(() => null);
   if (res.status === 401) signOut("The admin token was not accepted.");
-  if (!res.ok) throw new Error(body?.error?.message ?? `HTTP ${res.status}`);
+  if (!res.ok) throw Object.assign(new Error(body?.error?.message ?? `HTTP ${res.status}`), { code: body?.error?.code, status: res.status });
   return body;
 }
 const el = (tag, text, attrs = {}) => Object.assign(document.createElement(tag), attrs, text !== undefined ? { textContent: text } : {});
 
 function signOut(message = "") {
   sessionStorage.removeItem(TOKEN);
+  clearInterval(fleetTimer);
   $("signed-in").hidden = true;
   $("sign-out").hidden = true;
   $("sign-in").hidden = false;
@@ -70,6 +71,8 @@ async function signIn() {
   resetForm();
   await loadKeys();
   await loadNodes();
+  await loadFleet();
+  startFleet();
   await loadCatalog();
 }
 
@@ -94,6 +97,204 @@ async function loadNodes() {
   );
 }
 $("nodes-load").addEventListener("click", () => void loadNodes().catch(() => undefined));
+
+// --- The fleet: each node's GPUs and replicas, each catalog model's status; pin, unpin, unload, drain ---
+
+/** Bytes as a person reads them. */
+function bytes(n) {
+  if (n >= 2 ** 30) return `${(n / 2 ** 30).toFixed(1)} GiB`;
+  if (n >= 2 ** 20) return `${(n / 2 ** 20).toFixed(1)} MiB`;
+  return `${Math.round(n / 1024)} KiB`;
+}
+/** How long ago `ms` (Unix ms) was, roughly. */
+function ago(ms) {
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  return `${Math.round(s / 3600)} h ago`;
+}
+const FLEET_REFRESH_MS = 3000;
+let fleetTimer;
+let fleetLoading = false;
+/** The node picked in each model's "Pin to a node" list, kept across refreshes. */
+const pinChoice = new Map();
+
+/** Asks before an action, runs it, shows its refusal, and refreshes the fleet. */
+async function fleetAction(question, run) {
+  if (!confirm(question)) return;
+  $("fleet-error").textContent = "";
+  try {
+    await run();
+  } catch (err) {
+    $("fleet-error").textContent = err.message;
+  }
+  await loadFleet().catch(() => undefined);
+}
+
+const pinReplica = (model, node) =>
+  fleetAction(`Pin ${model} on ${node}? Placement will never unload it; a node without it loads it when it fits, unloading its idle, unpinned replicas.`, () =>
+    api("/fleet/pins", { method: "POST", body: JSON.stringify({ model, node }) }),
+  );
+const unpinReplica = (model, node) =>
+  fleetAction(`Unpin ${model} on ${node}? Placement may then unload it to make room.`, () => api("/fleet/pins", { method: "DELETE", body: JSON.stringify({ model, node }) }));
+const unloadReplica = (model, node) =>
+  fleetAction(`Unload ${model} from ${node}?`, async () => {
+    try {
+      await api("/fleet/unload", { method: "POST", body: JSON.stringify({ model, node }) });
+    } catch (err) {
+      // a replica answering requests: asked again, then unloaded once they end
+      if (err.code !== "replica_busy" || !confirm(`${err.message}\n\nUnload it anyway? It takes no new request; its node lets these finish, stopping them after a minute.`))
+        throw err;
+      await api("/fleet/unload", { method: "POST", body: JSON.stringify({ model, node, force: true }) });
+    }
+  });
+const drainNode = (node) =>
+  fleetAction(`Drain ${node}? It takes no new work from this scheduler, and leaves once its requests end (within 60 s); it comes back only when its agent restarts.`, () =>
+    api(`/fleet/nodes/${encodeURIComponent(node)}/drain`, { method: "POST", body: "{}" }),
+  );
+
+/** A table cell labelled with its column (shown beside it on a phone, where the table's rows stack). */
+function cell(label, content, attrs = {}) {
+  const td = el("td", typeof content === "string" ? content : undefined, attrs);
+  if (typeof content !== "string") td.append(...content);
+  td.dataset.label = label;
+  return td;
+}
+
+function button(text, label, onClick) {
+  const b = el("button", text, { type: "button" });
+  b.setAttribute("aria-label", label);
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+function renderDevice(node, d, i) {
+  const used = d.total_bytes - d.free_bytes;
+  const wrap = el("div", undefined, { className: "device" });
+  const meter = el("meter", undefined, { min: 0, max: Math.max(1, d.total_bytes), value: used, low: d.total_bytes * 0.7, high: d.total_bytes * 0.9, optimum: 0 });
+  meter.setAttribute("aria-label", `${node.node_id} ${d.name}: memory used`);
+  wrap.append(
+    el("span", `Device ${i}: ${d.name}`, { className: "device-name" }),
+    meter,
+    el("span", `${bytes(used)} used of ${bytes(d.total_bytes)} · ${bytes(d.free_bytes)} free`, { className: "muted" }),
+  );
+  return wrap;
+}
+
+function renderReplicas(node) {
+  if (!node.replicas.length) return [el("p", "No replicas.", { className: "muted" })];
+  const table = el("table", undefined, { className: "replicas stacks" });
+  const head = el("tr");
+  head.append(...["Model", "State", "Load", "Memory", "Last used", "Pinned", ""].map((h) => el("th", h, { scope: "col" })));
+  table.append(el("thead"), el("tbody"));
+  table.tHead.append(head);
+  for (const r of node.replicas) {
+    const tr = el("tr");
+    const state = cell("State", r.state === "loading" ? `loading ${Math.round(r.progress * 100)}%` : r.state);
+    if (r.state === "loading") {
+      const bar = el("progress", undefined, { max: 1, value: r.progress });
+      bar.setAttribute("aria-label", `${r.model} on ${node.node_id}: loaded`);
+      state.append(" ", bar);
+    }
+    const actions = cell("", [], { className: "actions" });
+    if (r.state !== "unloading") {
+      actions.append(
+        r.pinned
+          ? button("Unpin", `Unpin ${r.model} on ${node.node_id}`, () => unpinReplica(r.model, node.node_id))
+          : button("Pin", `Pin ${r.model} on ${node.node_id}`, () => pinReplica(r.model, node.node_id)),
+        " ",
+        button("Unload", `Unload ${r.model} from ${node.node_id}`, () => unloadReplica(r.model, node.node_id)),
+      );
+    }
+    tr.append(
+      cell("Model", r.model),
+      state,
+      cell("Load", r.slots ? `${r.inflight} / ${r.slots}` : "–"),
+      cell(
+        "Memory",
+        r.bytes
+          .filter((b) => b > 0)
+          .map(bytes)
+          .join(" + ") || "–",
+      ),
+      cell("Last used", ago(r.last_used_at)),
+      cell("Pinned", r.pinned ? "yes" : "no"),
+      actions,
+    );
+    table.tBodies[0].append(tr);
+  }
+  return [table];
+}
+
+function renderNode(node) {
+  const li = el("li", undefined, { className: "node" });
+  li.dataset.node = node.node_id;
+  const title = el("div", undefined, { className: "node-title" });
+  const state = node.distrusted ? `drained: ${node.distrusted.reason}` : node.draining ? "draining" : node.placeable ? "takes placed replicas" : "serves its --serve list";
+  title.append(el("h3", node.node_id), el("span", state, { className: node.distrusted ? "badge error" : "badge" }));
+  if (!node.draining) title.append(button("Drain", `Drain ${node.node_id}`, () => drainNode(node.node_id)));
+  li.append(title);
+  if (node.placeable) {
+    li.append(...node.devices.map((d, i) => renderDevice(node, d, i)), ...renderReplicas(node));
+  } else {
+    li.append(
+      el("p", node.pools.map((p) => `${p.models.join(", ")}: ${p.inflight} / ${p.slots} slots busy`).join(" · ") || "No models.", {
+        className: "muted",
+      }),
+    );
+  }
+  return li;
+}
+
+function renderFleetModels(fleet) {
+  const targets = fleet.nodes.filter((n) => n.placeable && !n.draining).map((n) => n.node_id);
+  $("fleet-models-table").hidden = !fleet.catalog_active;
+  $("fleet-models").replaceChildren(
+    ...fleet.models.map((m) => {
+      const tr = el("tr");
+      const pin = cell("Pin to a node", [], { className: "actions" });
+      if (targets.length) {
+        const select = el("select", undefined, { id: `fleet-pin-${m.id.replace(/[^\w-]/g, "_")}` });
+        select.setAttribute("aria-label", `Node to pin ${m.id} to`);
+        select.append(...targets.map((t) => el("option", t, { value: t })));
+        if (targets.includes(pinChoice.get(m.id))) select.value = pinChoice.get(m.id);
+        select.addEventListener("change", () => pinChoice.set(m.id, select.value));
+        pin.append(
+          select,
+          " ",
+          button("Pin", `Pin ${m.id} to a node`, () => pinReplica(m.id, select.value)),
+        );
+      } else pin.append(el("span", "no node takes replicas", { className: "muted" }));
+      const status = cell("Status", m.status, { className: `status-${m.status}` });
+      tr.append(cell("Model", m.id), status, cell("Replicas", `${m.ready} ready of ${m.replicas} (min ${m.min_replicas}, max ${m.max_replicas})`), pin);
+      return tr;
+    }),
+  );
+}
+
+async function loadFleet() {
+  if (fleetLoading) return;
+  fleetLoading = true;
+  try {
+    const fleet = await api("/fleet");
+    const placeable = fleet.nodes.filter((n) => n.placeable).length;
+    $("fleet-state").textContent =
+      `${fleet.nodes.length} node${fleet.nodes.length === 1 ? "" : "s"} connected, ${placeable} taking placed replicas` +
+      (fleet.catalog_active ? "" : "; no operator catalog, so nothing is placed") +
+      ` · ${new Date().toLocaleTimeString()}`;
+    $("fleet-nodes").replaceChildren(...fleet.nodes.map(renderNode));
+    renderFleetModels(fleet);
+  } finally {
+    fleetLoading = false;
+  }
+}
+$("fleet-load").addEventListener("click", () => void loadFleet().catch((err) => ($("fleet-error").textContent = err.message)));
+function startFleet() {
+  clearInterval(fleetTimer);
+  fleetTimer = setInterval(() => {
+    if (!document.hidden && !$("signed-in").hidden) void loadFleet().catch(() => undefined);
+  }, FLEET_REFRESH_MS);
+}
 
 /** What the editor starts from while no operator catalog is stored. */
 const CATALOG_TEMPLATE = {
