@@ -224,6 +224,7 @@ export class ModelPool {
     for (const w of this.waiters.splice(0)) w.reject(new GenerationAbortedError());
     await (await this.embeddingContext?.catch(() => undefined))?.dispose();
     await this.context.dispose();
+    await this.model.dispose(); // the pool owns its model: an unloaded replica frees its weights too
   }
 }
 

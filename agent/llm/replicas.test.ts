@@ -28,6 +28,7 @@ describe("a placeable engine", () => {
     let texts = 0;
     const running = engine.generate("fam-x", hi, { maxTokens: 24, temperature: 0, onText: () => texts++ });
     while (texts === 0) await new Promise((r) => setTimeout(r, 5));
+    const pool = engine.modelPools[0]!;
     const unloading = engine.removeModel("fam-x");
     expect(engine.serves("fam-x")).toBe(false);
     expect(engine.serves("alias-x")).toBe(false);
@@ -35,6 +36,7 @@ describe("a placeable engine", () => {
     expect((await running).completionTokens).toBe(24);
     expect(await unloading).toBe(0);
     expect(engine.modelPools).toHaveLength(0);
+    expect(pool.model.disposed).toBe(true); // its weights freed, not only its context
     expect(await engine.removeModel("fam-x")).toBe(-1);
   });
 });
