@@ -197,6 +197,9 @@ function poolOf(p: ModelPool__Output): PoolState & { peak: number } {
   };
 }
 
+/** A replica loading with no progress reported for this long counts as failed (a stuck download, a load that hangs). */
+const LOAD_STALL_MS = 10 * 60_000;
+
 /** Busy refusals (`node_busy`) a request may meet before they count as failed attempts: a bound on two schedulers' disagreement. */
 const MAX_BUSY_REFUSALS = 20;
 
@@ -256,7 +259,10 @@ export class Fleet {
     this.placer = options.placement && new Placer({ ...options.placement, view: this.view, logger: options.logger });
     this.sweeper = setInterval(() => {
       this.dropSilentAgents();
-      void this.placer?.keepMinimums();
+      if (!this.placer) return;
+      this.dropStalledLoads(Date.now());
+      this.placeWaiting(); // room that came without a report (an idle_unload_s run out, another scheduler's claim lapsed)
+      void this.placer.keepMinimums();
     }, options.heartbeatMs).unref();
   }
 
@@ -667,25 +673,43 @@ export class Fleet {
   private replicaState(agent: Agent, state: ModelState__Output): void {
     if (!agent.placed.placeable) return; // a node that said it takes no replicas has none
     const model = state.model_id;
+    // a report of a model that is no catalog model, or that its token may not offer, is no replica (nothing kept of it)
+    if (!this.options.placement?.model(model) || (agent.link.offers && !agent.link.offers(model))) return;
     const refused = state.state === "READY" ? this.poolRefusal(agent, state) : undefined;
     if (refused) {
+      // once per replica (a node repeating it gets no second order), and that node is passed over for the model
+      if (agent.placed.replicas.get(model)?.state === "unloading") return;
       this.log.warn({ node: agent.nodeId, model, why: refused }, "a replica's report refused; it is unloaded");
-      agent.link.send({ unload_model: { model_id: model } });
       agent.placed.unloading(model);
+      agent.link.send({ unload_model: { model_id: model } });
+      this.placer?.failed(agent.nodeId, model, refused);
       return;
     }
     const outcome = agent.placed.reported(state, Date.now());
     if (outcome === "ready") {
-      this.dropPool(agent, model);
-      agent.pools.push(poolOf(state.pool!));
-      this.log.info({ node: agent.nodeId, model, slots: state.pool!.slots }, "replica ready");
+      // a READY told again (a second order for the replica) keeps the pool and the requests it counts
+      if (!agent.pools.some((p) => p.modelIds.has(model))) {
+        agent.pools.push(poolOf(state.pool!));
+        this.log.info({ node: agent.nodeId, model, slots: state.pool!.slots }, "replica ready");
+      }
       this.pump();
     } else if (outcome === "gone" || outcome === "failed") {
       this.dropPool(agent, model);
       this.dropPin(agent.nodeId, model);
-      if (outcome === "failed") {
-        this.placer?.failed(agent.nodeId, model, state.reason.slice(0, 1000));
-        this.placeWaiting();
+      if (outcome === "failed") this.placer?.failed(agent.nodeId, model, state.reason.slice(0, 1000));
+      this.placeWaiting(); // requests for it wait: placed again (elsewhere, after a failure)
+    }
+  }
+
+  /** Replicas loading with no progress for LOAD_STALL_MS count as failed: unloaded, their node passed over for the model. */
+  private dropStalledLoads(now: number): void {
+    for (const a of this.agents.values()) {
+      for (const [model, r] of a.placed.replicas) {
+        if (r.state !== "loading" || now - r.progressAt < LOAD_STALL_MS) continue;
+        this.log.warn({ node: a.nodeId, model }, "a replica made no progress loading; it is unloaded and placed elsewhere");
+        a.placed.unloading(model);
+        a.link.send({ unload_model: { model_id: model } });
+        this.placer?.failed(a.nodeId, model, "no progress loading");
       }
     }
   }
@@ -701,6 +725,10 @@ export class Fleet {
     const others = agent.pools.filter((p) => !p.modelIds.has(state.model_id)).reduce((n, p) => n + p.slots, 0);
     const most = agent.link.maxSlots ?? Infinity;
     if (pool.slots < 1 || others + pool.slots > most) return `${others + pool.slots} slots in all; its node token allows at most ${most}`;
+    // the replica is what was ordered: the catalog's sequences, and no more context than the catalog's
+    const entry = this.options.placement.model(state.model_id)!;
+    if (pool.slots !== entry.sequences) return `${pool.slots} slots; the catalog's entry has ${entry.sequences} sequences`;
+    if (pool.context_size > entry.contextSize) return `a context of ${pool.context_size} tokens; the catalog's entry has ${entry.contextSize}`;
     return undefined;
   }
 
@@ -732,7 +760,13 @@ export class Fleet {
   private placementNode(a: Agent, now: number): PlacementNode {
     const inflight = (model: string) => a.pools.find((p) => p.modelIds.has(model))?.inflight ?? 0;
     const keep = (model: string, idleMs: number) => this.pinned(a.nodeId, model) || idleMs < (this.options.placement?.model(model)?.idleUnloadS ?? 0) * 1000;
-    return a.placed.placementNode(a.nodeId, !a.draining && !a.distrusted, inflight, keep, now);
+    // a model its node token may not offer, or whose slots would take the node past its token's, is not placed there
+    const accepts = (model: string) => {
+      if (a.link.offers && !a.link.offers(model)) return false;
+      const others = a.pools.filter((p) => !p.modelIds.has(model)).reduce((n, p) => n + p.slots, 0);
+      return others + (this.options.placement?.model(model)?.sequences ?? 0) <= (a.link.maxSlots ?? Infinity);
+    };
+    return { ...a.placed.placementNode(a.nodeId, !a.draining && !a.distrusted, inflight, keep, now), accepts };
   }
 
   /** The registry as placement sees it (scheduler/placement). */
@@ -763,6 +797,7 @@ export class Fleet {
         const agent = this.agents.get(node);
         if (!agent) return;
         agent.placed.unloading(model);
+        this.dropPool(agent, model); // it takes no new request from now (those it runs finish on the node)
         agent.link.send({ unload_model: { model_id: model } });
       },
     };

@@ -26,6 +26,8 @@ export interface ReplicaInfo {
   /** Bytes per device, as planned (the load order) or, for a replica another scheduler ordered, as reported. */
   bytes: number[];
   progress: number;
+  /** When it was ordered or last reported progress (ms): a load that stands still too long has failed. */
+  progressAt: number;
   /** When it last took a request (ms). */
   lastUsedAt: number;
 }
@@ -60,12 +62,13 @@ export class NodeReplicas {
 
   /** A load this scheduler ordered: it counts at once, with the planned bytes. */
   ordered(model: string, split: readonly number[], now: number): void {
-    this.replicas.set(model, { state: "loading", bytes: split.map(bytesOf), progress: 0, lastUsedAt: now });
+    this.replicas.set(model, { state: "loading", bytes: split.map(bytesOf), progress: 0, progressAt: now, lastUsedAt: now });
   }
 
   /**
    * A ModelState from the node. Returns what the fleet must do: add the pool (ready), drop it (unloaded
-   * or failed), or nothing. A report for more replicas than MAX_REPLICAS is ignored.
+   * or failed), or nothing. A report for more replicas than MAX_REPLICAS is ignored, and so is a FAILED
+   * or UNLOADED of a replica not known here (nothing to drop) and a READY of one being unloaded.
    */
   reported(state: ModelState__Output, now: number): "ready" | "gone" | "failed" | undefined {
     const model = state.model_id;
@@ -73,32 +76,37 @@ export class NodeReplicas {
     if (!known && this.replicas.size >= MAX_REPLICAS) return undefined;
     const reportedBytes = state.device_bytes.slice(0, this.devices.length).map((b) => bytesOf(Number(b)));
     switch (state.state) {
-      case "LOADING":
-        if (known) known.progress = Math.min(1, Math.max(0, state.progress || 0));
-        else this.replicas.set(model, { state: "loading", bytes: reportedBytes, progress: 0, lastUsedAt: now });
+      case "LOADING": {
+        const progress = Math.min(1, Math.max(0, state.progress || 0));
+        if (!known) this.replicas.set(model, { state: "loading", bytes: reportedBytes, progress, progressAt: now, lastUsedAt: now });
+        else if (known.state === "loading" && progress > known.progress) {
+          known.progress = progress;
+          known.progressAt = now;
+        }
         return undefined;
+      }
       case "READY":
+        if (known?.state === "unloading") return undefined;
         if (known) {
           known.state = "ready";
           known.progress = 1;
           known.lastUsedAt = now;
-        } else this.replicas.set(model, { state: "ready", bytes: reportedBytes, progress: 1, lastUsedAt: now });
+        } else this.replicas.set(model, { state: "ready", bytes: reportedBytes, progress: 1, progressAt: now, lastUsedAt: now });
         return "ready";
       case "FAILED":
-        this.replicas.delete(model);
-        return "failed";
+        return this.replicas.delete(model) ? "failed" : undefined;
       case "UNLOADED":
-        this.replicas.delete(model);
-        return "gone";
+        return this.replicas.delete(model) ? "gone" : undefined;
       default:
         return undefined;
     }
   }
 
-  /** An unload this scheduler ordered. */
-  unloading(model: string): void {
+  /** An unload this scheduler ordered (of a replica it knew, or of one a refused report named: kept till UNLOADED, so the order goes once). */
+  unloading(model: string, now = Date.now()): void {
     const r = this.replicas.get(model);
     if (r) r.state = "unloading";
+    else if (this.replicas.size < MAX_REPLICAS) this.replicas.set(model, { state: "unloading", bytes: [], progress: 0, progressAt: now, lastUsedAt: now });
   }
 
   used(model: string, now: number): void {

@@ -47,6 +47,8 @@ export interface PlacementNode {
   placeable: boolean;
   devices: readonly PlacementDevice[];
   replicas: readonly PlacementReplica[];
+  /** Whether the node may hold `model` at all (its node token's models and slots). Default: any. */
+  accepts?: (model: string) => boolean;
 }
 
 /** What a model needs of a node. */
@@ -105,7 +107,7 @@ export function choosePlacement(need: ModelNeed, nodes: Iterable<PlacementNode>,
   const holders: PlacementNode[] = [];
   let fitted: { node: PlacementNode; device: number; spare: number } | undefined;
   for (const node of nodes) {
-    if (!node.placeable) continue;
+    if (!node.placeable || (node.accepts && !node.accepts(need.model))) continue;
     let total = 0;
     for (const d of node.devices) total += d.totalBytes;
     if (!largest || total > largest.bytes || (total === largest.bytes && node.id < largest.node)) largest = { node: node.id, bytes: total };
