@@ -90,7 +90,7 @@ describe("POST /v1/responses through the openai client", () => {
     expect(r.status).toBe(chat.choices[0]!.finish_reason === "length" ? "incomplete" : "completed");
     expect(r.usage).toEqual({
       input_tokens: chat.usage!.prompt_tokens,
-      input_tokens_details: { cached_tokens: expect.any(Number) },
+      input_tokens_details: { cached_tokens: expect.any(Number), cache_write_tokens: 0 },
       output_tokens: chat.usage!.completion_tokens,
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: chat.usage!.total_tokens,

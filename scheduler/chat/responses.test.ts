@@ -302,7 +302,13 @@ describe("the fleet's events into a Response and its stream", () => {
       output_text: "Hello",
       error: null,
       incomplete_details: null,
-      usage: { input_tokens: 11, input_tokens_details: { cached_tokens: 3 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 16 },
+      usage: {
+        input_tokens: 11,
+        input_tokens_details: { cached_tokens: 3, cache_write_tokens: 0 },
+        output_tokens: 5,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: 16,
+      },
     });
   });
 

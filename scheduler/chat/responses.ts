@@ -29,17 +29,21 @@ export interface ResponseIdentity {
 
 export interface ResponseUsageBody {
   input_tokens: number;
-  input_tokens_details: { cached_tokens: number };
+  input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
   output_tokens: number;
   output_tokens_details: { reasoning_tokens: number };
   total_tokens: number;
 }
 
-/** `usage` of a Response: the prompt's tokens (those the node's KV cache held among them) and the generated ones. */
+/**
+ * `usage` of a Response: the prompt's tokens (those the node's KV cache held among them) and the
+ * generated ones. `cache_write_tokens` (OpenAI's document requires it) is 0: Kiln has no prompt cache
+ * that a request writes to apart from its slot's KV cache, which every prompt fills.
+ */
 export function responseUsage(done: Pick<Done, "promptTokens" | "completionTokens" | "cachedTokens">): ResponseUsageBody {
   return {
     input_tokens: done.promptTokens,
-    input_tokens_details: { cached_tokens: done.cachedTokens },
+    input_tokens_details: { cached_tokens: done.cachedTokens, cache_write_tokens: 0 },
     output_tokens: done.completionTokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: done.promptTokens + done.completionTokens,

@@ -184,7 +184,10 @@ export const ChatCompletionChunk = z
 
 const ResponseUsage = z.strictObject({
   input_tokens: z.int(),
-  input_tokens_details: z.strictObject({ cached_tokens: z.int() }),
+  input_tokens_details: z.strictObject({
+    cached_tokens: z.int(),
+    cache_write_tokens: z.int().meta({ description: "Always 0: no prompt cache is written apart from the slot's KV cache." }),
+  }),
   output_tokens: z.int(),
   output_tokens_details: z.strictObject({ reasoning_tokens: z.int().meta({ description: "Always 0: no reasoning mode runs." }) }),
   total_tokens: z.int(),
