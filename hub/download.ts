@@ -18,7 +18,7 @@
  * before every one is (the first part, which llama.cpp loads, last).
  */
 import { randomUUID } from "node:crypto";
-import { link, mkdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { link, mkdir, readFile, rename, rm, stat, truncate, utimes, writeFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import { createModelDownloader, type ModelDownloader } from "node-llama-cpp";
@@ -321,6 +321,16 @@ async function transfer(d: FileDownload, url: string, partialDir: string, announ
     // raced with the signal: ipull retries a failed connection on its own, long after a cancel
     await untilAborted(downloader.download({ signal }), signal);
     if (signal.aborted) throw signal.reason; // a cancelled download ends without an error of its own
+    // ipull keeps its progress record after the file's bytes and cuts it off at the end, but does not wait for its
+    // last write of the record first: that write can land after the cut, leaving the record at the file's end
+    // (a checksum mismatch, or with no sha256 to check, a wrong file installed). Its writes are done once
+    // download() returns (the file is closed), so the file is cut back to the size ipull fetched (it keeps no
+    // record of a file whose size it does not know).
+    const size = downloader.totalSize;
+    if (size > 0) {
+      const path = join(partialDir, d.file);
+      if ((await stat(path)).size > size) await truncate(path, size);
+    }
   } catch (err) {
     if (signal.aborted) await downloader?.cancel({ deleteTempFile: false }).catch(() => undefined);
     throw stop.signal.aborted ? stop.signal.reason : err;
