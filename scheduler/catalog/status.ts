@@ -18,4 +18,6 @@ export type ModelStatus = (typeof MODEL_STATUSES)[number];
 export interface ModelStatusSource {
   /** The status of the model whose canonical id is `id`. */
   statusOf(id: string): ModelStatus;
+  /** While it is `loading`: how far its furthest replica is, 0–1 (the download, then the load). */
+  progressOf?(id: string): number | undefined;
 }

@@ -815,6 +815,16 @@ export class Fleet {
     return this.placer.statusNow(model);
   }
 
+  /** How far the furthest loading replica of `model` is (0–1), or undefined when none loads. */
+  progressOf(model: string): number | undefined {
+    let most: number | undefined;
+    for (const a of this.agents.values()) {
+      const r = a.placed.replicas.get(model);
+      if (r?.state === "loading") most = Math.max(most ?? 0, r.progress);
+    }
+    return most;
+  }
+
   // --- the operator's actions (the dashboard's fleet page) -----------------------------------
 
   /** Whether the operator pinned `model`'s replica on `nodeId` (on this scheduler). */

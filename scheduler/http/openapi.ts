@@ -298,6 +298,7 @@ export const ModelList = z
             description:
               "available: a replica is ready; loading: one is being loaded; placeable: none is loaded and a node has room for one; too_large: no node could ever hold it; unavailable: none is loaded and none can be placed now.",
           }),
+          progress: z.number().min(0).max(1).optional().meta({ description: "While loading: how far its furthest replica is, 0 to 1 (the weights' download, then the load)." }),
           gpu_type: z.string(),
           memory_gb: z.number(),
           capabilities: z.array(z.string()).meta({

@@ -97,3 +97,50 @@ describe("one model", () => {
     expect((await get(modelRoutes(fleet, builtin), "/famB-v3.1")).body).toEqual({ id: "famB-v3.1", object: "model", created: 1735689600, owned_by: "famB" });
   });
 });
+
+describe("a catalog model being placed", () => {
+  it("shows status loading with how far its replica is (progress 0–1) while it loads, then available", async () => {
+    const { RecordingLink } = await import("../../../test/helpers/recording-link.js");
+    const placed = { id: "fam-x", source: "/m/x.gguf", contextSize: 512, sequences: 1, minReplicas: 0, maxReplicas: 1, idleUnloadS: 0, memoryBytes: 1000 };
+    fleet = new Fleet({
+      queueSize: 1,
+      queueTimeoutMs: 1000,
+      heartbeatMs: 60_000,
+      logger,
+      placement: { model: (id) => (id === "fam-x" ? placed : undefined), models: () => [placed], size: async () => 1000 },
+    });
+    const link = new RecordingLink();
+    fleet.attach(
+      {
+        node_id: "n1",
+        agent_version: "t",
+        hardware: null,
+        transcription: null,
+        pools: [],
+        placeable: true,
+        devices: [{ name: "cpu", total_bytes: 10_000, free_bytes: 10_000 }],
+        replicas: [],
+      },
+      link,
+    );
+    const state = (s: "LOADING" | "READY", progress: number) =>
+      fleet.receive("n1", link, {
+        body: "model_state",
+        model_state: {
+          model_id: "fam-x",
+          state: s,
+          progress,
+          reason: "",
+          device_bytes: [1000],
+          pool: s === "READY" ? { model_ids: ["fam-x"], slots: 1, context_size: 512, fingerprint: "fp", capabilities: [] } : null,
+        },
+      });
+    const routes = modelRoutes(fleet, operator([{ id: "fam-x", source: "/m/x.gguf", context_size: 512, sequences: 1 }]));
+    state("LOADING", 0.4);
+    expect(((await get(routes)) as { body: { models: unknown[] } }).body.models).toEqual([expect.objectContaining({ id: "fam-x", status: "loading", progress: 0.4 })]);
+    state("READY", 1);
+    const ready = ((await get(routes)) as { body: { models: Record<string, unknown>[] } }).body.models[0]!;
+    expect(ready).toMatchObject({ status: "available" });
+    expect(ready).not.toHaveProperty("progress");
+  });
+});

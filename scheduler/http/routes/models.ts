@@ -71,7 +71,17 @@ export function modelRoutes(fleet: Fleet, catalog: ModelCatalogView, status: Mod
         models: [
           ...chat.map((m) => {
             const serving = agents.filter((a) => a.pools.some((p) => p.modelIds.includes(m.id)));
-            return { id: m.id, name: m.name, aliases: m.aliases, status: status.statusOf(m.id), ...hardwareOf(serving), capabilities: capabilitiesOf(serving, m.id) };
+            const state = status.statusOf(m.id);
+            const progress = state === "loading" ? status.progressOf?.(m.id) : undefined;
+            return {
+              id: m.id,
+              name: m.name,
+              aliases: m.aliases,
+              status: state,
+              ...(progress !== undefined ? { progress: Math.round(progress * 1000) / 1000 } : {}),
+              ...hardwareOf(serving),
+              capabilities: capabilitiesOf(serving, m.id),
+            };
           }),
           ...audio.map((id) => ({
             id,
