@@ -11,7 +11,7 @@ import type { ErrorCode } from "../../core/error-codes.js";
 import { issueCode } from "../../core/schema.js";
 import { checkToolParameters, FUNCTION_NAME } from "../../core/json-schema.js";
 import { describeValue } from "../../core/validate.js";
-import { MAX_TOOLS, MAX_TOP_K } from "./schema.js";
+import { MAX_TOOLS, MAX_TOP_K, present } from "./schema.js";
 
 /** Most `stop_sequences`: Kiln matches them in the scheduler (anthropic.ts `StopMatcher`). */
 export const MAX_STOP_SEQUENCES = 16;
@@ -23,7 +23,6 @@ export const MAX_USER_ID_LENGTH = 256;
 type Issue = { path: PropertyKey[]; code: ErrorCode; message: string };
 type Rule = (value: unknown, object: Record<string, unknown>) => Omit<Issue, "path"> | undefined;
 
-const present = (v: unknown): boolean => v !== undefined && v !== null;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**

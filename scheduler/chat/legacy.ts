@@ -10,7 +10,7 @@ import { issueCode, parseBody } from "../../core/schema.js";
 import { describeValue } from "../../core/validate.js";
 import type { CompletionRequest, TokenLogprob } from "../fleet/index.js";
 import { fingerprintOf, usage, type Done } from "./openai.js";
-import { BUILTIN_MODEL_NAMES, GENERATION_FIELDS, resolveModel, type ModelNames } from "./schema.js";
+import { BUILTIN_MODEL_NAMES, GENERATION_FIELDS, present, resolveModel, type ModelNames } from "./schema.js";
 import { checkLogprobBudget, samplingOf } from "./validate.js";
 
 /** `max_tokens` when none is given: OpenAI's legacy default. */
@@ -18,7 +18,6 @@ export const LEGACY_DEFAULT_MAX_TOKENS = 16;
 /** Most alternatives the legacy `logprobs` asks for per token (OpenAI's limit). */
 export const MAX_LEGACY_LOGPROBS = 5;
 
-const present = (v: unknown): boolean => v !== undefined && v !== null;
 
 const Fields = {
   ...GENERATION_FIELDS,

@@ -20,7 +20,7 @@ import { checkJsonSchema, checkToolParameters, FUNCTION_NAME, MAX_SCHEMA_COUNT }
 import { issueCode, parseBody } from "../../core/schema.js";
 import { describeValue, MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
 import type { CompletionRequest } from "../fleet/index.js";
-import { BUILTIN_MODEL_NAMES, MAX_TOOLS, resolveModel, type ModelNames } from "./schema.js";
+import { BUILTIN_MODEL_NAMES, MAX_TOOLS, present, refuseFirst, resolveModel, type ModelNames } from "./schema.js";
 
 /** Most `metadata` pairs, and the longest key and value (OpenAI's limits). */
 export const MAX_METADATA_PAIRS = 16;
@@ -31,20 +31,6 @@ export const MAX_IDENTIFIER = 256;
 /** Longest call id of a `function_call` or `function_call_output` item. */
 export const MAX_CALL_ID = 256;
 
-type Refusal = { path: (string | number)[]; code: ErrorCode; message: string };
-
-/** `schema`, with `check` run first on the raw object: its refusal is the error reported, before the schema's own. */
-function refuseFirst<S extends z.ZodType>(check: (value: Record<string, unknown>) => Refusal | undefined, schema: S) {
-  return z.preprocess((value, ctx) => {
-    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
-      const refused = check(value as Record<string, unknown>);
-      if (refused) ctx.addIssue({ code: "custom", path: refused.path, message: refused.message, params: issueCode(refused.code), input: value });
-    }
-    return value;
-  }, schema);
-}
-
-const present = (v: unknown): boolean => v !== undefined && v !== null;
 const functionName = () => z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(FUNCTION_NAME);
 const callId = () =>
   z

@@ -30,13 +30,15 @@ export const MESSAGE_ROLES = ["system", "user", "assistant", "developer", "tool"
 export const MAX_TOOLS = 128;
 const functionName = () => z.string({ error: "a name of 1 to 64 letters, digits, _ or -" }).regex(FUNCTION_NAME);
 
-type Check = (value: Record<string, unknown>) => { path: string[]; code: ErrorCode; message: string } | undefined;
+/** A refusal `refuseFirst` reports: the field's path, its code, and the message. */
+export type Refusal = { path: (string | number)[]; code: ErrorCode; message: string };
+type Check = (value: Record<string, unknown>) => Refusal | undefined;
 
 /**
  * `schema`, with `check` run first on the raw object: a refusal it finds is the error reported, before
  * the schema's own (a `tool` message is refused as unsupported, not as an unknown role).
  */
-function refuseFirst<S extends z.ZodType>(check: Check, schema: S) {
+export function refuseFirst<S extends z.ZodType>(check: Check, schema: S) {
   return z.preprocess((value, ctx) => {
     if (typeof value === "object" && value !== null && !Array.isArray(value)) {
       const refused = check(value as Record<string, unknown>);
@@ -46,7 +48,8 @@ function refuseFirst<S extends z.ZodType>(check: Check, schema: S) {
   }, schema);
 }
 
-const present = (v: unknown): boolean => v !== undefined && v !== null;
+/** Whether a field was given a value (neither absent nor null). */
+export const present = (v: unknown): boolean => v !== undefined && v !== null;
 
 const TextPart = refuseFirst(
   (part) =>

@@ -208,7 +208,6 @@ function streamAnswer<B extends GenerationBody>(
   logger: Logger,
   release: () => void,
 ): Response {
-  const encoder = new TextEncoder();
   const sse = (data: unknown): string => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
   const offsets = new Array<number>(body.n ?? 1).fill(0);
   const calls = Array.from({ length: body.n ?? 1 }, (): ToolCall[] => []);
@@ -222,26 +221,55 @@ function streamAnswer<B extends GenerationBody>(
     if (pieces.length > 0 && api.toolCallChunk) chunk += sse(api.toolCallChunk(body, answer, e.index, pieces));
     return chunk;
   };
+  return eventStream(c, {
+    events,
+    first,
+    opening: api.opening(body, answer).map(sse).join(""),
+    eventText,
+    failure: (err) =>
+      sse(err instanceof ApiError ? err.toBody() : ({ error: { message: "internal error", type: "server_error", code: "internal_error", param: null } } satisfies ErrorBody)),
+    logger,
+    release,
+  });
+}
+
+/**
+ * A running completion as server-sent events: `opening` rides with the first event's text, then each
+ * event is one write (a client gets it in one read); a failure after the stream began is
+ * `failure(err)`'s text, the last. A client that goes away stops the events and releases the slot.
+ */
+export function eventStream(
+  c: Context<AppEnv>,
+  o: {
+    events: AsyncIterator<CompletionEvent>;
+    first: IteratorResult<CompletionEvent>;
+    opening: string;
+    eventText: (e: CompletionEvent) => string;
+    failure: (err: unknown) => string;
+    logger: Logger;
+    release: () => void;
+  },
+): Response {
+  const encoder = new TextEncoder();
   let finished = false;
   const stop = (): void => {
-    release();
+    o.release();
     if (!finished) {
       finished = true;
-      void events.return?.();
+      void o.events.return?.();
     }
   };
   const readable = new ReadableStream<Uint8Array>({
     async start(controller) {
-      let text = api.opening(body, answer).map(sse).join("");
+      let text = o.opening;
       try {
-        for (let r = first; !r.done && !finished; r = await events.next()) {
-          controller.enqueue(encoder.encode(text + eventText(r.value)));
+        for (let r = o.first; !r.done && !finished; r = await o.events.next()) {
+          controller.enqueue(encoder.encode(text + o.eventText(r.value)));
           text = "";
         }
       } catch (err) {
-        const kiln: ErrorBody = err instanceof ApiError ? err.toBody() : { error: { message: "internal error", type: "server_error", code: "internal_error", param: null } };
-        if (!(err instanceof ApiError)) logger.error({ err }, "stream failed");
-        if (!finished) controller.enqueue(encoder.encode(text + sse(kiln)));
+        if (!(err instanceof ApiError)) o.logger.error({ err }, "stream failed");
+        if (!finished) controller.enqueue(encoder.encode(text + o.failure(err)));
       }
       finished = true;
       try {
@@ -249,7 +277,7 @@ function streamAnswer<B extends GenerationBody>(
       } catch {
         /* the client is gone */
       }
-      release();
+      o.release();
     },
     cancel: stop,
   });

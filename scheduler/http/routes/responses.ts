@@ -18,7 +18,7 @@ import { ResponseWriter, responseId, type ResponseEvent, type ResponseIdentity }
 import { validateResponses, type ResponsesBody, type ResponsesValidationOptions } from "../../chat/responses-schema.js";
 import type { CompletionEvent } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
-import { IGNORED_FIELDS_HEADER, ignoredFieldsHeader, tokenEstimate, type GenerationDeps } from "./generate.js";
+import { eventStream, IGNORED_FIELDS_HEADER, ignoredFieldsHeader, tokenEstimate, type GenerationDeps } from "./generate.js";
 
 /** Longest response id read from a path (ours are 53 characters): a longer one is not echoed back. */
 const MAX_ID_ECHO = 128;
@@ -92,43 +92,22 @@ function stream(
   logger: Logger,
   release: () => void,
 ): Response {
-  const encoder = new TextEncoder();
   const eventText = (e: CompletionEvent): string => {
     if (e.type === "done") return writer.done(e).map(sse).join("");
     if (e.type !== "text" || e.index !== 0) return ""; // a completion has no other events, nor other choices
     return writer.generated(e.text, e.toolCalls).map(sse).join("");
   };
-  let finished = false;
-  const stop = (): void => {
-    release();
-    if (!finished) {
-      finished = true;
-      void events.return?.();
-    }
-  };
-  const readable = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      let text = writer.start().map(sse).join("");
-      try {
-        for (let r = first; !r.done && !finished; r = await events.next()) {
-          controller.enqueue(encoder.encode(text + eventText(r.value)));
-          text = "";
-        }
-      } catch (err) {
-        const failure = err instanceof ApiError ? { code: err.code, message: err.message } : { code: "internal_error", message: "internal error" };
-        if (!(err instanceof ApiError)) logger.error({ err }, "stream failed");
-        if (!finished) controller.enqueue(encoder.encode(text + writer.fail(failure).map(sse).join("")));
-      }
-      finished = true;
-      try {
-        controller.close();
-      } catch {
-        /* the client is gone */
-      }
-      release();
-    },
-    cancel: stop,
+  return eventStream(c, {
+    events,
+    first,
+    opening: writer.start().map(sse).join(""),
+    eventText,
+    failure: (err) =>
+      writer
+        .fail(err instanceof ApiError ? { code: err.code, message: err.message } : { code: "internal_error", message: "internal error" })
+        .map(sse)
+        .join(""),
+    logger,
+    release,
   });
-  c.req.raw.signal.addEventListener("abort", stop, { once: true });
-  return c.body(readable, 200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
 }
