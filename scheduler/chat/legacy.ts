@@ -18,7 +18,6 @@ export const LEGACY_DEFAULT_MAX_TOKENS = 16;
 /** Most alternatives the legacy `logprobs` asks for per token (OpenAI's limit). */
 export const MAX_LEGACY_LOGPROBS = 5;
 
-
 const Fields = {
   ...GENERATION_FIELDS,
   prompt: z
