@@ -105,22 +105,20 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
     "transcription API listening",
   );
   // with schedulers and no --serve, the node takes the replicas the schedulers place
-  const replicas =
-    config.scheduler && config.serve.length === 0
-      ? new Replicas({
-          engine,
-          hub,
-          devices: offeredDevices(config, hardware),
-          ...(config.memoryBudget !== undefined ? { budgetBytes: config.memoryBudget } : onGpus(config, hardware) ? {} : { budgetBytes: Math.floor(totalmem() * 0.75) }),
-          report: (r) => links?.tellReplica(r),
-          offline: config.offline,
-          logger,
-        })
-      : undefined;
-  if (replicas) {
+  let replicas: Replicas | undefined;
+  if (config.scheduler && config.serve.length === 0) {
+    const gpus = await offeredGpus(config, engine, hardware, logger);
+    replicas = new Replicas({
+      engine,
+      hub,
+      // no GPU: the node's memory as one device, three quarters of it unless the operator says otherwise
+      devices: gpus.length > 0 ? gpus : [{ name: "cpu", totalBytes: totalmem() }],
+      ...(config.memoryBudget !== undefined ? { budgetBytes: config.memoryBudget } : gpus.length > 0 ? {} : { budgetBytes: Math.floor(totalmem() * 0.75) }),
+      report: (r) => links?.tellReplica(r),
+      offline: config.offline,
+      logger,
+    });
     logger.info({ devices: replicas.offered() }, "placeable: offering these devices to the schedulers' replicas");
-    // llama.cpp's backend now, in the background: the first replica placed here does not wait for it
-    engine.warm().catch((err: unknown) => logger.error({ err: (err as Error).message }, "llama.cpp's backend failed to load; replicas placed here will fail"));
   }
   links = await joinFleet(config, { ...facts, dataDir: work.dataDir, ...(credentials ? { credentials } : {}), ...(replicas ? { replicas } : {}) }, logger);
   return {
@@ -372,15 +370,22 @@ async function readiness({ config, engine, links, vadModel, ffmpegFault, whisper
 
 /** With `--scheduler`: a link to each scheduler, serving chat and the fleet's transcriptions. */
 /** The GPUs with memory the chat engine may run on (none with --gpu cpu). */
-function onGpus(config: AgentConfig, hardware: Hardware): NonNullable<Hardware["gpus"]> {
-  return config.gpu === "cpu" ? [] : (hardware.gpus ?? []).filter((g) => Number(g.memory_total_bytes ?? 0) > 0);
-}
-
-/** The devices a placeable node offers: its GPUs' memory, else the node's memory as one device. */
-function offeredDevices(config: AgentConfig, hardware: Hardware): { name: string; totalBytes: number }[] {
-  const gpus = onGpus(config, hardware);
-  if (gpus.length > 0) return gpus.map((g, i) => ({ name: `gpu${i} ${g.model ?? ""}`.trim(), totalBytes: Number(g.memory_total_bytes) }));
-  return [{ name: "cpu", totalBytes: totalmem() }];
+/**
+ * The GPUs a placeable node offers: those llama.cpp runs on, in its order (a replica's planned bytes
+ * per device reach llama.cpp by that index); none on the CPU. Loads llama.cpp's backend, so that the
+ * first replica placed here does not wait for it.
+ */
+async function offeredGpus(config: AgentConfig, engine: LlmEngine, hardware: Hardware, logger: Logger): Promise<{ name: string; totalBytes: number }[]> {
+  const gpus =
+    config.gpu === "cpu"
+      ? []
+      : await engine.gpuDevices().catch((err: unknown) => {
+          logger.error({ err: (err as Error).message }, "llama.cpp's backend failed to load; replicas placed here will fail");
+          return [];
+        });
+  // node-llama-cpp's stock addon reports no memory per device: the hardware probe's, when it lists as many GPUs
+  const probed = hardware.gpus?.length === gpus.length ? hardware.gpus : [];
+  return gpus.map((g, i) => ({ name: `gpu${i} ${g.name}`, totalBytes: g.totalBytes || Number(probed[i]?.memory_total_bytes ?? 0) }));
 }
 
 async function joinFleet(

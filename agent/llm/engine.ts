@@ -34,6 +34,7 @@ import {
   ModelNotServedError,
 } from "./errors.js";
 import { loadedBinaries } from "./binaries.js";
+import { gpuLayout } from "./layout.js";
 import { modelFingerprint } from "./fingerprint.js";
 import { splitParts } from "./split.js";
 import { ModelPool, type Slot } from "./pool.js";
@@ -57,6 +58,14 @@ export interface LlmEngineOptions {
 }
 
 export type { ChatRole };
+
+/** A replica's shape: its slots, each slot's context, and where it sits on the node's GPUs. */
+export interface ReplicaShape {
+  sequences: number;
+  contextSize: number;
+  /** Bytes it holds on each GPU device, in llama.cpp's device order (the scheduler's plan); llama.cpp's own split when unset. */
+  split?: readonly number[];
+}
 
 export interface GenerateOptions {
   /** Most tokens to generate; default and ceiling: what is left of the context after the prompt. */
@@ -178,20 +187,31 @@ export class LlmEngine {
     return this.loadingBackend;
   }
 
-  /** Loads llama.cpp's backend now, so that the first replica a scheduler places does not wait for it. */
-  async warm(): Promise<void> {
-    await this.backend();
+  /**
+   * The GPU devices llama.cpp runs on, in its order (the order a replica's planned bytes per device
+   * follow), with their memory; empty on the CPU. Loads the backend, so that the first replica a
+   * scheduler places does not wait for it.
+   */
+  async gpuDevices(): Promise<{ name: string; totalBytes: number; freeBytes: number }[]> {
+    const llama = await this.backend();
+    return llama.gpu ? llama.getGpuDevices() : [];
   }
 
-  /** One GGUF file loaded into a pool of `shape.sequences` slots. */
-  private async open(id: string, file: string, shape: { sequences: number; contextSize: number }, signal?: AbortSignal): Promise<ModelPool> {
+  /** One GGUF file loaded into a pool of `shape.sequences` slots, on the GPUs as `shape.split` plans (bytes per device). */
+  private async open(id: string, file: string, shape: ReplicaShape, signal?: AbortSignal): Promise<ModelPool> {
     const llama = await this.backend();
     const started = performance.now();
     // a split GGUF's other parts must be there beside its first
     const missing = await firstMissing(splitParts(file).slice(1));
     if (missing)
       throw new ModelLoadError(id, file, new Error(`its part ${missing} is missing (llama.cpp loads a split GGUF from its first part, and the other parts from beside it)`));
-    const model = await llama.loadModel({ modelPath: file, ...(signal ? { loadSignal: signal } : {}) }).catch((err: unknown) => {
+    const layout = llama.gpu && shape.split ? gpuLayout(shape.split) : undefined;
+    if (layout) {
+      const gpus = (await llama.getGpuDevices()).length;
+      if (shape.split!.length !== gpus)
+        throw new ModelLoadError(id, file, new Error(`its placement names ${shape.split!.length} devices, and llama.cpp sees ${gpus} GPUs on this node`));
+    }
+    const model = await llama.loadModel({ modelPath: file, ...layout, ...(signal ? { loadSignal: signal } : {}) }).catch((err: unknown) => {
       throw new ModelLoadError(id, file, err);
     });
     const { folder, kilnAddon } = loadedBinaries();
@@ -200,7 +220,10 @@ export class LlmEngine {
       await model.dispose();
       throw new ModelLoadError(id, file, err);
     });
-    this.logger.info({ file, sequences: pool.slots, contextSize: pool.contextSize, threads: this.options.threads, ms: Math.round(performance.now() - started) }, "model loaded");
+    this.logger.info(
+      { file, sequences: pool.slots, contextSize: pool.contextSize, threads: this.options.threads, ...(layout ? { layout } : {}), ms: Math.round(performance.now() - started) },
+      "model loaded",
+    );
     return pool;
   }
 
@@ -208,7 +231,7 @@ export class LlmEngine {
    * Loads a replica the scheduler placed: `ids` served from `path` with its own context and slots.
    * Its pool goes last in `modelPools`. Refused when one of the ids is served already.
    */
-  async addModel(ids: readonly string[], path: string, shape: { sequences: number; contextSize: number }, signal?: AbortSignal): Promise<ModelPool> {
+  async addModel(ids: readonly string[], path: string, shape: ReplicaShape, signal?: AbortSignal): Promise<ModelPool> {
     const served = ids.find((id) => this.byId.has(id));
     if (served) throw new LlmEngineError("model_already_loaded", `"${served}" is served already`);
     const pool = await this.open(ids[0]!, splitParts(resolve(path))[0]!, shape, signal);
@@ -536,8 +559,9 @@ async function loadBackend(gpu: LlmEngineOptions["gpu"], threads: number, log: L
   const common = {
     build: "never",
     maxThreads: threads,
-    logLevel: LlamaLogLevel.warn,
-    logger: (level: LlamaLogLevel, message: string) => log.debug({ level }, message.trim()),
+    // llama.cpp's own progress lines (devices, buffers, the split) at --log-level trace; its warnings at debug
+    logLevel: log.isLevelEnabled("trace") ? LlamaLogLevel.info : LlamaLogLevel.warn,
+    logger: (level: LlamaLogLevel, message: string) => (level === LlamaLogLevel.info ? log.trace : log.debug).call(log, { level }, message.trim()),
   } as const;
   if (gpu === "cpu") return getLlama({ ...common, gpu: false });
   try {

@@ -1,4 +1,4 @@
-export { LlmEngine, type LlmEngineOptions, type ChatRole, type GenerateOptions, type GenerateResult, type Compute } from "./engine.js";
+export { LlmEngine, type LlmEngineOptions, type ChatRole, type GenerateOptions, type GenerateResult, type Compute, type ReplicaShape } from "./engine.js";
 export {
   LlmEngineError,
   ContextLengthExceededError,

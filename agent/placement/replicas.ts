@@ -183,7 +183,7 @@ export class Replicas {
       // a regular file only: a FIFO or a device would hold the load (and the node's next loads) forever
       const file = await stat(path).catch(() => undefined);
       if (!file?.isFile()) throw new Error(`${path} is not a regular file on this node`);
-      await this.options.engine.addModel([request.modelId], path, { contextSize: request.contextSize, sequences: request.sequences }, stop.signal);
+      await this.options.engine.addModel([request.modelId], path, { contextSize: request.contextSize, sequences: request.sequences, split: request.split }, stop.signal);
       if (stop.signal.aborted) return; // unload() removes it
       replica.phase = "ready";
       replica.progress = 1;
