@@ -17,6 +17,7 @@ import type { Logger } from "../../core/log.js";
 import { requiredCapabilities } from "../../core/chat.js";
 import { ApiError, ConflictError, InvalidRequestError, NotFoundError, ServiceUnavailableError, UpstreamError } from "../../core/errors.js";
 import type { AgentMessage__Output, CompletionChunk__Output, ModelPool__Output, ModelState__Output, Register__Output } from "../../proto/index.js";
+import { MessageHash, prefixChain, PrefixRecords } from "./prefixes.js";
 import { choosePlacement, Placer, type PlacedModel, type PlacementClaims, type PlacementNode, type PlacementView } from "../placement/index.js";
 import { responseFormatToProto, samplingToProto } from "../../proto/sampling.js";
 import { messagesToProto, toolsToProto } from "../../proto/tools.js";
@@ -124,6 +125,11 @@ interface Job {
   textBytes: number;
   /** What the node sent for it in all (text, calls, log-probability tokens; entries), bounded by `completionReceiveBound`. */
   received: { bytes: number; logprobs: number };
+  /**
+   * Its conversation's prefix chain (prefixes.ts), made at its first dispatch (null: not routed by
+   * prefix: a raw prompt, embeddings, several choices), and the hash of the reply as it streams.
+   */
+  prefix?: { chain: string[]; reply?: MessageHash } | null;
 }
 
 /** Tells the job's `onUsage` what it used, once; a listener's failure never reaches the fleet. */
@@ -218,6 +224,8 @@ export class Fleet {
   /** Transcriptions (`/v1/audio/…`) over the same agents. */
   private readonly audio: AudioRouter;
   private readonly scopeKey: Uint8Array;
+  /** What each pool's slots hold of which conversations (prefixes.ts): a conversation's next turn goes where its cache is. */
+  readonly prefixes = new PrefixRecords<PoolState>();
   /**
    * Drained nodes, by `node:<id>` and `token:<credential digest>` (the link's node token): neither
    * registers again (until this scheduler restarts), so a reconnect, or another id under the same
@@ -648,6 +656,7 @@ export class Fleet {
       else this.retry(job, `${nodeId} went away`);
     }
     agent.jobs.clear();
+    for (const pool of agent.pools) this.prefixes.drop(pool);
     this.audio.lost(agent, reason);
     if (this.placer) {
       // what it held is placed again where there is demand for it, and min_replicas are kept
@@ -735,7 +744,7 @@ export class Fleet {
   /** Removes the pool serving `model` from `agent` (its running requests finish on the node; their slots are no longer counted). */
   private dropPool(agent: Agent, model: string): void {
     const i = agent.pools.findIndex((p) => p.modelIds.has(model));
-    if (i >= 0) agent.pools.splice(i, 1);
+    if (i >= 0) this.prefixes.drop(agent.pools.splice(i, 1)[0]!);
   }
 
   /**
@@ -1018,6 +1027,10 @@ export class Fleet {
   private dispatch(job: Job): boolean {
     let best: { agent: Agent; pool: PoolState & { peak: number } } | undefined;
     let bestLoad = Infinity;
+    const scope = cacheScope(this.scopeKey, job.request.account ?? "");
+    const prefix = (job.prefix ??= prefixOf(job.request, scope));
+    // with a prefix to route by: every pool that could take the job, and its load
+    const open = prefix ? new Map<PoolState, { agent: Agent; pool: PoolState & { peak: number }; load: number }>() : undefined;
     const serves = (agent: Agent) => !agent.draining && agent.pools.some((p) => runs(p, job.request.model, job.needs));
     const avoid = job.failedOn.size > 0 && [...this.agents.values()].some((a) => !job.failedOn.has(a.nodeId) && serves(a));
     const quickest = fastest([...this.agents.values()].filter(serves).map((a) => a.speed));
@@ -1026,6 +1039,7 @@ export class Fleet {
       for (const pool of agent.pools) {
         if (!runs(pool, job.request.model, job.needs) || pool.inflight + pool.local + slotsOf(job) > pool.slots) continue;
         const load = routingCost(pool, slowness(agent.speed, quickest)) + agent.jobs.size * 1e-6; // tie-break: fewer requests overall
+        open?.set(pool, { agent, pool, load });
         if (load < bestLoad) {
           best = { agent, pool };
           bestLoad = load;
@@ -1033,6 +1047,14 @@ export class Fleet {
       }
     }
     if (!best) return false;
+    if (prefix && open) {
+      // the pool holding the longest prefix of the conversation, unless it is busier than the least loaded by more than the margin
+      const held = this.prefixes.longest(prefix.chain, (pool) => open.has(pool));
+      const holder = held?.pools.map((p) => open.get(p)!).reduce((a, b) => (b.load < a.load ? b : a));
+      if (holder && holder.load <= bestLoad + PREFIX_MARGIN) best = holder;
+      this.prefixes.record(best.pool, best.pool.slots, prefix.chain);
+      prefix.reply = new MessageHash(prefix.chain[prefix.chain.length - 1]!, "assistant");
+    }
     const { agent, pool } = best;
     pool.inflight += slotsOf(job);
     pool.peak = Math.max(pool.peak, pool.inflight);
@@ -1066,7 +1088,7 @@ export class Fleet {
         ...(r.logprobs !== undefined ? { logprobs: true, top_logprobs: r.logprobs } : {}),
         ...(r.prompt !== undefined ? { prompt: r.prompt } : {}),
         ...(r.n !== undefined && r.n > 1 ? { n: r.n } : {}),
-        cache_scope: cacheScope(this.scopeKey, r.account ?? ""),
+        cache_scope: scope,
       },
     });
     return true;
@@ -1191,6 +1213,11 @@ export class Fleet {
     const bound = completionReceiveBound(job.request, job.assigned?.pool.contextSize ?? 0);
     if (job.received.bytes > bound.bytes || job.received.logprobs > bound.logprobs) return this.overrun(agent, job, bound);
     job.started = true;
+    const reply = job.prefix?.reply;
+    if (reply) {
+      reply.text(chunk.text);
+      for (const d of chunk.tool_calls) (d.name ? reply.call(d.name) : reply).text(d.arguments);
+    }
     job.channel.push({
       type: "text",
       text: chunk.text,
@@ -1225,6 +1252,8 @@ export class Fleet {
     const job = this.finish(agent, requestId);
     if (!job) return;
     const event = last(pool, job);
+    // the slot now holds the reply too: the conversation's next turn sends it back as its last assistant message
+    if (event.type === "done" && pool && job.prefix?.reply) this.prefixes.extend(pool, job.prefix.chain, job.prefix.reply.end());
     if (event.type === "done" && job.firstTextAt !== undefined) {
       if (job.dispatchedAt !== undefined) agent.speed.firstText(job.firstTextAt - job.dispatchedAt);
       // tokens/s as observed: a token is at least a byte of the text the node sent
@@ -1304,6 +1333,19 @@ export class Fleet {
  * a node twice as slow gets work only once the fast ones are full, one half again as slow once they
  * are half full. A node that claims slots it cannot run slows down as they fill, and so draws less.
  */
+/**
+ * How much busier (in routing cost: a pool's share of busy slots, times its slowness) the pool holding
+ * a conversation's longest prefix may be than the least loaded one and still get its next turn: half
+ * of its slots. Past it, the prompt is evaluated again elsewhere rather than waiting behind a busy node.
+ */
+export const PREFIX_MARGIN = 0.5;
+
+/** A chat request's prefix chain for routing; null when it is not routed by prefix (a raw prompt, embeddings, several choices). */
+function prefixOf(r: CompletionRequest, scope: string): NonNullable<Job["prefix"]> | null {
+  if (r.embed || r.prompt !== undefined || (r.n ?? 1) > 1 || r.messages.length === 0) return null;
+  return { chain: prefixChain(scope, r.tools, r.messages) };
+}
+
 export function routingCost(pool: Pick<PoolState, "inflight" | "local" | "slots">, slow: number): number {
   return (1 + (pool.inflight + pool.local) / pool.slots) * slow - 1;
 }
