@@ -15,6 +15,7 @@ import {
   type LlamaContextSequence,
   type LlamaGpuType,
   type LlamaGrammar,
+  type LlamaModel,
   type Token,
 } from "node-llama-cpp";
 import { checkToolOrder, type ChatMessage, type ChatRole, type ResponseFormat, type Sampling, type ToolCallDelta, type ToolChoice, type ToolFunction } from "../../core/chat.js";
@@ -40,10 +41,15 @@ import { splitParts } from "./split.js";
 import { ModelPool, type Slot } from "./pool.js";
 import { functionsFor, generateToolTurn } from "./tool-turn.js";
 import { generateTurn, type TokenLogprob } from "./turn.js";
+import { speculationText, type Speculation } from "./speculative.js";
 
 export interface LlmEngineOptions {
-  /** Catalog ids and the GGUF file each is served from; ids sharing a file share one loaded model. */
-  models: { id: string; path: string }[];
+  /**
+   * Catalog ids and the GGUF file each is served from; ids sharing a file share one loaded model (and
+   * the first `speculative` given among them). `speculative`: speculative decoding for the id's slots
+   * (a draft's source a local path here); none when unset.
+   */
+  models: { id: string; path: string; speculative?: Speculation }[];
   /** Parallel sequences (slots) per loaded file. */
   sequences: number;
   /** Context tokens per sequence, capped at the model's trained size. */
@@ -65,6 +71,12 @@ export interface ReplicaShape {
   contextSize: number;
   /** Bytes it holds on each GPU device, in llama.cpp's device order (the scheduler's plan); llama.cpp's own split when unset. */
   split?: readonly number[];
+  /**
+   * Speculative decoding (speculative.ts): prompt lookup, or a draft model from a GGUF path on this
+   * node (loaded beside the replica, on llama.cpp's default devices; the replica's own model when it
+   * is the same file). None when unset.
+   */
+  speculative?: Speculation;
 }
 
 export interface GenerateOptions {
@@ -162,7 +174,8 @@ export class LlmEngine {
         // a split GGUF loads from its first part, whichever part was named (llama.cpp finds the others beside it)
         const file = splitParts(resolve(path))[0]!;
         let pool = byPath.get(file);
-        if (!pool) byPath.set(file, (pool = await engine.open(id, file, options)));
+        const speculative = options.models.find((m) => m.speculative && splitParts(resolve(m.path))[0] === file)?.speculative;
+        if (!pool) byPath.set(file, (pool = await engine.open(id, file, { ...options, ...(speculative ? { speculative } : {}) })));
         pool.modelIds.push(id);
         engine.byId.set(id, pool);
       }
@@ -216,12 +229,38 @@ export class LlmEngine {
     });
     const { folder, kilnAddon } = loadedBinaries();
     const build = `${llama.llamaCppRelease.release}/${llama.gpu || "cpu"}/${folder ?? "?"}${kilnAddon ? "+kiln" : ""}`;
-    const pool = await ModelPool.create(file, model, { ...this.options, ...shape, fingerprint: await modelFingerprint(file, build) }).catch(async (err: unknown) => {
+    const { speculative, ...rest } = shape;
+    let draftModel: LlamaModel | undefined;
+    if (speculative?.kind === "draft") {
+      const draftFile = splitParts(resolve(speculative.source))[0]!;
+      draftModel =
+        draftFile === file
+          ? model // the model as its own draft: one copy of the weights
+          : await llama.loadModel({ modelPath: draftFile, ...(signal ? { loadSignal: signal } : {}) }).catch(async (err: unknown) => {
+              await model.dispose();
+              throw new ModelLoadError(id, file, new Error(`its draft model ${draftFile} did not load (${(err as Error).message})`));
+            });
+    }
+    const pool = await ModelPool.create(file, model, {
+      ...this.options,
+      ...rest,
+      fingerprint: await modelFingerprint(file, build),
+      ...(speculative ? { speculative: { speculation: speculative, ...(draftModel ? { draftModel } : {}) } } : {}),
+    }).catch(async (err: unknown) => {
+      if (draftModel && draftModel !== model) await draftModel.dispose();
       await model.dispose();
       throw new ModelLoadError(id, file, err);
     });
     this.logger.info(
-      { file, sequences: pool.slots, contextSize: pool.contextSize, threads: this.options.threads, ...(layout ? { layout } : {}), ms: Math.round(performance.now() - started) },
+      {
+        file,
+        sequences: pool.slots,
+        contextSize: pool.contextSize,
+        threads: this.options.threads,
+        ...(layout ? { layout } : {}),
+        ...(speculative ? { speculative: speculationText(speculative) } : {}),
+        ms: Math.round(performance.now() - started),
+      },
       "model loaded",
     );
     return pool;

@@ -17,6 +17,7 @@ import {
 import { MAX_EMBEDDING_BYTES, MAX_EMBEDDING_TOKENS } from "../../core/chat.js";
 import { ContextLengthExceededError, GenerationAbortedError, InvalidDimensionsError, TooManyEmbeddingsError, TooManyEmbeddingTokensError } from "./errors.js";
 import { renderPrompt, renderRawPrompt, type RenderedPrompt } from "./turn.js";
+import { slotPredictor, SpeculationGate, type Speculation } from "./speculative.js";
 
 export interface Slot {
   sequence: LlamaContextSequence;
@@ -51,6 +52,10 @@ export class ModelPool {
   private readonly embeddingOptions: { contextSize: number; threads: number };
   /** Embedding requests run one at a time (the context has one sequence): the tail of the queue. */
   private embeddingQueue: Promise<unknown> = Promise.resolve();
+  /** Speculative decoding's state (speculative.ts), when the pool speculates: its counts, and whether it is on. */
+  speculation?: SpeculationGate;
+  /** A draft model's context (a sequence per slot) and the draft model, when it is not the pool's own: disposed with the pool. */
+  private draft?: { context: LlamaContext; model?: LlamaModel };
 
   private constructor(
     readonly path: string,
@@ -72,16 +77,50 @@ export class ModelPool {
   static async create(
     path: string,
     model: LlamaModel,
-    options: { sequences: number; contextSize: number; threads: number; batchSize?: number; fingerprint: string },
+    options: {
+      sequences: number;
+      contextSize: number;
+      threads: number;
+      batchSize?: number;
+      fingerprint: string;
+      /**
+       * Speculative decoding for every slot (speculative.ts), with the draft model loaded for a
+       * `draft` speculation (the pool's own model when the draft is the same file; the pool owns and
+       * disposes any other). None when unset.
+       */
+      speculative?: { speculation: Speculation; draftModel?: LlamaModel };
+    },
   ): Promise<ModelPool> {
+    const contextSize = Math.min(options.contextSize, model.trainContextSize);
     const context = await model.createContext({
       sequences: options.sequences,
-      contextSize: Math.min(options.contextSize, model.trainContextSize),
+      contextSize,
       threads: options.threads,
       ...(options.batchSize ? { batchSize: options.batchSize } : {}),
     });
-    const slots = Array.from({ length: options.sequences }, (_, index): Slot => ({ sequence: context.getSequence(), index }));
-    return new ModelPool(path, model, context, resolveChatWrapper(model), slots, options.fingerprint, options);
+    const spec = options.speculative;
+    const gate = spec ? new SpeculationGate(spec.speculation) : undefined;
+    let draftContext: LlamaContext | undefined;
+    try {
+      if (spec?.draftModel)
+        draftContext = await spec.draftModel.createContext({
+          sequences: options.sequences,
+          contextSize: Math.min(contextSize, spec.draftModel.trainContextSize),
+          threads: options.threads,
+          ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+        });
+    } catch (err) {
+      await context.dispose();
+      throw err;
+    }
+    const slots = Array.from({ length: options.sequences }, (_, index): Slot => ({
+      sequence: context.getSequence(gate ? { tokenPredictor: slotPredictor(gate, draftContext?.getSequence()) } : {}),
+      index,
+    }));
+    const pool = new ModelPool(path, model, context, resolveChatWrapper(model), slots, options.fingerprint, options);
+    if (gate) pool.speculation = gate;
+    if (draftContext) pool.draft = { context: draftContext, ...(spec!.draftModel !== model ? { model: spec!.draftModel! } : {}) };
+    return pool;
   }
 
   get slots(): number {
@@ -224,6 +263,8 @@ export class ModelPool {
     for (const w of this.waiters.splice(0)) w.reject(new GenerationAbortedError());
     await (await this.embeddingContext?.catch(() => undefined))?.dispose();
     await this.context.dispose();
+    await this.draft?.context.dispose();
+    await this.draft?.model?.dispose();
     await this.model.dispose(); // the pool owns its model: an unloaded replica frees its weights too
   }
 }

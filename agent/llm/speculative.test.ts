@@ -1,0 +1,193 @@
+/**
+ * Speculative decoding on the real binding: greedy output identical with and without it (prompt
+ * lookup, a draft model), predictions counted, and the gate that turns it off while it does not pay.
+ * The draft-model cases run on the real stories260K.gguf (KILN_TEST_DATA), where a model drafting
+ * for itself is confident; the fabricated tiny model's random weights never are.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getLlama, TokenPredictor, type Llama, type LlamaContext, type LlamaModel, type Token } from "node-llama-cpp";
+import { createLogger } from "../../core/log.js";
+import { TEST_MODELS } from "../../fabricate/index.js";
+import { vocabularyFromGguf, writeTinyLlama } from "../../fabricate/tiny-llama.js";
+import { TINY_MODEL, tempDir } from "../../test/helpers/fleet.js";
+import { LlmEngine } from "./engine.js";
+import { GatedTokenPredictor, parseSpeculation, SPECULATION_RULE, SpeculationGate, type Speculation } from "./speculative.js";
+import { generateTurn, renderRawPrompt } from "./turn.js";
+
+const STORIES = process.env.KILN_TEST_DATA ? join(process.env.KILN_TEST_DATA, "models", "stories260K.gguf") : undefined;
+const realData = STORIES !== undefined && existsSync(STORIES);
+
+const PROMPTS = ["Once upon a time there was a little girl. Once upon a time there was a little", "The cat sat on the mat. The dog sat on the"];
+
+/** One engine serving `path` with `speculative`; the texts of greedy generations of PROMPTS, and the pool's gate. */
+async function greedy(path: string, speculative: Speculation | undefined, maxTokens: number, prompts = PROMPTS): Promise<{ texts: string[]; gate?: SpeculationGate }> {
+  const engine = await LlmEngine.load({
+    models: [{ id: "m", path, ...(speculative ? { speculative } : {}) }],
+    sequences: 1,
+    contextSize: 512,
+    threads: 1,
+    gpu: "cpu",
+    logger: createLogger("test", "silent"),
+  });
+  try {
+    const texts: string[] = [];
+    for (const prompt of prompts) {
+      texts.push((await engine.generate("m", { prompt }, { temperature: 0, maxTokens })).text);
+      texts.push((await engine.generate("m", [{ role: "user", content: prompt }], { temperature: 0, maxTokens })).text);
+      // penalties punish the tokens before each place: a prediction tested against a stale list would differ
+      texts.push((await engine.generate("m", { prompt }, { temperature: 0, maxTokens, sampling: { repeatPenalty: 1.5, frequencyPenalty: 1 } })).text);
+    }
+    const gate = engine.modelPools[0]!.speculation;
+    return { texts, ...(gate ? { gate } : {}) };
+  } finally {
+    await engine.dispose();
+  }
+}
+
+describe("speculation values", () => {
+  it("reads lookup and draft:SOURCE, and says what else is wrong", () => {
+    expect(parseSpeculation("lookup")).toEqual({ kind: "lookup" });
+    expect(parseSpeculation("draft:/m/d.gguf")).toEqual({ kind: "draft", source: "/m/d.gguf" });
+    expect(parseSpeculation("draft:hf:org/repo/d.gguf")).toEqual({ kind: "draft", source: "hf:org/repo/d.gguf" });
+    expect(parseSpeculation("draft:")).toMatch(/expected "lookup" or "draft:GGUF"/);
+    expect(parseSpeculation("ngram")).toMatch(/got "ngram"/);
+    expect(parseSpeculation(`draft:${"x".repeat(1100)}`)).toMatch(/longer than 1024/);
+  });
+});
+
+describe("the gate's rule", () => {
+  it("goes off below the acceptance floor, probes again after offTokens, backs off while probes fail, and resets after one passes", () => {
+    const rule = { window: 10, minAcceptance: 0.3, offTokens: 100, maxOffTokens: 300 };
+    const gate = new SpeculationGate({ kind: "lookup" }, rule);
+    gate.record(3, 6); // 9 tested: not judged yet
+    expect(gate.on).toBe(true);
+    gate.record(0, 1); // 3 of 10: at the floor
+    expect(gate.on).toBe(true);
+    gate.record(2, 8); // 2 of 10
+    expect([gate.on, gate.turnedOff]).toEqual([false, 1]);
+    gate.record(5, 5); // tested while off (a step under way): counted, not judged
+    expect([gate.validated, gate.refuted, gate.on]).toEqual([10, 20, false]);
+    gate.generated(99);
+    expect(gate.on).toBe(false);
+    gate.generated(1);
+    expect(gate.on).toBe(true); // a probe
+    gate.record(0, 0, 10); // a draft's empty rounds count against it
+    expect([gate.on, gate.turnedOff, gate.emptyRounds]).toEqual([false, 2, 10]);
+    gate.generated(199);
+    expect(gate.on).toBe(false); // twice as long off
+    gate.generated(1);
+    gate.record(0, 10);
+    gate.generated(299);
+    expect(gate.on).toBe(false); // capped at maxOffTokens
+    gate.generated(1);
+    gate.record(8, 2); // the probe passes
+    expect(gate.on).toBe(true);
+    gate.record(0, 10);
+    gate.generated(100);
+    expect(gate.on).toBe(true); // back to offTokens
+  });
+});
+
+describe("speculative decoding on the tiny model", () => {
+  it("greedy output with prompt lookup is the output without it, and its predictions are counted", async () => {
+    const plain = await greedy(TINY_MODEL, undefined, 80);
+    const lookup = await greedy(TINY_MODEL, { kind: "lookup" }, 80);
+    expect(lookup.texts).toEqual(plain.texts);
+    expect(lookup.gate!.validated + lookup.gate!.refuted).toBeGreaterThan(0);
+  });
+
+  describe("with a predictor that never agrees", () => {
+    let llama: Llama;
+    let model: LlamaModel;
+    let context: LlamaContext;
+    beforeAll(async () => {
+      llama = await getLlama({ gpu: false, build: "never", maxThreads: 1 });
+      model = await llama.loadModel({ modelPath: TINY_MODEL });
+      context = await model.createContext({ sequences: 2, contextSize: 512, threads: 1 });
+    });
+    afterAll(async () => {
+      await context?.dispose();
+      await model?.dispose();
+      await llama?.dispose();
+    });
+
+    /** Predicts `token` four times, every step. */
+    class Wrong extends TokenPredictor {
+      constructor(private readonly token: Token) {
+        super();
+      }
+      reset(): void {}
+      pushTokens(): void {}
+      predictTokens(): Token[] {
+        return [this.token, this.token, this.token, this.token];
+      }
+    }
+
+    it("turns it off after a window of refuted predictions, with the same output, and keeps it off", async () => {
+      const prompt = renderRawPrompt(model, PROMPTS[0]!);
+      const plainSequence = context.getSequence();
+      const plain = await generateTurn(plainSequence, prompt, { maxTokens: 150, temperature: 0 });
+      plainSequence.dispose();
+      const tokens = new Set(model.tokenize(plain.text));
+      // a token the greedy output never holds: every prediction of it is refuted
+      const never = [...model.iterateAllTokens()].find((t) => !tokens.has(t) && !model.isEogToken(t) && model.detokenize([t]).length > 0)!;
+      const gate = new SpeculationGate({ kind: "lookup" });
+      const sequence = context.getSequence({ tokenPredictor: new GatedTokenPredictor(gate, new Wrong(never)) });
+      try {
+        const ours = await generateTurn(sequence, prompt, { maxTokens: 150, temperature: 0 });
+        expect(ours.text).toBe(plain.text);
+        // 16 steps of 4 refuted predictions fill the window; then nothing is predicted for offTokens (256) tokens
+        expect([gate.validated, gate.refuted, gate.turnedOff, gate.on]).toEqual([0, SPECULATION_RULE.window, 1, false]);
+        expect(sequence.tokenPredictions.refuted).toBe(SPECULATION_RULE.window);
+        // a seeded sample at a temperature above 0 never speculates (the seed would sample other tokens)
+        gate.generated(SPECULATION_RULE.offTokens);
+        expect(gate.on).toBe(true);
+        await sequence.clearHistory();
+        await generateTurn(sequence, prompt, { maxTokens: 40, temperature: 0.8, sampling: { seed: 7 } });
+        expect(gate.refuted).toBe(SPECULATION_RULE.window);
+      } finally {
+        sequence.dispose();
+      }
+    });
+  });
+});
+
+describe.skipIf(!realData)("speculative decoding on stories260K (KILN_TEST_DATA)", () => {
+  let disagreeing: string;
+  beforeAll(async () => {
+    // the same vocabulary, random weights: a draft that (almost) never agrees
+    disagreeing = join(tempDir(), "disagreeing-draft.gguf");
+    await writeTinyLlama(disagreeing, { ...TEST_MODELS.tiny.options, seed: 5, vocabulary: await vocabularyFromGguf(STORIES!) });
+  });
+
+  it("greedy output is the same without speculation, with prompt lookup, with the model as its own draft and with a draft that disagrees", async () => {
+    const plain = await greedy(STORIES!, undefined, 120);
+    const lookup = await greedy(STORIES!, { kind: "lookup" }, 120);
+    const self = await greedy(STORIES!, { kind: "draft", source: STORIES! }, 120);
+    const other = await greedy(STORIES!, { kind: "draft", source: disagreeing }, 120);
+    expect(lookup.texts).toEqual(plain.texts);
+    expect(self.texts).toEqual(plain.texts);
+    expect(other.texts).toEqual(plain.texts);
+    expect(lookup.gate!.validated).toBeGreaterThan(0);
+    // its own draft: nearly every prediction validated
+    expect(self.gate!.validated).toBeGreaterThan(100);
+    expect(self.gate!.acceptance).toBeGreaterThan(0.9);
+    expect(self.gate!.turnedOff).toBe(0);
+  });
+
+  it("turns a draft that never agrees off, and counts what it predicted", async () => {
+    const other = await greedy(STORIES!, { kind: "draft", source: disagreeing }, 200, PROMPTS.slice(0, 1));
+    const gate = other.gate!;
+    expect(gate.turnedOff).toBeGreaterThanOrEqual(1);
+    expect(gate.validated + gate.refuted + gate.emptyRounds).toBeGreaterThanOrEqual(SPECULATION_RULE.window);
+    expect(gate.validated).toBeLessThan(SPECULATION_RULE.window * SPECULATION_RULE.minAcceptance);
+  });
+});
+
+if (!realData) {
+  describe.skip("speculative decoding on stories260K (skipped: KILN_TEST_DATA is not set or lacks models/stories260K.gguf)", () => {
+    it("needs KILN_TEST_DATA", () => {});
+  });
+}

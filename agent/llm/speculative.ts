@@ -1,0 +1,262 @@
+/**
+ * Speculative decoding on node-llama-cpp's token predictors: a predictor guesses the next tokens, the
+ * target model evaluates them in one batch with the token before them, and keeps those its own
+ * sampling would have produced (`LlamaContextSequence._speculativeEvaluate`). Greedy output is the
+ * same with and without it; only the speed changes.
+ *
+ * Two predictors: prompt lookup (`InputLookupTokenPredictor`: the last generated tokens found in the
+ * sequence's tokens, the tokens that followed them there proposed) and a draft model
+ * (`DraftSequenceTokenPredictor`: a smaller model with the same vocabulary generates ahead on a
+ * sequence of its own). Each slot's predictor is wrapped in a `GatedTokenPredictor`, which predicts
+ * nothing while the pool's `SpeculationGate` is off (acceptance too low to pay), and for the
+ * generations whose sampling would not stay the same with it (below).
+ */
+import { DraftSequenceTokenPredictor, InputLookupTokenPredictor, TokenPredictor, type LlamaContextSequence, type Token } from "node-llama-cpp";
+
+/** How a served model speculates: prompt lookup, or a draft model's GGUF (a path on the node, or an `hf:` reference). */
+export type Speculation = { kind: "lookup" } | { kind: "draft"; source: string };
+
+/** The longest `--speculative` / catalog `speculative` value accepted (a draft's source included). */
+export const MAX_SPECULATION_CHARS = 1024;
+
+/**
+ * Parses `lookup` or `draft:SOURCE` (SOURCE a GGUF path, or `hf:org/repo/file.gguf`). Returns the
+ * speculation, or a message saying what is wrong (for the caller's error, which names the field).
+ */
+export function parseSpeculation(text: string): Speculation | string {
+  if (text.length > MAX_SPECULATION_CHARS) return `longer than ${MAX_SPECULATION_CHARS} characters`;
+  if (text === "lookup") return { kind: "lookup" };
+  if (text.startsWith("draft:") && text.length > "draft:".length) return { kind: "draft", source: text.slice("draft:".length) };
+  return `expected "lookup" or "draft:GGUF" (a path or an hf: reference), got ${JSON.stringify(text.slice(0, 64))}`;
+}
+
+/** The text form `parseSpeculation` reads. */
+export function speculationText(s: Speculation): string {
+  return s.kind === "lookup" ? "lookup" : `draft:${s.source}`;
+}
+
+/** Tokens a draft model proposes at most per step (node-llama-cpp's default). */
+export const DRAFT_MAX_TOKENS = 16;
+/**
+ * Tokens the target waits for a draft to propose (unless the draft's confidence falls first). With
+ * none (node-llama-cpp's default) the target never waits, and the draft, one decode behind, was
+ * measured to propose nothing at all.
+ */
+export const DRAFT_MIN_TOKENS = 4;
+/** A draft stops proposing at a token it is less sure of than this (node-llama-cpp's default). */
+export const DRAFT_MIN_CONFIDENCE = 0.6;
+/** Tokens prompt lookup proposes at most per step. */
+export const LOOKUP_MAX_TOKENS = 8;
+
+/** The rule that turns speculation off while it does not pay. Defaults: `SPECULATION_RULE`. */
+export interface SpeculationRule {
+  /** Predictions tested (validated + refuted) per judgement. */
+  window: number;
+  /** Below this share of validated predictions in a window, speculation goes off. */
+  minAcceptance: number;
+  /** Tokens generated without speculation before the first probe (a window with it on again). */
+  offTokens: number;
+  /** Each failed probe doubles the time off, up to this many tokens. */
+  maxOffTokens: number;
+}
+
+/**
+ * The default rule: judged on every 64 predictions tested; off below 30 % accepted (a refuted draft
+ * token costs a draft model's decode and a wider batch, and under a third accepted that no longer
+ * pays on the machines measured: docs/performance.md); on again for a probe after 256 tokens
+ * generated without, then after 512, 1,024… up to 8,192 while the probes fail; back to 256 after
+ * one that passes.
+ */
+export const SPECULATION_RULE: Readonly<SpeculationRule> = { window: 64, minAcceptance: 0.3, offTokens: 256, maxOffTokens: 8192 };
+
+/**
+ * One loaded model's speculation state, shared by its slots: the predictions validated and refuted
+ * (node-llama-cpp's counts on each slot's sequence), and whether speculation is on. While off, the
+ * slots' predictors predict nothing; after `offTokens` tokens generated (all slots together) it is
+ * on again for one window, a probe.
+ */
+export class SpeculationGate {
+  /** Predictions the target model confirmed, since the model loaded. */
+  validated = 0;
+  /** Predictions the target model refuted, since the model loaded. */
+  refuted = 0;
+  /** Times speculation went off. */
+  turnedOff = 0;
+  /** A draft's rounds that proposed nothing. */
+  emptyRounds = 0;
+  private windowValidated = 0;
+  private windowRefuted = 0;
+  private offLeft = 0;
+  private backoff: number;
+
+  constructor(
+    readonly speculation: Speculation,
+    readonly rule: Readonly<SpeculationRule> = SPECULATION_RULE,
+  ) {
+    this.backoff = rule.offTokens;
+  }
+
+  /** Whether the slots predict now. */
+  get on(): boolean {
+    return this.offLeft === 0;
+  }
+
+  /** Share of tested predictions validated since the model loaded (0 before any). */
+  get acceptance(): number {
+    const tested = this.validated + this.refuted;
+    return tested === 0 ? 0 : this.validated / tested;
+  }
+
+  /**
+   * Records predictions tested on a slot (and a draft's `empty` rounds, which proposed nothing after
+   * draft decodes: each judged as one refuted prediction, though not counted in `refuted`), and
+   * judges each full window.
+   */
+  record(validated: number, refuted: number, empty = 0): void {
+    if (validated === 0 && refuted === 0 && empty === 0) return;
+    this.validated += validated;
+    this.refuted += refuted;
+    this.emptyRounds += empty;
+    if (!this.on) return; // tested after it went off (a step already under way): not judged
+    this.windowValidated += validated;
+    this.windowRefuted += refuted + empty;
+    const tested = this.windowValidated + this.windowRefuted;
+    if (tested < this.rule.window) return;
+    const rate = this.windowValidated / tested;
+    this.windowValidated = this.windowRefuted = 0;
+    if (rate >= this.rule.minAcceptance) {
+      this.backoff = this.rule.offTokens;
+      return;
+    }
+    this.offLeft = this.backoff;
+    this.backoff = Math.min(this.backoff * 2, this.rule.maxOffTokens);
+    this.turnedOff++;
+  }
+
+  /** Counts tokens generated; while off, `offTokens` of them turn it on again for a probe. */
+  generated(tokens: number): void {
+    if (this.offLeft > 0) this.offLeft = Math.max(0, this.offLeft - tokens);
+  }
+}
+
+/**
+ * Why a generation with these options speculates nothing, or undefined when it may: a grammar
+ * (node-llama-cpp tests predictions against a clone of its state that does not follow the
+ * predictions before them), penalties (the tokens they punish at a predicted place would lack the
+ * predictions before it), or a seed at a temperature above 0 (the same seed would sample other
+ * tokens, so a seeded request would not repeat its output).
+ */
+function unsafeFor(options: Readonly<Record<string, unknown>>): string | undefined {
+  if (options.grammarEvaluationState != null) return "grammar";
+  const penalty = options.repeatPenalty as { punishTokens?: unknown } | false | undefined;
+  if (penalty && penalty.punishTokens != null) return "penalties";
+  if (typeof options.temperature === "number" && options.temperature > 0 && options.seed !== undefined) return "seed";
+  return undefined;
+}
+
+/**
+ * A slot's predictor: `inner` (prompt lookup or a draft sequence) while its gate is on and the
+ * generation's sampling allows (`unsafeFor`), nothing otherwise. Reads node-llama-cpp's counts of
+ * validated and refuted predictions on the target sequence at each step and gives the gate the
+ * difference. While it predicts nothing, `inner` is not told the tokens: it is reset with the
+ * sequence's tokens when predictions start again (a draft model then evaluates what it missed in
+ * one batch).
+ */
+export class GatedTokenPredictor extends TokenPredictor {
+  private target?: LlamaContextSequence;
+  private state: Token[] = [];
+  private evaluateOptions: Parameters<TokenPredictor["reset"]>[0]["evaluateOptions"] = {};
+  /** The generation may speculate (its options allow it). */
+  private allowed = false;
+  /** `inner` holds the sequence's tokens (it was reset and told every token since). */
+  private inSync = false;
+  private seenValidated = 0;
+  private seenRefuted = 0;
+
+  constructor(
+    readonly gate: SpeculationGate,
+    readonly inner: TokenPredictor,
+  ) {
+    super();
+  }
+
+  /** Counts of the target sequence not yet given to the gate. */
+  private account(): void {
+    if (!this.target) return;
+    const { validated, refuted } = this.target.tokenPredictions;
+    // a cleared sequence keeps its counts; a new one would start over: never negative
+    this.gate.record(Math.max(0, validated - this.seenValidated), Math.max(0, refuted - this.seenRefuted));
+    this.seenValidated = validated;
+    this.seenRefuted = refuted;
+  }
+
+  reset(params: Parameters<TokenPredictor["reset"]>[0]): Promise<void> | void {
+    this.account();
+    this.target = params.targetSequence;
+    this.state = params.stateTokens.slice();
+    this.evaluateOptions = params.evaluateOptions;
+    this.allowed = unsafeFor(params.evaluateOptions as Readonly<Record<string, unknown>>) === undefined;
+    this.inSync = false;
+    if (!this.allowed || !this.gate.on) return;
+    return this.sync();
+  }
+
+  private sync(): Promise<void> | void {
+    this.inSync = true;
+    // prompt lookup searches the sequence's tokens as they were when it was reset (the prompt, and what was generated before)
+    if (this.inner instanceof InputLookupTokenPredictor) this.inner.updateInputTokens(this.state);
+    return this.inner.reset({ targetSequence: this.target!, stateTokens: this.state.slice(), evaluateOptions: this.evaluateOptions });
+  }
+
+  pushTokens(tokens: Token[]): void {
+    this.state.push(...tokens);
+    this.gate.generated(tokens.length);
+    if (this.inSync) this.inner.pushTokens(tokens);
+  }
+
+  predictTokens(): Promise<Token[]> | Token[] {
+    this.account();
+    if (!this.allowed || !this.target) return [];
+    if (!this.gate.on) {
+      if (this.inSync) {
+        this.inSync = false;
+        void this.inner.stop();
+      }
+      return [];
+    }
+    if (this.inSync) return this.predicted(this.inner.predictTokens());
+    const syncing = this.sync();
+    return syncing ? syncing.then(() => this.predicted(this.inner.predictTokens())) : this.predicted(this.inner.predictTokens());
+  }
+
+  /** A draft's round that proposed nothing spent draft decodes for nothing: the gate counts it as a refuted prediction. */
+  private predicted(tokens: Promise<Token[]> | Token[]): Promise<Token[]> | Token[] {
+    if (!(this.inner instanceof DraftSequenceTokenPredictor)) return tokens;
+    const count = (t: Token[]): Token[] => {
+      if (t.length === 0) this.gate.record(0, 0, 1);
+      return t;
+    };
+    return Array.isArray(tokens) ? count(tokens) : tokens.then(count);
+  }
+
+  override stop(untilPredictionsExhausted?: boolean): Promise<void> | void {
+    this.account();
+    return this.inner.stop(untilPredictionsExhausted);
+  }
+
+  override updateInputTokens(tokens: Token[]): void {
+    if (!(this.inner instanceof InputLookupTokenPredictor)) this.inner.updateInputTokens(tokens);
+  }
+
+  override dispose(): Promise<void> | void {
+    return this.inner.dispose();
+  }
+}
+
+/** The predictor a slot of a pool speculating with `gate` gets: prompt lookup, or a draft model's sequence. */
+export function slotPredictor(gate: SpeculationGate, draftSequence?: LlamaContextSequence): GatedTokenPredictor {
+  const inner = draftSequence
+    ? new DraftSequenceTokenPredictor(draftSequence, { minTokens: DRAFT_MIN_TOKENS, maxTokens: DRAFT_MAX_TOKENS, minConfidence: DRAFT_MIN_CONFIDENCE })
+    : new InputLookupTokenPredictor({ patternLength: { min: 2 }, predictionLength: { max: LOOKUP_MAX_TOKENS } });
+  return new GatedTokenPredictor(gate, inner);
+}
