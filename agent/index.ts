@@ -19,6 +19,7 @@ import { freeBytes, nonEmptyFile } from "../core/disk.js";
 import { checkPipeline, JobService } from "./jobs/index.js";
 import { FleetTranscriptions, SchedulerLinks } from "./link/index.js";
 import { LlmEngine } from "./llm/index.js";
+import type { Speculation } from "../core/speculation.js";
 import { Replicas } from "./placement/index.js";
 import { createAgentMetrics, type AgentMetrics } from "./metrics.js";
 import type { Hardware } from "../proto/index.js";
@@ -142,22 +143,28 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
  * `--serve ID=hf:…` entries pulled into --models-dir (a cached file is not fetched again; with
  * `--offline` it must be there), each with its installed path.
  */
-async function pullServed(config: AgentConfig, hub: ModelHub, logger: Logger): Promise<{ id: string; path: string }[]> {
+async function pullServed(config: AgentConfig, hub: ModelHub, logger: Logger): Promise<{ id: string; path: string; speculative?: Speculation }[]> {
+  const fetch = async (id: string, ref: string, option: string): Promise<string> => {
+    if (config.offline) {
+      const cached = await hub.cached(ref);
+      if (!cached) throw new ConfigError(option, `${ref} (for ${id}) is not in --models-dir and --offline forbids fetching it`);
+      return cached;
+    }
+    // a file already there is not fetched again
+    const pulled = await hub.pull(ref, { onProgress: logProgress(logger, ref) });
+    logger.info(
+      { model: ref, id, path: pulled.path, sha256: pulled.sha256, cached: pulled.cached },
+      pulled.cached ? "served model already in --models-dir" : "pulled a served model",
+    );
+    return pulled.path;
+  };
   return Promise.all(
     config.serve.map(async ({ id, path, ref }) => {
-      if (!ref) return { id, path };
-      if (config.offline) {
-        const cached = await hub.cached(ref);
-        if (!cached) throw new ConfigError("--serve / KILN_SERVE", `${ref} (for ${id}) is not in --models-dir and --offline forbids fetching it`);
-        return { id, path: cached };
-      }
-      // a file already there is not fetched again
-      const pulled = await hub.pull(ref, { onProgress: logProgress(logger, ref) });
-      logger.info(
-        { model: ref, id, path: pulled.path, sha256: pulled.sha256, cached: pulled.cached },
-        pulled.cached ? "served model already in --models-dir" : "pulled a served model",
-      );
-      return { id, path: pulled.path };
+      let speculative = config.speculative.find((s) => s.id === id)?.speculation;
+      // a draft model from the hub is pulled like a served one
+      if (speculative?.kind === "draft" && speculative.source.startsWith("hf:"))
+        speculative = { kind: "draft", source: await fetch(id, speculative.source, "--speculative / KILN_SPECULATIVE") };
+      return { id, path: ref ? await fetch(id, ref, "--serve / KILN_SERVE") : path, ...(speculative ? { speculative } : {}) };
     }),
   );
 }

@@ -53,6 +53,38 @@ export function createAgentMetrics(sources: { jobs: () => JobService; whisper: (
       this.set({ state: "free" }, pools.reduce((n, p) => n + p.slots, 0) - busy);
     },
   });
+  // speculative decoding, per loaded model that speculates (labelled with its first id)
+  const speculating = () => sources.engine.modelPools.filter((p) => p.speculation).map((p) => ({ model: p.modelIds[0] ?? p.path, gate: p.speculation! }));
+  new Counter({
+    name: "kiln_llm_speculative_validated_total",
+    help: "Predicted tokens the model confirmed (speculative decoding), by model; validated / (validated + refuted) is the acceptance rate",
+    labelNames: ["model"] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const { model, gate } of speculating()) this.inc({ model }, gate.validated);
+    },
+  });
+  new Counter({
+    name: "kiln_llm_speculative_refuted_total",
+    help: "Predicted tokens the model refuted (speculative decoding), by model",
+    labelNames: ["model"] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const { model, gate } of speculating()) this.inc({ model }, gate.refuted);
+    },
+  });
+  new Gauge({
+    name: "kiln_llm_speculative_on",
+    help: "1 while a model speculates, 0 while its acceptance keeps speculation off (it probes again after a while)",
+    labelNames: ["model"] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const { model, gate } of speculating()) this.set({ model }, gate.on ? 1 : 0);
+    },
+  });
   new Gauge({
     name: "kiln_scheduler_connected",
     help: "links to schedulers that are up (1 with one scheduler)",

@@ -11,7 +11,7 @@ import { NODE_ID, NODE_ID_RULE } from "./node-tokens.js";
 import { optionName, parseWith, type OptionSpec, type Parsed, type Raw } from "./option-table.js";
 import { drainSeconds, hfToken, hubUrl, logLevel } from "./shared-options.js";
 import { loadWhisperCatalog } from "./whisper-catalog.js";
-import { bearerSecret, bool, bytes, duration, hostPortList, int, modelRef, serveSpec, sizeOrShare } from "./values.js";
+import { bearerSecret, bool, bytes, duration, hostPortList, int, modelRef, serveSpec, sizeOrShare, speculativeSpec } from "./values.js";
 
 /** Options of `kiln agent` (and the agent half of `kiln dev`). */
 export const AGENT_OPTIONS = {
@@ -66,6 +66,20 @@ export const AGENT_OPTIONS = {
     repeatable: true,
     description: "serve a catalog model id from a GGUF file (repeatable; comma-separated in the env)",
     schema: z.array(serveSpec),
+  },
+  /**
+   * Speculative decoding for a `--serve` id: `ID=lookup` (prompt lookup: the tokens that followed the
+   * last generated ones where they occur in the prompt) or `ID=draft:GGUF` (a smaller model with the
+   * same vocabulary drafts ahead; a path, or `hf:…` pulled into --models-dir like --serve's). Greedy
+   * output is unchanged; it goes off by itself while too few predictions are accepted. Repeatable.
+   * Default: none.
+   */
+  speculative: {
+    flags: "--speculative <id=lookup|id=draft:gguf>",
+    env: "KILN_SPECULATIVE",
+    repeatable: true,
+    description: "speculative decoding for a --serve id: ID=lookup (prompt lookup) or ID=draft:GGUF (a draft model, a path or hf:…) (repeatable; default: none)",
+    schema: z.array(speculativeSpec),
   },
   /**
    * The most memory a placeable agent (one started without --serve, with --scheduler) offers the
@@ -343,6 +357,12 @@ export function parseAgentConfig(raw: Raw): AgentConfig {
       config.segmentationModel ? "--embedding-model / KILN_EMBEDDING_MODEL" : "--segmentation-model / KILN_SEGMENTATION_MODEL",
       "is required for speaker diarization (give both models)",
     );
+  }
+  const named = new Set<string>();
+  for (const { id } of config.speculative) {
+    if (!config.serve.some((s) => s.id === id)) throw new ConfigError(optionName(o.speculative), `"${id}" is not one of the --serve ids`);
+    if (named.has(id)) throw new ConfigError(optionName(o.speculative), `"${id}" is named twice`);
+    named.add(id);
   }
   if (config.translationModel && !config.serve.some((s) => s.id === config.translationModel)) {
     throw new ConfigError("--translation-model / KILN_TRANSLATION_MODEL", `"${config.translationModel}" is not one of the --serve ids`);

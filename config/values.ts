@@ -7,6 +7,7 @@ import ipaddr from "ipaddr.js";
 import { z } from "zod";
 // refs.ts alone, not hub/index.ts: configuration is parsed by every command, and the downloader's imports are heavy
 import { parseRef, type ModelRef } from "../hub/refs.js";
+import { parseSpeculation, type Speculation } from "../core/speculation.js";
 import { TIERS, isTier, type Tier } from "../core/tiers.js";
 import { formatHostPort, parseHostPort, type HostPort } from "../core/net.js";
 
@@ -166,6 +167,31 @@ export const serveSpec = z.string().transform((s, ctx): { id: string; path: stri
   }
   // the path is known once it is pulled (agent start); until then it is the reference
   return { id, path: ref.data.ref, ref: ref.data.ref };
+});
+
+/**
+ * `ID=SPECULATION` pairs of `--speculative`: `ID=lookup` (prompt lookup) or `ID=draft:GGUF` (a draft
+ * model: a file, or a hub reference pulled into `--models-dir` at start, like `--serve`'s).
+ */
+export const speculativeSpec = z.string().transform((s, ctx): { id: string; speculation: Speculation } => {
+  const eq = s.indexOf("=");
+  const parsed = eq > 0 ? parseSpeculation(s.slice(eq + 1)) : undefined;
+  if (!parsed || typeof parsed === "string") {
+    ctx.addIssue({
+      code: "custom",
+      message: `expected ID=lookup or ID=draft:GGUF (e.g. famB-v3.1=draft:./small.gguf or famB-v3.1=draft:hf:org/repo/file.gguf)${parsed ? `: ${parsed}` : `, got "${s.slice(0, 64)}"`}`,
+    });
+    return z.NEVER;
+  }
+  if (parsed.kind === "draft" && parsed.source.startsWith("hf:")) {
+    const ref = modelRef.safeParse(parsed.source);
+    if (!ref.success) {
+      ctx.addIssue({ code: "custom", message: ref.error.issues[0]!.message });
+      return z.NEVER;
+    }
+    return { id: s.slice(0, eq), speculation: { kind: "draft", source: ref.data.ref } };
+  }
+  return { id: s.slice(0, eq), speculation: parsed };
 });
 
 /** A hub's base URL: http(s), no query or fragment. */

@@ -12,6 +12,7 @@ import { createLogger } from "../../core/log.js";
 import { TEST_MODELS } from "../../fabricate/index.js";
 import { vocabularyFromGguf, writeTinyLlama } from "../../fabricate/tiny-llama.js";
 import { TINY_MODEL, tempDir } from "../../test/helpers/fleet.js";
+import { createAgentMetrics } from "../metrics.js";
 import { LlmEngine } from "./engine.js";
 import { GatedTokenPredictor, parseSpeculation, SPECULATION_RULE, SpeculationGate, type Speculation } from "./speculative.js";
 import { generateTurn, renderRawPrompt } from "./turn.js";
@@ -96,6 +97,38 @@ describe("speculative decoding on the tiny model", () => {
     const lookup = await greedy(TINY_MODEL, { kind: "lookup" }, 80);
     expect(lookup.texts).toEqual(plain.texts);
     expect(lookup.gate!.validated + lookup.gate!.refuted).toBeGreaterThan(0);
+  });
+
+  it("puts each speculating model's validated and refuted predictions, and whether it is on, in the agent's metrics", async () => {
+    const engine = await LlmEngine.load({
+      models: [
+        { id: "spec", path: TINY_MODEL, speculative: { kind: "lookup" } },
+        { id: "plain", path: join(process.cwd(), ".kiln/test-models/tiny-chat-split-00001-of-00002.gguf") },
+      ],
+      sequences: 1,
+      contextSize: 512,
+      threads: 1,
+      gpu: "cpu",
+      logger: createLogger("test", "silent"),
+    });
+    try {
+      await engine.generate("spec", { prompt: PROMPTS[0]! }, { temperature: 0, maxTokens: 80 });
+      const metrics = createAgentMetrics({
+        jobs: () => ({ counts: () => ({ running: 0, queued: 0 }) }) as never,
+        whisper: () => ({ chunksDecoded: 0 }) as never,
+        engine,
+        links: () => undefined,
+      });
+      const text = await metrics.registry.metrics();
+      const gate = engine.modelPools[0]!.speculation!;
+      expect(gate.refuted).toBeGreaterThan(0);
+      expect(text).toContain(`kiln_llm_speculative_refuted_total{model="spec",component="agent"} ${gate.refuted}`);
+      expect(text).toContain(`kiln_llm_speculative_validated_total{model="spec",component="agent"} ${gate.validated}`);
+      expect(text).toContain(`kiln_llm_speculative_on{model="spec",component="agent"} 1`);
+      expect(text).not.toContain('model="plain"'); // a model that does not speculate has no series
+    } finally {
+      await engine.dispose();
+    }
   });
 
   describe("with a predictor that never agrees", () => {

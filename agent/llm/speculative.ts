@@ -11,29 +11,10 @@
  * nothing while the pool's `SpeculationGate` is off (acceptance too low to pay), and for the
  * generations whose sampling would not stay the same with it (below).
  */
+import type { Speculation } from "../../core/speculation.js";
 import { DraftSequenceTokenPredictor, InputLookupTokenPredictor, TokenPredictor, type LlamaContextSequence, type Token } from "node-llama-cpp";
 
-/** How a served model speculates: prompt lookup, or a draft model's GGUF (a path on the node, or an `hf:` reference). */
-export type Speculation = { kind: "lookup" } | { kind: "draft"; source: string };
-
-/** The longest `--speculative` / catalog `speculative` value accepted (a draft's source included). */
-export const MAX_SPECULATION_CHARS = 1024;
-
-/**
- * Parses `lookup` or `draft:SOURCE` (SOURCE a GGUF path, or `hf:org/repo/file.gguf`). Returns the
- * speculation, or a message saying what is wrong (for the caller's error, which names the field).
- */
-export function parseSpeculation(text: string): Speculation | string {
-  if (text.length > MAX_SPECULATION_CHARS) return `longer than ${MAX_SPECULATION_CHARS} characters`;
-  if (text === "lookup") return { kind: "lookup" };
-  if (text.startsWith("draft:") && text.length > "draft:".length) return { kind: "draft", source: text.slice("draft:".length) };
-  return `expected "lookup" or "draft:GGUF" (a path or an hf: reference), got ${JSON.stringify(text.slice(0, 64))}`;
-}
-
-/** The text form `parseSpeculation` reads. */
-export function speculationText(s: Speculation): string {
-  return s.kind === "lookup" ? "lookup" : `draft:${s.source}`;
-}
+export { MAX_SPECULATION_CHARS, parseSpeculation, speculationText, type Speculation } from "../../core/speculation.js";
 
 /** Tokens a draft model proposes at most per step (node-llama-cpp's default). */
 export const DRAFT_MAX_TOKENS = 16;
