@@ -3,6 +3,7 @@
  *
  *   npm run bench:chat -- [--model PATH | --bench-model] [--threads N] [--tokens N] [--rounds N] [--streams 1,2,4,8] [--ttft-samples N] [--no-reference] [--stream-intervals 10,100]
  *   npm run bench:chat -- --gpu [--model PATH] [--streams 1,8,32] …   (on a CUDA machine with nvcc)
+ *   npm run bench:chat -- --speculative [--model PATH | --bench-model] [--draft-never PATH] [--tokens N] [--rounds N]   (speculative decoding: lib/speculative.ts)
  *
  * With `--gpu` every side runs on CUDA (node-llama-cpp's CUDA binaries with Kiln's addon; llama.cpp's
  * tools built with CUDA from the same release, `-ngl 99`), the servers get as many slots as the
@@ -57,6 +58,7 @@ import { installedAddon } from "../core/prebuilt.js";
 import { argValue, median, quantile } from "./lib/cli.js";
 import { freePort } from "./lib/run.js";
 import { buildTools, provideCudaBackend, vocabGguf } from "./build-llama.js";
+import { benchSpeculative } from "./lib/speculative.js";
 import { defaultModelDir, REALISTIC_LLAMA, writeWithVocabulary } from "../fabricate/index.js";
 import { ensureTestModel } from "../fabricate/index.js";
 import { startRelayFloor } from "./lib/relay-floor.js";
@@ -349,6 +351,13 @@ async function realisticModel(quantize: string): Promise<string> {
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
+  if (process.argv.includes("--speculative")) {
+    // one stream with and without speculative decoding, in Kiln's engine (lib/speculative.ts)
+    const modelPath = a.model ?? (await ensureTestModel(a.benchModel ? "bench" : "tiny"));
+    const neverPath = resolve(argValue(process.argv, "--draft-never") ?? (await ensureTestModel("tiny")));
+    console.log(`model ${modelPath}; CPU, ${a.threads} threads (${cpus().length} cores); a draft that disagrees: ${neverPath}\n`);
+    return benchSpeculative({ modelPath, neverPath, tokens: a.tokens, rounds: a.rounds, threads: a.threads });
+  }
   const tools = a.reference || a.gpu ? buildTools({ cuda: a.gpu }) : undefined;
   if (a.gpu && tools?.cudaBackend) provideCudaBackend(tools.cudaBackend);
   const modelPath = a.model ?? (a.gpu ? await realisticModel(tools!.quantize) : await ensureTestModel(a.benchModel ? "bench" : "tiny"));
