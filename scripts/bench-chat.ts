@@ -3,6 +3,7 @@
  *
  *   npm run bench:chat -- [--model PATH | --bench-model] [--threads N] [--tokens N] [--rounds N] [--streams 1,2,4,8] [--ttft-samples N] [--no-reference] [--stream-intervals 10,100]
  *   npm run bench:chat -- --gpu [--model PATH] [--streams 1,8,32] …   (on a CUDA machine with nvcc)
+ *   npm run bench:chat -- --turns N [--conversations 4] [--model PATH | --bench-model]   (multi-turn conversations: lib/turns.ts)
  *   npm run bench:chat -- --speculative [--model PATH | --bench-model] [--draft-never PATH] [--tokens N] [--rounds N]   (speculative decoding: lib/speculative.ts)
  *
  * With `--gpu` every side runs on CUDA (node-llama-cpp's CUDA binaries with Kiln's addon; llama.cpp's
@@ -58,10 +59,11 @@ import { installedAddon } from "../core/prebuilt.js";
 import { argValue, median, quantile } from "./lib/cli.js";
 import { freePort } from "./lib/run.js";
 import { buildTools, provideCudaBackend, vocabGguf } from "./build-llama.js";
-import { benchSpeculative } from "./lib/speculative.js";
 import { defaultModelDir, REALISTIC_LLAMA, writeWithVocabulary } from "../fabricate/index.js";
 import { ensureTestModel } from "../fabricate/index.js";
 import { startRelayFloor } from "./lib/relay-floor.js";
+import { benchTurns } from "./lib/turns.js";
+import { benchSpeculative } from "./lib/speculative.js";
 
 const MODEL_ID = "famB-v3.1";
 const CONTEXT = 2048;
@@ -77,6 +79,10 @@ interface Args {
   streams: number[];
   intervals: number[];
   ttftSamples: number;
+  /** `--turns N`: the multi-turn benchmark instead (lib/turns.ts); 0: not. */
+  turns: number;
+  /** `--conversations N` with `--turns`: conversations interleaved. Default 4. */
+  conversations: number;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -93,6 +99,8 @@ function parseArgs(argv: string[]): Args {
     streams: (get("--streams") ?? (argv.includes("--gpu") ? "1,8,32" : "1,2,4,8")).split(",").map(Number),
     intervals: get("--stream-intervals")?.split(",").map(Number) ?? [],
     ttftSamples: Number(get("--ttft-samples") ?? 10),
+    turns: Number(get("--turns") ?? 0),
+    conversations: Number(get("--conversations") ?? 4),
   };
 }
 
@@ -357,6 +365,12 @@ async function main(): Promise<void> {
     const neverPath = resolve(argValue(process.argv, "--draft-never") ?? (await ensureTestModel("tiny")));
     console.log(`model ${modelPath}; CPU, ${a.threads} threads (${cpus().length} cores); a draft that disagrees: ${neverPath}\n`);
     return benchSpeculative({ modelPath, neverPath, tokens: a.tokens, rounds: a.rounds, threads: a.threads });
+  }
+  if (a.turns) {
+    // conversations with a growing history through a fleet of two agents (lib/turns.ts)
+    const modelPath = a.model ?? (await ensureTestModel(a.benchModel ? "bench" : "tiny"));
+    console.log(`model ${modelPath}; CPU, one thread per agent (${cpus().length} cores)\n`);
+    return benchTurns({ modelPath, turns: a.turns, conversations: a.conversations, replyTokens: 32, lastPromptTokens: 1900 });
   }
   const tools = a.reference || a.gpu ? buildTools({ cuda: a.gpu }) : undefined;
   if (a.gpu && tools?.cudaBackend) provideCudaBackend(tools.cudaBackend);

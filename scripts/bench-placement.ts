@@ -24,7 +24,7 @@ import { defaultModelDir, TEST_MODELS } from "../fabricate/index.js";
 import { choosePlacement, type PlacementNode, type PlacementReplica } from "../scheduler/placement/plan.js";
 import { buildTools } from "./build-llama.js";
 import { argValue, quantile } from "./lib/cli.js";
-import { freePort, kilnKey } from "./lib/run.js";
+import { freePort, kilnKey, started, stopped } from "./lib/run.js";
 
 const rounds = Number(argValue(process.argv, "--rounds") ?? "200");
 let seed = Number(argValue(process.argv, "--seed") ?? "1");
@@ -113,29 +113,6 @@ function main(): void {
 }
 
 const NODE_TOKEN = "bench-placement-node-token-0123456789";
-
-/** Starts a process; resolves once a line of its output matches `ready`. */
-function started(cmd: string, args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
-  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
-  return new Promise((ok, fail) => {
-    let seen = "";
-    const look = (d: Buffer) => {
-      seen = (seen + d.toString()).slice(-20_000);
-      if (ready.test(seen)) ok(child);
-    };
-    child.stdout!.on("data", look);
-    child.stderr!.on("data", look);
-    child.once("exit", (code) => fail(new Error(`${cmd} exited (${code}) before it was ready:\n${seen.slice(-2000)}`)));
-  });
-}
-
-function stopped(child: ChildProcess): Promise<void> {
-  return new Promise((ok) => {
-    if (child.exitCode !== null) return ok();
-    child.once("exit", () => ok());
-    child.kill("SIGTERM");
-  });
-}
 
 /** ms from now until the first streamed token of a one-token chat completion at `base` (retried while the server is not up). */
 async function firstToken(base: string, key: string, model: string): Promise<number> {

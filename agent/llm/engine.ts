@@ -351,8 +351,9 @@ export class LlmEngine {
     if (n > pool.slots) throw new InvalidChoicesError(n, pool.slots);
     const slots: Slot[] = [];
     try {
+      const want = { scope: options.cacheScope ?? "", tokens: prompt.tokens };
       for (let i = 0; i < n; i++) {
-        slots.push(await pool.acquire(options.signal));
+        slots.push(await pool.acquire(options.signal, want));
         if (options.local) this.changeLocal(pool, +1);
       }
       const scope = options.cacheScope ?? "";

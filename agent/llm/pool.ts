@@ -13,6 +13,7 @@ import {
   type LlamaContextSequence,
   type LlamaEmbeddingContext,
   type LlamaModel,
+  type Token,
 } from "node-llama-cpp";
 import { MAX_EMBEDDING_BYTES, MAX_EMBEDDING_TOKENS } from "../../core/chat.js";
 import { ContextLengthExceededError, GenerationAbortedError, InvalidDimensionsError, TooManyEmbeddingsError, TooManyEmbeddingTokensError } from "./errors.js";
@@ -25,7 +26,22 @@ export interface Slot {
   index: number;
   /** The cache scope (an account's opaque name) whose prompt the sequence's KV cache holds. */
   scope?: string;
+  /** When it was last released (the pool's count of releases): the least recently used slot is reused first. */
+  used?: number;
 }
+
+/** What a request could reuse of a slot's KV cache: its cache scope and its prompt's tokens. */
+export interface SlotWant {
+  scope: string;
+  tokens: readonly Token[];
+}
+
+/**
+ * The share of a slot's cached tokens a prompt must share with it for the slot to be given to it
+ * when other slots are free (llama-server's `--slot-prompt-similarity`, 0.5): a conversation whose
+ * cache holds mostly its own turns is not cut back to a system prompt it shares with a newcomer.
+ */
+export const SLOT_PROMPT_SIMILARITY = 0.5;
 
 export class ModelPool {
   readonly modelIds: string[] = [];
@@ -37,6 +53,8 @@ export class ModelPool {
   peakBusy = 0;
   /** Slots held now by the agent's own work (transcript translation), which the scheduler did not send. */
   localBusy = 0;
+  /** Releases so far: the clock of `Slot.used`. */
+  private releases = 0;
 
   /**
    * Bytes of text in the vocabulary's longest token (special tokens included). Every token of a
@@ -193,13 +211,16 @@ export class ModelPool {
   }
 
   /**
-   * Takes the free slot with the lowest sequence id, waiting (FIFO) for one when all are busy.
-   * Without a unified KV cache, llama.cpp puts only consecutive sequence ids in one micro-batch,
-   * so keeping the busy slots packed at the low ids keeps concurrent generations in one graph.
+   * Takes a free slot, waiting (FIFO) for one when all are busy. With `want`, the free slot of its
+   * cache scope whose cached tokens share the longest prefix with its prompt (at least
+   * SLOT_PROMPT_SIMILARITY of what the slot holds), else an empty one, else the least recently
+   * used: recent conversations stay resident while there are slots for them. Without `want`, or
+   * among equals, the lowest sequence id: without a unified KV cache llama.cpp puts only consecutive
+   * sequence ids in one micro-batch, so busy slots packed at the low ids share one graph.
    */
-  acquire(signal?: AbortSignal): Promise<Slot> {
+  acquire(signal?: AbortSignal, want?: SlotWant): Promise<Slot> {
     if (signal?.aborted) return Promise.reject(new GenerationAbortedError());
-    const slot = this.takeLowest();
+    const slot = want ? this.takeFor(want) : this.takeLowest();
     if (slot) return Promise.resolve(this.took(slot));
     return new Promise((resolve, reject) => {
       const waiter = {
@@ -221,6 +242,7 @@ export class ModelPool {
   }
 
   release(slot: Slot): void {
+    slot.used = ++this.releases;
     const next = this.waiters.shift();
     if (next) next.resolve(slot);
     else this.free.push(slot);
@@ -243,6 +265,28 @@ export class ModelPool {
       signal?.addEventListener("abort", onAbort, { once: true });
       this.idlers.push(settle);
     });
+  }
+
+  /** The free slot for `want` (acquire). */
+  private takeFor(want: SlotWant): Slot | undefined {
+    if (this.free.length === 0) return undefined;
+    let best = -1;
+    let bestShared = 0;
+    for (let i = 0; i < this.free.length; i++) {
+      const slot = this.free[i]!;
+      const held = slot.sequence.nextTokenIndex;
+      if (slot.scope !== want.scope || held === 0) continue;
+      const shared = sharedPrefix(slot.sequence.contextTokens, want.tokens);
+      if (shared < held * SLOT_PROMPT_SIMILARITY && this.free.length > 1) continue;
+      if (shared > bestShared || (shared === bestShared && shared > 0 && slot.index < this.free[best]!.index)) [best, bestShared] = [i, shared];
+    }
+    if (best < 0) {
+      // an empty slot, lowest id first; else the one used longest ago
+      const rank = (s: Slot): number => (s.sequence.nextTokenIndex === 0 ? -1e15 + s.index : (s.used ?? 0));
+      best = 0;
+      for (let i = 1; i < this.free.length; i++) if (rank(this.free[i]!) < rank(this.free[best]!)) best = i;
+    }
+    return this.free.splice(best, 1)[0];
   }
 
   private takeLowest(): Slot | undefined {
@@ -281,4 +325,12 @@ function longestTokenBytes(model: LlamaModel): number {
   let longest = 1;
   for (const token of model.iterateAllTokens()) longest = Math.max(longest, Buffer.byteLength(model.detokenize([token], true)));
   return longest;
+}
+
+/** How many tokens `a` and `b` share from their start. */
+function sharedPrefix(a: readonly Token[], b: readonly Token[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
 }

@@ -1,5 +1,5 @@
 /** Running other programs from the build and benchmark scripts. */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createServer, type AddressInfo } from "node:net";
@@ -47,4 +47,27 @@ export async function until(predicate: () => boolean | Promise<boolean>, timeout
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/** Starts a process; resolves once a line of its output matches `ready`. */
+export function started(cmd: string, args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
+  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  return new Promise((ok, fail) => {
+    let seen = "";
+    const look = (d: Buffer) => {
+      seen = (seen + d.toString()).slice(-20_000);
+      if (ready.test(seen)) ok(child);
+    };
+    child.stdout!.on("data", look);
+    child.stderr!.on("data", look);
+    child.once("exit", (code) => fail(new Error(`${cmd} exited (${code}) before it was ready:\n${seen.slice(-2000)}`)));
+  });
+}
+
+export function stopped(child: ChildProcess): Promise<void> {
+  return new Promise((ok) => {
+    if (child.exitCode !== null) return ok();
+    child.once("exit", () => ok());
+    child.kill("SIGTERM");
+  });
 }
