@@ -18,8 +18,8 @@ import type { ChatMessage, ToolCall, ToolFunction } from "../../core/chat.js";
 
 /** Bytes of a link kept (base64url of the first 12 bytes of a SHA-256). */
 const LINK_CHARS = 16;
-/** Messages beyond this many are not hashed: a conversation this long is matched on its first ones. */
-export const MAX_PREFIX_MESSAGES = 1024;
+/** Messages beyond this many are not hashed: a longer conversation is matched on its first ones (a pool's record stays within slots × this many links). */
+export const MAX_PREFIX_MESSAGES = 256;
 
 const digest = (h: Hash): string => h.digest("base64url").slice(0, LINK_CHARS);
 
