@@ -22,6 +22,7 @@ describe("TokenQuota", async () => {
       headers: expect.objectContaining({ "Retry-After": "50", "x-ratelimit-remaining-tokens": "0" }),
     });
     expect(await q.check("a", "pro")).toEqual({}); // no quota on that tier
+    expect([q.applies("free"), q.applies("pro")]).toEqual([true, false]); // what the middleware asks before checking
     expect((await q.check("b", "free"))["x-ratelimit-remaining-tokens"]).toBe("100"); // per account
     now += 50_001; // the first 60 have left the window
     expect((await q.check("a", "free"))["x-ratelimit-remaining-tokens"]).toBe("50");
@@ -85,6 +86,13 @@ describe("TokenQuota", async () => {
       code: "token_quota_exceeded",
       headers: expect.objectContaining({ "Retry-After": String(12 * 3600), "x-ratelimit-remaining-tokens": "0", "x-ratelimit-remaining-tokens-day": "0" }),
     });
+  });
+});
+
+describe("TokenQuota.applies", () => {
+  it("is true for a tier with a quota per minute or per day only, false for one with neither", () => {
+    const q = new TokenQuota({ perMinute: { ...none, free: 100 }, perDay: { ...none, standard: 1000 }, counter: new MemoryTokenCounter({ usedOn: () => 0 }) });
+    expect((["free", "standard", "pro", "enterprise"] as const).map((t) => q.applies(t))).toEqual([true, true, false, false]);
   });
 });
 

@@ -93,6 +93,11 @@ export class TokenQuota {
     this.any = [...Object.values(options.perMinute), ...Object.values(options.perDay)].some((n) => n > 0);
   }
 
+  /** Whether `tier` has a quota (per minute or per day): `check` has nothing to do for one without. */
+  applies(tier: Tier): boolean {
+    return this.options.perMinute[tier] > 0 || this.options.perDay[tier] > 0;
+  }
+
   /**
    * Admits a request of `account` (its current `tier`) or throws the 429; returns the
    * `x-ratelimit-*-tokens` headers (the unit's) of the quotas that apply.

@@ -8,6 +8,7 @@ import { requestsPerMinute, type KeyService } from "../../auth/index.js";
 import { ApiError, ServiceUnavailableError } from "../../../core/errors.js";
 import { rateHeaders, type RequestLimiter, type TokenQuota } from "../../ratelimit/index.js";
 import type { AppEnv } from "../env.js";
+import { setResponseHeaders } from "../headers.js";
 
 export function authenticate(keys: KeyService): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -16,11 +17,11 @@ export function authenticate(keys: KeyService): MiddlewareHandler<AppEnv> {
   };
 }
 
-/** The account's token quotas (429 `token_quota_exceeded` once one is spent), with `x-ratelimit-*-tokens` headers. */
+/** The account's token quotas (429 `token_quota_exceeded` once one is spent), with `x-ratelimit-*-tokens` headers; nothing for a tier without any. */
 export function tokenQuota(quota: TokenQuota): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const id = c.get("identity");
-    for (const [k, v] of Object.entries(await quota.check(id.account, id.tier))) c.header(k, v);
+    if (quota.applies(id.tier)) setResponseHeaders(c, await quota.check(id.account, id.tier));
     await next();
   };
 }
@@ -28,11 +29,16 @@ export function tokenQuota(quota: TokenQuota): MiddlewareHandler<AppEnv> {
 export function rateLimit(limiter: RequestLimiter, standardRpm: number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const id = c.get("identity");
-    const decision = await Promise.resolve(limiter.hit(id.account, requestsPerMinute(id.tier, id.rpm, standardRpm))).catch((err: unknown) => {
-      // a shared counter that cannot be reached refuses rather than lets every request through
-      throw err instanceof ApiError ? err : new ServiceUnavailableError("limits_unavailable", "the rate-limit store (Redis) cannot be reached; try again shortly");
-    });
-    for (const [k, v] of Object.entries(rateHeaders(decision))) c.header(k, v);
+    // the in-memory limiter decides at once (a 429 is thrown from it): no promise made for it
+    const hit = limiter.hit(id.account, requestsPerMinute(id.tier, id.rpm, standardRpm));
+    const decision =
+      hit instanceof Promise
+        ? await hit.catch((err: unknown) => {
+            // a shared counter that cannot be reached refuses rather than lets every request through
+            throw err instanceof ApiError ? err : new ServiceUnavailableError("limits_unavailable", "the rate-limit store (Redis) cannot be reached; try again shortly");
+          })
+        : hit;
+    setResponseHeaders(c, rateHeaders(decision));
     await next();
   };
 }

@@ -8,6 +8,7 @@ import { readJsonBody } from "../../../core/http/index.js";
 import { embeddingsBody, validateEmbeddings } from "../../chat/embeddings.js";
 import type { AppEnv } from "../env.js";
 import { IGNORED_FIELDS_HEADER, ignoredFieldsHeader, type GenerationDeps } from "./generate.js";
+import { setResponseHeader } from "../headers.js";
 
 export function embeddingsRoutes({ fleet, models, usage, tokens, maxBodyBytes, metrics, cap }: GenerationDeps): Hono<AppEnv> {
   return new Hono<AppEnv>().post("/", async (c) => {
@@ -18,7 +19,7 @@ export function embeddingsRoutes({ fleet, models, usage, tokens, maxBodyBytes, m
       const body = validateEmbeddings(await readJsonBody(c, maxBodyBytes), models);
       // the account's token quotas hold the inputs' tokens (four characters a token) until the answer
       unreserve = await tokens.reserve(account, tier, Math.ceil(body.embed.inputs.reduce((n, t) => n + t.length, 0) / 4));
-      if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
+      if (body.ignored.length > 0) setResponseHeader(c, IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
       const signal = c.req.raw.signal;
       const owner = { account, keyId, model: body.model, kind: "embedding" as const, requestId: c.get("requestId") };
       const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });

@@ -25,6 +25,8 @@ import type { AppEnv } from "../env.js";
 import { readJsonBody } from "../../../core/http/index.js";
 import type { Tier } from "../../auth/index.js";
 import type { InflightCounter } from "../../ratelimit/index.js";
+import { setResponseHeader } from "../headers.js";
+import { withoutStackTraces } from "../stackless.js";
 
 /** The per-account cap on completions in flight. */
 export interface InflightCap {
@@ -111,20 +113,23 @@ export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>,
   return new Hono<AppEnv>().post("/", async (c) => {
     const { account, tier, keyId } = c.get("identity");
     // one place per choice: a request for n choices holds n slots (throws the 429 beyond the cap)
-    const places = [await cap.inflight.acquire(account, cap.maxInflight[tier])];
+    const place = cap.inflight.acquire(account, cap.maxInflight[tier]);
+    const places = [typeof place === "function" ? place : await place]; // the in-memory counter answers at once
     const release = (): void => {
       for (const free of places) free();
     };
-    const signal = c.req.raw.signal;
-    if (signal.aborted) release();
-    else signal.addEventListener("abort", release, { once: true }); // the client is gone: its places are free
     let streaming = false;
     try {
-      const body = api.validate(await readJsonBody(c, maxBodyBytes));
+      // a client gone while its body is read fails the read (and its place is given back below)
+      const json = await readJsonBody(c, maxBodyBytes);
+      const body = withoutStackTraces(() => api.validate(json));
+      const signal = c.req.raw.signal; // made only for a request that will run: a refusal never needs it
+      if (signal.aborted) release();
+      else signal.addEventListener("abort", release, { once: true }); // the client is gone: its places are free
       for (let i = 1; i < (body.n ?? 1); i++) places.push(await cap.inflight.acquire(account, cap.maxInflight[tier]));
       // the account's token quotas hold what the request may use until it ends
       places.push(await tokens.reserve(account, tier, tokenEstimate(body)));
-      if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
+      if (body.ignored.length > 0) setResponseHeader(c, IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
       if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
       const owner = { account, keyId, model: body.model, kind: api.usageKind, requestId: c.get("requestId") };
       const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });

@@ -37,6 +37,7 @@ import { CountTokensRequest, MessagesRequest } from "../../chat/anthropic-schema
 import type { AppEnv } from "../env.js";
 import { rateLimit, tokenQuota } from "../middleware/auth.js";
 import { ignoredFieldsHeader, IGNORED_FIELDS_HEADER, tokenEstimate, type GenerationDeps } from "./generate.js";
+import { setResponseHeader, setResponseHeaders } from "../headers.js";
 
 export interface MessagesDeps extends GenerationDeps {
   keys: KeyService;
@@ -56,7 +57,7 @@ export function messagesRoutes(deps: MessagesDeps): Hono<AppEnv> {
     const requestId = c.get("requestId") ?? null;
     if (err instanceof ApiError) {
       const answer = anthropicError(err, requestId);
-      for (const [k, v] of Object.entries(answer.headers)) c.header(k, v);
+      setResponseHeaders(c, answer.headers);
       return c.json(answer.body, answer.status as 400);
     }
     deps.logger.error({ err, requestId, path: c.req.path }, "unhandled error");
@@ -74,7 +75,7 @@ export function messagesRoutes(deps: MessagesDeps): Hono<AppEnv> {
 /** Anthropic's `request-id` header (its SDKs read it), and `anthropic-version` checked when sent. */
 function anthropicHeaders(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    c.header("request-id", c.get("requestId"));
+    setResponseHeader(c, "request-id", c.get("requestId"));
     const version = c.req.header("anthropic-version");
     if (version !== undefined && !VERSION.test(version))
       throw new InvalidRequestError(
@@ -142,7 +143,7 @@ async function withPlaces(
   try {
     const a = validate(await readJsonBody(c, deps.maxBodyBytes));
     places.push(await deps.tokens.reserve(account, tier, tokenEstimate(a.request)));
-    if (a.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(a.ignored));
+    if (a.ignored.length > 0) setResponseHeader(c, IGNORED_FIELDS_HEADER, ignoredFieldsHeader(a.ignored));
     if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted");
     return await handle(a, () => {
       given = true;

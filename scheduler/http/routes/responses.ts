@@ -19,6 +19,7 @@ import { validateResponses, type ResponsesBody, type ResponsesValidationOptions 
 import type { CompletionEvent } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
 import { eventStream, IGNORED_FIELDS_HEADER, ignoredFieldsHeader, tokenEstimate, type GenerationDeps } from "./generate.js";
+import { setResponseHeader } from "../headers.js";
 
 /** Longest response id read from a path (ours are 53 characters): a longer one is not echoed back. */
 const MAX_ID_ECHO = 128;
@@ -47,7 +48,7 @@ export function responsesRoutes(deps: GenerationDeps, validation: Omit<Responses
       try {
         const body = validateResponses(await readJsonBody(c, maxBodyBytes), { ...validation, ...(deps.models ? { models: deps.models } : {}) });
         places.push(await tokens.reserve(account, tier, tokenEstimate(body)));
-        if (body.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
+        if (body.ignored.length > 0) setResponseHeader(c, IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
         if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted");
         const owner = { account, keyId, model: body.model, kind: "chat" as const, requestId: c.get("requestId") };
         const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });
