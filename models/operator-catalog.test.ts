@@ -148,6 +148,34 @@ describe("parseOperatorCatalog", () => {
     expect(err.field).toBe("models[0].source");
   });
 
+  it("takes speculative as lookup or draft:<source>, the draft's source by source's rules and in its canonical form; none by default", () => {
+    const { models } = parseOperatorCatalog({
+      models: [
+        entry({ id: "l", speculative: "lookup" }),
+        entry({ id: "h", speculative: "draft:hf:org/small-GGUF/small-00002-of-00002.gguf" }),
+        entry({ id: "p", speculative: "draft:/models/small.gguf" }),
+        entry({ id: "n" }),
+      ],
+    });
+    expect(models.map((m) => m.speculative)).toEqual(["lookup", "draft:hf:org/small-GGUF/small-00001-of-00002.gguf", "draft:/models/small.gguf", undefined]);
+    expect("speculative" in models[3]!).toBe(false);
+  });
+
+  it.each([
+    ["ngram", 'expected "lookup" or "draft:GGUF" (a path or an hf: reference), got "ngram"'],
+    ["draft:", 'expected "lookup" or "draft:GGUF" (a path or an hf: reference), got "draft:"'],
+    ["draft:models/small.gguf", "the draft's source: must be hf:<org>/<repo>:<quant>, hf:<org>/<repo>/<file>.gguf or an absolute path on the nodes (/models/<file>.gguf)"],
+    ["draft:/models/../small.gguf", "the draft's source: \"/models/../small.gguf\" is not a plain absolute path (no '.', '..' or empty parts)"],
+    ["draft:hf:org/repo/x.bin", "the draft's source: \"hf:org/repo/x.bin\": the file is not a .gguf"],
+    [7, 'must be "lookup" or "draft:<source>"'],
+    ["1025 characters", "longer than 1024 characters"],
+  ])("refuses the speculative value %j, naming the entry and the field", (given, message) => {
+    const speculative = given === "1025 characters" ? `draft:/${"a".repeat(1013)}.gguf` : given;
+    const err = refusal({ models: [entry({ id: "a" }), entry({ id: "b", speculative })] });
+    expect(err.message).toBe(`models[1] ("b"): speculative: ${message}`);
+    expect(err.field).toBe("models[1].speculative");
+  });
+
   it("names every model by its ids and aliases", () => {
     const catalog = parseOperatorCatalog({ models: [entry({ id: "a", aliases: ["x", "y"] }), entry({ id: "b" })] });
     const names = catalogNames(catalog);

@@ -14,6 +14,7 @@
 import { posix } from "node:path";
 import { z } from "zod";
 import { parseRef, splitOf, partPath, type ModelRef } from "../hub/refs.js";
+import { parseSpeculation } from "../core/speculation.js";
 
 /** The bounds of every number and list of a catalog. */
 export const CATALOG_LIMITS = {
@@ -74,6 +75,12 @@ export interface OperatorCatalogEntry {
   owned_by?: string;
   /** A human name for shape B of `/v1/models` (default the id). */
   name?: string;
+  /**
+   * Speculative decoding on the replicas placed (agent/llm/speculative.ts): `lookup` (prompt lookup)
+   * or `draft:<source>`, a draft model with the same vocabulary, its source written as `source` is
+   * (and stored in the same canonical form). Default none.
+   */
+  speculative?: string;
 }
 
 export interface OperatorCatalog {
@@ -154,6 +161,22 @@ const source = z
     }
   });
 
+/** `lookup` or `draft:<source>`, the source by `source`'s rules and in its canonical form. */
+const speculative = z.string({ error: 'must be "lookup" or "draft:<source>"' }).transform((s, ctx) => {
+  const parsed = parseSpeculation(s);
+  if (typeof parsed === "string") {
+    ctx.addIssue({ code: "custom", message: parsed, input: s });
+    return z.NEVER;
+  }
+  if (parsed.kind === "lookup") return "lookup";
+  try {
+    return `draft:${parseModelSource(parsed.source).ref}`;
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: `the draft's source: ${(err as Error).message}`, input: s });
+    return z.NEVER;
+  }
+});
+
 const Entry = z
   .strictObject({
     id: name,
@@ -170,6 +193,7 @@ const Entry = z
     memory_bytes: whole(1, CATALOG_LIMITS.memoryBytes).optional(),
     owned_by: label.optional(),
     name: label.optional(),
+    speculative: speculative.optional(),
   })
   .superRefine((e, ctx) => {
     if (e.max_replicas < e.min_replicas) {
@@ -218,7 +242,7 @@ export function parseOperatorCatalog(json: unknown): OperatorCatalog {
   if (issue.code === "unrecognized_keys") {
     // the member is the field at fault, not the object holding it
     path = [...path, issue.keys[0]!];
-    message = path.length > 1 ? "is not a field of a catalog entry (id, source, aliases, context_size, sequences, min_replicas, max_replicas, idle_unload_s, memory_bytes, owned_by, name)" : 'is not a member of a catalog (only "models")';
+    message = path.length > 1 ? "is not a field of a catalog entry (id, source, aliases, context_size, sequences, min_replicas, max_replicas, idle_unload_s, memory_bytes, owned_by, name, speculative)" : 'is not a member of a catalog (only "models")';
   } else if (issue.code === "invalid_type" && path.length === 0) message = 'must be an object {"models": […]}';
   else if (issue.code === "invalid_type" && path.length === 2) message = "must be an object with id and source";
   else if (issue.code === "invalid_type" && (issue as { input?: unknown }).input === undefined && typeof path.at(-1) === "string") message = "is required";

@@ -250,6 +250,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
           contextSize: order.context_size,
           sequences: order.sequences,
           split: order.device_bytes.map(Number),
+          ...(order.speculative ? { speculative: order.speculative } : {}),
         });
         return;
       }

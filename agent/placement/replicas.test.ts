@@ -20,6 +20,7 @@ beforeAll(async () => {
   hub = await startHub();
   hub.put("acme/tiny-GGUF", "tiny.gguf", { body: readFileSync(TINY_MODEL) });
   hub.put("acme/held-GGUF", "held.gguf", { body: readFileSync(TINY_MODEL), gate: new Promise<void>((r) => (release = r)) });
+  hub.put("acme/draft-GGUF", "draft.gguf", { body: readFileSync(TINY_MODEL) });
   engine = await LlmEngine.load({ models: [], sequences: 1, contextSize: 256, threads: 1, gpu: "cpu", logger: createLogger("test", "silent") });
   models = new ModelHub({ source: { url: hub.url }, whisperDir: tempDir(), modelsDir: tempDir(), catalog: WhisperCatalog.builtin, reserveBytes: 0 });
 });
@@ -30,7 +31,7 @@ afterAll(async () => {
   await hub?.close();
 });
 
-function replicas(budget = 500 * MB) {
+function replicas(budget = 500 * MB, offline = false) {
   const reports: ReplicaReport[] = [];
   const r = new Replicas({
     engine,
@@ -38,6 +39,7 @@ function replicas(budget = 500 * MB) {
     devices: [{ name: "cpu", totalBytes: 8000 * MB }],
     budgetBytes: budget,
     report: (x) => reports.push(x),
+    offline,
     logger: createLogger("test", "silent"),
   });
   const until = async (phase: string, id: string) => {
@@ -75,6 +77,54 @@ describe("Replicas", () => {
       ["y", "failed", "the split names 2 devices; this node offers 1"],
       ["z", "failed", `device 0 (cpu) has ${500 * MB} bytes free of its offer, and the load asks ${600 * MB}`],
     ]);
+    expect(engine.modelPools).toHaveLength(0);
+  });
+
+  it("loads a replica with the order's speculative decoding: prompt lookup, and a draft model pulled from the hub", async () => {
+    const { r, reports, until } = replicas();
+    r.load({ modelId: "spec-lookup", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [100 * MB], speculative: "lookup" });
+    r.load({ modelId: "spec-draft", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [100 * MB], speculative: "draft:hf:acme/draft-GGUF/draft.gguf" });
+    r.load({ modelId: "spec-none", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [100 * MB], speculative: "" });
+    try {
+      for (const id of ["spec-lookup", "spec-draft", "spec-none"]) await until("ready", id);
+      const pool = (id: string) => reports.find((x) => x.modelId === id && x.phase === "ready")!.pool!;
+      expect(pool("spec-lookup").speculation?.speculation).toEqual({ kind: "lookup" });
+      // the draft pulled into --models-dir, loaded from there
+      expect(pool("spec-draft").speculation?.speculation).toEqual({ kind: "draft", source: await models.cached("hf:acme/draft-GGUF/draft.gguf") });
+      expect(pool("spec-none").speculation).toBeUndefined();
+      // it generates through its predictor
+      await engine.generate("spec-lookup", { prompt: "The cat sat on the mat. The dog sat on the" }, { temperature: 0, maxTokens: 40 });
+      const gate = pool("spec-lookup").speculation!;
+      expect(gate.validated + gate.refuted).toBeGreaterThan(0);
+    } finally {
+      for (const id of ["spec-lookup", "spec-draft", "spec-none"]) await r.unload(id);
+    }
+  });
+
+  it("refuses a malformed speculative value, and fails a load whose draft model is missing, naming it", async () => {
+    const { r, reports, until } = replicas();
+    r.load({ modelId: "s1", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [MB], speculative: "ngram" });
+    r.load({ modelId: "s2", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [MB], speculative: "draft:models/small.gguf" });
+    r.load({ modelId: "s3", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [MB], speculative: "draft:/models/../small.gguf" });
+    expect(reports.map((x) => [x.modelId, x.phase, x.reason])).toEqual([
+      ["s1", "failed", 'speculative: expected "lookup" or "draft:GGUF" (a path or an hf: reference), got "ngram"'],
+      ["s2", "failed", "speculative: the draft's source is neither an hf: reference nor an absolute path to a .gguf file"],
+      ["s3", "failed", "speculative: the draft's source is neither an hf: reference nor an absolute path to a .gguf file"],
+    ]);
+    const missing = join(tempDir(), "missing.gguf");
+    r.load({ modelId: "s4", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [MB], speculative: `draft:${missing}` });
+    r.load({ modelId: "s5", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [MB], speculative: "draft:hf:acme/none-GGUF/none.gguf" });
+    await until("failed", "s4");
+    await until("failed", "s5");
+    expect(reports.find((x) => x.modelId === "s4" && x.phase === "failed")!.reason).toBe(`speculative: the draft model: ${missing} is not a regular file on this node`);
+    expect(reports.find((x) => x.modelId === "s5" && x.phase === "failed")!.reason).toMatch(
+      /^speculative: the draft model: hf:acme\/none-GGUF\/none\.gguf could not be fetched from .* \(404\)$/,
+    );
+    // offline: a draft from the hub must be in --models-dir already
+    const offline = replicas(500 * MB, true);
+    offline.r.load({ modelId: "s6", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [MB], speculative: "draft:hf:acme/other-GGUF/other.gguf" });
+    await offline.until("failed", "s6");
+    expect(offline.reports.at(-1)!.reason).toBe("speculative: the draft model: hf:acme/other-GGUF/other.gguf is not in --models-dir and this node is --offline");
     expect(engine.modelPools).toHaveLength(0);
   });
 

@@ -1,7 +1,8 @@
 /**
  * The replicas a scheduler places on this node (an agent started without `--serve`): each `load`
  * fetches the model through the node's hub client when it is a hub reference (sha256, resume),
- * loads it into the chat engine with the catalog's context and sequences, and reports each step;
+ * loads it into the chat engine with the catalog's context and sequences (and its speculative
+ * decoding, a draft model fetched the same way), and reports each step;
  * `unload` frees it once its requests end. Loads run one at a time, so memory is never taken twice
  * over by two loads starting together.
  *
@@ -14,6 +15,7 @@ import { stat } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import type { Logger } from "../../core/log.js";
 import { Semaphore } from "../../core/semaphore.js";
+import { parseSpeculation, type Speculation } from "../../core/speculation.js";
 import type { ModelHub } from "../../hub/index.js";
 import type { LlmEngine, ModelPool } from "../llm/index.js";
 
@@ -27,6 +29,12 @@ export interface LoadRequest {
   sequences: number;
   /** Bytes it holds per device, as the scheduler planned. */
   split: readonly number[];
+  /**
+   * Speculative decoding, as the catalog writes it: `lookup`, or `draft:SOURCE` (a draft model,
+   * SOURCE as `source` is: an `hf:` reference, pulled like the model, or an absolute path to a `.gguf`
+   * file on this node). None when unset or empty.
+   */
+  speculative?: string;
 }
 
 export type ReplicaPhase = "loading" | "ready" | "failed" | "unloaded";
@@ -161,29 +169,19 @@ export class Replicas {
       // the memory the unloads under way free is what this load was given
       await Promise.all([...this.replicas.values()].map((r) => r.unloading));
       stop.signal.throwIfAborted();
-      let path = request.source;
-      if (request.source.startsWith("hf:") && this.options.offline) {
-        const cached = await this.options.hub.cached(request.source);
-        if (!cached) throw new Error(`${request.source} is not in --models-dir and this node is --offline`);
-        path = cached;
-      } else if (request.source.startsWith("hf:")) {
-        const pulled = await this.options.hub.pull(request.source, {
-          signal: stop.signal,
-          onProgress: (p) => {
-            const progress = p.totalBytes > 0 ? (0.9 * p.downloadedBytes) / p.totalBytes : 0;
-            if (progress - replica.progress >= 0.05) {
-              replica.progress = progress;
-              this.options.report(this.reportOf(replica));
-            }
-          },
+      // checked by load(): malformed values never get here
+      let speculative = request.speculative ? (parseSpeculation(request.speculative) as Speculation) : undefined;
+      // a draft from the hub first (the first tenth of the progress): it is small, and a wrong one fails the load before the model's download
+      const draftFromHub = speculative?.kind === "draft" && speculative.source.startsWith("hf:");
+      if (speculative?.kind === "draft") {
+        const draft = await this.localFile(replica, speculative.source, 0, 0.1).catch((err: unknown) => {
+          throw new Error(`speculative: the draft model: ${(err as Error).message}`);
         });
-        path = pulled.path;
+        speculative = { kind: "draft", source: draft };
       }
-      stop.signal.throwIfAborted();
-      // a regular file only: a FIFO or a device would hold the load (and the node's next loads) forever
-      const file = await stat(path).catch(() => undefined);
-      if (!file?.isFile()) throw new Error(`${path} is not a regular file on this node`);
-      await this.options.engine.addModel([request.modelId], path, { contextSize: request.contextSize, sequences: request.sequences, split: request.split }, stop.signal);
+      const path = await this.localFile(replica, request.source, draftFromHub ? 0.1 : 0, 0.9);
+      const shape = { contextSize: request.contextSize, sequences: request.sequences, split: request.split, ...(speculative ? { speculative } : {}) };
+      await this.options.engine.addModel([request.modelId], path, shape, stop.signal);
       if (stop.signal.aborted) return; // unload() removes it
       replica.phase = "ready";
       replica.progress = 1;
@@ -200,6 +198,38 @@ export class Replicas {
     }
   }
 
+  /**
+   * The file `source` names on this node: an `hf:` reference pulled into --models-dir (its download
+   * reported as the load's progress from `from` to `to`; with --offline, only one there already), or
+   * the path itself. A regular file only: a FIFO or a device would hold the load (and the node's next
+   * loads) forever.
+   */
+  private async localFile(replica: Replica, source: string, from: number, to: number): Promise<string> {
+    const { stop } = replica;
+    let path = source;
+    if (source.startsWith("hf:") && this.options.offline) {
+      const cached = await this.options.hub.cached(source);
+      if (!cached) throw new Error(`${source} is not in --models-dir and this node is --offline`);
+      path = cached;
+    } else if (source.startsWith("hf:")) {
+      const pulled = await this.options.hub.pull(source, {
+        signal: stop.signal,
+        onProgress: (p) => {
+          const progress = from + (p.totalBytes > 0 ? ((to - from) * p.downloadedBytes) / p.totalBytes : 0);
+          if (progress - replica.progress >= 0.05) {
+            replica.progress = progress;
+            this.options.report(this.reportOf(replica));
+          }
+        },
+      });
+      path = pulled.path;
+    }
+    stop.signal.throwIfAborted();
+    const file = await stat(path).catch(() => undefined);
+    if (!file?.isFile()) throw new Error(`${path} is not a regular file on this node`);
+    return path;
+  }
+
   private reportOf(replica: Replica): ReplicaReport {
     const pool = replica.phase === "ready" ? this.options.engine.modelPools.find((p) => p.modelIds.includes(replica.request.modelId)) : undefined;
     return { modelId: replica.request.modelId, phase: replica.phase, progress: replica.progress, split: replica.request.split, ...(pool ? { pool } : {}) };
@@ -209,10 +239,19 @@ export class Replicas {
 /** Why a load order cannot be carried out as it stands, or undefined. */
 function checkRequest(r: LoadRequest, devices: number): string | undefined {
   if (!/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/.test(r.modelId)) return "the model id is empty or malformed";
-  if (!r.source.startsWith("hf:") && !(isAbsolute(r.source) && r.source.toLowerCase().endsWith(".gguf") && !r.source.split("/").includes("..")))
-    return "the source is neither an hf: reference nor an absolute path to a .gguf file";
+  if (!isSource(r.source)) return "the source is neither an hf: reference nor an absolute path to a .gguf file";
   if (!Number.isInteger(r.contextSize) || r.contextSize < 1 || r.contextSize > MAX_CONTEXT) return `context_size must be 1 to ${MAX_CONTEXT}`;
   if (!Number.isInteger(r.sequences) || r.sequences < 1 || r.sequences > MAX_SEQUENCES) return `sequences must be 1 to ${MAX_SEQUENCES}`;
   if (r.split.length !== devices || r.split.some((b) => !Number.isFinite(b) || b < 0)) return `the split names ${r.split.length} devices; this node offers ${devices}`;
+  if (r.speculative) {
+    const speculation = parseSpeculation(r.speculative);
+    if (typeof speculation === "string") return `speculative: ${speculation}`;
+    if (speculation.kind === "draft" && !isSource(speculation.source)) return "speculative: the draft's source is neither an hf: reference nor an absolute path to a .gguf file";
+  }
   return undefined;
+}
+
+/** An `hf:` reference (the hub client checks the rest), or an absolute path to a `.gguf` file with no `..`. */
+function isSource(source: string): boolean {
+  return source.startsWith("hf:") || (isAbsolute(source) && source.toLowerCase().endsWith(".gguf") && !source.split("/").includes(".."));
 }

@@ -26,6 +26,7 @@ export function placedModel(e: OperatorCatalogEntry): PlacedModel {
     maxReplicas: e.max_replicas,
     idleUnloadS: e.idle_unload_s,
     ...(e.memory_bytes !== undefined ? { memoryBytes: e.memory_bytes } : {}),
+    ...(e.speculative !== undefined ? { speculative: e.speculative } : {}),
   };
 }
 

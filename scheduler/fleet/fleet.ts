@@ -799,6 +799,7 @@ export class Fleet {
             context_size: order.model.contextSize,
             sequences: order.model.sequences,
             device_bytes: order.split,
+            speculative: order.model.speculative ?? "",
           },
         });
       },

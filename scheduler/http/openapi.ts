@@ -15,6 +15,7 @@ import { McpServerConfigBody, McpTestRequest, SecretValueRequest } from "../mcp/
 import { messagesOpenApi } from "./routes/messages.js";
 import { MODEL_STATUSES } from "../catalog/index.js";
 import { CATALOG_DEFAULTS, CATALOG_LIMITS } from "../../models/operator-catalog.js";
+import { MAX_SPECULATION_CHARS } from "../../core/speculation.js";
 
 const ErrorBody = z
   .object({
@@ -332,6 +333,10 @@ const CatalogEntry = z
     memory_bytes: wholeIn(1, CATALOG_LIMITS.memoryBytes, "Bytes a replica needs, instead of the estimate from the GGUF. Default none.").optional(),
     owned_by: z.string().min(1).max(CATALOG_LIMITS.labelLength).optional().meta({ description: 'owned_by in GET /v1/models. Default "kiln".' }),
     name: z.string().min(1).max(CATALOG_LIMITS.labelLength).optional().meta({ description: "A human name for shape B of GET /v1/models. Default the id." }),
+    speculative: z.string().max(MAX_SPECULATION_CHARS).optional().meta({
+      description:
+        'Speculative decoding on its replicas: "lookup" (prompt lookup) or "draft:<source>" (a draft model with the same vocabulary; <source> as source is written, stored in the same canonical form). Greedy output is unchanged. Default none.',
+    }),
   })
   .meta({ id: "CatalogEntry" });
 const CatalogBody = z

@@ -26,6 +26,8 @@ export interface PlacedModel {
   idleUnloadS: number;
   /** Replaces the estimate. */
   memoryBytes?: number;
+  /** Speculative decoding on its replicas, as the catalog writes it (`lookup`, `draft:<source>`); none when unset. */
+  speculative?: string;
 }
 
 /** What the placer orders a node to do. */

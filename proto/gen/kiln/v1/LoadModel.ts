@@ -8,6 +8,7 @@ export interface LoadModel {
   'context_size'?: (number);
   'sequences'?: (number);
   'device_bytes'?: (number | string | Long)[];
+  'speculative'?: (string);
 }
 
 export interface LoadModel__Output {
@@ -16,4 +17,5 @@ export interface LoadModel__Output {
   'context_size': (number);
   'sequences': (number);
   'device_bytes': (number)[];
+  'speculative': (string);
 }
