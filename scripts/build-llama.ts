@@ -224,7 +224,9 @@ export interface LlamaTools {
 /**
  * Finds or builds `llama-bench`, `llama-server` and `llama-quantize` (about 10 minutes on two cores
  * the first time; with `cuda`, about 5.5 minutes on 16 cores, for this machine's GPU architecture,
- * needing `nvcc`).
+ * needing `nvcc`). With `cuda` and `KILN_CUDA_MODULE` naming a `libggml-cuda.so` an earlier run built
+ * from the same release, no CUDA is compiled: the tools are built for ggml's backend modules and that
+ * module is put beside them (ggml loads it at run time, as it loads the one it would have built).
  */
 export function buildTools(options: { cuda?: boolean } = {}): LlamaTools {
   const src = source("llama.cpp");
@@ -237,12 +239,19 @@ export function buildTools(options: { cuda?: boolean } = {}): LlamaTools {
     ...(options.cuda ? { cudaBackend: join(bin, "libggml-cuda.so") } : {}),
   };
   if ([tools.bench, tools.server, tools.quantize, tools.cudaBackend].every((f) => f === undefined || existsSync(f))) return tools;
-  console.log(`build-llama: building llama-bench, llama-server and llama-quantize${options.cuda ? " with CUDA" : ""} from llama.cpp ${bundledRelease()}…`);
-  const cuda = options.cuda
-    ? ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native", "-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON", "-DGGML_NATIVE=OFF", "-DLLAMA_OPENSSL=OFF"]
-    : [];
+  // a CUDA module an earlier run built from this release (scripts/gpu/device.sh carries it back): no CUDA to compile
+  const carried = options.cuda ? process.env.KILN_CUDA_MODULE : undefined;
+  if (carried && !existsSync(carried)) throw new Error(`KILN_CUDA_MODULE: ${carried} does not exist`);
+  console.log(
+    `build-llama: building llama-bench, llama-server and llama-quantize${options.cuda ? (carried ? ` for ggml's backend modules, with the CUDA module ${carried}` : " with CUDA") : ""} from llama.cpp ${bundledRelease()}…`,
+  );
+  const modules = ["-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON", "-DGGML_NATIVE=OFF", "-DLLAMA_OPENSSL=OFF"];
+  const cuda = options.cuda ? (carried ? modules : ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native", ...modules]) : [];
   run("cmake", ["-S", src, "-B", build, ...COMMON_CMAKE, ...cuda], { log: LOG });
-  run("cmake", ["--build", build, "-j", String(cpus().length), "--target", "llama-bench", "llama-server", "llama-quantize", ...(options.cuda ? ["ggml-cuda"] : [])], { log: LOG });
+  run("cmake", ["--build", build, "-j", String(cpus().length), "--target", "llama-bench", "llama-server", "llama-quantize", ...(options.cuda && !carried ? ["ggml-cuda"] : [])], {
+    log: LOG,
+  });
+  if (carried) copyFileSync(carried, tools.cudaBackend!);
   return tools;
 }
 

@@ -15,13 +15,13 @@
  * needed, and whisper and the chat engine share one GPU runtime. Needs cmake, git and a C++
  * compiler. `KILN_SKIP_WHISPER_BUILD=1` skips it.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import { arch, cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cpuFlags } from "../core/cpu.js";
 import { installedWhisperAddon, prebuiltBinsDir, PREBUILT_KINDS, WHISPER_ADDON_FILE, WHISPER_ADDON_STAMP, type PrebuiltKind, type WhisperAddonStamp } from "../core/prebuilt.js";
-import { addonHeaders, bundledRelease, CACHE_DIR, checkLoads, ggmlHeaders, ggmlSource, installBeside } from "./build-llama.js";
+import { addonHeaders, buildTools, bundledRelease, CACHE_DIR, checkLoads, ggmlHeaders, ggmlSource, installBeside } from "./build-llama.js";
 import { run } from "./lib/run.js";
 import { sha256Tree } from "./lib/hash.js";
 
@@ -106,15 +106,20 @@ export function buildWhisper(flags = portableFlags(), force = false): PrebuiltKi
 
 /**
  * Finds or builds whisper.cpp's `whisper-cli` from the same whisper.cpp and ggml sources (see
- * scripts/whisper-cli/CMakeLists.txt), for bench-asr; with `cuda`, with ggml's CUDA backend for
- * this machine's GPU (needs nvcc). Returns its path.
+ * scripts/whisper-cli/CMakeLists.txt), for bench-asr. With `cuda`, ggml's backends are modules
+ * loaded at run time (GGML_BACKEND_DL): whisper-cli and ggml's CPU module compile here, and the CUDA
+ * module is the one llama.cpp's tools built from the same ggml (`buildTools({ cuda: true })`, built
+ * first when missing; it needs nvcc), copied beside it: ggml's CUDA code, most of the build's time,
+ * compiles once for both baselines. Returns its path.
  */
 export function buildWhisperCli(options: { cuda?: boolean } = {}): string {
   const build = join(CACHE_DIR, options.cuda ? "whisper-cli-cuda" : "whisper-cli");
   const bin = join(build, "whisper-cli");
-  if (existsSync(bin)) return bin;
+  const cudaModule = join(build, "libggml-cuda.so");
+  if (existsSync(bin) && (!options.cuda || existsSync(cudaModule))) return bin;
   console.log(`build-whisper: building whisper-cli${options.cuda ? " with CUDA" : ""} from whisper.cpp ${whisperVersion()} and ggml of llama.cpp ${bundledRelease()}…`);
-  const cuda = options.cuda ? ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native"] : [];
+  // GGML_NATIVE cannot be used with backend modules: the CPU module is built for the x86-64 features ggml enables by default
+  const modules = options.cuda ? ["-DGGML_BACKEND_DL=ON", "-DBUILD_SHARED_LIBS=ON", "-DGGML_NATIVE=OFF"] : [];
   run(
     "cmake",
     [
@@ -125,11 +130,12 @@ export function buildWhisperCli(options: { cuda?: boolean } = {}): string {
       "-DCMAKE_BUILD_TYPE=Release",
       `-DWHISPER_SOURCE=${join(WHISPER_SOURCE, "whisper.cpp")}`,
       `-DGGML_SOURCE=${ggmlSource()}`,
-      ...cuda,
+      ...modules,
     ],
     { log: LOG },
   );
-  run("cmake", ["--build", build, "-j", String(cpus().length), "--target", "whisper-cli"], { log: LOG });
+  run("cmake", ["--build", build, "-j", String(cpus().length), "--target", "whisper-cli", ...(options.cuda ? ["ggml-cpu"] : [])], { log: LOG });
+  if (options.cuda) copyFileSync(buildTools({ cuda: true }).cudaBackend!, cudaModule);
   return bin;
 }
 

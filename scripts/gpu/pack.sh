@@ -9,7 +9,8 @@
 # node_modules, less other platforms' binaries, dev tools and the 159 MB prebuilt libggml-cuda.so,
 # which the device builds from the same source), llama-src.tar.xz (node-llama-cpp's bundled llama.cpp,
 # pristine, with Llama 3's vocab GGUF), ffmpeg.xz (the static ffmpeg of @ffmpeg-installer, for
-# bench-asr's pipeline; about 16 MB, so it travels in a later call than the rest) and device.sh.
+# bench-asr's pipeline; about 16 MB, so it travels in a later call than the rest), device.sh, and
+# libggml-cuda-<release>.so.xz when .gpu-cache/ holds one of this release (device.sh says where it comes from).
 # See scripts/gpu/device.sh for the runs.
 set -euo pipefail
 root=$(pwd); here=$(cd "$(dirname "$0")" && pwd); out=$root/.gpu
@@ -33,5 +34,9 @@ tar -C "$tmp" --exclude=.git --exclude=llama-src/docs --exclude=llama-src/benche
 rm -rf "$tmp"
 [ -f "$out/ffmpeg.xz" ] || xz -T0 -9 -c "$N/@ffmpeg-installer/linux-x64/ffmpeg" > "$out/ffmpeg.xz"
 cp "$here/device.sh" "$out/"
+# a CUDA module an earlier lending's setup built from this release (kept in .gpu-cache/): that setup compiles no CUDA
+tag=$(node -p "require('./$N/node-llama-cpp/llama/llama.cpp.info.json').tag")
+rm -f "$out"/libggml-cuda-*.so.xz
+[ ! -f ".gpu-cache/libggml-cuda-$tag.so.xz" ] || cp ".gpu-cache/libggml-cuda-$tag.so.xz" "$out/"
 echo "$name" > "$out/project-name"
 du -sh "$out"/* "$out"
