@@ -148,12 +148,12 @@ export class KeyService {
 
   /** Checks an `Authorization` header value; throws `AuthenticationError` saying what is wrong. */
   async authenticate(header: string | undefined): Promise<KeyIdentity> {
-    if (!header) throw refusal("missing_api_key", "Authorization: missing; send `Authorization: Bearer <API_KEY>`");
+    if (!header) throw unauthenticated("missing_api_key", "Authorization: missing; send `Authorization: Bearer <API_KEY>`");
     const token = parseBearer(header);
-    if (!token) throw refusal("invalid_auth_scheme", "Authorization: expected exactly `Bearer <API_KEY>` (scheme Bearer, one space, no extra spaces)");
+    if (!token) throw unauthenticated("invalid_auth_scheme", "Authorization: expected exactly `Bearer <API_KEY>` (scheme Bearer, one space, no extra spaces)");
     const known = this.verified.get(token);
     if (known) {
-      if (known.exp !== undefined && known.exp * 1000 <= Date.now()) throw refusal("expired_api_key", "Authorization: this API key has expired");
+      if (known.exp !== undefined && known.exp * 1000 <= Date.now()) throw unauthenticated("expired_api_key", "Authorization: this API key has expired");
       return this.active(await this.keyRow(known.jti));
     }
     let jti: string | undefined, exp: number | undefined;
@@ -163,11 +163,11 @@ export class KeyService {
         payload: { jti, exp },
       } = await jwtVerify(token, await this.verifyKey, { issuer: ISSUER, algorithms: ["HS256"] }));
     } catch (err) {
-      if (err instanceof joseErrors.JWTExpired) throw refusal("expired_api_key", "Authorization: this API key has expired");
-      throw refusal("invalid_api_key", "Authorization: the API key is not valid (bad format or signature)");
+      if (err instanceof joseErrors.JWTExpired) throw unauthenticated("expired_api_key", "Authorization: this API key has expired");
+      throw unauthenticated("invalid_api_key", "Authorization: the API key is not valid (bad format or signature)");
     }
     const row = jti ? await this.keyRow(jti) : undefined;
-    if (!row || row.token_sha256 !== sha256Hex(token)) throw refusal("invalid_api_key", "Authorization: the API key is not known to this service");
+    if (!row || row.token_sha256 !== sha256Hex(token)) throw unauthenticated("invalid_api_key", "Authorization: the API key is not known to this service");
     if (this.verified.size >= VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
     this.verified.set(token, { jti: row.id, exp });
     return this.active(row);
@@ -175,8 +175,8 @@ export class KeyService {
 
   /** The key row of a verified token, unless it has been revoked (or deleted) since. */
   private active(row: KeyRow | undefined): KeyRecord {
-    if (!row) throw refusal("invalid_api_key", "Authorization: the API key is not known to this service");
-    if (row.revoked_at !== null) throw refusal("revoked_api_key", "Authorization: this API key has been revoked");
+    if (!row) throw unauthenticated("invalid_api_key", "Authorization: the API key is not known to this service");
+    if (row.revoked_at !== null) throw unauthenticated("revoked_api_key", "Authorization: this API key has been revoked");
     return toRecord(row);
   }
 }
@@ -185,7 +185,7 @@ export class KeyService {
  * A 401, built without a stack trace: it is answered, never logged, and capturing the stack cost
  * more than the rest of a refused request's check (bench:gateway, docs/performance.md).
  */
-function refusal(code: ErrorCode, message: string): AuthenticationError {
+function unauthenticated(code: ErrorCode, message: string): AuthenticationError {
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
   try {

@@ -25,7 +25,8 @@ const register = (nodeId: string, slots: number): Register__Output => ({
   pools: [{ model_ids: [MODEL], slots, context_size: 4096, fingerprint: "fp_test", capabilities: [] }],
 });
 
-const SYSTEM: ChatMessage = { role: "system", content: "You are a careful assistant." };
+// long enough that a conversation holding it is worth routing by (PREFIX_MIN_BYTES)
+const SYSTEM: ChatMessage = { role: "system", content: `You are a careful assistant. ${"Answer with care and cite the tools you used. ".repeat(12)}` };
 const user = (content: string): ChatMessage => ({ role: "user", content });
 const assistant = (content: string): ChatMessage => ({ role: "assistant", content });
 
@@ -97,6 +98,15 @@ describe("prefix-aware routing", () => {
     expect(ask(next).node).toBe("b");
     busy("a", 4); // full
     expect(ask([...next, assistant("Very."), user("And then?")]).node).toBe("b");
+    f.close();
+  });
+
+  it("routes by load alone when what a node holds is too short to be worth waiting for", async () => {
+    const { f, ask } = twoNodes();
+    const first = [user("Hi there.")];
+    await ask(first).done("Hello.");
+    ask([user("busy")], "acct-3"); // a: one slot busy
+    expect(ask([...first, assistant("Hello."), user("How are you?")]).node).toBe("b");
     f.close();
   });
 

@@ -17,7 +17,7 @@ import type { Logger } from "../../core/log.js";
 import { requiredCapabilities } from "../../core/chat.js";
 import { ApiError, ConflictError, InvalidRequestError, NotFoundError, ServiceUnavailableError, UpstreamError } from "../../core/errors.js";
 import type { AgentMessage__Output, CompletionChunk__Output, ModelPool__Output, ModelState__Output, Register__Output } from "../../proto/index.js";
-import { MessageHash, prefixChain, PrefixRecords } from "./prefixes.js";
+import { MessageHash, prefixBytes, prefixChain, PrefixRecords } from "./prefixes.js";
 import { choosePlacement, Placer, type PlacedModel, type PlacementClaims, type PlacementNode, type PlacementView } from "../placement/index.js";
 import { responseFormatToProto, samplingToProto } from "../../proto/sampling.js";
 import { messagesToProto, toolsToProto } from "../../proto/tools.js";
@@ -1051,7 +1051,9 @@ export class Fleet {
     if (prefix && open) {
       // the pool holding the longest prefix of the conversation, unless it is busier than the least loaded by more than the margin
       const held = this.prefixes.longest(prefix.chain, (pool) => open.has(pool));
-      const holder = held?.pools.map((p) => open.get(p)!).reduce((a, b) => (b.load < a.load ? b : a));
+      // a short prefix is cheaper to evaluate again than to wait behind a busier node for
+      const worth = held !== undefined && prefixBytes(job.request.messages)[held.length - 1]! >= PREFIX_MIN_BYTES;
+      const holder = worth ? held.pools.map((p) => open.get(p)!).reduce((a, b) => (b.load < a.load ? b : a)) : undefined;
       if (holder && holder.load <= bestLoad + PREFIX_MARGIN) best = holder;
       this.prefixes.record(best.pool, best.pool.slots, prefix.chain);
       prefix.reply = new MessageHash(prefix.chain[prefix.chain.length - 1]!, "assistant");
@@ -1340,6 +1342,9 @@ export class Fleet {
  * of its slots. Past it, the prompt is evaluated again elsewhere rather than waiting behind a busy node.
  */
 export const PREFIX_MARGIN = 0.5;
+
+/** The shortest conversation prefix (bytes of its messages' text, about 128 tokens) worth routing a request to the node holding it. */
+export const PREFIX_MIN_BYTES = 512;
 
 /** A chat request's prefix chain for routing; null when it is not routed by prefix (a raw prompt, embeddings, several choices). */
 function prefixOf(r: CompletionRequest, scope: string): NonNullable<Job["prefix"]> | null {

@@ -51,6 +51,12 @@ const callsOf = (h: MessageHash, calls: readonly ToolCall[] | undefined): Messag
   return h;
 };
 
+/** The bytes of text in each of a conversation's prefixes (element i: messages 0 to i), for as many messages as its chain has. */
+export function prefixBytes(messages: readonly ChatMessage[]): number[] {
+  let total = 0;
+  return messages.slice(0, MAX_PREFIX_MESSAGES).map((m) => (total += Buffer.byteLength(m.content) + (m.toolCalls ?? []).reduce((n, c) => n + Buffer.byteLength(c.arguments), 0)));
+}
+
 /** The chain of a conversation's prefixes: element i ends with message i. */
 export function prefixChain(scope: string, tools: readonly ToolFunction[] | undefined, messages: readonly ChatMessage[]): string[] {
   let link = digest(
