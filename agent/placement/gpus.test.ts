@@ -9,20 +9,20 @@ import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startAgent, type AgentHandle } from "../agent/index.js";
-import { parseAgentConfig } from "../config/index.js";
-import { formatHostPort } from "../core/net.js";
-import { prebuiltBinsDir } from "../core/prebuilt.js";
-import { estimateReplica } from "../scheduler/placement/index.js";
-import type { SchedulerHandle } from "../scheduler/index.js";
-import { httpBase, inProcessScheduler, postChat, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
-import { NODE_TOKEN } from "./helpers/secrets.js";
+import { startAgent, type AgentHandle } from "../index.js";
+import { parseAgentConfig } from "../../config/index.js";
+import { formatHostPort } from "../../core/net.js";
+import { prebuiltBinsDir } from "../../core/prebuilt.js";
+import { estimateReplica } from "../../scheduler/placement/index.js";
+import type { SchedulerHandle } from "../../scheduler/index.js";
+import { httpBase, inProcessScheduler, postChat, tempDir, TINY_MODEL, until } from "../../test/helpers/fleet.js";
+import { NODE_TOKEN } from "../../test/helpers/secrets.js";
 
 const ICDS = "/usr/share/vulkan/icd.d";
 const lavapipe = existsSync(ICDS) && readdirSync(ICDS).some((f) => f.startsWith("lvp_icd"));
 const vulkanBinaries = prebuiltBinsDir("vulkan") !== undefined;
 const why = !lavapipe ? "Mesa's lavapipe is not installed (apt-get install mesa-vulkan-drivers)" : "node-llama-cpp's Vulkan binaries are not installed";
-if (!lavapipe || !vulkanBinaries) console.warn(`placement-gpus: skipped: ${why}`);
+if (!lavapipe || !vulkanBinaries) console.warn(`agent/placement/gpus.test.ts: skipped: ${why}`);
 
 const SHAPE = { context_size: 512, sequences: 1, idle_unload_s: 0 };
 
