@@ -141,6 +141,20 @@ describe("PrefixRecords", () => {
     expect(r.size).toBe(0);
   });
 
+  it("keeps conversations that share only a system prompt apart while the pool has slots for them, as the agent does", () => {
+    const r = new PrefixRecords<{ name: string }>();
+    const p = { name: "p" };
+    const conversation = (topic: string) => prefixChain("scope", undefined, [SYSTEM, user(topic), assistant("ok"), user("and?")]);
+    r.record(p, 4, conversation("a"));
+    r.record(p, 4, conversation("b"));
+    expect(r.longest(conversation("a"), () => true)?.length).toBe(4);
+    expect(r.longest(conversation("b"), () => true)?.length).toBe(4);
+    // the next turn of a takes a's entry (all of it shared), not a new one
+    r.record(p, 4, prefixChain("scope", undefined, [SYSTEM, user("a"), assistant("ok"), user("and?"), assistant("more"), user("then?")]));
+    expect(r.longest(conversation("b"), () => true)?.length).toBe(4);
+    expect(r.size).toBe(9); // the system prompt once, a's five and b's three links
+  });
+
   it("hashes a message the same whether it arrives whole or streamed, and tells scopes, tools and roles apart", () => {
     expect(prefixChain("s", undefined, [user("hello")])).toEqual(prefixChain("s", undefined, [user("hello")]));
     expect(prefixChain("s", undefined, [user("hello")])).not.toEqual(prefixChain("t", undefined, [user("hello")]));

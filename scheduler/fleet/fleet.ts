@@ -130,6 +130,8 @@ interface Job {
    * prefix: a raw prompt, embeddings, several choices), and the hash of the reply as it streams.
    */
   prefix?: { chain: string[]; reply?: MessageHash } | null;
+  /** Its account's cache scope (cacheScope), made at its first dispatch. */
+  scope?: string;
 }
 
 /** Tells the job's `onUsage` what it used, once; a listener's failure never reaches the fleet. */
@@ -1028,7 +1030,7 @@ export class Fleet {
   private dispatch(job: Job): boolean {
     let best: { agent: Agent; pool: PoolState & { peak: number } } | undefined;
     let bestLoad = Infinity;
-    const scope = cacheScope(this.scopeKey, job.request.account ?? "");
+    const scope = (job.scope ??= cacheScope(this.scopeKey, job.request.account ?? "")); // an HMAC: once per job, not per attempt
     const prefix = (job.prefix ??= prefixOf(job.request, scope));
     // with a prefix to route by: every pool that could take the job, and its load
     const open = prefix ? new Map<PoolState, { agent: Agent; pool: PoolState & { peak: number }; load: number }>() : undefined;

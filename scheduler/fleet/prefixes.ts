@@ -18,6 +18,8 @@ import type { ChatMessage, ToolCall, ToolFunction } from "../../core/chat.js";
 
 /** Bytes of a link kept (base64url of the first 12 bytes of a SHA-256). */
 const LINK_CHARS = 16;
+/** The share of an entry's links a request must share to take it over while others are free: the agent's SLOT_PROMPT_SIMILARITY (agent/llm/pool.ts), counted in messages. */
+const SLOT_SIMILARITY = 0.5;
 /** Messages beyond this many are not hashed: a longer conversation is matched on its first ones (a pool's record stays within slots × this many links). */
 export const MAX_PREFIX_MESSAGES = 256;
 
@@ -109,23 +111,30 @@ export class PrefixRecords<P extends object> {
     return undefined;
   }
 
-  /** A request with `chain` went to `pool` of `slots` slots: it takes the entry sharing its longest prefix, else the least recently used. */
+  /**
+   * A request with `chain` went to `pool` of `slots` slots. As the agent gives slots: it takes the
+   * entry sharing its longest prefix when that is at least SLOT_SIMILARITY of the entry (or no entry
+   * is free), else a free entry, else the least recently used one.
+   */
   record(pool: P, slots: number, chain: readonly string[]): void {
     if (chain.length === 0) return;
     let ring = this.rings.get(pool);
     if (!ring) this.rings.set(pool, (ring = { pool, slots, entries: [] }));
     ring.slots = slots;
+    const room = Math.max(1, ring.slots);
     let best: Entry | undefined;
     let shared = 0;
     for (const e of ring.entries) {
       const n = sharedLength(e.chain, chain);
       if (n > shared) [best, shared] = [e, n];
     }
-    if (!best && ring.entries.length < Math.max(1, ring.slots)) ring.entries.push((best = { chain: [], used: 0 }));
-    best ??= ring.entries.reduce((a, b) => (b.used < a.used ? b : a));
+    // a conversation sharing only a system prompt with another does not take its entry while there is room
+    if (best && shared < best.chain.length * SLOT_SIMILARITY && ring.entries.length < room) best = undefined;
+    if (!best && ring.entries.length < room) ring.entries.push((best = { chain: [], used: 0 }));
+    best ??= leastRecent(ring.entries);
     this.replace(pool, best, chain);
     best.used = ++this.tick;
-    while (ring.entries.length > Math.max(1, ring.slots)) this.forget(pool, ring.entries.splice(ring.entries.indexOf(leastRecent(ring.entries)), 1)[0]!);
+    while (ring.entries.length > room) this.forget(pool, ring.entries.splice(ring.entries.indexOf(leastRecent(ring.entries)), 1)[0]!);
   }
 
   /** The reply to a request with `chain` on `pool` ended with `link`: the entry holding `chain` grows by it. */
