@@ -41,7 +41,7 @@ import { splitParts } from "./split.js";
 import { ModelPool, type Slot } from "./pool.js";
 import { functionsFor, generateToolTurn } from "./tool-turn.js";
 import { generateTurn, type TokenLogprob } from "./turn.js";
-import { speculationText, type Speculation } from "./speculative.js";
+import { GatedTokenPredictor, speculationText, type Speculation } from "./speculative.js";
 
 export interface LlmEngineOptions {
   /**
@@ -223,6 +223,9 @@ export class LlmEngine {
       const gpus = (await llama.getGpuDevices()).length;
       if (shape.split!.length !== gpus)
         throw new ModelLoadError(id, file, new Error(`its placement names ${shape.split!.length} devices, and llama.cpp sees ${gpus} GPUs on this node`));
+      // node-llama-cpp's own addon ignores the layout: on several GPUs llama.cpp would spread the model over all of them
+      if (gpus > 1 && !loadedBinaries().kilnAddon)
+        throw new ModelLoadError(id, file, new Error("node-llama-cpp's own addon is loaded, not Kiln's build, and it cannot place a model on chosen GPUs (npm run build:llama)"));
     }
     const model = await llama.loadModel({ modelPath: file, ...layout, ...(signal ? { loadSignal: signal } : {}) }).catch((err: unknown) => {
       throw new ModelLoadError(id, file, err);
@@ -360,6 +363,8 @@ export class LlmEngine {
       for (const slot of slots) {
         if (slot.scope !== scope) {
           await slot.sequence.clearHistory(); // another account's prompt: not a prefix to reuse
+          const predictor = slot.sequence.tokenPredictor;
+          if (predictor instanceof GatedTokenPredictor) await predictor.forget(); // nor in its draft's cache
           slot.scope = scope;
         }
       }

@@ -232,6 +232,12 @@ export class GatedTokenPredictor extends TokenPredictor {
   override dispose(): Promise<void> | void {
     return this.inner.dispose();
   }
+
+  /** The slot goes to another cache scope: a draft's sequence drops what it holds, as the target's does (no prefix of another account's kept). */
+  async forget(): Promise<void> {
+    this.inSync = false;
+    if (this.inner instanceof DraftSequenceTokenPredictor) await this.inner.draftSequence.clearHistory();
+  }
 }
 
 /** The predictor a slot of a pool speculating with `gate` gets: prompt lookup, or a draft model's sequence. */
