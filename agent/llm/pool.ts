@@ -28,6 +28,8 @@ export interface Slot {
   scope?: string;
   /** When it was last released (the pool's count of releases): the least recently used slot is reused first. */
   used?: number;
+  /** The tokens its KV cache holds, copied from the sequence once while it is free (`contextTokens` copies on each read). */
+  tokens?: readonly Token[];
 }
 
 /** What a request could reuse of a slot's KV cache: its cache scope and its prompt's tokens. */
@@ -243,6 +245,7 @@ export class ModelPool {
 
   release(slot: Slot): void {
     slot.used = ++this.releases;
+    slot.tokens = undefined; // what it holds changed while it was used
     const next = this.waiters.shift();
     if (next) next.resolve(slot);
     else this.free.push(slot);
@@ -276,7 +279,7 @@ export class ModelPool {
       const slot = this.free[i]!;
       const held = slot.sequence.nextTokenIndex;
       if (slot.scope !== want.scope || held === 0) continue;
-      const shared = sharedPrefix(slot.sequence.contextTokens, want.tokens);
+      const shared = sharedPrefix((slot.tokens ??= slot.sequence.contextTokens), want.tokens);
       if (shared < held * SLOT_PROMPT_SIMILARITY && this.free.length > 1) continue;
       if (shared > bestShared || (shared === bestShared && shared > 0 && slot.index < this.free[best]!.index)) [best, bestShared] = [i, shared];
     }
