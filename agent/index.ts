@@ -108,7 +108,7 @@ export async function startAgent(config: AgentConfig, logger: Logger = createLog
   // with schedulers and no --serve, the node takes the replicas the schedulers place
   let replicas: Replicas | undefined;
   if (config.scheduler && config.serve.length === 0) {
-    const gpus = await offeredGpus(config, engine, hardware, logger);
+    const gpus = await offeredGpus(engine, hardware, logger);
     replicas = new Replicas({
       engine,
       hub,
@@ -375,26 +375,23 @@ async function readiness({ config, engine, links, vadModel, ffmpegFault, whisper
   return { ready: Object.values(checks).every(Boolean), checks, transcription };
 }
 
-/** With `--scheduler`: a link to each scheduler, serving chat and the fleet's transcriptions. */
-/** The GPUs with memory the chat engine may run on (none with --gpu cpu). */
 /**
  * The GPUs a placeable node offers: those llama.cpp runs on, in its order (a replica's planned bytes
  * per device reach llama.cpp by that index); none on the CPU. Loads llama.cpp's backend, so that the
  * first replica placed here does not wait for it.
  */
-async function offeredGpus(config: AgentConfig, engine: LlmEngine, hardware: Hardware, logger: Logger): Promise<{ name: string; totalBytes: number }[]> {
-  const gpus =
-    config.gpu === "cpu"
-      ? []
-      : await engine.gpuDevices().catch((err: unknown) => {
-          logger.error({ err: (err as Error).message }, "llama.cpp's backend failed to load; replicas placed here will fail");
-          return [];
-        });
+async function offeredGpus(engine: LlmEngine, hardware: Hardware, logger: Logger): Promise<{ name: string; totalBytes: number }[]> {
+  // none with --gpu cpu, whose backend loads here all the same
+  const gpus = await engine.gpuDevices().catch((err: unknown) => {
+    logger.error({ err: (err as Error).message }, "llama.cpp's backend failed to load; replicas placed here will fail");
+    return [];
+  });
   // node-llama-cpp's stock addon reports no memory per device: the hardware probe's, when it lists as many GPUs
   const probed = hardware.gpus?.length === gpus.length ? hardware.gpus : [];
   return gpus.map((g, i) => ({ name: `gpu${i} ${g.name}`, totalBytes: g.totalBytes || Number(probed[i]?.memory_total_bytes ?? 0) }));
 }
 
+/** With `--scheduler`: a link to each scheduler, serving chat and the fleet's transcriptions. */
 async function joinFleet(
   config: AgentConfig,
   facts: AgentFacts & { dataDir: string; credentials?: ChannelCredentials; replicas?: Replicas },
