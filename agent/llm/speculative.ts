@@ -42,7 +42,8 @@ export interface SpeculationRule {
 }
 
 /**
- * The default rule: judged on every 64 predictions tested; off below 30 % accepted (a refuted draft
+ * The default rule: judged on every 64 predictions tested (or as soon as a window's refuted ones,
+ * over 70 % of it, leave it no way to reach the floor); off below 30 % accepted (a refuted draft
  * token costs a draft model's decode and a wider batch, and under a third accepted that no longer
  * pays on the machines measured: docs/performance.md); on again for a probe after 256 tokens
  * generated without, then after 512, 1,024… up to 8,192 while the probes fail; back to 256 after
@@ -102,7 +103,9 @@ export class SpeculationGate {
     this.windowValidated += validated;
     this.windowRefuted += refuted + empty;
     const tested = this.windowValidated + this.windowRefuted;
-    if (tested < this.rule.window) return;
+    // judged early once the window can no longer reach the floor: a draft that never agrees costs fewer decodes
+    const hopeless = this.windowRefuted > this.rule.window * (1 - this.rule.minAcceptance);
+    if (tested < this.rule.window && !hopeless) return;
     const rate = this.windowValidated / tested;
     this.windowValidated = this.windowRefuted = 0;
     if (rate >= this.rule.minAcceptance) {
