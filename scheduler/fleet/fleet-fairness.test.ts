@@ -2,9 +2,10 @@
  * The Fleet's per-account queues: a freed slot goes to the least recently served account, so one
  * account's flood cannot starve another (driven through recording links, as in fleet.test.ts).
  */
+import { servingNode } from "../../test/helpers/recording-link.js";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../core/log.js";
-import type { Register__Output, SchedulerMessage } from "../../proto/index.js";
+import type { SchedulerMessage } from "../../proto/index.js";
 import { Fleet, type FleetOptions } from "./fleet.js";
 import type { AgentLink, CompletionEvent } from "./types.js";
 
@@ -23,16 +24,7 @@ class RecordingLink implements AgentLink {
   }
 }
 
-const register = (nodeId: string, slots: number, model = "famB-v3.1"): Register__Output => ({
-  node_id: nodeId,
-  agent_version: "test",
-  hardware: null,
-  transcription: null,
-  placeable: false,
-  devices: [],
-  replicas: [],
-  pools: [{ model_ids: [model], slots, context_size: 2048, fingerprint: "fp_test", capabilities: [] }],
-});
+const register = (nodeId: string, slots: number, model = "famB-v3.1") => servingNode(nodeId, slots, { models: [model] });
 
 const fleet = (options: Partial<FleetOptions> = {}) => new Fleet({ queueSize: 100, queueTimeoutMs: 5000, heartbeatMs: 60_000, logger: createLogger("test", "silent"), ...options });
 const request = (account: string, name: string, model = "famB-v3.1") => ({ model, account, messages: [{ role: "user" as const, content: name }] });

@@ -7,23 +7,12 @@
 import { describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../core/chat.js";
 import { createLogger } from "../../core/log.js";
-import type { Register__Output } from "../../proto/index.js";
-import { RecordingLink } from "../../test/helpers/recording-link.js";
+import { heartbeat, RecordingLink, servingNode } from "../../test/helpers/recording-link.js";
 import { Fleet } from "./fleet.js";
 import { MAX_PREFIX_MESSAGES, prefixChain, PrefixRecords } from "./prefixes.js";
 import type { CompletionEvent } from "./types.js";
 
 const MODEL = "famB-v3.1";
-const register = (nodeId: string, slots: number): Register__Output => ({
-  node_id: nodeId,
-  agent_version: "test",
-  hardware: null,
-  transcription: null,
-  placeable: false,
-  devices: [],
-  replicas: [],
-  pools: [{ model_ids: [MODEL], slots, context_size: 4096, fingerprint: "fp_test", capabilities: [] }],
-});
 
 // long enough that a conversation holding it is worth routing by (PREFIX_MIN_BYTES)
 const SYSTEM: ChatMessage = { role: "system", content: `You are a careful assistant. ${"Answer with care and cite the tools you used. ".repeat(12)}` };
@@ -34,8 +23,8 @@ const assistant = (content: string): ChatMessage => ({ role: "assistant", conten
 function twoNodes(slots = 4) {
   const f = new Fleet({ queueSize: 8, queueTimeoutMs: 5000, heartbeatMs: 60_000, logger: createLogger("test", "silent") });
   const links = { a: new RecordingLink(), b: new RecordingLink() };
-  f.attach(register("a", slots), links.a);
-  f.attach(register("b", slots), links.b);
+  f.attach(servingNode("a", slots, { models: [MODEL] }), links.a);
+  f.attach(servingNode("b", slots, { models: [MODEL] }), links.b);
   const nodeOf = (id: string) => (links.a.requests().includes(id) ? "a" : "b");
   /** Submits `messages` for `account`; resolves the node it went to and a function answering it. */
   const ask = (messages: ChatMessage[], account = "acct-1") => {
@@ -55,22 +44,7 @@ function twoNodes(slots = 4) {
     return { node, done };
   };
   /** A heartbeat saying `local` of the node's slots run its own work. */
-  const busy = (node: "a" | "b", local: number) =>
-    f.receive(node, links[node], {
-      body: "heartbeat",
-      heartbeat: {
-        busy_slots: [local],
-        local_busy_slots: [local],
-        memory_used_bytes: 0,
-        memory_free_bytes: 0,
-        device_memory_used_bytes: 0,
-        device_memory_total_bytes: 0,
-        disk_free_bytes: 0,
-        transcription_jobs: 0,
-        devices: [],
-        pool_models: [],
-      },
-    });
+  const busy = (node: "a" | "b", local: number) => heartbeat(f, node, links[node], [local]);
   return { f, ask, busy };
 }
 

@@ -4,43 +4,15 @@
  */
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../core/log.js";
-import type { Register__Output, SchedulerMessage } from "../../proto/index.js";
+import type { SchedulerMessage } from "../../proto/index.js";
 import { Fleet, type FleetOptions } from "./fleet.js";
 import type { AgentLink, CompletionEvent } from "./types.js";
-import { RecordingLink } from "../../test/helpers/recording-link.js";
+import { heartbeat as beat, RecordingLink, servingNode } from "../../test/helpers/recording-link.js";
 
-const register = (nodeId: string, slots: number, capabilities: string[] = []): Register__Output => ({
-  node_id: nodeId,
-  agent_version: "test",
-  hardware: null,
-  transcription: null,
-  placeable: false,
-  devices: [],
-  replicas: [],
-  pools: [{ model_ids: ["famB-v3.1"], slots, context_size: 2048, fingerprint: "fp_test", capabilities }],
-});
+const register = (nodeId: string, slots: number, capabilities: string[] = []) => servingNode(nodeId, slots, { capabilities });
 
 const fleet = (options: Partial<FleetOptions> = {}) => new Fleet({ queueSize: 2, queueTimeoutMs: 5000, heartbeatMs: 60_000, logger: createLogger("test", "silent"), ...options });
 const request = { model: "famB-v3.1", messages: [{ role: "user" as const, content: "hi" }] };
-
-/** A heartbeat of node `nodeId` whose own work (or other schedulers') holds `local` slots of each pool. */
-function beat(f: Fleet, nodeId: string, link: AgentLink, local: number[]): void {
-  f.receive(nodeId, link, {
-    body: "heartbeat",
-    heartbeat: {
-      busy_slots: local,
-      local_busy_slots: local,
-      memory_used_bytes: 0,
-      memory_free_bytes: 0,
-      device_memory_used_bytes: 0,
-      device_memory_total_bytes: 0,
-      disk_free_bytes: 0,
-      transcription_jobs: 0,
-      devices: [],
-      pool_models: [],
-    },
-  });
-}
 
 async function drain(events: AsyncIterable<CompletionEvent>): Promise<CompletionEvent[]> {
   const out: CompletionEvent[] = [];

@@ -9,7 +9,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../core/log.js";
-import type { Register__Output, SchedulerMessage } from "../../proto/index.js";
+import type { SchedulerMessage } from "../../proto/index.js";
 import { audioSecondsBound, sizeBoundSeconds, wavSeconds } from "../audio/duration.js";
 import { cacheScope, Fleet, routingCost, type FleetOptions } from "./fleet.js";
 import { registerRefusal } from "./grpc-server.js";
@@ -22,18 +22,9 @@ import { testDb } from "../../test/helpers/db.js";
 import { openStore } from "../store/index.js";
 import { KeyService } from "../auth/index.js";
 import { wavFile } from "../../scripts/lib/media.js";
-import { RecordingLink } from "../../test/helpers/recording-link.js";
+import { RecordingLink, servingNode } from "../../test/helpers/recording-link.js";
 
-const register = (nodeId: string, slots: number, models = ["famB-v3.1"]): Register__Output => ({
-  node_id: nodeId,
-  agent_version: "test",
-  hardware: null,
-  transcription: null,
-  placeable: false,
-  devices: [],
-  replicas: [],
-  pools: [{ model_ids: models, slots, context_size: 2048, fingerprint: "fp_test", capabilities: [] }],
-});
+const register = (nodeId: string, slots: number, models = ["famB-v3.1"]) => servingNode(nodeId, slots, { models });
 
 const fleet = (options: Partial<FleetOptions> = {}) => new Fleet({ queueSize: 8, queueTimeoutMs: 5000, heartbeatMs: 60_000, logger: createLogger("test", "silent"), ...options });
 const request = { model: "famB-v3.1", messages: [{ role: "user" as const, content: "hi" }], maxTokens: 8 };

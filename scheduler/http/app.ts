@@ -65,24 +65,6 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   );
   // Anthropic's Messages API takes its key from x-api-key too and answers every refusal in Anthropic's shape:
   // mounted before the rest of /v1's middleware (which its answered requests never reach), with its own key check and limits
-  app.route(
-    "/v1/messages",
-    messagesRoutes({
-      fleet: deps.fleet,
-      models: deps.catalog,
-      usage: deps.usage,
-      tokens: deps.tokens,
-      maxBodyBytes: deps.maxBodyBytes,
-      logger: deps.logger,
-      metrics: deps.metrics,
-      cap: { inflight: deps.inflight, maxInflight: deps.maxInflight },
-      keys: deps.keys,
-      limiter: deps.limiter,
-      standardRpm: deps.standardRpm,
-    }),
-  );
-  app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
-  for (const path of ["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses"]) app.use(path, tokenQuota(deps.tokens));
   const generation = {
     fleet: deps.fleet,
     models: deps.catalog,
@@ -93,6 +75,9 @@ export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
     metrics: deps.metrics,
     cap: { inflight: deps.inflight, maxInflight: deps.maxInflight },
   };
+  app.route("/v1/messages", messagesRoutes({ ...generation, keys: deps.keys, limiter: deps.limiter, standardRpm: deps.standardRpm }));
+  app.use("/v1/*", authenticate(deps.keys), rateLimit(deps.limiter, deps.standardRpm));
+  for (const path of ["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses"]) app.use(path, tokenQuota(deps.tokens));
   app.route("/v1/chat/completions", chatRoutes(generation, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));
   app.route("/v1/responses", responsesRoutes(generation, { ...(deps.defaultMaxTokens ? { defaultMaxTokens: deps.defaultMaxTokens } : {}) }));
   app.route("/v1/completions", completionsRoutes(generation));
