@@ -14,7 +14,7 @@ import { openStore } from "../scheduler/store/index.js";
 import { testDb } from "./helpers/db.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import type { AgentHandle } from "../agent/index.js";
-import { httpBase, inProcessAgent, inProcessScheduler, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
+import { catalogFile, httpBase, inProcessAgent, inProcessScheduler, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
 
 const CHROMIUM = process.env.KILN_CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => existsSync(p));
 const ADMIN = "dashboard-admin-token-0123";
@@ -340,18 +340,12 @@ describe.skipIf(!CHROMIUM)("the fleet page in chromium", () => {
   let agent: AgentHandle;
   beforeAll(async () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-    const file = join(tempDir(), "catalog.json");
     const shape = { source: TINY_MODEL, context_size: 512, sequences: 2, idle_unload_s: 0, memory_bytes: 40 * MB };
-    writeFileSync(
-      file,
-      JSON.stringify({
-        models: [
-          { id: "house/chat", aliases: ["chat"], ...shape },
-          { id: "house/code", ...shape },
-          { id: "house/huge", ...shape, memory_bytes: 10 ** 15 },
-        ],
-      }),
-    );
+    const file = catalogFile([
+      { id: "house/chat", aliases: ["chat"], ...shape },
+      { id: "house/code", ...shape },
+      { id: "house/huge", ...shape, memory_bytes: 10 ** 15 },
+    ]);
     scheduler = await inProcessScheduler({ adminToken: ADMIN, catalog: file });
     // a placeable agent (no --serve): its memory budget stands in for a GPU's memory on this CPU machine
     agent = await inProcessAgent(scheduler, { serve: [], nodeId: "gpu-node-1", memoryBudget: String(100 * MB) });

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentHandle } from "../agent/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
-import { httpBase, inProcessAgent, inProcessScheduler, postChat, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
+import { catalogFile, httpBase, inProcessAgent, inProcessScheduler, postChat, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
 
 const ADMIN = "fleet-admin-token-0123456789";
 const MB = 1_000_000;
@@ -68,19 +68,13 @@ describe("the dashboard's fleet API", () => {
   };
 
   beforeAll(async () => {
-    const file = join(tempDir(), "catalog.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        models: [
-          { id: "fam-a", source: TINY_MODEL, aliases: ["a"], ...SHAPE },
-          { id: "fam-b", source: TINY_MODEL, ...SHAPE },
-          { id: "fam-c", source: TINY_MODEL, ...SHAPE },
-          { id: "fam-d", source: TINY_MODEL, ...SHAPE },
-          { id: "fam-huge", source: TINY_MODEL, ...SHAPE, memory_bytes: 10 ** 15 },
-        ],
-      }),
-    );
+    const file = catalogFile([
+      { id: "fam-a", source: TINY_MODEL, aliases: ["a"], ...SHAPE },
+      { id: "fam-b", source: TINY_MODEL, ...SHAPE },
+      { id: "fam-c", source: TINY_MODEL, ...SHAPE },
+      { id: "fam-d", source: TINY_MODEL, ...SHAPE },
+      { id: "fam-huge", source: TINY_MODEL, ...SHAPE, memory_bytes: 10 ** 15 },
+    ]);
     scheduler = await inProcessScheduler({ catalog: file, adminToken: ADMIN, queueTimeout: "60" });
     const placeable = (nodeId: string) => inProcessAgent(scheduler, { serve: [], nodeId, memoryBudget: String(100 * MB) });
     agents = [await placeable("node-1"), await placeable("node-2")];

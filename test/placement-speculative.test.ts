@@ -11,7 +11,7 @@ import type { AgentHandle } from "../agent/index.js";
 import { formatHostPort } from "../core/net.js";
 import { estimateReplica } from "../scheduler/placement/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
-import { httpBase, inProcessAgent, inProcessScheduler, postChat, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
+import { catalogFile, httpBase, inProcessAgent, inProcessScheduler, postChat, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
 import { startHub, type TestHub } from "./helpers/hub.js";
 
 const SHAPE = { context_size: 512, sequences: 1, idle_unload_s: 0 };
@@ -32,17 +32,11 @@ describe("speculative decoding per catalog entry, placed by the fleet", () => {
     hub = await startHub();
     hub.put("acme/draft-GGUF", "draft.gguf", { body: readFileSync(TINY_MODEL) });
     const size = (await estimateReplica(TINY_MODEL, { contextSize: SHAPE.context_size, sequences: SHAPE.sequences })).bytes;
-    const catalog = join(tempDir(), "catalog.json");
-    writeFileSync(
-      catalog,
-      JSON.stringify({
-        models: [
-          { id: "fam-lookup", source: TINY_MODEL, speculative: "lookup", ...SHAPE },
-          { id: "fam-draft", source: TINY_MODEL, speculative: "draft:hf:acme/draft-GGUF/draft.gguf", ...SHAPE },
-          { id: "fam-plain", source: TINY_MODEL, ...SHAPE },
-        ],
-      }),
-    );
+    const catalog = catalogFile([
+      { id: "fam-lookup", source: TINY_MODEL, speculative: "lookup", ...SHAPE },
+      { id: "fam-draft", source: TINY_MODEL, speculative: "draft:hf:acme/draft-GGUF/draft.gguf", ...SHAPE },
+      { id: "fam-plain", source: TINY_MODEL, ...SHAPE },
+    ]);
     scheduler = await inProcessScheduler({ catalog, hubUrl: hub.url, queueTimeout: "60" });
     // room for the three replicas
     agent = await inProcessAgent(scheduler, { serve: [], nodeId: "node-spec", memoryBudget: String(Math.floor(size * 3.5)), hubUrl: hub.url, offline: "false", modelsDir });

@@ -11,17 +11,11 @@ import { ensureTestSplitModel } from "../fabricate/index.js";
 import { estimateReplica } from "../scheduler/placement/index.js";
 import type { SchedulerHandle } from "../scheduler/index.js";
 import { createPostgresDatabase, postgresServerUrl } from "./helpers/db.js";
-import { httpBase, inProcessAgent, inProcessScheduler, postChat, tempDir, TINY_MODEL, until } from "./helpers/fleet.js";
+import { catalogFile, httpBase, inProcessAgent, inProcessScheduler, postChat, TINY_MODEL, until } from "./helpers/fleet.js";
 import { startHub, type TestHub } from "./helpers/hub.js";
 import { postgresBin, startPostgres, type Postgres } from "./helpers/postgres.js";
 
 const SHAPE = { context_size: 512, sequences: 1, idle_unload_s: 0 };
-
-function catalogFile(models: object[]): string {
-  const file = join(tempDir(), "catalog.json");
-  writeFileSync(file, JSON.stringify({ models }));
-  return file;
-}
 
 /** The ids of the models `agent` serves now. */
 const served = (agent: AgentHandle) => agent.engine.modelPools.flatMap((p) => p.modelIds).sort();

@@ -15,7 +15,7 @@ import { formatHostPort } from "../../core/net.js";
 import { prebuiltBinsDir } from "../../core/prebuilt.js";
 import { estimateReplica } from "../../scheduler/placement/index.js";
 import type { SchedulerHandle } from "../../scheduler/index.js";
-import { httpBase, inProcessScheduler, postChat, tempDir, TINY_MODEL, until } from "../../test/helpers/fleet.js";
+import { catalogFile, httpBase, inProcessScheduler, postChat, tempDir, TINY_MODEL, until } from "../../test/helpers/fleet.js";
 import { NODE_TOKEN } from "../../test/helpers/secrets.js";
 
 const ICDS = "/usr/share/vulkan/icd.d";
@@ -36,18 +36,12 @@ describe.skipIf(!lavapipe || !vulkanBinaries)("a replica's placement on a node's
     // two devices for llama.cpp's Vulkan backend, read when it first loads (in this process: the agent below)
     process.env.GGML_VK_VISIBLE_DEVICES = "0,0";
     const size = (await estimateReplica(TINY_MODEL, { contextSize: SHAPE.context_size, sequences: SHAPE.sequences })).bytes;
-    const catalog = join(tempDir(), "catalog.json");
-    writeFileSync(
-      catalog,
-      JSON.stringify({
-        models: [
-          { id: "fam-first", source: TINY_MODEL, ...SHAPE },
-          { id: "fam-second", source: TINY_MODEL, ...SHAPE },
-          // more than one device offers: it can only be split over both
-          { id: "fam-wide", source: TINY_MODEL, ...SHAPE, memory_bytes: Math.floor(1.5 * size) },
-        ],
-      }),
-    );
+    const catalog = catalogFile([
+      { id: "fam-first", source: TINY_MODEL, ...SHAPE },
+      { id: "fam-second", source: TINY_MODEL, ...SHAPE },
+      // more than one device offers: it can only be split over both
+      { id: "fam-wide", source: TINY_MODEL, ...SHAPE, memory_bytes: Math.floor(1.5 * size) },
+    ]);
     scheduler = await inProcessScheduler({ catalog, queueTimeout: "60" });
     const logger = pino({ level: "trace" }, { write: (line: string) => void log.push(JSON.parse(line) as { msg: string }) });
     agent = await startAgent(

@@ -3,7 +3,7 @@
  * loopback ports the OS picks) or as `kiln` child processes (for kill and restart scenarios).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { appendFileSync, mkdirSync } from "node:fs";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseAgentConfig, parseSchedulerConfig, formatHostPort } from "../../config/index.js";
@@ -21,6 +21,13 @@ export const TINY_MODEL = join(defaultModelDir(), TEST_MODELS.tiny.file);
 export const MODEL_ID = "famB-v3.1";
 
 export { tempDir } from "./temp.js";
+
+/** An operator's catalog file (`--catalog`) holding `models`, in a temporary folder. */
+export function catalogFile(models: object[]): string {
+  const file = join(tempDir(), "catalog.json");
+  writeFileSync(file, JSON.stringify({ models }));
+  return file;
+}
 
 const quiet = () => createLogger("test", (process.env.KILN_TEST_LOG_LEVEL as "info" | undefined) ?? "silent");
 
