@@ -16,7 +16,7 @@ import { sha256Hex } from "../../core/digest.js";
 import { parseBearer } from "../../core/http/bearer.js";
 import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
 import { AuthenticationError, InvalidRequestError } from "../../core/errors.js";
-import type { ErrorCode } from "../../core/error-codes.js";
+import { withoutStackTraces } from "../../core/stackless.js";
 import { ACCOUNT_NAME_RULE, isValidAccountName } from "./account-name.js";
 import { ensureSetting, type Store } from "../store/index.js";
 import { isTier, type Tier } from "./tiers.js";
@@ -148,12 +148,16 @@ export class KeyService {
 
   /** Checks an `Authorization` header value; throws `AuthenticationError` saying what is wrong. */
   async authenticate(header: string | undefined): Promise<KeyIdentity> {
-    if (!header) throw unauthenticated("missing_api_key", "Authorization: missing; send `Authorization: Bearer <API_KEY>`");
+    if (!header) throw withoutStackTraces(() => new AuthenticationError("missing_api_key", "Authorization: missing; send `Authorization: Bearer <API_KEY>`"));
     const token = parseBearer(header);
-    if (!token) throw unauthenticated("invalid_auth_scheme", "Authorization: expected exactly `Bearer <API_KEY>` (scheme Bearer, one space, no extra spaces)");
+    if (!token)
+      throw withoutStackTraces(
+        () => new AuthenticationError("invalid_auth_scheme", "Authorization: expected exactly `Bearer <API_KEY>` (scheme Bearer, one space, no extra spaces)"),
+      );
     const known = this.verified.get(token);
     if (known) {
-      if (known.exp !== undefined && known.exp * 1000 <= Date.now()) throw unauthenticated("expired_api_key", "Authorization: this API key has expired");
+      if (known.exp !== undefined && known.exp * 1000 <= Date.now())
+        throw withoutStackTraces(() => new AuthenticationError("expired_api_key", "Authorization: this API key has expired"));
       return this.active(await this.keyRow(known.jti));
     }
     let jti: string | undefined, exp: number | undefined;
@@ -163,11 +167,12 @@ export class KeyService {
         payload: { jti, exp },
       } = await jwtVerify(token, await this.verifyKey, { issuer: ISSUER, algorithms: ["HS256"] }));
     } catch (err) {
-      if (err instanceof joseErrors.JWTExpired) throw unauthenticated("expired_api_key", "Authorization: this API key has expired");
-      throw unauthenticated("invalid_api_key", "Authorization: the API key is not valid (bad format or signature)");
+      if (err instanceof joseErrors.JWTExpired) throw withoutStackTraces(() => new AuthenticationError("expired_api_key", "Authorization: this API key has expired"));
+      throw withoutStackTraces(() => new AuthenticationError("invalid_api_key", "Authorization: the API key is not valid (bad format or signature)"));
     }
     const row = jti ? await this.keyRow(jti) : undefined;
-    if (!row || row.token_sha256 !== sha256Hex(token)) throw unauthenticated("invalid_api_key", "Authorization: the API key is not known to this service");
+    if (!row || row.token_sha256 !== sha256Hex(token))
+      throw withoutStackTraces(() => new AuthenticationError("invalid_api_key", "Authorization: the API key is not known to this service"));
     if (this.verified.size >= VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
     this.verified.set(token, { jti: row.id, exp });
     return this.active(row);
@@ -175,23 +180,9 @@ export class KeyService {
 
   /** The key row of a verified token, unless it has been revoked (or deleted) since. */
   private active(row: KeyRow | undefined): KeyRecord {
-    if (!row) throw unauthenticated("invalid_api_key", "Authorization: the API key is not known to this service");
-    if (row.revoked_at !== null) throw unauthenticated("revoked_api_key", "Authorization: this API key has been revoked");
+    if (!row) throw withoutStackTraces(() => new AuthenticationError("invalid_api_key", "Authorization: the API key is not known to this service"));
+    if (row.revoked_at !== null) throw withoutStackTraces(() => new AuthenticationError("revoked_api_key", "Authorization: this API key has been revoked"));
     return toRecord(row);
-  }
-}
-
-/**
- * A 401, built without a stack trace: it is answered, never logged, and capturing the stack cost
- * more than the rest of a refused request's check (bench:gateway, docs/performance.md).
- */
-function unauthenticated(code: ErrorCode, message: string): AuthenticationError {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return new AuthenticationError(code, message);
-  } finally {
-    Error.stackTraceLimit = limit;
   }
 }
 

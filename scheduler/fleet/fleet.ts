@@ -12,6 +12,7 @@
  * Failure rules: an agent lost (or answering a retryable error) before a request produced any text
  * puts that request back at the head of its account's queue; one that had produced text ends with a 502.
  */
+import { formatMemory } from "../../core/bytes.js";
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import type { Logger } from "../../core/log.js";
 import { requiredCapabilities } from "../../core/chat.js";
@@ -914,14 +915,14 @@ export class Fleet {
     const plan = choosePlacement({ model: model.id, bytes }, [node], rules);
     if (plan.kind === "too_large") {
       const total = node.devices.reduce((n, d) => n + d.totalBytes, 0);
-      throw new ConflictError("placement_refused", `node: "${agent.nodeId}" offers ${sized(total)} in all, and a replica of "${model.id}" needs ${sized(bytes)}`);
+      throw new ConflictError("placement_refused", `node: "${agent.nodeId}" offers ${formatMemory(total)} in all, and a replica of "${model.id}" needs ${formatMemory(bytes)}`);
     }
     if (plan.kind === "no_room") {
       const free = node.devices.reduce((n, d) => n + d.freeBytes, 0);
       const kept = node.replicas.map((r) => `${r.model} (${this.whyKept(agent, r, rules)})`);
       throw new ConflictError(
         "placement_refused",
-        `node: "${agent.nodeId}" has ${sized(free)} free, and a replica of "${model.id}" needs ${sized(bytes)}; ${kept.length ? `what it holds cannot make room: ${kept.join(", ")}` : "it holds no replica to unload"}`,
+        `node: "${agent.nodeId}" has ${formatMemory(free)} free, and a replica of "${model.id}" needs ${formatMemory(bytes)}; ${kept.length ? `what it holds cannot make room: ${kept.join(", ")}` : "it holds no replica to unload"}`,
       );
     }
     let pins = this.pins.get(agent.nodeId);
@@ -1366,6 +1367,3 @@ function toClientError(code: string, message: string, started: boolean): ApiErro
   if (CHAT_CLIENT_FAULTS.has(code) && !started) return new InvalidRequestError(relayedCode(code), message);
   return new UpstreamError(relayedCode(code) || WIRE.agentError, message);
 }
-
-/** Bytes as a person reads them: GiB, or MiB below one GiB. */
-const sized = (bytes: number) => (bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`);

@@ -9,6 +9,7 @@
  * moment), so two schedulers that see the same cold model at once order one load; the other sees the
  * replica the agent reports to every scheduler it serves.
  */
+import { formatMemory } from "../../core/bytes.js";
 import { ServiceUnavailableError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import { choosePlacement, type PlacementNode } from "./plan.js";
@@ -173,7 +174,7 @@ export class Placer {
       const { node, bytes: most } = placement.largest;
       throw new ServiceUnavailableError(
         "model_too_large",
-        `model: "${model.id}" needs ${gib(bytes)} of memory for its context and sequences; the largest node, ${node}, has ${gib(most)}`,
+        `model: "${model.id}" needs ${formatMemory(bytes)} of memory for its context and sequences; the largest node, ${node}, has ${formatMemory(most)}`,
       );
     }
     if (placement.kind === "no_room") {
@@ -201,6 +202,3 @@ export class Placer {
 
 /** What a model's size depends on: a catalog edit of any of it is a new size. */
 const sizeKey = (m: PlacedModel) => JSON.stringify([m.id, m.source, m.contextSize, m.sequences, m.memoryBytes ?? null]);
-
-/** Bytes as a person reads them: GiB, or MiB below one GiB. */
-const gib = (bytes: number) => (bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`);

@@ -26,7 +26,7 @@ import { readJsonBody } from "../../../core/http/index.js";
 import type { Tier } from "../../auth/index.js";
 import type { InflightCounter } from "../../ratelimit/index.js";
 import { setResponseHeader } from "../headers.js";
-import { withoutStackTraces } from "../stackless.js";
+import { withoutStackTraces } from "../../../core/stackless.js";
 
 /** The per-account cap on completions in flight. */
 export interface InflightCap {

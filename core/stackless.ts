@@ -5,7 +5,7 @@
  * the refusal. Anything else `fn` throws is a fault, logged with its stack: `fn` is run again with
  * stack traces for it (it must be pure, as a body's validation is).
  */
-import { ApiError } from "../../core/errors.js";
+import { ApiError } from "./errors.js";
 
 export function withoutStackTraces<T>(fn: () => T): T {
   const limit = Error.stackTraceLimit;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidRequestError } from "../../core/errors.js";
+import { InvalidRequestError } from "./errors.js";
 import { withoutStackTraces } from "./stackless.js";
 
 describe("withoutStackTraces", () => {
