@@ -99,7 +99,8 @@ function conversation(b: Conversation): ChatMessage[] {
   const push = (m: ChatMessage): void => {
     const last = out.at(-1);
     if (last && last.role === m.role && m.role !== "tool" && !last.toolCalls) {
-      last.content = [last.content, m.content].filter(Boolean).join(BLOCK_SEPARATOR);
+      // appended, not joined anew: a turn of 130,000 parts would copy its text 130,000 times
+      last.content = last.content && m.content ? last.content + BLOCK_SEPARATOR + m.content : last.content || m.content;
       if (m.toolCalls) last.toolCalls = m.toolCalls;
       return;
     }
@@ -114,9 +115,11 @@ function conversation(b: Conversation): ChatMessage[] {
       refuse(`messages[${i}].role`, `the tool_use blocks of messages[${pending.at}] are answered by tool_result blocks in the next message, a user message`);
     if (m.role === "assistant") {
       const calls: ToolCall[] = [];
+      const ids = new Set<string>();
       for (const [j, block] of blocks.entries()) {
         if (block.type !== "tool_use") continue;
-        if (calls.some((c) => c.id === block.id)) refuse(`messages[${i}].content[${j}].id`, `${JSON.stringify(block.id)} is the id of an earlier tool_use of this message`);
+        if (ids.has(block.id!)) refuse(`messages[${i}].content[${j}].id`, `${JSON.stringify(block.id)} is the id of an earlier tool_use of this message`);
+        ids.add(block.id!);
         calls.push({ id: block.id!, name: block.name!, arguments: JSON.stringify(block.input) });
       }
       push({ role: "assistant", content: textOf(blocks), ...(calls.length > 0 ? { toolCalls: calls } : {}) });

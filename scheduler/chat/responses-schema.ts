@@ -428,7 +428,7 @@ export function inputMessages(instructions: string | null | undefined, input: st
     } else if (item.type === "function_call") {
       const last = messages.at(-1);
       const call = { id: item.call_id, name: item.name, arguments: item.arguments };
-      if (last?.role === "assistant") last.toolCalls = [...(last.toolCalls ?? []), call];
+      if (last?.role === "assistant") (last.toolCalls ??= []).push(call);
       else push({ role: "assistant", content: "", toolCalls: [call] }, index);
     } else {
       push({ role: "tool", content: partsText(item.output), toolCallId: item.call_id }, index);
