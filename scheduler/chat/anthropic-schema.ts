@@ -145,7 +145,9 @@ function blocks<S extends z.ZodType>(place: keyof typeof ALLOWED_BLOCKS, item: S
       for (const [i, block] of value.entries()) {
         const type: unknown = isObject(block) ? block.type : undefined;
         if (typeof type !== "string" || allowed.includes(type)) continue;
-        const why = UNSUPPORTED_BLOCKS[type] ?? (type.endsWith("_tool_result") || type === "server_tool_use" ? "server tools are not supported" : BLOCK_PLACES[place]!);
+        const why =
+          (Object.hasOwn(UNSUPPORTED_BLOCKS, type) ? UNSUPPORTED_BLOCKS[type] : undefined) ??
+          (type.endsWith("_tool_result") || type === "server_tool_use" ? "server tools are not supported" : BLOCK_PLACES[place]!);
         ctx.addIssue({
           code: "custom",
           path: [i],

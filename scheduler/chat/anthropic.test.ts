@@ -154,6 +154,12 @@ describe("request → the fleet's request", () => {
       { role: "user", content: answer },
     ],
   });
+  it("names a block type that is an Object property (constructor) as any unknown type, not with Object's own function", () => {
+    const err = refusal(user([{ type: "constructor" }]));
+    expect(err.message).toMatch(/^messages\[0\]\.content\[0\]: blocks of type "constructor" are not supported here: /);
+    expect(err.message).not.toMatch(/function|native code/);
+  });
+
   it.each([
     [
       "an image block",
