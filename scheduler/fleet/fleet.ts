@@ -206,7 +206,7 @@ function poolOf(p: ModelPool__Output): PoolState & { peak: number } {
   };
 }
 
-/** A replica loading with no progress reported for this long counts as failed (a stuck download, a load that hangs). */
+/** A replica loading with no progress reported on its node for this long counts as failed (a stuck download, a load that hangs; a node loads one replica at a time, so any of its progress counts for those queued behind). */
 const LOAD_STALL_MS = 10 * 60_000;
 
 /** Busy refusals (`node_busy`) a request may meet before they count as failed attempts: a bound on two schedulers' disagreement. */

@@ -126,4 +126,33 @@ describe("a placeable node's replica reports", () => {
       vi.useRealTimers();
     }
   });
+
+  it("keep a load queued behind another's download while the node reports progress: its loads run one at a time", async () => {
+    vi.useFakeTimers();
+    try {
+      const f = fleet(4 * 60_000);
+      const node = tokenLink();
+      f.attach(register("n1"), node);
+      for (const m of ["m-a", "m-b"])
+        void f
+          .submit({ model: m, messages: [{ role: "user", content: "hi" }] })
+          [Symbol.asyncIterator]()
+          .next()
+          .catch(() => undefined);
+      await vi.advanceTimersByTimeAsync(10);
+      expect(node.sent.filter((m) => m.load_model).map((m) => m.load_model!.model_id)).toEqual(["m-a", "m-b"]);
+      f.receive("n1", node, { body: "model_state", model_state: { ...report("m-a", "LOADING"), progress: 0.1 } });
+      f.receive("n1", node, { body: "model_state", model_state: { ...report("m-b", "LOADING"), progress: 0 } }); // waits for m-a's turn
+      // m-a's download goes on for 13 minutes; m-b reports nothing until its turn
+      for (const progress of [0.3, 0.5, 0.7]) {
+        await vi.advanceTimersByTimeAsync(4.5 * 60_000);
+        f.receive("n1", node, { body: "model_state", model_state: { ...report("m-a", "LOADING"), progress } });
+      }
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(unloads(node)).toEqual([]);
+      f.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

@@ -81,7 +81,8 @@ export class NodeReplicas {
         if (!known) this.replicas.set(model, { state: "loading", bytes: reportedBytes, progress, progressAt: now, lastUsedAt: now });
         else if (known.state === "loading" && progress > known.progress) {
           known.progress = progress;
-          known.progressAt = now;
+          // a node loads one replica at a time: while one progresses, those queued behind it are not stalled
+          for (const r of this.replicas.values()) if (r.state === "loading") r.progressAt = now;
         }
         return undefined;
       }
