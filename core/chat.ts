@@ -194,3 +194,12 @@ export const MAX_EMBEDDING_TOKENS = 300_000;
  * gather: the scheduler holds them all until the JSON body is made. Streamed answers send them as they come.
  */
 export const MAX_LOGPROB_ENTRIES = 100_000;
+
+/**
+ * The share of a slot's cached prompt a request must share with it to be given that slot while
+ * others are free (llama-server's `--slot-prompt-similarity`, 0.5): a conversation whose cache holds
+ * mostly its own turns is not cut back to a system prompt it shares with a newcomer. The agent's slots
+ * (agent/llm/pool.ts, in tokens) and the scheduler's record of them (scheduler/fleet/prefixes.ts, in
+ * messages) follow the same rule.
+ */
+export const SLOT_PROMPT_SIMILARITY = 0.5;

@@ -15,7 +15,7 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
-import { MAX_EMBEDDING_BYTES, MAX_EMBEDDING_TOKENS } from "../../core/chat.js";
+import { MAX_EMBEDDING_BYTES, MAX_EMBEDDING_TOKENS, SLOT_PROMPT_SIMILARITY } from "../../core/chat.js";
 import { ContextLengthExceededError, GenerationAbortedError, InvalidDimensionsError, TooManyEmbeddingsError, TooManyEmbeddingTokensError } from "./errors.js";
 import { renderPrompt, renderRawPrompt, type RenderedPrompt } from "./turn.js";
 import { slotPredictor, SpeculationGate, type Speculation } from "./speculative.js";
@@ -37,13 +37,6 @@ export interface SlotWant {
   scope: string;
   tokens: readonly Token[];
 }
-
-/**
- * The share of a slot's cached tokens a prompt must share with it for the slot to be given to it
- * when other slots are free (llama-server's `--slot-prompt-similarity`, 0.5): a conversation whose
- * cache holds mostly its own turns is not cut back to a system prompt it shares with a newcomer.
- */
-export const SLOT_PROMPT_SIMILARITY = 0.5;
 
 export class ModelPool {
   readonly modelIds: string[] = [];

@@ -14,7 +14,8 @@ import { vocabularyFromGguf, writeTinyLlama } from "../../fabricate/tiny-llama.j
 import { TINY_MODEL, tempDir } from "../../test/helpers/fleet.js";
 import { createAgentMetrics } from "../metrics.js";
 import { LlmEngine } from "./engine.js";
-import { GatedTokenPredictor, parseSpeculation, SPECULATION_RULE, SpeculationGate, type Speculation } from "./speculative.js";
+import { parseSpeculation } from "../../core/speculation.js";
+import { GatedTokenPredictor, SPECULATION_RULE, SpeculationGate, type Speculation } from "./speculative.js";
 import { generateTurn, renderRawPrompt } from "./turn.js";
 
 const STORIES = process.env.KILN_TEST_DATA ? join(process.env.KILN_TEST_DATA, "models", "stories260K.gguf") : undefined;

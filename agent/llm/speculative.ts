@@ -14,7 +14,7 @@
 import type { Speculation } from "../../core/speculation.js";
 import { DraftSequenceTokenPredictor, InputLookupTokenPredictor, TokenPredictor, type LlamaContextSequence, type Token } from "node-llama-cpp";
 
-export { MAX_SPECULATION_CHARS, parseSpeculation, speculationText, type Speculation } from "../../core/speculation.js";
+export { speculationText, type Speculation } from "../../core/speculation.js";
 
 /** Tokens a draft model proposes at most per step (node-llama-cpp's default). */
 export const DRAFT_MAX_TOKENS = 16;

@@ -45,7 +45,7 @@ function twoNodes(slots = 4) {
   };
   /** A heartbeat saying `local` of the node's slots run its own work. */
   const busy = (node: "a" | "b", local: number) => heartbeat(f, node, links[node], [local]);
-  return { f, ask, busy };
+  return { f, links, ask, busy };
 }
 
 describe("prefix-aware routing", () => {
@@ -91,6 +91,17 @@ describe("prefix-aware routing", () => {
     ask([user("busy")], "acct-3"); // a: one slot busy
     // the same words from another account: no prefix of theirs is on a, so the least loaded (b)
     expect(ask([...first, assistant("Kilns fire clay."), user("How hot?")], "acct-2").node).toBe("b");
+    f.close();
+  });
+});
+
+describe("the fleet's prefix records", () => {
+  it("forget a node's pools when it leaves", async () => {
+    const { f, links, ask } = twoNodes();
+    await ask([SYSTEM, user("Tell me about kilns.")]).done("Kilns fire clay.");
+    expect(f.prefixes.size).toBe(3);
+    f.detach("a", links.a, "gone");
+    expect(f.prefixes.size).toBe(0);
     f.close();
   });
 });

@@ -127,10 +127,10 @@ interface Job {
   /** What the node sent for it in all (text, calls, log-probability tokens; entries), bounded by `completionReceiveBound`. */
   received: { bytes: number; logprobs: number };
   /**
-   * Its conversation's prefix chain (prefixes.ts), made at its first dispatch (null: not routed by
+   * Its conversation's prefix chain and each prefix's bytes of text (prefixes.ts), made at its first dispatch (null: not routed by
    * prefix: a raw prompt, embeddings, several choices), and the hash of the reply as it streams.
    */
-  prefix?: { chain: string[]; reply?: MessageHash } | null;
+  prefix?: { chain: string[]; bytes: number[]; reply?: MessageHash } | null;
   /** Its account's cache scope (cacheScope), made at its first dispatch. */
   scope?: string;
 }
@@ -978,8 +978,7 @@ export class Fleet {
     }
     const unpinned = this.dropPin(nodeId, model);
     if (replica.state !== "unloading") {
-      this.dropPool(agent, model);
-      this.view.unload(nodeId, model);
+      this.view.unload(nodeId, model); // its pool leaves the routing there
       this.log.info({ node: nodeId, model, inflight, force }, "replica unloaded by the operator");
       this.placeWaiting(); // requests waiting for it go to a replica elsewhere
     }
@@ -1055,7 +1054,7 @@ export class Fleet {
       // the pool holding the longest prefix of the conversation, unless it is busier than the least loaded by more than the margin
       const held = this.prefixes.longest(prefix.chain, (pool) => open.has(pool));
       // a short prefix is cheaper to evaluate again than to wait behind a busier node for
-      const worth = held !== undefined && prefixBytes(job.request.messages)[held.length - 1]! >= PREFIX_MIN_BYTES;
+      const worth = held !== undefined && prefix.bytes[held.length - 1]! >= PREFIX_MIN_BYTES;
       const holder = worth ? held.pools.map((p) => open.get(p)!).reduce((a, b) => (b.load < a.load ? b : a)) : undefined;
       if (holder && holder.load <= bestLoad + PREFIX_MARGIN) best = holder;
       this.prefixes.record(best.pool, best.pool.slots, prefix.chain);
@@ -1333,13 +1332,6 @@ export class Fleet {
 }
 
 /**
- * What a pool costs a job: (1 + the share of its claimed slots in use) × how much slower than the
- * fastest candidate the scheduler observed its node to be (speed.ts `slowness`), less 1. Among
- * nodes the scheduler saw answer alike (slowness 1) the least-loaded share wins, as by slots alone;
- * a node twice as slow gets work only once the fast ones are full, one half again as slow once they
- * are half full. A node that claims slots it cannot run slows down as they fill, and so draws less.
- */
-/**
  * How much busier (in routing cost: a pool's share of busy slots, times its slowness) the pool holding
  * a conversation's longest prefix may be than the least loaded one and still get its next turn: half
  * of its slots. Past it, the prompt is evaluated again elsewhere rather than waiting behind a busy node.
@@ -1352,14 +1344,19 @@ export const PREFIX_MIN_BYTES = 512;
 /** A chat request's prefix chain for routing; null when it is not routed by prefix (a raw prompt, embeddings, several choices). */
 function prefixOf(r: CompletionRequest, scope: string): NonNullable<Job["prefix"]> | null {
   if (r.embed || r.prompt !== undefined || (r.n ?? 1) > 1 || r.messages.length === 0) return null;
-  return { chain: prefixChain(scope, r.tools, r.messages) };
+  return { chain: prefixChain(scope, r.tools, r.messages), bytes: prefixBytes(r.messages) };
 }
 
+/**
+ * What a pool costs a job: (1 + the share of its claimed slots in use) × how much slower than the
+ * fastest candidate the scheduler observed its node to be (speed.ts `slowness`), less 1. Among
+ * nodes the scheduler saw answer alike (slowness 1) the least-loaded share wins, as by slots alone;
+ * a node twice as slow gets work only once the fast ones are full, one half again as slow once they
+ * are half full. A node that claims slots it cannot run slows down as they fill, and so draws less.
+ */
 export function routingCost(pool: Pick<PoolState, "inflight" | "local" | "slots">, slow: number): number {
   return (1 + (pool.inflight + pool.local) / pool.slots) * slow - 1;
 }
-
-/** Agent error codes that are the request's fault (before any text): a 400, whose message names the field. */
 
 /** Maps an agent's error code to what the client sees. */
 function toClientError(code: string, message: string, started: boolean): ApiError {

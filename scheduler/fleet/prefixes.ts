@@ -14,12 +14,10 @@
  * assistant message. It is a hint: a wrong guess costs a prompt evaluation, never a wrong answer.
  */
 import { createHash, type Hash } from "node:crypto";
-import type { ChatMessage, ToolCall, ToolFunction } from "../../core/chat.js";
+import { SLOT_PROMPT_SIMILARITY, type ChatMessage, type ToolCall, type ToolFunction } from "../../core/chat.js";
 
 /** Bytes of a link kept (base64url of the first 12 bytes of a SHA-256). */
 const LINK_CHARS = 16;
-/** The share of an entry's links a request must share to take it over while others are free: the agent's SLOT_PROMPT_SIMILARITY (agent/llm/pool.ts), counted in messages. */
-const SLOT_SIMILARITY = 0.5;
 /** Messages beyond this many are not hashed: a longer conversation is matched on its first ones (a pool's record stays within slots × this many links). */
 export const MAX_PREFIX_MESSAGES = 256;
 
@@ -113,7 +111,7 @@ export class PrefixRecords<P extends object> {
 
   /**
    * A request with `chain` went to `pool` of `slots` slots. As the agent gives slots: it takes the
-   * entry sharing its longest prefix when that is at least SLOT_SIMILARITY of the entry (or no entry
+   * entry sharing its longest prefix when that is at least SLOT_PROMPT_SIMILARITY of the entry (or no entry
    * is free), else a free entry, else the least recently used one.
    */
   record(pool: P, slots: number, chain: readonly string[]): void {
@@ -129,7 +127,7 @@ export class PrefixRecords<P extends object> {
       if (n > shared) [best, shared] = [e, n];
     }
     // a conversation sharing only a system prompt with another does not take its entry while there is room
-    if (best && shared < best.chain.length * SLOT_SIMILARITY && ring.entries.length < room) best = undefined;
+    if (best && shared < best.chain.length * SLOT_PROMPT_SIMILARITY && ring.entries.length < room) best = undefined;
     if (!best && ring.entries.length < room) ring.entries.push((best = { chain: [], used: 0 }));
     best ??= leastRecent(ring.entries);
     this.replace(pool, best, chain);

@@ -103,9 +103,9 @@ export class TokenQuota {
    * `x-ratelimit-*-tokens` headers (the unit's) of the quotas that apply.
    */
   async check(account: string, tier: Tier): Promise<Record<string, string>> {
+    if (!this.applies(tier)) return {};
     const perMinute = this.options.perMinute[tier];
     const perDay = this.options.perDay[tier];
-    if (perMinute === 0 && perDay === 0) return {};
     const now = this.now();
     const used = await this.options.counter.usage(account, perMinute, perDay > 0 ? utcDay(now) : undefined);
     const headers: Record<string, string> = {};
