@@ -9,9 +9,9 @@
 import { z } from "zod";
 import type { ErrorCode } from "../../core/error-codes.js";
 import { issueCode } from "../../core/schema.js";
-import { checkToolParameters, FUNCTION_NAME } from "../../core/json-schema.js";
+import { FUNCTION_NAME } from "../../core/json-schema.js";
 import { describeValue } from "../../core/validate.js";
-import { MAX_TOOLS, MAX_TOP_K, present } from "./schema.js";
+import { MAX_TOOLS, MAX_TOP_K, present, ToolParameters } from "./schema.js";
 
 /** Most `stop_sequences`: Kiln matches them in the scheduler (anthropic.ts `StopMatcher`). */
 export const MAX_STOP_SEQUENCES = 16;
@@ -216,16 +216,10 @@ const Message = closedUnion(
 ).meta({ description: "A turn: role user (text and tool_result blocks), assistant (text and tool_use blocks) or system (text); content a string or blocks." });
 
 /** A tool's `input_schema`: the JSON Schema subset a grammar holds its input to (core/json-schema.ts), an object at the root. */
-const InputSchema = z
-  .record(z.string(), z.unknown(), { error: "a JSON Schema object" })
-  .superRefine((schema, ctx) => {
-    const problem = checkToolParameters(schema);
-    if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: issueCode("invalid_tools"), input: schema });
-  })
-  .meta({
-    description:
-      "JSON Schema of the input (type object at the root): the subset chat completions' tools take (docs/openai-api.md); the input is generated under a grammar from it, so it always parses and matches it.",
-  });
+const InputSchema = ToolParameters.meta({
+  description:
+    "JSON Schema of the input (type object at the root): the subset chat completions' tools take (docs/openai-api.md); the input is generated under a grammar from it, so it always parses and matches it.",
+});
 
 const Tool = closed(
   "a tool",

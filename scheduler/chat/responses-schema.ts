@@ -16,11 +16,11 @@ import { z } from "zod";
 import { checkToolOrder, type ChatMessage, type ResponseFormat, type ToolChoice, type ToolFunction } from "../../core/chat.js";
 import type { ErrorCode } from "../../core/error-codes.js";
 import { InvalidRequestError } from "../../core/errors.js";
-import { checkJsonSchema, checkToolParameters, FUNCTION_NAME, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
+import { checkJsonSchema, FUNCTION_NAME, MAX_SCHEMA_COUNT } from "../../core/json-schema.js";
 import { issueCode, parseBody } from "../../core/schema.js";
-import { describeValue, MAX_JSON_DEPTH, nestedDeeperThan } from "../../core/validate.js";
+import { describeValue } from "../../core/validate.js";
 import type { CompletionRequest } from "../fleet/index.js";
-import { BUILTIN_MODEL_NAMES, MAX_TOOLS, present, refuseFirst, resolveModel, type ModelNames } from "./schema.js";
+import { BUILTIN_MODEL_NAMES, jsonTextOf, MAX_TOOLS, present, refuseFirst, resolveModel, ToolParameters, type ModelNames } from "./schema.js";
 
 /** Most `metadata` pairs, and the longest key and value (OpenAI's limits). */
 export const MAX_METADATA_PAIRS = 16;
@@ -38,18 +38,7 @@ const callId = () =>
     .min(1)
     .max(MAX_CALL_ID);
 
-/** JSON text carried in a string (a call's arguments): it must parse, and nest no deeper than a body may. */
-const jsonText = z.string({ error: "a string of JSON" }).superRefine((text, ctx) => {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    ctx.addIssue({ code: "custom", message: "is not JSON", params: issueCode("invalid_input"), input: text });
-    return;
-  }
-  if (nestedDeeperThan(value, MAX_JSON_DEPTH))
-    ctx.addIssue({ code: "custom", message: `nests deeper than ${MAX_JSON_DEPTH} levels`, params: issueCode("invalid_input"), input: text });
-});
+const jsonText = jsonTextOf("invalid_input");
 
 /** A text part of a message or of a function's output; image, file and audio parts are refused. */
 const TextPart = refuseFirst(
@@ -118,11 +107,7 @@ const InputItem = z
   )
   .meta({ description: "A message (role user, assistant, system or developer; text content), a function_call of an earlier turn, or a function_call_output answering it." });
 
-/** A function's parameters: the JSON Schema subset a grammar holds its arguments to, an object at the root. */
-const FunctionParameters = z.record(z.string(), z.unknown(), { error: "a JSON Schema object" }).superRefine((schema, ctx) => {
-  const problem = checkToolParameters(schema);
-  if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: issueCode("invalid_tools"), input: schema });
-});
+const FunctionParameters = ToolParameters;
 
 const FunctionTool = refuseFirst(
   (t) =>

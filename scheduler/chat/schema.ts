@@ -57,18 +57,20 @@ const TextPart = refuseFirst(
   z.looseObject({ type: z.literal("text"), text: z.string({ error: "a string" }) }, { error: "a content part object" }),
 ).meta({ description: "A text part; the parts of a message are joined. Other part types (image_url, input_audio, file) are refused with 400 unsupported_content." });
 
-/** JSON text carried in a string (a call's arguments): it must parse, and nest no deeper than a body may. */
-const jsonText = z.string({ error: "a string of JSON" }).superRefine((text, ctx) => {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    ctx.addIssue({ code: "custom", message: "is not JSON", params: issueCode("invalid_messages"), input: text });
-    return;
-  }
-  if (nestedDeeperThan(value, MAX_JSON_DEPTH))
-    ctx.addIssue({ code: "custom", message: `nests deeper than ${MAX_JSON_DEPTH} levels`, params: issueCode("invalid_messages"), input: text });
-});
+/** JSON text carried in a string (a call's arguments): it must parse, and nest no deeper than a body may; refused as `code`. */
+export const jsonTextOf = (code: ErrorCode) =>
+  z.string({ error: "a string of JSON" }).superRefine((text, ctx) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      ctx.addIssue({ code: "custom", message: "is not JSON", params: issueCode(code), input: text });
+      return;
+    }
+    if (nestedDeeperThan(value, MAX_JSON_DEPTH)) ctx.addIssue({ code: "custom", message: `nests deeper than ${MAX_JSON_DEPTH} levels`, params: issueCode(code), input: text });
+  });
+
+const jsonText = jsonTextOf("invalid_messages");
 
 const ToolCall = z.looseObject(
   {
@@ -112,17 +114,16 @@ const Message = refuseFirst(
     }),
 );
 
-/** A function's parameters: the JSON Schema subset a grammar holds its arguments to, an object at the root. */
-const FunctionParameters = z
-  .record(z.string(), z.unknown(), { error: "a JSON Schema object" })
-  .superRefine((schema, ctx) => {
-    const problem = checkToolParameters(schema);
-    if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: issueCode("invalid_tools"), input: schema });
-  })
-  .meta({
-    description:
-      "JSON Schema of the arguments (type object at the root), the subset response_format's json_schema takes; the arguments are generated under a grammar from it, so they always parse and match it.",
-  });
+/** A tool's parameters (every API's): the JSON Schema subset a grammar holds its arguments to, an object at the root; refused as invalid_tools. */
+export const ToolParameters = z.record(z.string(), z.unknown(), { error: "a JSON Schema object" }).superRefine((schema, ctx) => {
+  const problem = checkToolParameters(schema);
+  if (problem) ctx.addIssue({ code: "custom", path: problem.path ? [problem.path] : [], message: problem.message, params: issueCode("invalid_tools"), input: schema });
+});
+
+const FunctionParameters = ToolParameters.meta({
+  description:
+    "JSON Schema of the arguments (type object at the root), the subset response_format's json_schema takes; the arguments are generated under a grammar from it, so they always parse and match it.",
+});
 
 const Tool = refuseFirst(
   (t) =>
