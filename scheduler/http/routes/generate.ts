@@ -109,48 +109,69 @@ export interface GenerationDeps {
 }
 
 export function generationRoute<B extends GenerationBody>(api: GenerationApi<B>, deps: GenerationDeps): Hono<AppEnv> {
-  const { fleet, usage, tokens, maxBodyBytes, logger, metrics, cap } = deps;
-  return new Hono<AppEnv>().post("/", async (c) => {
-    const { account, tier, keyId } = c.get("identity");
-    // one place per choice: a request for n choices holds n slots (throws the 429 beyond the cap)
-    const place = cap.inflight.acquire(account, cap.maxInflight[tier]);
-    const places = [typeof place === "function" ? place : await place]; // the in-memory counter answers at once
-    const release = (): void => {
-      for (const free of places) free();
-    };
-    let streaming = false;
-    try {
-      // a client gone while its body is read fails the read (and its place is given back below)
-      const json = await readJsonBody(c, maxBodyBytes);
-      const body = withoutStackTraces(() => api.validate(json));
-      const signal = c.req.raw.signal; // made only for a request that will run: a refusal never needs it
-      if (signal.aborted) release();
-      else signal.addEventListener("abort", release, { once: true }); // the client is gone: its places are free
-      for (let i = 1; i < (body.n ?? 1); i++) places.push(await cap.inflight.acquire(account, cap.maxInflight[tier]));
-      // the account's token quotas hold what the request may use until it ends
-      places.push(await tokens.reserve(account, tier, tokenEstimate(body)));
-      if (body.ignored.length > 0) setResponseHeader(c, IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
-      if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its place is already given back
-      const owner = { account, keyId, model: body.model, kind: api.usageKind, requestId: c.get("requestId") };
-      const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });
-      const events = metrics.measure(fleet.submit({ ...body, account, onUsage }, signal, c.get("requestId")), body.model);
-      const first = await events.next(); // throws the ApiError of a request that never started
-      const answer: Answer = { id: api.newId(), created: Math.floor(Date.now() / 1000), model: body.requestedModel };
-      if (!body.stream) return c.json((await collect(api, body, answer, events, first)) as object);
-      streaming = true; // the stream gives the place back when it ends, fails or is cancelled
-      return streamAnswer(c, api, body, answer, events, first, logger, release);
-    } finally {
-      if (!streaming) release();
-    }
-  });
+  const { fleet, usage, logger, metrics } = deps;
+  return new Hono<AppEnv>().post("/", (c) =>
+    withPlaces(
+      c,
+      deps,
+      api.validate,
+      (body) => body,
+      async (body, signal, keep) => {
+        const { account, keyId } = c.get("identity");
+        const owner = { account, keyId, model: body.model, kind: api.usageKind, requestId: c.get("requestId") };
+        const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });
+        const events = metrics.measure(fleet.submit({ ...body, account, onUsage }, signal, c.get("requestId")), body.model);
+        const first = await events.next(); // throws the ApiError of a request that never started
+        const answer: Answer = { id: api.newId(), created: Math.floor(Date.now() / 1000), model: body.requestedModel };
+        if (!body.stream) return c.json((await collect(api, body, answer, events, first)) as object);
+        return streamAnswer(c, api, body, answer, events, first, logger, keep()); // the stream gives the places back when it ends, fails or is cancelled
+      },
+    ),
+  );
 }
 
 /**
- * What a request may use at most, roughly: its max_tokens for each choice, and its prompt at four
- * characters a token. The prompt is everything the chat template is given: each message's text
- * (a string, or the text of its content parts), its function calls (name, id, arguments) and the
- * call a tool message answers, and the tools' definitions as JSON.
+ * Runs `handle` for a generation request with its account's places taken: one in flight per choice
+ * (`--max-inflight`; the 429 beyond it) from its arrival, and its token quotas' reservation for what
+ * it may use (`request(body)` is what the fleet runs), once its body is validated. They are given back
+ * when `handle` ends, or when the client goes, unless `handle` hands them to a stream (`keep()`
+ * returns their release).
  */
+export async function withPlaces<B extends { ignored: readonly string[]; n?: number }>(
+  c: Context<AppEnv>,
+  deps: Pick<GenerationDeps, "cap" | "tokens" | "maxBodyBytes">,
+  validate: (json: unknown) => B,
+  request: (body: B) => Parameters<typeof tokenEstimate>[0],
+  handle: (body: B, signal: AbortSignal, keep: () => () => void) => Promise<Response>,
+): Promise<Response> {
+  const { cap, tokens } = deps;
+  const { account, tier } = c.get("identity");
+  const place = cap.inflight.acquire(account, cap.maxInflight[tier]);
+  const places = [typeof place === "function" ? place : await place]; // the in-memory counter answers at once
+  const release = (): void => {
+    for (const free of places.splice(0)) free();
+  };
+  let kept = false;
+  try {
+    // a client gone while its body is read fails the read (and its place is given back below)
+    const json = await readJsonBody(c, deps.maxBodyBytes);
+    const body = withoutStackTraces(() => validate(json));
+    const signal = c.req.raw.signal; // made only for a request that will run: a refusal never needs it
+    if (signal.aborted) release();
+    else signal.addEventListener("abort", release, { once: true }); // the client is gone: its places are free
+    for (let i = 1; i < (body.n ?? 1); i++) places.push(await cap.inflight.acquire(account, cap.maxInflight[tier]));
+    places.push(await tokens.reserve(account, tier, tokenEstimate(request(body))));
+    if (body.ignored.length > 0) setResponseHeader(c, IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
+    if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted"); // its places are already given back
+    return await handle(body, signal, () => {
+      kept = true;
+      return release;
+    });
+  } finally {
+    if (!kept) release();
+  }
+}
+
 export function tokenEstimate(body: Pick<GenerationBody, "messages" | "prompt" | "maxTokens" | "n" | "tools">): number {
   let chars = (body.prompt?.length ?? 0) + (body.tools?.length ? JSON.stringify(body.tools).length : 0);
   for (const m of body.messages) {

@@ -16,7 +16,7 @@ import { Hono, type Context, type MiddlewareHandler } from "hono";
 import type { RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
 import { ApiError, AuthenticationError, InvalidRequestError, NotFoundError, UpstreamError } from "../../../core/errors.js";
-import { parseBearer, readJsonBody } from "../../../core/http/index.js";
+import { parseBearer } from "../../../core/http/index.js";
 import type { KeyService } from "../../auth/index.js";
 import type { RequestLimiter } from "../../ratelimit/index.js";
 import type { CompletionEvent, CompletionRequest } from "../../fleet/index.js";
@@ -36,7 +36,7 @@ import {
 import { CountTokensRequest, MessagesRequest } from "../../chat/anthropic-schema.js";
 import type { AppEnv } from "../env.js";
 import { rateLimit, tokenQuota } from "../middleware/auth.js";
-import { ignoredFieldsHeader, IGNORED_FIELDS_HEADER, tokenEstimate, type GenerationDeps } from "./generate.js";
+import { withPlaces, type GenerationDeps } from "./generate.js";
 import { setResponseHeader, setResponseHeaders } from "../headers.js";
 
 export interface MessagesDeps extends GenerationDeps {
@@ -121,39 +121,6 @@ interface Run {
   stopAt(stopSequence: string): Promise<End>;
 }
 
-/**
- * Runs `handle` with the account's places taken as a chat completion takes them (one in flight, its
- * token reservation), given back when `handle` ends, unless it hands them to a stream (`keep`).
- */
-async function withPlaces(
-  c: Context<AppEnv>,
-  deps: MessagesDeps,
-  validate: (body: unknown) => AnthropicRequest,
-  handle: (a: AnthropicRequest, keep: () => () => void) => Promise<Response>,
-) {
-  const { account, tier } = c.get("identity");
-  const places = [await deps.cap.inflight.acquire(account, deps.cap.maxInflight[tier])];
-  let given = false;
-  const release = (): void => {
-    for (const free of places.splice(0)) free();
-  };
-  const signal = c.req.raw.signal;
-  if (signal.aborted) release();
-  else signal.addEventListener("abort", release, { once: true }); // the client is gone: its places are free
-  try {
-    const a = validate(await readJsonBody(c, deps.maxBodyBytes));
-    places.push(await deps.tokens.reserve(account, tier, tokenEstimate(a.request)));
-    if (a.ignored.length > 0) setResponseHeader(c, IGNORED_FIELDS_HEADER, ignoredFieldsHeader(a.ignored));
-    if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted");
-    return await handle(a, () => {
-      given = true;
-      return release;
-    });
-  } finally {
-    if (!given) release();
-  }
-}
-
 /** Submits the request to the fleet, its usage written to the ledger, and awaits its first event (which throws the error of a request that never started). */
 async function submit(c: Context<AppEnv>, deps: MessagesDeps, request: CompletionRequest): Promise<Run> {
   const { account, keyId } = c.get("identity");
@@ -192,7 +159,8 @@ function create(c: Context<AppEnv>, deps: MessagesDeps): Promise<Response> {
     c,
     deps,
     (body) => validateMessages(body, deps.models ? { models: deps.models } : {}),
-    async (a, keep) => {
+    (a) => a.request,
+    async (a, _signal, keep) => {
       const run = await submit(c, deps, a.request);
       const answer = new AnthropicAnswer(a.requestedModel, a.stopSequences, a.stream);
       if (!a.stream) return c.json(await collect(run, answer));
@@ -275,6 +243,7 @@ function countTokens(c: Context<AppEnv>, deps: MessagesDeps): Promise<Response> 
     c,
     deps,
     (body) => validateCountTokens(body, deps.models ? { models: deps.models } : {}),
+    (a) => a.request,
     async (a) => {
       const run = await submit(c, deps, a.request);
       for (let r = run.first; !r.done; r = await run.events.next()) if (r.value.type === "done") return c.json({ input_tokens: r.value.promptTokens });

@@ -12,20 +12,18 @@
  */
 import { Hono, type Context } from "hono";
 import { ApiError, NotFoundError, UpstreamError } from "../../../core/errors.js";
-import { readJsonBody } from "../../../core/http/index.js";
 import type { Logger } from "../../../core/log.js";
 import { ResponseWriter, responseId, type ResponseEvent, type ResponseIdentity } from "../../chat/responses.js";
 import { validateResponses, type ResponsesBody, type ResponsesValidationOptions } from "../../chat/responses-schema.js";
 import type { CompletionEvent } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
-import { eventStream, IGNORED_FIELDS_HEADER, ignoredFieldsHeader, tokenEstimate, type GenerationDeps } from "./generate.js";
-import { setResponseHeader } from "../headers.js";
+import { eventStream, withPlaces, type GenerationDeps } from "./generate.js";
 
 /** Longest response id read from a path (ours are 53 characters): a longer one is not echoed back. */
 const MAX_ID_ECHO = 128;
 
 export function responsesRoutes(deps: GenerationDeps, validation: Omit<ResponsesValidationOptions, "models"> = {}): Hono<AppEnv> {
-  const { fleet, usage, tokens, maxBodyBytes, logger, metrics, cap } = deps;
+  const { fleet, usage, logger, metrics } = deps;
   const notStored = (c: Context<AppEnv>): never => {
     const id = c.req.param("id") ?? "";
     const named = id.length <= MAX_ID_ECHO && /^[\w-]+$/.test(id) ? JSON.stringify(id) : "the response asked for";
@@ -35,34 +33,25 @@ export function responsesRoutes(deps: GenerationDeps, validation: Omit<Responses
     );
   };
   return new Hono<AppEnv>()
-    .post("/", async (c) => {
-      const { account, tier, keyId } = c.get("identity");
-      const places = [await cap.inflight.acquire(account, cap.maxInflight[tier])];
-      const release = (): void => {
-        for (const free of places.splice(0)) free();
-      };
-      const signal = c.req.raw.signal;
-      if (signal.aborted) release();
-      else signal.addEventListener("abort", release, { once: true }); // the client is gone: its places are free
-      let streaming = false;
-      try {
-        const body = validateResponses(await readJsonBody(c, maxBodyBytes), { ...validation, ...(deps.models ? { models: deps.models } : {}) });
-        places.push(await tokens.reserve(account, tier, tokenEstimate(body)));
-        if (body.ignored.length > 0) setResponseHeader(c, IGNORED_FIELDS_HEADER, ignoredFieldsHeader(body.ignored));
-        if (signal.aborted) throw new UpstreamError("client_gone", "the client went away before the request was submitted");
-        const owner = { account, keyId, model: body.model, kind: "chat" as const, requestId: c.get("requestId") };
-        const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });
-        const events = metrics.measure(fleet.submit({ ...withoutEcho(body), account, onUsage }, signal, c.get("requestId")), body.model);
-        const first = await events.next(); // throws the ApiError of a request that never started
-        const a: ResponseIdentity = { id: responseId(), createdAt: Math.floor(Date.now() / 1000), model: body.requestedModel };
-        const writer = new ResponseWriter(a, body.echo);
-        if (!body.stream) return c.json(await collect(writer, events, first));
-        streaming = true; // the stream gives the places back when it ends, fails or is cancelled
-        return stream(c, writer, events, first, logger, release);
-      } finally {
-        if (!streaming) release();
-      }
-    })
+    .post("/", (c) =>
+      withPlaces(
+        c,
+        deps,
+        (json) => validateResponses(json, { ...validation, ...(deps.models ? { models: deps.models } : {}) }),
+        (body) => body,
+        async (body, signal, keep) => {
+          const { account, keyId } = c.get("identity");
+          const owner = { account, keyId, model: body.model, kind: "chat" as const, requestId: c.get("requestId") };
+          const onUsage = (used: { promptTokens: number; completionTokens: number }) => usage.record({ ...owner, ...used, audioSeconds: 0 });
+          const events = metrics.measure(fleet.submit({ ...withoutEcho(body), account, onUsage }, signal, c.get("requestId")), body.model);
+          const first = await events.next(); // throws the ApiError of a request that never started
+          const a: ResponseIdentity = { id: responseId(), createdAt: Math.floor(Date.now() / 1000), model: body.requestedModel };
+          const writer = new ResponseWriter(a, body.echo);
+          if (!body.stream) return c.json(await collect(writer, events, first));
+          return stream(c, writer, events, first, logger, keep()); // the stream gives the places back when it ends, fails or is cancelled
+        },
+      ),
+    )
     .get("/:id", notStored)
     .delete("/:id", notStored);
 }
