@@ -1,11 +1,12 @@
 /** Turns every failure into the contract's Error body; unknown failures are a logged 500. */
+import { setResponseHeaders } from "./headers.js";
 import type { Context } from "hono";
 import { ApiError, NotFoundError, type ErrorBody } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { RequestIdEnv } from "./request-id.js";
 
 export function errorResponse(c: Context, err: ApiError): Response {
-  for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
+  setResponseHeaders(c, err.headers);
   return c.json(err.toBody(), err.status as 400);
 }
 

@@ -5,4 +5,5 @@ export { listenHttp, uploadTimeoutMs, type HttpListener } from "./listen.js";
 export { bearerToken, parseBearer } from "./bearer.js";
 export { staticFiles } from "./static.js";
 export { readJsonBody } from "./body.js";
+export { setResponseHeader, setResponseHeaders } from "./headers.js";
 export { drain } from "./drain.js";

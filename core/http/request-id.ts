@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { withContext } from "../context.js";
+import { setResponseHeader } from "./headers.js";
 
 /** The context variable every Kiln HTTP app sets first. */
 export interface RequestIdEnv {
@@ -16,7 +17,7 @@ export function requestId<E extends RequestIdEnv>(): MiddlewareHandler<E> {
     const given = c.req.header("x-request-id");
     const id = given && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     c.set("requestId", id);
-    c.header("x-request-id", id);
+    setResponseHeader(c, "x-request-id", id);
     await withContext({ request_id: id }, next);
   };
 }

@@ -3,11 +3,9 @@ import { Hono } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv, HttpDeps } from "./env.js";
 import { authenticate, rateLimit, tokenQuota } from "./middleware/auth.js";
-import { notFound, onError, parseBearer } from "../../core/http/index.js";
-import { requestId } from "./middleware/request-id.js";
-import { setResponseHeaders } from "./headers.js";
+import { notFound, onError, parseBearer, requestId } from "../../core/http/index.js";
 import { sameSecret } from "../../core/digest.js";
-import { ApiError, AuthenticationError } from "../../core/errors.js";
+import { AuthenticationError } from "../../core/errors.js";
 import { audioRoutes } from "./routes/audio.js";
 import { usageRoutes } from "./routes/usage.js";
 import { chatRoutes } from "./routes/chat.js";
@@ -23,13 +21,7 @@ import { KILN_VERSION } from "../../core/version.js";
 
 export function createHttpApp(deps: HttpDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const unhandled = onError<AppEnv>(deps.logger);
-  // an ApiError's own headers (Retry-After, x-ratelimit-*) set as the others are (./headers.ts); the rest as core/http answers it
-  app.onError((err, c) => {
-    if (!(err instanceof ApiError)) return unhandled(err, c);
-    setResponseHeaders(c, err.headers);
-    return c.json(err.toBody(), err.status as 400);
-  });
+  app.onError(onError(deps.logger));
   app.notFound(notFound);
   app.use("*", requestId());
   app.use("*", deps.metrics.middleware);

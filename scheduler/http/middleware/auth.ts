@@ -8,7 +8,7 @@ import { requestsPerMinute, type KeyService } from "../../auth/index.js";
 import { ApiError, ServiceUnavailableError } from "../../../core/errors.js";
 import { rateHeaders, type RequestLimiter, type TokenQuota } from "../../ratelimit/index.js";
 import type { AppEnv } from "../env.js";
-import { setResponseHeaders } from "../headers.js";
+import { setResponseHeaders } from "../../../core/http/headers.js";
 
 export function authenticate(keys: KeyService): MiddlewareHandler<AppEnv> {
   return async (c, next) => {

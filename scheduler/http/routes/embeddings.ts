@@ -8,7 +8,7 @@ import { readJsonBody } from "../../../core/http/index.js";
 import { embeddingsBody, validateEmbeddings } from "../../chat/embeddings.js";
 import type { AppEnv } from "../env.js";
 import { IGNORED_FIELDS_HEADER, ignoredFieldsHeader, type GenerationDeps } from "./generate.js";
-import { setResponseHeader } from "../headers.js";
+import { setResponseHeader } from "../../../core/http/headers.js";
 
 export function embeddingsRoutes({ fleet, models, usage, tokens, maxBodyBytes, metrics, cap }: GenerationDeps): Hono<AppEnv> {
   return new Hono<AppEnv>().post("/", async (c) => {

@@ -25,7 +25,7 @@ import type { AppEnv } from "../env.js";
 import { readJsonBody } from "../../../core/http/index.js";
 import type { Tier } from "../../auth/index.js";
 import type { InflightCounter } from "../../ratelimit/index.js";
-import { setResponseHeader } from "../headers.js";
+import { setResponseHeader } from "../../../core/http/headers.js";
 import { withoutStackTraces } from "../../../core/stackless.js";
 
 /** The per-account cap on completions in flight. */

@@ -37,7 +37,7 @@ import { CountTokensRequest, MessagesRequest } from "../../chat/anthropic-schema
 import type { AppEnv } from "../env.js";
 import { rateLimit, tokenQuota } from "../middleware/auth.js";
 import { withPlaces, type GenerationDeps } from "./generate.js";
-import { setResponseHeader, setResponseHeaders } from "../headers.js";
+import { setResponseHeader, setResponseHeaders } from "../../../core/http/headers.js";
 
 export interface MessagesDeps extends GenerationDeps {
   keys: KeyService;

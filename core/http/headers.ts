@@ -7,7 +7,8 @@
  * once more into a plain object for `writeHead`. A response whose headers are a plain object (a
  * `c.json()` with no `c.header()` before it) skips all of that. Node merges the headers set on the
  * `ServerResponse` into those `writeHead` is given, so the client gets the same headers either way.
- * bench:gateway measured it (docs/performance.md, "Control plane").
+ * bench:gateway measured it (docs/performance.md, "Control plane"). Both Kiln servers' request id and
+ * error answers use it (request-id.ts, errors.ts).
  */
 import type { ServerResponse } from "node:http";
 import type { Context } from "hono";
