@@ -33,9 +33,9 @@ describe("onShutdown", () => {
     expect(status).toBe(1);
   });
 
-  it("logs an uncaught exception with the request it came from, drains, and exits 1", () => {
-    const { lines, stdout, status } = runWithGuard(`withContext({ request_id: "req-7" }, () => setTimeout(() => { throw new Error("thrown"); }, 10));`);
-    expect(lines.find((l) => String(l.msg).startsWith("uncaught exception"))).toMatchObject({ level: 50, request_id: "req-7" });
+  it("logs an uncaught exception with the job it came from, drains, and exits 1", () => {
+    const { lines, stdout, status } = runWithGuard(`withContext({ job: "job-7" }, () => setTimeout(() => { throw new Error("thrown"); }, 10));`);
+    expect(lines.find((l) => String(l.msg).startsWith("uncaught exception"))).toMatchObject({ level: 50, job: "job-7" });
     expect(stdout).toMatch(/drained\n/);
     expect(status).toBe(1);
   });

@@ -30,7 +30,7 @@ export function onShutdown(logger: Logger, close: () => Promise<void>, exit: (co
   const onFault =
     (kind: string) =>
     (err: unknown): void => {
-      // The handler runs in the context of the work that failed (AsyncLocalStorage): its request or job id.
+      // The handler runs in the context of the work that failed (AsyncLocalStorage): its job id, if a job's.
       logger.error({ ...currentContext(), err }, `${kind}: draining and exiting (this is a bug in Kiln; please report it)`);
       // After a fault the drain itself may hang: the process exits anyway, for its supervisor to restart it.
       setTimeout(() => exit(1), FAULT_EXIT_MS).unref();

@@ -1,7 +1,9 @@
 /**
- * The request or job a piece of work belongs to, carried across awaits (AsyncLocalStorage): the
- * process-level fault handler reads it, so an unhandled rejection is logged with the request id
- * or job id that caused it.
+ * The job a piece of work belongs to, carried across awaits (AsyncLocalStorage): the process-level
+ * fault handler reads it, so an unhandled rejection is logged with the id of the job that caused
+ * it. Only long work runs in a context (an agent's transcription jobs): on Node 20 the first
+ * `withContext` puts a hook on every promise the process makes from then on, a cost per request
+ * the HTTP servers do not pay (core/http/request-id.ts).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 

@@ -6,7 +6,7 @@
  */
 import type { Logger } from "../../core/log.js";
 import { PostgresStore } from "./postgres.js";
-import { SqliteStore } from "./sqlite.js";
+import { SqliteStore, type SqliteStoreOptions } from "./sqlite.js";
 import type { Store } from "./sql.js";
 
 /** True when `--db` names a PostgreSQL server rather than a SQLite file. */
@@ -14,7 +14,7 @@ export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
 }
 
-export interface OpenStoreOptions {
+export interface OpenStoreOptions extends SqliteStoreOptions {
   /** Connections in the PostgreSQL pool. Default 10. */
   poolSize?: number;
   logger: Logger;
@@ -22,5 +22,5 @@ export interface OpenStoreOptions {
 
 /** Opens `db` (a SQLite file, `:memory:`, or a `postgres://` URL), its schema up to date. */
 export async function openStore(db: string, options: OpenStoreOptions): Promise<Store> {
-  return isPostgresUrl(db) ? PostgresStore.open({ url: db, ...options }) : new SqliteStore(db);
+  return isPostgresUrl(db) ? PostgresStore.open({ url: db, ...options }) : new SqliteStore(db, options);
 }

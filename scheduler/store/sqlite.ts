@@ -1,8 +1,14 @@
 /**
  * The store on SQLite (better-sqlite3): one connection, synchronous underneath. A transaction
  * holds the connection: statements from elsewhere wait until it ends, so none slips into it.
+ *
+ * A statement that finds no transaction runs at once, in the caller's turn (one promise, no
+ * AsyncLocalStorage: on Node 20 that puts a hook on every promise of the process, a cost every
+ * request of the gateway would pay). So a statement sent through the store from inside a
+ * transaction's body, rather than through the body's runner, cannot be told from one sent from
+ * elsewhere: it waits for the transaction, which waits for it. Such a wait ends after
+ * `transactionWaitMs` with an error naming the mistake, and the transaction rolls back.
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import type { Statement } from "better-sqlite3";
 import { openDatabase, type Db } from "../../core/sqlite.js";
 import { migrations } from "./migrations.js";
@@ -11,6 +17,20 @@ import type { SqlRunner, SqlValue, Store } from "./sql.js";
 /** Prepared statements kept; past it they are prepared again. */
 const MAX_STATEMENTS = 512;
 
+/** How long a statement waits for a transaction to end before failing (default of `transactionWaitMs`). */
+export const TRANSACTION_WAIT_MS = 30_000;
+
+/** Options of a SQLite store. */
+export interface SqliteStoreOptions {
+  /**
+   * Milliseconds a statement waits for the transaction holding the connection; past it the
+   * statement fails (a transaction's body that sends a statement through the store instead of its
+   * runner would otherwise wait for itself for ever). Default `TRANSACTION_WAIT_MS` (30 s): the
+   * store's transactions take milliseconds.
+   */
+  transactionWaitMs?: number;
+}
+
 export class SqliteStore implements Store {
   readonly dialect = "sqlite";
   private readonly db: Db;
@@ -18,10 +38,13 @@ export class SqliteStore implements Store {
   private busy: Promise<void> | undefined;
   private readonly direct: SqlRunner;
   private readonly statements = new Map<string, Statement>();
-  /** Set inside a transaction's body: a statement sent there through the store, not the body's runner, would wait for the body for ever. */
-  private readonly inTransaction = new AsyncLocalStorage<true>();
+  private readonly transactionWaitMs: number;
 
-  constructor(readonly location: string) {
+  constructor(
+    readonly location: string,
+    options: SqliteStoreOptions = {},
+  ) {
+    this.transactionWaitMs = options.transactionWaitMs ?? TRANSACTION_WAIT_MS;
     this.db = openDatabase(location, migrations("sqlite"));
     this.direct = {
       all: async <T>(sql: string, params: readonly SqlValue[] = []) => this.statement(sql).all(...params) as T[],
@@ -44,28 +67,27 @@ export class SqliteStore implements Store {
     return this.db.open;
   }
 
-  async all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+  all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
     return this.inTurn(() => this.direct.all<T>(sql, params));
   }
 
-  async get<T>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+  get<T>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
     return this.inTurn(() => this.direct.get<T>(sql, params));
   }
 
-  async run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }> {
+  run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }> {
     return this.inTurn(() => this.direct.run(sql, params));
   }
 
   /** (A `lock` needs nothing here: BEGIN IMMEDIATE already runs one writing transaction at a time.) */
   async transaction<T>(body: (tx: SqlRunner) => Promise<T>, _options?: { lock?: string }): Promise<T> {
-    this.refuseInside();
-    while (this.busy) await this.busy; // claimed in the same turn it is seen free (as in inTurn)
+    while (this.busy) await this.transactionEnd(); // claimed in the same turn it is seen free (as in inTurn)
     let end!: () => void;
     this.busy = new Promise((resolve) => (end = resolve));
     try {
       this.db.exec("BEGIN IMMEDIATE");
       try {
-        const result = await this.inTransaction.run(true, () => body(this.direct));
+        const result = await body(this.direct);
         this.db.exec("COMMIT");
         return result;
       } catch (err) {
@@ -84,17 +106,32 @@ export class SqliteStore implements Store {
 
   /**
    * Runs `statement` once no transaction holds the connection, in the same turn that saw it free
-   * (an `await` between the check and the statement would let a transaction begin in between).
+   * (an `await` between the check and the statement would let a transaction begin in between). With
+   * none, at once: the caller's one promise is the statement's.
    */
-  private async inTurn<R>(statement: () => R): Promise<Awaited<R>> {
-    this.refuseInside();
-    while (this.busy) await this.busy;
-    return await statement();
+  private inTurn<R>(statement: () => Promise<R>): Promise<R> {
+    if (!this.busy) return statement();
+    return (async () => {
+      while (this.busy) await this.transactionEnd();
+      return statement();
+    })();
   }
 
-  /** Refuses a statement sent through the store from inside a transaction's body. */
-  private refuseInside(): void {
-    if (this.inTransaction.getStore()) throw new Error("a statement inside a transaction must go through the transaction's runner (it would wait for the transaction for ever)");
+  /** Settles when the transaction holding the connection ends; rejects after `transactionWaitMs`. */
+  private transactionEnd(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `a statement waited ${this.transactionWaitMs} ms for a transaction to end: a statement inside a transaction must go through the transaction's runner (through the store it waits for the transaction for ever)`,
+            ),
+          ),
+        this.transactionWaitMs,
+      );
+    });
+    return Promise.race([this.busy, waited]).finally(() => clearTimeout(timer));
   }
 
   async close(): Promise<void> {

@@ -145,7 +145,7 @@ describe.each(engines)("the store on %s, refusals", (engine, newDb) => {
   });
 
   it("a statement sent through the store from inside a transaction is an error, not a hang (SQLite) or a second connection (PostgreSQL)", async () => {
-    const store = await openStore(newDb(), { logger });
+    const store = await openStore(newDb(), { logger, transactionWaitMs: 300 });
     try {
       const inner = store.transaction(async () => {
         await store.run("INSERT INTO settings (name, value) VALUES ('x', '1')");
