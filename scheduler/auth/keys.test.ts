@@ -10,10 +10,12 @@ import { requestsPerMinute, tierAtLeast, isTier } from "./tiers.js";
 import { ACCOUNT_NAME_RULE, isValidAccountName } from "./account-name.js";
 
 let db: Store;
+/** Where `db` is: another connection opens it again. */
+let dbUrl: string;
 let keys: KeyService;
-const open = () => openStore(testDb(), { logger: createLogger("test", "silent") });
+const open = (url = testDb()) => openStore(url, { logger: createLogger("test", "silent") });
 beforeEach(async () => {
-  db = await open();
+  db = await open((dbUrl = testDb()));
   keys = await KeyService.open(db, "a-signing-secret-of-at-least-32-characters");
 });
 afterEach(async () => {
@@ -187,6 +189,34 @@ describe("KeyService, what it remembers", () => {
     vi.setSystemTime(start + 60_000);
     await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "expired_api_key" });
     await expect((await KeyService.open(db, "a-signing-secret-of-at-least-32-characters")).authenticate(bearer(token))).rejects.toMatchObject({ code: "expired_api_key" }); // as jose has it
+  });
+
+  it("a remembered key's row is not read again while the store has not changed (SQLite); a revocation from another connection is refused at the next request", async () => {
+    const { id, token } = await keys.create({ account: "acme", tier: "pro" });
+    await keys.authenticate(bearer(token));
+    const get = vi.spyOn(db, "get");
+    try {
+      expect((await keys.authenticate(bearer(token))).account).toBe("acme");
+      expect(get).toHaveBeenCalledTimes(db.dialect === "sqlite" ? 0 : 1);
+      // as `kiln keys revoke` does from another process: another connection to the same database
+      const other = await open(dbUrl);
+      try {
+        expect(await (await KeyService.open(other, "a-signing-secret-of-at-least-32-characters")).revoke(id)).toBe(true);
+      } finally {
+        await other.close();
+      }
+      await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "revoked_api_key" });
+    } finally {
+      get.mockRestore();
+    }
+  });
+
+  it("a remembered key's account re-tiered through this store is seen at the next request", async () => {
+    const { token } = await keys.create({ account: "acme", tier: "free" });
+    expect((await keys.authenticate(bearer(token))).tier).toBe("free");
+    expect((await keys.authenticate(bearer(token))).tier).toBe("free");
+    await db.run("UPDATE accounts SET tier = 'pro' WHERE name = 'acme'");
+    expect((await keys.authenticate(bearer(token))).tier).toBe("pro");
   });
 
   it("remembers at most 10000 tokens, forgetting the oldest first", async () => {

@@ -48,6 +48,16 @@ export interface CreateKeyOptions {
   expiresInSeconds?: number;
 }
 
+/** A token whose signature and hash matched (KeyService's `verified`). */
+interface VerifiedToken {
+  jti: string;
+  /** Its expiry, epoch seconds. */
+  exp: number | undefined;
+  /** Its key's record as last read, while the store's change count is still `readAt`. */
+  record?: KeyRecord;
+  readAt?: number;
+}
+
 /** How many verified tokens are remembered; past it the oldest is forgotten (and verified again when seen). */
 const VERIFIED_TOKENS = 10_000;
 
@@ -74,8 +84,13 @@ export class KeyService {
   private readonly secret: Uint8Array;
   /** The secret imported once as an HMAC key: verifying with raw bytes would import it on every request. */
   private verifyKey: Promise<webcrypto.CryptoKey> | undefined;
-  /** Tokens whose signature and hash matched: token → key id and expiry (epoch seconds). */
-  private readonly verified = new Map<string, { jti: string; exp: number | undefined }>();
+  /**
+   * Tokens whose signature and hash matched: token → key id and expiry (epoch seconds), and, where
+   * the store counts its changes (`Store.changeCount`: SQLite), the key's record as last read and
+   * the count then: while the count holds, no row can have changed (a revocation by this process
+   * or by `kiln keys revoke` in another), and the record stands without a read.
+   */
+  private readonly verified = new Map<string, VerifiedToken>();
 
   private constructor(
     private readonly store: Store,
@@ -158,7 +173,9 @@ export class KeyService {
     if (known) {
       if (known.exp !== undefined && known.exp * 1000 <= Date.now())
         throw withoutStackTraces(() => new AuthenticationError("expired_api_key", "Authorization: this API key has expired"));
-      return this.active(await this.keyRow(known.jti));
+      const count = this.store.changeCount?.();
+      if (count !== undefined && known.readAt === count) return known.record!;
+      return this.remember(known, this.active(await this.keyRow(known.jti)), count);
     }
     let jti: string | undefined, exp: number | undefined;
     try {
@@ -170,12 +187,23 @@ export class KeyService {
       if (err instanceof joseErrors.JWTExpired) throw withoutStackTraces(() => new AuthenticationError("expired_api_key", "Authorization: this API key has expired"));
       throw withoutStackTraces(() => new AuthenticationError("invalid_api_key", "Authorization: the API key is not valid (bad format or signature)"));
     }
+    const count = this.store.changeCount?.();
     const row = jti ? await this.keyRow(jti) : undefined;
     if (!row || row.token_sha256 !== sha256Hex(token))
       throw withoutStackTraces(() => new AuthenticationError("invalid_api_key", "Authorization: the API key is not known to this service"));
     if (this.verified.size >= VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
-    this.verified.set(token, { jti: row.id, exp });
-    return this.active(row);
+    const verified: VerifiedToken = { jti: row.id, exp };
+    this.verified.set(token, verified);
+    return this.remember(verified, this.active(row), count);
+  }
+
+  /** `record`, kept in `known` with the store's change count before its row was read (where the store counts them). */
+  private remember(known: VerifiedToken, record: KeyRecord, count: number | undefined): KeyRecord {
+    if (count !== undefined) {
+      known.record = Object.freeze(record);
+      known.readAt = count;
+    }
+    return record;
   }
 
   /** The key row of a verified token, unless it has been revoked (or deleted) since. */

@@ -34,6 +34,13 @@ export interface Store extends SqlRunner {
    * the database (a count and the insert it allows, as one step). SQLite's transactions already do.
    */
   transaction<T>(body: (tx: SqlRunner) => Promise<T>, options?: { lock?: string }): Promise<T>;
+  /**
+   * A number that changes whenever the database may have changed since it was last taken, by a
+   * statement of this store or by another connection (another process), so a row read while it
+   * held a value is still the row while it still does. Only where that is cheap, with no round
+   * trip (SQLite); absent otherwise, and the rows must be read again.
+   */
+  changeCount?(): number;
   close(): Promise<void>;
 }
 

@@ -39,6 +39,11 @@ export class SqliteStore implements Store {
   private readonly direct: SqlRunner;
   private readonly statements = new Map<string, Statement>();
   private readonly transactionWaitMs: number;
+  /** `PRAGMA data_version`: changes when another connection commits (this one's commits are counted in `changes`). */
+  private readonly dataVersion: Statement;
+  private seenDataVersion: unknown;
+  /** Statements of this store that may have written, and other connections' commits seen: `changeCount`. */
+  private changes = 0;
 
   constructor(
     readonly location: string,
@@ -46,6 +51,7 @@ export class SqliteStore implements Store {
   ) {
     this.transactionWaitMs = options.transactionWaitMs ?? TRANSACTION_WAIT_MS;
     this.db = openDatabase(location, migrations("sqlite"));
+    this.dataVersion = this.db.prepare("PRAGMA data_version").pluck();
     this.direct = {
       all: async <T>(sql: string, params: readonly SqlValue[] = []) => this.statement(sql).all(...params) as T[],
       get: async <T>(sql: string, params: readonly SqlValue[] = []) => this.statement(sql).get(...params) as T | undefined,
@@ -53,14 +59,24 @@ export class SqliteStore implements Store {
     };
   }
 
-  /** The prepared statement of `sql`, prepared once (the services' statements are a fixed set of texts). */
+  /** The prepared statement of `sql`, prepared once (the services' statements are a fixed set of texts); one that may write is counted in `changeCount`. */
   private statement(sql: string): Statement {
     let s = this.statements.get(sql);
     if (!s) {
       if (this.statements.size >= MAX_STATEMENTS) this.statements.clear();
       this.statements.set(sql, (s = this.db.prepare(sql)));
     }
+    if (!s.readonly) this.changes++;
     return s;
+  }
+
+  changeCount(): number {
+    const version: unknown = this.dataVersion.get();
+    if (version !== this.seenDataVersion) {
+      this.seenDataVersion = version;
+      this.changes++;
+    }
+    return this.changes;
   }
 
   get open(): boolean {
@@ -99,6 +115,7 @@ export class SqliteStore implements Store {
         throw err;
       }
     } finally {
+      this.changes++; // a rollback changes what was read inside the transaction back
       this.busy = undefined;
       end();
     }

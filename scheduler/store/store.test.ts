@@ -28,7 +28,7 @@ const engines: [string, () => string][] = [
   ...(PG ? [["PostgreSQL", () => createPostgresDatabase(postgresServerUrl(server!.port))] as [string, () => string]] : []),
 ];
 
-describe.each(engines)("the store on %s", (_engine, newDb) => {
+describe.each(engines)("the store on %s", (engine, newDb) => {
   const open = (db: string) => openStore(db, { logger });
 
   it("creates the schema at open and applies nothing twice: a second open of the same database finds its rows", async () => {
@@ -85,6 +85,41 @@ describe.each(engines)("the store on %s", (_engine, newDb) => {
       expect(await store.run("UPDATE settings SET value = 'x'")).toEqual({ changes: 2 });
       expect(await store.run("INSERT INTO settings (name, value) VALUES ('t', '3') ON CONFLICT (name) DO NOTHING")).toEqual({ changes: 0 });
     } finally {
+      await store.close();
+    }
+  });
+
+  it("changeCount (SQLite) changes with this store's writes, a transaction (even rolled back) and another connection's commit; not with a read", async () => {
+    const db = newDb();
+    const store = await openStore(db, { logger });
+    const other = await openStore(db, { logger });
+    try {
+      if (engine !== "SQLite") return expect(store.changeCount).toBeUndefined();
+      const count = () => store.changeCount!();
+      let last = count();
+      const changed = () => {
+        const now = count();
+        const moved = now !== last;
+        last = now;
+        return moved;
+      };
+      await store.get("SELECT value FROM settings WHERE name = 'a'");
+      await store.all("SELECT * FROM settings");
+      expect(changed()).toBe(false);
+      await store.run("INSERT INTO settings (name, value) VALUES ('a', '1')");
+      expect(changed()).toBe(true);
+      await expect(
+        store.transaction(async (tx) => {
+          await tx.get("SELECT value FROM settings WHERE name = 'a'");
+          throw new Error("rolled back");
+        }),
+      ).rejects.toThrow("rolled back");
+      expect(changed()).toBe(true);
+      await other.run("UPDATE settings SET value = '2' WHERE name = 'a'");
+      expect(changed()).toBe(true);
+      expect(changed()).toBe(false);
+    } finally {
+      await other.close();
       await store.close();
     }
   });
