@@ -74,7 +74,8 @@ export interface FleetPlacement {
 export type PlacementStatus = "available" | "loading" | "placeable" | "too_large" | "unavailable";
 
 /** What a node reported beyond a bound the scheduler computed (`kiln_node_reports_rejected_total`'s `kind`). */
-export type RejectedReport = "prompt_tokens" | "completion_tokens" | "cached_tokens" | "audio_seconds" | "oversized_message" | "completion_text" | "transcript_bytes";
+export type RejectedReport =
+  "prompt_tokens" | "completion_tokens" | "cached_tokens" | "audio_seconds" | "oversized_message" | "completion_text" | "transcript_bytes" | "answer_kind";
 
 /** Why and since when a node gets no work: its reports were clamped too often (`Fleet.snapshot`'s `distrusted`). */
 export interface Distrust {
@@ -557,7 +558,7 @@ export class Fleet {
         return;
       case "done": {
         const done = message.done!;
-        this.settle(agent, done.request_id, (pool, job) => {
+        this.settle(agent, done.request_id, "done", (pool, job) => {
           const used = this.bounded(agent, job, pool, done.usage);
           return {
             type: "done",
@@ -573,7 +574,7 @@ export class Fleet {
       }
       case "embeddings": {
         const result = message.embeddings!;
-        this.settle(agent, result.request_id, (pool, job) => ({
+        this.settle(agent, result.request_id, "embeddings", (pool, job) => ({
           type: "embeddings",
           vectors: result.vectors.map((v) => v.values),
           promptTokens: this.bounded(agent, job, pool, { prompt_tokens: result.prompt_tokens, completion_tokens: 0, cached_tokens: 0 }).promptTokens,
@@ -1251,11 +1252,29 @@ export class Fleet {
     this.rejected(agent.nodeId, "completion_text", { request: job.id, bytes: job.received.bytes, logprobs: job.received.logprobs, bound });
   }
 
-  /** Ends a job with its last event (`last` is given the pool it ran on), its slots freed first. */
-  private settle(agent: Agent, requestId: string, last: (pool: PoolState | undefined, job: Job) => CompletionEvent): void {
+  /**
+   * Ends a job with its last event (`last` is given the pool it ran on), its slots freed first. The
+   * last event must be the one the request asked for (`done` for a completion, `embeddings` for
+   * embeddings): another fails the request with `agent_error`, cancels it on the node and counts a
+   * strike (`answer_kind`), since the request's route would end without an answer.
+   */
+  private settle(agent: Agent, requestId: string, kind: "done" | "embeddings", last: (pool: PoolState | undefined, job: Job) => CompletionEvent): void {
     const pool = agent.jobs.get(requestId)?.assigned?.pool; // before finish() unassigns it
     const job = this.finish(agent, requestId);
     if (!job) return;
+    const asked = job.request.embed ? "embeddings" : "done";
+    if (kind !== asked) {
+      job.cancelled = true;
+      agent.link.send({ cancel: { request_id: job.id } });
+      job.channel.fail(
+        new UpstreamError(
+          WIRE.agentError,
+          `the node (${agent.nodeId}) answered ${asked === "done" ? "a completion" : "an embeddings request"} with ${kind === "done" ? "a completion's end" : "embeddings"}`,
+        ),
+      );
+      this.rejected(agent.nodeId, "answer_kind", { request: job.id, asked, answered: kind });
+      return;
+    }
     const event = last(pool, job);
     // the slot now holds the reply too: the conversation's next turn sends it back as its last assistant message
     if (event.type === "done" && pool && job.prefix?.reply) this.prefixes.extend(pool, job.prefix.chain, job.prefix.reply.end());

@@ -119,6 +119,29 @@ describe("what a node sends for one request is bounded in all", () => {
   });
 });
 
+describe("a node's last message is the answer its request asked for", () => {
+  it("a completion answered with embeddings, or embeddings answered with a completion's done: the request fails naming the node, the node gets a cancel, a count and a strike", async () => {
+    const f = fleet();
+    const link = new RecordingLink();
+    f.attach({ ...register("liar", 4), pools: [{ ...register("liar", 4).pools[0]!, capabilities: ["embeddings"] }] }, link);
+    const completion = drain(f.submit(request));
+    const rid = link.requests().at(-1)!;
+    f.receive("liar", link, { body: "embeddings", embeddings: { request_id: rid, vectors: [{ values: [1, 2] }], prompt_tokens: 1 } });
+    await expect(completion).rejects.toThrow("the node (liar) answered a completion with embeddings");
+    expect(link.sent.some((m) => m.cancel?.request_id === rid)).toBe(true);
+    const embeddings = drain(f.submit({ ...request, embed: { inputs: ["hi"] } }));
+    const rid2 = link.requests().at(-1)!;
+    f.receive("liar", link, {
+      body: "done",
+      done: { request_id: rid2, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] },
+    });
+    await expect(embeddings).rejects.toThrow("the node (liar) answered an embeddings request with a completion's end");
+    expect(f.rejectedReports()).toEqual([{ node: "liar", kind: "answer_kind", count: 2 }]);
+    expect(f.snapshot()[0]!.observed.inflight).toBe(0); // the slots are free again
+    f.close();
+  });
+});
+
 describe("a node that keeps reporting past the bounds is drained", () => {
   it("after 3 clamped reports in the window it gets no more work, shows as distrusted, and stays so when it reconnects", async () => {
     const f = fleet({ distrustAfter: 3 });

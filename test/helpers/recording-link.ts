@@ -15,9 +15,9 @@ export class RecordingLink implements AgentLink {
   close(reason: string): void {
     this.closed = reason;
   }
-  /** The request ids of the completions sent, in order. */
+  /** The request ids of the completions (and embeddings requests) sent, in order. */
   requests(): string[] {
-    return this.sent.filter((m) => m.completion).map((m) => m.completion!.request_id!);
+    return this.sent.flatMap((m) => (m.completion ? [m.completion.request_id!] : m.embedding ? [m.embedding.request_id!] : []));
   }
 }
 
