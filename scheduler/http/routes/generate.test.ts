@@ -1,7 +1,11 @@
 /** What a chat completion holds of its account's token quota while it runs: its prompt, all of it, and its max_tokens. */
+import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
+import { createLogger } from "../../../core/log.js";
 import { validateChatCompletion } from "../../chat/validate.js";
-import { tokenEstimate } from "./generate.js";
+import type { CompletionEvent } from "../../fleet/index.js";
+import type { AppEnv } from "../env.js";
+import { eventStream, tokenEstimate } from "./generate.js";
 
 const big = "x".repeat(4000); // 1000 tokens at four characters a token
 
@@ -30,5 +34,34 @@ describe("tokenEstimate", () => {
 
   it("adds max_tokens once per choice", () => {
     expect(estimate({ messages: [{ role: "user", content: big }], n: 3 })).toBe(1030);
+  });
+});
+
+describe("eventStream", () => {
+  /** The body of a stream over `events`, each event written as its type and a failure as `failed: CODE`. */
+  async function streamed(events: CompletionEvent[]): Promise<string> {
+    const iterator = (async function* () {
+      yield* events;
+    })();
+    const first = await iterator.next();
+    const app = new Hono<AppEnv>().get("/", (c) =>
+      eventStream(c, {
+        events: iterator,
+        first,
+        opening: "open;",
+        eventText: (e) => `${e.type};`,
+        failure: (err) => `failed: ${(err as { code: string }).code};`,
+        logger: createLogger("test", "silent"),
+        release: () => undefined,
+      }),
+    );
+    return (await app.request("/")).text();
+  }
+  const text: CompletionEvent = { type: "text", index: 0, text: "hi" };
+  const done: CompletionEvent = { type: "done", finishReason: "stop", promptTokens: 1, completionTokens: 1, finishReasons: ["stop"], cachedTokens: 0, fingerprint: "" };
+
+  it("ends with the failure when the events end without done, and as they say when they end with it", async () => {
+    expect(await streamed([text, done])).toBe("open;text;done;");
+    expect(await streamed([text])).toBe("open;text;failed: agent_error;");
   });
 });

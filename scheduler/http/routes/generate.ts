@@ -289,10 +289,14 @@ export function eventStream(
     async start(controller) {
       let text = o.opening;
       try {
+        let answered = false;
         for (let r = o.first; !r.done && !finished; r = await o.events.next()) {
+          answered ||= r.value.type === "done";
           controller.enqueue(encoder.encode(text + o.eventText(r.value)));
           text = "";
         }
+        // events that end without a `done` (the fleet refuses another last message): the stream says it failed, not that it ended
+        if (!answered && !finished) throw new UpstreamError("agent_error", "the agent ended the completion without finishing it");
       } catch (err) {
         if (!(err instanceof ApiError)) o.logger.error({ err }, "stream failed");
         if (!finished) controller.enqueue(encoder.encode(text + o.failure(err)));
