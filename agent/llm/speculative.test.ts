@@ -60,43 +60,92 @@ describe("speculation values", () => {
 });
 
 describe("the gate's rule", () => {
-  it("judges a window early once its refuted predictions leave it no way to reach the floor", () => {
-    const gate = new SpeculationGate({ kind: "lookup" }, { window: 10, minAcceptance: 0.3, offTokens: 100, maxOffTokens: 300 });
-    gate.record(0, 7); // 7 of 10 refuted: 3 more validated would still reach the floor
-    expect(gate.on).toBe(true);
-    gate.record(0, 1); // 8 refuted: at most 2 of 10 could be validated
-    expect([gate.on, gate.turnedOff]).toEqual([false, 1]);
+  const lookup = { kind: "lookup" } as const;
+  /** Records `count` steps of `validated` confirmed and `refuted` refuted predictions each. */
+  const steps = (gate: SpeculationGate, count: number, validated: number, refuted: number): void => {
+    for (let i = 0; i < count; i++) gate.record(validated, refuted);
+  };
+
+  it("by default turns a predictor that is always refused off after 6 refuted predictions, a draft that proposes nothing after 6 empty rounds", () => {
+    const refused = new SpeculationGate(lookup);
+    steps(refused, 5, 0, 1);
+    expect(refused.on).toBe(true);
+    steps(refused, 1, 0, 1);
+    expect([refused.on, refused.turnedOff]).toEqual([false, 1]);
+    const draft = new SpeculationGate(lookup); // a draft's rounds of 4
+    steps(draft, 1, 0, 4);
+    expect(draft.on).toBe(true);
+    steps(draft, 1, 0, 4);
+    expect([draft.on, draft.turnedOff, draft.refuted]).toEqual([false, 1, 8]);
+    const empty = new SpeculationGate(lookup);
+    for (let i = 0; i < 5; i++) empty.record(0, 0, 1);
+    expect(empty.on).toBe(true);
+    empty.record(0, 0, 1);
+    expect([empty.on, empty.turnedOff, empty.emptyRounds, empty.refuted]).toEqual([false, 1, 6, 0]);
   });
 
-  it("goes off below the acceptance floor, probes again after offTokens, backs off while probes fail, and resets after one passes", () => {
-    const rule = { window: 10, minAcceptance: 0.3, offTokens: 100, maxOffTokens: 300 };
-    const gate = new SpeculationGate({ kind: "lookup" }, rule);
-    gate.record(3, 6); // 9 tested: not judged yet
-    expect(gate.on).toBe(true);
-    gate.record(0, 1); // 3 of 10: at the floor
-    expect(gate.on).toBe(true);
-    gate.record(2, 8); // 2 of 10
+  it("keeps a predictor well above the losing acceptance on, and turns one near it off", () => {
+    const paying = new SpeculationGate(lookup);
+    steps(paying, 2000, 2, 2); // half of each step's predictions validated
+    expect([paying.on, paying.turnedOff, paying.acceptance]).toEqual([true, 0, 0.5]);
+    const drafting = new SpeculationGate(lookup); // a draft confident now and then: 3 validated, then 3 empty rounds
+    for (let i = 0; i < 2000; i++) drafting.record(3, 0, 3);
+    expect([drafting.on, drafting.turnedOff]).toEqual([true, 0]);
+    const failing = new SpeculationGate(lookup);
+    for (let i = 0; i < 100 && failing.on; i++) failing.record(1, 4); // 20 % validated
+    expect([failing.on, failing.turnedOff]).toEqual([false, 1]);
+  });
+
+  it("once judged on (3 validated predictions), keeps its evidence at the bound: 12 refusals in a row turn it off however long it paid", () => {
+    for (const confirmed of [3, 1000]) {
+      const gate = new SpeculationGate(lookup);
+      steps(gate, confirmed, 1, 0);
+      steps(gate, 11, 0, 1);
+      expect(gate.on).toBe(true);
+      steps(gate, 1, 0, 1);
+      expect([gate.on, gate.turnedOff]).toEqual([false, 1]);
+    }
+    const pending = new SpeculationGate(lookup); // 2 validated: no judgement yet, evidence that offsets refusals
+    steps(pending, 2, 1, 0);
+    steps(pending, 10, 0, 1);
+    expect(pending.on).toBe(true);
+    steps(pending, 1, 0, 1);
+    expect(pending.on).toBe(false);
+  });
+
+  it("goes off, probes again after offTokens, backs off while probes fail, and resets after one passes", () => {
+    const rule = { ...SPECULATION_RULE, offTokens: 100, maxOffTokens: 300 };
+    const gate = new SpeculationGate(lookup, rule);
+    steps(gate, 3, 0, 2);
     expect([gate.on, gate.turnedOff]).toEqual([false, 1]);
     gate.record(5, 5); // tested while off (a step under way): counted, not judged
-    expect([gate.validated, gate.refuted, gate.on]).toEqual([10, 20, false]);
+    expect([gate.validated, gate.refuted, gate.on]).toEqual([5, 11, false]);
     gate.generated(99);
     expect(gate.on).toBe(false);
     gate.generated(1);
-    expect(gate.on).toBe(true); // a probe
-    gate.record(0, 0, 10); // a draft's empty rounds count against it
-    expect([gate.on, gate.turnedOff, gate.emptyRounds]).toEqual([false, 2, 10]);
+    expect(gate.on).toBe(true); // a probe, the test from 0
+    for (let i = 0; i < 6; i++) gate.record(0, 0, 1); // a draft's empty rounds count against it
+    expect([gate.on, gate.turnedOff, gate.emptyRounds]).toEqual([false, 2, 6]);
     gate.generated(199);
     expect(gate.on).toBe(false); // twice as long off
     gate.generated(1);
-    gate.record(0, 10);
+    steps(gate, 2, 0, 3);
     gate.generated(299);
     expect(gate.on).toBe(false); // capped at maxOffTokens
     gate.generated(1);
-    gate.record(8, 2); // the probe passes
+    gate.record(4, 0); // the probe passes
     expect(gate.on).toBe(true);
-    gate.record(0, 10);
+    steps(gate, 4, 0, 3); // 12 refusals from the on bound
+    expect(gate.on).toBe(false);
     gate.generated(100);
     expect(gate.on).toBe(true); // back to offTokens
+  });
+
+  it("refuses a rule whose acceptances or error rate make no test", () => {
+    expect(() => new SpeculationGate(lookup, { ...SPECULATION_RULE, losingAcceptance: 0.5 })).toThrow(RangeError);
+    expect(() => new SpeculationGate(lookup, { ...SPECULATION_RULE, payingAcceptance: 1 })).toThrow(RangeError);
+    expect(() => new SpeculationGate(lookup, { ...SPECULATION_RULE, errorRate: 0.5 })).toThrow(RangeError);
+    expect(() => new SpeculationGate(lookup, { ...SPECULATION_RULE, errorRate: 0 })).toThrow(RangeError);
   });
 });
 
@@ -133,7 +182,7 @@ describe("speculative decoding on the tiny model", () => {
       expect(gate.refuted).toBeGreaterThan(0);
       expect(text).toContain(`kiln_llm_speculative_refuted_total{model="spec",component="agent"} ${gate.refuted}`);
       expect(text).toContain(`kiln_llm_speculative_validated_total{model="spec",component="agent"} ${gate.validated}`);
-      expect(text).toContain(`kiln_llm_speculative_on{model="spec",component="agent"} 1`);
+      expect(text).toContain(`kiln_llm_speculative_on{model="spec",component="agent"} ${gate.on ? 1 : 0}`);
       expect(text).not.toContain('model="plain"'); // a model that does not speculate has no series
     } finally {
       await engine.dispose();
@@ -167,7 +216,7 @@ describe("speculative decoding on the tiny model", () => {
       }
     }
 
-    it("turns it off after a window of refuted predictions, with the same output, and keeps it off", async () => {
+    it("turns it off after 6 refuted predictions, with the same output, and keeps it off", async () => {
       const prompt = renderRawPrompt(model, PROMPTS[0]!);
       const plainSequence = context.getSequence();
       const plain = await generateTurn(plainSequence, prompt, { maxTokens: 150, temperature: 0 });
@@ -180,8 +229,8 @@ describe("speculative decoding on the tiny model", () => {
       try {
         const ours = await generateTurn(sequence, prompt, { maxTokens: 150, temperature: 0 });
         expect(ours.text).toBe(plain.text);
-        // steps of 4 refuted predictions until the window cannot reach the floor (over 70 % of 64 refuted: 48); then nothing is predicted for offTokens (256) tokens
-        const judged = 4 * Math.ceil((Math.floor(SPECULATION_RULE.window * (1 - SPECULATION_RULE.minAcceptance)) + 1) / 4);
+        // 2 steps of 4 refuted predictions (SPECULATION_RULE turns it off after 6 refused); then nothing is predicted for offTokens (256) tokens
+        const judged = 2 * 4;
         expect([gate.validated, gate.refuted, gate.turnedOff, gate.on]).toEqual([0, judged, 1, false]);
         expect(sequence.tokenPredictions.refuted).toBe(judged);
         // a seeded sample at a temperature above 0 never speculates (the seed would sample other tokens)
@@ -224,8 +273,9 @@ describe.skipIf(!realData)("speculative decoding on stories260K (KILN_TEST_DATA)
     const other = await greedy(STORIES!, { kind: "draft", source: disagreeing }, 200, PROMPTS.slice(0, 1));
     const gate = other.gate!;
     expect(gate.turnedOff).toBeGreaterThanOrEqual(1);
-    expect(gate.validated + gate.refuted + gate.emptyRounds).toBeGreaterThan(SPECULATION_RULE.window * (1 - SPECULATION_RULE.minAcceptance));
-    expect(gate.validated).toBeLessThan(SPECULATION_RULE.window * SPECULATION_RULE.minAcceptance);
+    // at least the 6 refusals that turn it off (refuted predictions and empty rounds), few validated
+    expect(gate.refuted + gate.emptyRounds).toBeGreaterThanOrEqual(6);
+    expect(gate.acceptance).toBeLessThan(SPECULATION_RULE.losingAcceptance);
   });
 });
 

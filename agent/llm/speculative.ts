@@ -29,33 +29,54 @@ export const DRAFT_MIN_CONFIDENCE = 0.6;
 /** Tokens prompt lookup proposes at most per step. */
 export const LOOKUP_MAX_TOKENS = 8;
 
-/** The rule that turns speculation off while it does not pay. Defaults: `SPECULATION_RULE`. */
+/**
+ * The rule that turns speculation off while it does not pay: Wald's sequential probability ratio
+ * test on acceptance, the share of tested predictions validated (the gate's `acceptance`). Each
+ * prediction tested is a trial, confirmed or refuted (node-llama-cpp refutes a step's predictions
+ * from the first wrong one on: each refuted one counts, as each cost a place in the target's batch
+ * and, for a draft, a draft decode), and so is each draft round that proposed nothing (a refusal: it
+ * spent a draft decode). Every trial adds to the evidence, the log-likelihood ratio of acceptance
+ * `payingAcceptance` over `losingAcceptance`: a confirmed prediction log(paying ÷ losing), a refusal
+ * log((1 − paying) ÷ (1 − losing)). From 0 at load and at each probe, evidence reaching
+ * log((1 − errorRate) ÷ errorRate) judges speculation on, reaching minus that judges it off. Once
+ * on, the evidence stays at most at the on bound, so going off again takes it all the way down to
+ * the off bound (twice the refusals a fresh test needs): a paying predictor is not turned off by a
+ * short bad stretch, and one that stops paying still is. Defaults: `SPECULATION_RULE`.
+ */
 export interface SpeculationRule {
-  /** Predictions tested (validated + refuted) per judgement. */
-  window: number;
-  /** Below this share of validated predictions in a window, speculation goes off. */
-  minAcceptance: number;
-  /** Tokens generated without speculation before the first probe (a window with it on again). */
+  /** An acceptance at which speculation pays (the test's alternative). Default 0.5. */
+  payingAcceptance: number;
+  /** An acceptance at which it does not pay, below `payingAcceptance` (the test's null hypothesis). Default 0.15. */
+  losingAcceptance: number;
+  /**
+   * A fresh test's chance of each wrong judgement were trials independent: off at
+   * `payingAcceptance`, on at `losingAcceptance` (between them, it leans to the nearer one). Default 0.05.
+   */
+  errorRate: number;
+  /** Tokens generated without speculation before the first probe (on again, the test from 0). Default 256. */
   offTokens: number;
-  /** Each failed probe doubles the time off, up to this many tokens. */
+  /** Each probe judged off doubles the time off, up to this many tokens. Default 8,192. */
   maxOffTokens: number;
 }
 
 /**
- * The default rule: judged on every 64 predictions tested (or as soon as a window's refuted ones,
- * over 70 % of it, leave it no way to reach the floor); off below 30 % accepted (a refuted draft
- * token costs a draft model's decode and a wider batch, and under a third accepted that no longer
- * pays on the machines measured: docs/performance.md); on again for a probe after 256 tokens
- * generated without, then after 512, 1,024… up to 8,192 while the probes fail; back to 256 after
- * one that passes.
+ * The default rule: paying at 50 % accepted, losing at 15 %, a fresh test wrong at most 5 % of the
+ * time at either. Always refused, speculation is off after 6 refuted predictions (2 rounds of a
+ * draft's 4, one of prompt lookup's 8) or 6 empty draft rounds; always confirmed, it is judged on
+ * after 3 validated ones, and then takes 12 refusals in a row to go off. The test is indifferent at
+ * about 31 % (a refuted draft token costs a draft model's decode and a wider batch, and under about a
+ * third accepted that no longer pays on the machines measured: docs/performance.md); once on, with
+ * independent trials it goes off after about 65 of them on average at 30 %, 270 at 40 %, 2,200 at
+ * 50 % (simulated). Off, it is on again for a probe after 256 tokens generated without, then after
+ * 512, 1,024… up to 8,192 while the probes are judged off; back to 256 after one judged on.
  */
-export const SPECULATION_RULE: Readonly<SpeculationRule> = { window: 64, minAcceptance: 0.3, offTokens: 256, maxOffTokens: 8192 };
+export const SPECULATION_RULE: Readonly<SpeculationRule> = { payingAcceptance: 0.5, losingAcceptance: 0.15, errorRate: 0.05, offTokens: 256, maxOffTokens: 8192 };
 
 /**
  * One loaded model's speculation state, shared by its slots: the predictions validated and refuted
  * (node-llama-cpp's counts on each slot's sequence), and whether speculation is on. While off, the
  * slots' predictors predict nothing; after `offTokens` tokens generated (all slots together) it is
- * on again for one window, a probe.
+ * on again, a probe, until the rule judges it (`SpeculationRule`).
  */
 export class SpeculationGate {
   /** Predictions the target model confirmed, since the model loaded. */
@@ -66,8 +87,14 @@ export class SpeculationGate {
   turnedOff = 0;
   /** A draft's rounds that proposed nothing. */
   emptyRounds = 0;
-  private windowValidated = 0;
-  private windowRefuted = 0;
+  /** The test's evidence: the log-likelihood ratio of paying over losing acceptance, since load or the probe (at most `onAt`). */
+  private evidence = 0;
+  /** Evidence a confirmed prediction adds, and a refusal (negative). */
+  private readonly confirmedWeight: number;
+  private readonly refusedWeight: number;
+  /** Evidence at which the test judges on (positive), and off (negative). */
+  private readonly onAt: number;
+  private readonly offAt: number;
   private offLeft = 0;
   private backoff: number;
 
@@ -75,6 +102,13 @@ export class SpeculationGate {
     readonly speculation: Speculation,
     readonly rule: Readonly<SpeculationRule> = SPECULATION_RULE,
   ) {
+    const { payingAcceptance: paying, losingAcceptance: losing, errorRate } = rule;
+    if (!(0 < losing && losing < paying && paying < 1)) throw new RangeError(`acceptances: expected 0 < losing (${losing}) < paying (${paying}) < 1`);
+    if (!(0 < errorRate && errorRate < 0.5)) throw new RangeError(`errorRate: expected between 0 and 0.5, got ${errorRate}`);
+    this.confirmedWeight = Math.log(paying / losing);
+    this.refusedWeight = Math.log((1 - paying) / (1 - losing));
+    this.onAt = Math.log((1 - errorRate) / errorRate);
+    this.offAt = -this.onAt;
     this.backoff = rule.offTokens;
   }
 
@@ -90,9 +124,9 @@ export class SpeculationGate {
   }
 
   /**
-   * Records predictions tested on a slot (and a draft's `empty` rounds, which proposed nothing after
-   * draft decodes: each judged as one refuted prediction, though not counted in `refuted`), and
-   * judges each full window.
+   * Records predictions tested on a slot, and a draft's `empty` rounds (which proposed nothing after
+   * a draft decode: each judged as one refuted prediction, though not counted in `refuted`); judges as
+   * soon as the evidence reaches a bound (`SpeculationRule`).
    */
   record(validated: number, refuted: number, empty = 0): void {
     if (validated === 0 && refuted === 0 && empty === 0) return;
@@ -100,21 +134,17 @@ export class SpeculationGate {
     this.refuted += refuted;
     this.emptyRounds += empty;
     if (!this.on) return; // tested after it went off (a step already under way): not judged
-    this.windowValidated += validated;
-    this.windowRefuted += refuted + empty;
-    const tested = this.windowValidated + this.windowRefuted;
-    // judged early once the window can no longer reach the floor: a draft that never agrees costs fewer decodes
-    const hopeless = this.windowRefuted > this.rule.window * (1 - this.rule.minAcceptance);
-    if (tested < this.rule.window && !hopeless) return;
-    const rate = this.windowValidated / tested;
-    this.windowValidated = this.windowRefuted = 0;
-    if (rate >= this.rule.minAcceptance) {
+    this.evidence += validated * this.confirmedWeight + (refuted + empty) * this.refusedWeight;
+    if (this.evidence >= this.onAt) {
+      // judged on; the evidence stays at the bound, and going off takes it all the way down
+      this.evidence = this.onAt;
       this.backoff = this.rule.offTokens;
-      return;
+    } else if (this.evidence <= this.offAt) {
+      this.evidence = 0;
+      this.offLeft = this.backoff;
+      this.backoff = Math.min(this.backoff * 2, this.rule.maxOffTokens);
+      this.turnedOff++;
     }
-    this.offLeft = this.backoff;
-    this.backoff = Math.min(this.backoff * 2, this.rule.maxOffTokens);
-    this.turnedOff++;
   }
 
   /** Counts tokens generated; while off, `offTokens` of them turn it on again for a probe. */
