@@ -1,8 +1,13 @@
 /**
  * One assistant turn on one context sequence, on node-llama-cpp's lowest-level generation API
- * (`LlamaContextSequence.evaluate`): the history rendered through the model's chat wrapper, the
- * KV cache kept up to the first token that differs from the last request on this sequence, tokens
+ * (`LlamaContextSequence.evaluateWithMetadata`): the history rendered through the model's chat wrapper,
+ * the KV cache kept up to the first token that differs from the last request on this sequence, tokens
  * sampled and detokenized as they come, generation stopped by the wrapper's stop triggers.
+ *
+ * A sequence generating alone on its context (no logprobs, no penalties) gets its tokens from the
+ * addon's native loop (patches/npm: decode and sample on one worker thread, no JavaScript between two
+ * decodes); what it decodes past the point where this turn stops is erased again, so that the sequence
+ * holds what it would hold otherwise (native-loop.test.ts).
  *
  * `LlamaChat.generateResponse` does the same and much that chat completions do not use here
  * (function calls, segments, context shift, a default repeat penalty that OpenAI's API does not
@@ -274,10 +279,12 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
     temperature: options.temperature,
     ...samplerOptions(model, sampling, generated),
     ...(grammar ? { grammarEvaluationState: new LlamaGrammarEvaluationState({ model, grammar }) } : {}),
+    // no more are taken: a lone sequence generating in the addon's native loop (patches/npm) decodes no further ahead
+    maxTokens: options.maxTokens,
   };
   const top = options.logprobs;
-  const iterator: AsyncGenerator<Token | Scored, void, void> =
-    top === undefined ? sequence.evaluate(input, evaluateOptions) : sequence.evaluateWithMetadata(input, { confidence: true, probabilities: top > 0 }, evaluateOptions);
+  // evaluateWithMetadata directly (evaluate() is a generator around it, one more hop a token)
+  const iterator: AsyncGenerator<Scored, void, void> = sequence.evaluateWithMetadata(input, top === undefined ? {} : { confidence: true, probabilities: top > 0 }, evaluateOptions);
   try {
     for (;;) {
       if (sampled >= options.maxTokens) {
@@ -291,7 +298,7 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
       }
       sampled++;
       if (next.done) break; // an end-of-generation token was sampled (evaluate() stops on those and never yields them)
-      const { token, confidence, probabilities }: Scored = typeof next.value === "number" ? { token: next.value } : next.value;
+      const { token, confidence, probabilities }: Scored = next.value;
       generated.push(token);
       if (stops.isStopToken(token)) break;
       if (top !== undefined) scored.push({ entry: scoreToken(model, generated, token, confidence ?? 0, probabilities, top, text.length + held.length), end: Infinity });
