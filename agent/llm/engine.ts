@@ -353,6 +353,8 @@ export class LlmEngine {
     const n = options.n ?? 1;
     if (n > pool.slots) throw new InvalidChoicesError(n, pool.slots);
     const slots: Slot[] = [];
+    /** Tokens each slot generated, by slot, once its turn ended (what a speculating slot's gate counts). */
+    let generated: number[] = [];
     try {
       const want = { scope: options.cacheScope ?? "", tokens: prompt.tokens };
       for (let i = 0; i < n; i++) {
@@ -363,10 +365,10 @@ export class LlmEngine {
       for (const slot of slots) {
         if (slot.scope !== scope) {
           await slot.sequence.clearHistory(); // another account's prompt: not a prefix to reuse
-          const predictor = slot.sequence.tokenPredictor;
-          if (predictor instanceof GatedTokenPredictor) await predictor.forget(); // nor in its draft's cache
+          await gatedPredictor(slot)?.forget(); // nor in its draft's cache
           slot.scope = scope;
         }
+        gatedPredictor(slot)?.beginTurn();
       }
       if (tools) {
         const turn = await generateToolTurn(slots[0]!.sequence, pool.chatWrapper, history!, tools.functions, prompt.tokens, {
@@ -380,6 +382,7 @@ export class LlmEngine {
           ...(options.onText ? { onText: (text: string) => options.onText!(text, undefined, 0) } : {}),
           ...(options.onToolCall ? { onToolCall: options.onToolCall } : {}),
         });
+        generated = [turn.completionTokens];
         if (turn.stopReason === "abort") throw new GenerationAbortedError({ promptTokens, completionTokens: turn.completionTokens });
         const finishReason: FinishReason = turn.stopReason === "eog" ? "stop" : turn.stopReason;
         return {
@@ -405,6 +408,7 @@ export class LlmEngine {
           }),
         ),
       );
+      generated = turns.map((t) => t.completionTokens);
       if (turns.some((t) => t.stopReason === "abort")) throw new GenerationAbortedError({ promptTokens, completionTokens: turns.reduce((sum, t) => sum + t.completionTokens, 0) });
       const choices = turns.map((t) => ({ text: t.text, finishReason: t.stopReason === "length" ? ("length" as const) : ("stop" as const), completionTokens: t.completionTokens }));
       return {
@@ -420,6 +424,7 @@ export class LlmEngine {
       if (options.signal?.aborted) throw new GenerationAbortedError();
       throw new LlmEngineError("engine_error", `generation failed: ${(err as Error).message}`);
     } finally {
+      for (const [i, slot] of slots.entries()) gatedPredictor(slot)?.endTurn(generated[i] ?? 0);
       for (const slot of slots) pool.release(slot);
       if (options.local && slots.length > 0) this.changeLocal(pool, -slots.length);
     }
@@ -635,4 +640,10 @@ async function firstMissing(paths: string[]): Promise<string | undefined> {
     if (!s?.isFile()) return path;
   }
   return undefined;
+}
+
+/** The speculation gate's predictor of `slot`'s sequence, when its model speculates. */
+function gatedPredictor(slot: Slot): GatedTokenPredictor | undefined {
+  const predictor = slot.sequence.tokenPredictor;
+  return predictor instanceof GatedTokenPredictor ? predictor : undefined;
 }

@@ -6,7 +6,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getLlama, TokenPredictor, type Llama, type LlamaContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { createLogger } from "../../core/log.js";
 import { TEST_MODELS } from "../../fabricate/index.js";
@@ -185,6 +185,35 @@ describe("speculative decoding on the tiny model", () => {
       expect(text).toContain(`kiln_llm_speculative_on{model="spec",component="agent"} ${gate.on ? 1 : 0}`);
       expect(text).not.toContain('model="plain"'); // a model that does not speculate has no series
     } finally {
+      await engine.dispose();
+    }
+  });
+
+  it("a turn that begins with the gate off never asks the predictor (node-llama-cpp's plain path), and its tokens count toward the next probe", async () => {
+    const engine = await LlmEngine.load({
+      models: [{ id: "m", path: TINY_MODEL, speculative: { kind: "lookup" } }],
+      sequences: 1,
+      contextSize: 512,
+      threads: 1,
+      gpu: "cpu",
+      logger: createLogger("test", "silent"),
+    });
+    const asked = vi.spyOn(GatedTokenPredictor.prototype, "predictTokens");
+    try {
+      const gate = engine.modelPools[0]!.speculation!;
+      gate.record(0, 100); // refuted: off for offTokens generated tokens
+      expect(gate.on).toBe(false);
+      let generated = 0;
+      while (generated < SPECULATION_RULE.offTokens) {
+        expect(gate.on).toBe(false);
+        generated += (await engine.generate("m", { prompt: PROMPTS[0]! }, { temperature: 0, maxTokens: 100 })).completionTokens;
+      }
+      expect(asked).not.toHaveBeenCalled();
+      expect(gate.on).toBe(true); // the probe: the next turn speculates
+      await engine.generate("m", { prompt: PROMPTS[0]! }, { temperature: 0, maxTokens: 20 });
+      expect(asked).toHaveBeenCalled();
+    } finally {
+      asked.mockRestore();
       await engine.dispose();
     }
   });

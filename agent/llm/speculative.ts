@@ -187,11 +187,33 @@ export class GatedTokenPredictor extends TokenPredictor {
   private seenValidated = 0;
   private seenRefuted = 0;
 
+  /**
+   * Set for a turn that began with the gate off (`beginTurn`): node-llama-cpp (Kiln's patch,
+   * `evaluateWithMetadata`) then evaluates the turn without the predictor, on its plain path (for a
+   * lone sequence the addon's native loop). A predictor that predicts nothing still costs its
+   * speculative path, which sets the sampler up for every token: 14 % of a tiny model's speed.
+   */
+  kilnBypass = false;
+
   constructor(
     readonly gate: SpeculationGate,
     readonly inner: TokenPredictor,
   ) {
     super();
+  }
+
+  /** A turn on this predictor's sequence begins: it speculates only if the gate is on now. */
+  beginTurn(): void {
+    this.kilnBypass = !this.gate.on;
+  }
+
+  /**
+   * The turn ended having generated `tokens`. A turn that bypassed the predictor counts them toward
+   * the gate's next probe here (a turn that did not counted them as they came, in `pushTokens`).
+   */
+  endTurn(tokens: number): void {
+    if (this.kilnBypass) this.gate.generated(tokens);
+    this.kilnBypass = false;
   }
 
   /** Counts of the target sequence not yet given to the gate. */
