@@ -2,7 +2,7 @@
  * One stream's per-token host work: the time between two decodes that is not the decode, in Kiln's
  * engine, against llama.cpp's own tools, every side in one run on the same GGUF file and machine.
  *
- *   npm run build && node dist/scripts/bench-token-host.js --model /work/shared/data/models/stories260K.gguf [--threads N] [--tokens 200] [--rounds 5] [--requests 3] [--streams 4,8] [--no-reference]
+ *   npm run bench:token-host -- --model stories260K.gguf [--threads N] [--tokens 200] [--rounds 5] [--requests 3] [--streams 4,8] [--no-reference]
  *
  * A model whose decode takes well under a millisecond (stories260K: 5 layers, 64 wide) makes the host
  * work most of a token's time, as a GPU's fast decode does. The sides:
