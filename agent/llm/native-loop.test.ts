@@ -199,4 +199,53 @@ describe.skipIf(!addon)("the native generation loop (Kiln's addon)", () => {
       await two.dispose();
     }
   });
+
+  it("a budget that is not a whole number generates its whole part in the loop, then goes on in the batch path (never a loop that decodes nothing)", async () => {
+    const sequence = context.getSequence();
+    let loops = 0;
+    const unwatch = watchBinding(context, ["generateTokens"], () => loops++);
+    try {
+      setNative(true);
+      const prompt = renderPrompt(model, wrapper, history("Once upon a time"));
+      const tokens: number[] = [];
+      for await (const { token } of sequence.evaluateWithMetadata(prompt.tokens, {}, { temperature: 0, maxTokens: 10.5 })) {
+        tokens.push(token);
+        if (tokens.length === 15) break;
+      }
+      expect(tokens).toHaveLength(15); // 10 within the budget, in the loop; the rest in the batch path (the caller stops it)
+      expect(loops).toBeLessThanOrEqual(2);
+    } finally {
+      unwatch();
+      sequence.dispose();
+    }
+  }, 20_000);
+
+  it("runs at most UV_THREADPOOL_SIZE − 2 loops at once (2 by default: each holds a libuv thread for its generation)", async () => {
+    expect(process.env.UV_THREADPOOL_SIZE).toBeUndefined();
+    // threads for three contexts at once (the shared instance has one, which the three would take in turns)
+    const wide = await getLlama({ gpu: false, build: "never", maxThreads: 3 });
+    const wideModel = await wide.loadModel({ modelPath: TINY_MODEL });
+    const contexts = await Promise.all([0, 1, 2].map(() => wideModel.createContext({ sequences: 1, contextSize: 256, threads: 1 })));
+    let running = 0;
+    let most = 0;
+    let loops = 0;
+    for (const c of contexts)
+      watchBinding(c, ["generateTokens"], (_name, _args, result) => {
+        loops++;
+        most = Math.max(most, ++running);
+        void (result as Promise<unknown>).finally(() => running--);
+      });
+    try {
+      const texts = await Promise.all(
+        contexts.map((c) => generateTurn(c.getSequence(), renderPrompt(model, wrapper, history("Once upon a time")), { maxTokens: 200, temperature: 0 })),
+      );
+      expect(new Set(texts.map((t) => t.text)).size).toBe(1); // the same on whichever path
+      expect(loops).toBeGreaterThan(0);
+      expect(most).toBe(2);
+    } finally {
+      await Promise.all(contexts.map((c) => c.dispose()));
+      await wideModel.dispose();
+      await wide.dispose();
+    }
+  });
 });
