@@ -142,6 +142,8 @@ export const CAPABILITIES = {
   choices: "n",
   /** Function calling: `tools` offered to the model, and conversations with calls and their results. */
   tools: "tools",
+  /** The stop text that ended a turn named in its `done` (`stop_text`): Anthropic's `stop_sequence`. */
+  stopText: "stop_text",
 } as const;
 export type Capability = (typeof CAPABILITIES)[keyof typeof CAPABILITIES];
 
@@ -158,8 +160,10 @@ export function requiredCapabilities(request: {
   n?: number;
   tools?: readonly unknown[];
   messages?: readonly ChatMessage[];
+  nameStop?: boolean;
 }): Capability[] {
   const needs: Capability[] = [];
+  if (request.nameStop) needs.push(CAPABILITIES.stopText);
   if ((request.tools?.length ?? 0) > 0 || request.messages?.some((m) => m.role === "tool" || (m.toolCalls?.length ?? 0) > 0)) needs.push(CAPABILITIES.tools);
   if ((request.n ?? 1) > 1) needs.push(CAPABILITIES.choices);
   if (request.embed !== undefined) needs.push(CAPABILITIES.embeddings);

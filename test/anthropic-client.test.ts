@@ -200,18 +200,22 @@ describe("Anthropic's SDK → a scheduler and an agent", () => {
     expect(answer.stop_reason).toBe(expected.stop_reason);
   });
 
-  it("stop_sequences: the reply ends where one first appears, stop_reason stop_sequence naming it, streamed too; the node's slot is freed", async () => {
+  it("stop_sequences: the reply ends where one first appears, stop_reason stop_sequence naming it, streamed too; the node stops there (no tokens past it generated or billed) and its slot is freed", async () => {
     const body = { model: MODEL_ID, max_tokens: 24, messages: [{ role: "user" as const, content: "Once upon a time" }], ...greedy };
     const full = ((await client.messages.create(body)).content[0] as Anthropic.TextBlock).text;
     // a stop text from inside the greedy reply, with at least one character before it
     const stop = [...new Set([...full.slice(1)])].map((ch) => full.slice(full.indexOf(ch, 1), full.indexOf(ch, 1) + 2)).find((s) => s.trim().length === 2) ?? full.slice(1, 3);
     expect(stop.length).toBe(2);
     const cut = full.slice(0, full.indexOf(stop));
-    const stopped = await client.messages.create({ ...body, stop_sequences: ["\u0000never", stop] });
+    // room for a long reply (the noise model does not end by itself): what is billed is what came before the stop
+    const long = { ...body, max_tokens: 400 };
+    const stopped = await client.messages.create({ ...long, stop_sequences: ["\u0000never", stop] });
     expect(stopped).toMatchObject({ stop_reason: "stop_sequence", stop_sequence: stop, content: cut ? [{ type: "text", text: cut }] : [] });
     expect(stopped.usage.output_tokens).toBeGreaterThan(0);
-    const streamed = await client.messages.stream({ ...body, stop_sequences: [stop] }).finalMessage();
+    expect(stopped.usage.output_tokens).toBeLessThanOrEqual(body.max_tokens); // the stop is within the first 24 tokens' text
+    const streamed = await client.messages.stream({ ...long, stop_sequences: [stop] }).finalMessage();
     expect(streamed).toMatchObject({ stop_reason: "stop_sequence", stop_sequence: stop });
+    expect(streamed.usage.output_tokens).toBe(stopped.usage.output_tokens);
     expect(streamed.content.map((b) => (b as Anthropic.TextBlock).text).join("")).toBe(cut);
     await until(() => scheduler.fleet.snapshot()[0]!.pools[0]!.inflight === 0, 5000, "the cancelled generations to end");
   });

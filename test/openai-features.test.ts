@@ -355,7 +355,7 @@ describe("honoured", () => {
     const list = (await client.get("/models")) as { models: { id: string; status: string; capabilities: string[] }[] };
     expect(list.models.find((m) => m.id === MODEL)).toMatchObject({
       status: "available",
-      capabilities: ["chat", "completions", "embeddings", "logprobs", "n", "response_format", "sampling", "tools"],
+      capabilities: ["chat", "completions", "embeddings", "logprobs", "n", "response_format", "sampling", "stop_text", "tools"],
     });
     expect(list.models.find((m) => m.status === "unavailable")!.capabilities).toEqual([]);
   });

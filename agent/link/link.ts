@@ -370,6 +370,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
               finish_reason: result.finishReason,
               usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, cached_tokens: result.cachedTokens },
               ...(result.choices.length > 1 ? { finish_reasons: result.choices.map((c) => c.finishReason) } : {}),
+              ...(result.stopText !== undefined ? { stop_text: result.stopText } : {}),
             },
           },
           log: { model: req.model, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason },

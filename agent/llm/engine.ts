@@ -138,6 +138,8 @@ export interface GenerateResult {
   cachedTokens: number;
   /** Tokens generated, all choices together. */
   completionTokens: number;
+  /** The request's stop text (`sampling.stop`) the first choice stopped at, when it did. */
+  stopText?: string;
 }
 
 /** What the engine runs on: "cuda", "vulkan", "metal" or "cpu". */
@@ -391,6 +393,7 @@ export class LlmEngine {
           promptTokens,
           cachedTokens: turn.cachedTokens,
           completionTokens: turn.completionTokens,
+          ...(turn.stopText !== undefined ? { stopText: turn.stopText } : {}),
           choices: [{ text: turn.text, finishReason, completionTokens: turn.completionTokens, ...(turn.toolCalls.length > 0 ? { toolCalls: turn.toolCalls } : {}) }],
         };
       }
@@ -418,6 +421,7 @@ export class LlmEngine {
         promptTokens,
         cachedTokens: n > 1 ? cachedTokens : turns[0]!.cachedTokens,
         completionTokens: choices.reduce((sum, c) => sum + c.completionTokens, 0),
+        ...(turns[0]!.stopText !== undefined ? { stopText: turns[0]!.stopText } : {}),
       };
     } catch (err) {
       if (err instanceof LlmEngineError) throw err;

@@ -201,7 +201,10 @@ export async function generateToolTurn(
     if (!result) return { text, stopReason: "length", cachedTokens, completionTokens, toolCalls };
     const why = result.metadata.stopReason;
     const stopReason: ToolTurnResult["stopReason"] = contextFull || why === "maxTokens" ? "length" : why === "functionCalls" ? "tool_calls" : why === "abort" ? "abort" : "eog";
-    return { text: result.response, stopReason, cachedTokens, completionTokens, toolCalls };
+    // the request's stop text LlamaChat stopped at (its trigger as it matched it: the text's pieces)
+    const trigger = result.metadata.stopReason === "customStopTrigger" ? result.metadata.customStopTrigger : [];
+    const stopText = trigger.every((p) => typeof p === "string") ? trigger.join("") : undefined;
+    return { text: result.response, stopReason, cachedTokens, completionTokens, toolCalls, ...(stopText && sampling.stop?.includes(stopText) ? { stopText } : {}) };
   } finally {
     options.signal?.removeEventListener("abort", relay);
     chat.dispose({ disposeSequence: false });

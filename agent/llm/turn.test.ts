@@ -37,7 +37,7 @@ describe("generateTurn", () => {
     expect(end).toHaveLength(1);
     expect(prompt.stops.isStopToken(end[0]!)).toBe(true);
     // the literal text of the trigger stops too, and a partial one is held back
-    expect(prompt.stops.scan("once <|im_end|> more")).toEqual({ stopAt: 5, safe: 5 });
+    expect(prompt.stops.scan("once <|im_end|> more")).toEqual({ stopAt: 5, safe: 5, matched: "<|im_end|>" });
     expect(prompt.stops.scan("once <|im_")).toEqual({ stopAt: -1, safe: 5 });
     expect(prompt.stops.scan("once upon")).toEqual({ stopAt: -1, safe: 9 });
   });
@@ -102,6 +102,23 @@ describe("generateTurn", () => {
       const r = await generateTurn(sequence, prompt, { maxTokens: 5, temperature: 0 });
       expect(r.completionTokens).toBeLessThanOrEqual(5);
       if (r.stopReason === "length") expect(r.completionTokens).toBe(5);
+    } finally {
+      sequence.dispose();
+    }
+  });
+
+  it("names the request's stop text it stopped at (the earliest in the text), never the template's own", async () => {
+    const sequence = context.getSequence();
+    try {
+      const prompt = renderPrompt(model, wrapper, history("Once upon a time"));
+      const full = (await generateTurn(sequence, prompt, { maxTokens: 24, temperature: 0 })).text;
+      expect(full.length).toBeGreaterThan(6);
+      const [early, late] = [full.slice(2, 4), full.slice(-3)];
+      await sequence.clearHistory();
+      const stopped = await generateTurn(sequence, prompt, { maxTokens: 24, temperature: 0, sampling: { stop: [late, early] } });
+      expect(stopped).toMatchObject({ text: full.slice(0, full.indexOf(early)), stopReason: "eog", stopText: early });
+      await sequence.clearHistory();
+      expect((await generateTurn(sequence, prompt, { maxTokens: 24, temperature: 0 })).stopText).toBeUndefined();
     } finally {
       sequence.dispose();
     }

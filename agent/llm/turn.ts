@@ -72,6 +72,8 @@ export interface TurnResult {
   completionTokens: number;
   /** Prompt tokens kept from the sequence's KV cache (not evaluated again). */
   cachedTokens: number;
+  /** The request's stop text (`sampling.stop`) the turn stopped at, when it did (never part of `text`). */
+  stopText?: string;
 }
 
 /** What a chat template renders for a conversation: the prompt's tokens and how the turn ends. */
@@ -140,16 +142,21 @@ export class StopTriggers {
   }
 
   /**
-   * Where a text trigger starts in `text`, or -1. `safe` is how much of `text` can be released
-   * now: everything before a suffix that could still grow into a trigger.
+   * Where a text trigger starts in `text`, or -1, and which one (`matched`: the first listed of those
+   * starting there). `safe` is how much of `text` can be released now: everything before a suffix
+   * that could still grow into a trigger.
    */
-  scan(text: string): { stopAt: number; safe: number } {
+  scan(text: string): { stopAt: number; safe: number; matched?: string } {
     let stopAt = -1;
+    let matched: string | undefined;
     for (const t of this.texts) {
       const i = text.indexOf(t);
-      if (i >= 0 && (stopAt < 0 || i < stopAt)) stopAt = i;
+      if (i >= 0 && (stopAt < 0 || i < stopAt)) {
+        stopAt = i;
+        matched = t;
+      }
     }
-    if (stopAt >= 0) return { stopAt, safe: stopAt };
+    if (stopAt >= 0) return { stopAt, safe: stopAt, matched: matched! };
     let safe = text.length;
     for (const t of this.texts) {
       for (let k = Math.min(t.length - 1, text.length); k > 0; k--) {
@@ -243,6 +250,7 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
   let held = ""; // decoded, not yet released (it could be the start of a stop trigger)
   let undecoded: Token[] = []; // sampled, not yet decoded (an incomplete UTF-8 sequence)
   let stopReason: TurnResult["stopReason"] = "eog";
+  let stopText: string | undefined;
   // Log probabilities wait for their token's text: `end` is where it ends in the whole reply, set once decoded.
   const scored: { entry: TokenLogprob; end: number }[] = [];
   const release = (upTo: number): void => {
@@ -308,10 +316,11 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
       undecoded = [];
       held += piece;
       for (const s of scored) if (s.end === Infinity) s.end = text.length + held.length;
-      const { stopAt, safe } = stops.scan(held);
+      const { stopAt, safe, matched } = stops.scan(held);
       if (stopAt >= 0) {
         release(trimEnd ? held.slice(0, stopAt).trimEnd().length : stopAt);
         held = "";
+        if (matched !== undefined && sampling.stop?.includes(matched)) stopText = matched;
         break;
       }
       const first = text.length === 0;
@@ -326,7 +335,7 @@ export async function generateTurn(sequence: LlamaContextSequence, prompt: Rende
     for (const s of scored) if (s.end === Infinity) s.end = text.length + held.length;
     release(trimEnd ? held.trimEnd().length : held.length);
   }
-  return { text, stopReason, completionTokens: sampled, cachedTokens };
+  return { text, stopReason, completionTokens: sampled, cachedTokens, ...(stopText !== undefined ? { stopText } : {}) };
 }
 
 /** How many of the last generated tokens the penalties look at (llama.cpp's server default). */

@@ -76,7 +76,8 @@ describe("request → the fleet's request", () => {
       model: MODEL,
       maxTokens: 32,
       temperature: 0.5,
-      sampling: { topP: 0.9, topK: 40 },
+      sampling: { topP: 0.9, topK: 40, stop: ["END"] },
+      nameStop: true,
       messages: [
         { role: "system", content: "You are terse.\n\nUse tools." },
         { role: "user", content: "Weather in Paris and Rome?" },
@@ -95,9 +96,8 @@ describe("request → the fleet's request", () => {
       tools: [{ name: "get_weather", description: "The weather in a city", parameters: weather.input_schema }],
       parallelToolCalls: false,
     });
+    // the node stops at the stop sequences and names the one it met (nameStop: only nodes that do); the scheduler matches them too
     expect(a).toMatchObject({ requestedModel: MODEL, stream: true, stopSequences: ["END"], ignored: ["metadata"] });
-    // the stop sequences are the scheduler's to match: the node is never told them
-    expect(a.request.sampling).not.toHaveProperty("stop");
   });
 
   it("tool_choice: any is required, tool names the function, none shows no tools", () => {

@@ -25,7 +25,10 @@ export interface AnthropicRequest {
   /** The name the client sent (an id or an alias), which the answer carries; `request.model` is the canonical id. */
   requestedModel: string;
   stream: boolean;
-  /** Matched in the scheduler (`StopMatcher`); never sent to the node. */
+  /**
+   * Sent to the node as stop texts (`sampling.stop`), which it stops at and names in its `done`;
+   * matched in the scheduler as well (`StopMatcher`), for a node that lets one through.
+   */
   stopSequences: string[];
   /** Top-level members that change nothing here, for `x-kiln-ignored-fields`. */
   ignored: string[];
@@ -48,13 +51,19 @@ export function validateMessages(body: unknown, options: AnthropicValidationOpti
   const sampling: Sampling = {};
   if (b.top_p !== undefined) sampling.topP = b.top_p;
   if (b.top_k !== undefined) sampling.topK = b.top_k;
+  const stopSequences = b.stop_sequences?.filter((s) => s.length > 0) ?? [];
+  if (stopSequences.length > 0) {
+    // the node stops at them (no tokens generated past one, none billed) and names the one it met
+    sampling.stop = stopSequences;
+    request.nameStop = true;
+  }
   if (Object.keys(sampling).length > 0) request.sampling = sampling;
   offerTools(b, request);
   return {
     request,
     requestedModel: b.model,
     stream: b.stream ?? false,
-    stopSequences: b.stop_sequences ?? [],
+    stopSequences,
     ignored: Object.keys(body as object).filter((k) => IGNORED_ANTHROPIC.has(k)),
   };
 }
@@ -200,9 +209,10 @@ export interface End {
 }
 
 /** The end a node's `done` reports: `length` is max_tokens (or the context's end), `tool_calls` tool_use, the rest end_turn. */
-export function endOf(done: { finishReason: string; promptTokens: number; completionTokens: number; cachedTokens: number }): End {
-  const stopReason: StopReason = done.finishReason === "length" ? "max_tokens" : done.finishReason === "tool_calls" ? "tool_use" : "end_turn";
-  return { stopReason, stopSequence: null, promptTokens: done.promptTokens, completionTokens: done.completionTokens, cachedTokens: done.cachedTokens };
+export function endOf(done: { finishReason: string; promptTokens: number; completionTokens: number; cachedTokens: number; stopText?: string }): End {
+  const stopReason: StopReason =
+    done.stopText !== undefined ? "stop_sequence" : done.finishReason === "length" ? "max_tokens" : done.finishReason === "tool_calls" ? "tool_use" : "end_turn";
+  return { stopReason, stopSequence: done.stopText ?? null, promptTokens: done.promptTokens, completionTokens: done.completionTokens, cachedTokens: done.cachedTokens };
 }
 
 export const messageId = (): string => `msg_${randomBytes(18).toString("base64url")}`;

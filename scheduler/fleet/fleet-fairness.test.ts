@@ -44,7 +44,7 @@ function submit(f: Fleet, account: string, name: string, model?: string): Promis
 const done = (f: Fleet, node: string, link: RecordingLink, name: string) =>
   f.receive(node, link, {
     body: "done",
-    done: { request_id: link.idOf(name), finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] },
+    done: { request_id: link.idOf(name), finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [], stop_text: "" },
   });
 
 /** Finishes whatever runs on the one-slot agent until nothing is left; returns the dispatch order. */
@@ -91,7 +91,7 @@ describe("Fleet fairness across accounts", () => {
     void submit(f, "A", "a3");
     expect(a.dispatched()).toEqual(["a1"]);
     expect(other.dispatched()).toEqual(["o1"]);
-    f.receive("o", other, { body: "done", done: { request_id: other.idOf("o1"), finish_reason: "stop", usage: null, finish_reasons: [] } });
+    f.receive("o", other, { body: "done", done: { request_id: other.idOf("o1"), finish_reason: "stop", usage: null, finish_reasons: [], stop_text: "" } });
     expect(other.dispatched()).toEqual(["o1", "o2"]); // not held up behind a2, which waits for the busy model
     expect(runAll(f, a)).toEqual(["a1", "a2", "a3"]);
     f.close();

@@ -36,7 +36,7 @@ function twoNodes(slots = 4) {
       const link = node === "a" ? links.a : links.b;
       f.receive(node!, link, { body: "chunk", chunk: { request_id: id!, text: reply.slice(0, 2), logprobs: [], index: 0, tool_calls: [] } });
       f.receive(node!, link, { body: "chunk", chunk: { request_id: id!, text: reply.slice(2), logprobs: [], index: 0, tool_calls: [] } });
-      f.receive(node!, link, { body: "done", done: { request_id: id!, finish_reason: "stop", usage: null, finish_reasons: ["stop"] } });
+      f.receive(node!, link, { body: "done", done: { request_id: id!, finish_reason: "stop", usage: null, finish_reasons: ["stop"], stop_text: "" } });
       const out: CompletionEvent[] = [];
       for await (const e of events) out.push(e);
       return out;

@@ -77,7 +77,7 @@ describe("Fleet routing", () => {
     for (const id of [x!, y!])
       f.receive("a", a, {
         body: "done",
-        done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 }, finish_reasons: [] },
+        done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 }, finish_reasons: [], stop_text: "" },
       });
     const done = { type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, finishReasons: ["length"], cachedTokens: 0, fingerprint: "fp_test" };
     expect(await first).toEqual([{ type: "text", text: "Once", index: 0 }, { type: "text", text: " upon", index: 0 }, done]);
@@ -137,7 +137,7 @@ describe("Fleet routing", () => {
     expect([a.requests().length, f.queued]).toEqual([1, 1]);
     expect(a.sent[0]!.completion!.n).toBe(3);
     expect(() => f.submit({ ...request, n: 5 })).toThrow(expect.objectContaining({ status: 400, code: "invalid_n", field: "n" }));
-    f.receive("a", a, { body: "done", done: { request_id: a.requests()[0]!, finish_reason: "stop", usage: null, finish_reasons: ["stop", "stop", "length"] } });
+    f.receive("a", a, { body: "done", done: { request_id: a.requests()[0]!, finish_reason: "stop", usage: null, finish_reasons: ["stop", "stop", "length"], stop_text: "" } });
     expect([a.requests().length, f.queued, f.snapshot()[0]!.pools[0]!.inflight]).toEqual([2, 0, 2]);
     f.close();
   });
@@ -149,7 +149,8 @@ describe("Fleet routing", () => {
     for (const account of ["x1", "x2", "x3"]) f.submit({ ...request, account }); // every slot busy
     f.submit({ ...request, n: 2, account: "y" }); // needs two: waits
     f.submit({ ...request, account: "z" }); // waits behind it
-    const finish = (i: number) => f.receive("a", a, { body: "done", done: { request_id: a.requests()[i]!, finish_reason: "stop", usage: null, finish_reasons: [] } });
+    const finish = (i: number) =>
+      f.receive("a", a, { body: "done", done: { request_id: a.requests()[i]!, finish_reason: "stop", usage: null, finish_reasons: [], stop_text: "" } });
     finish(0); // one slot free: too few for y, and kept for it rather than given to z
     expect([a.requests().length, f.queued]).toEqual([3, 2]);
     finish(1); // two free: y
@@ -181,7 +182,10 @@ describe("Fleet routing", () => {
     f.detach("a", a, "killed");
     expect(b.requests()).toEqual([id]);
     f.receive("b", b, { body: "chunk", chunk: { request_id: id!, text: "hello", logprobs: [], index: 0, tool_calls: [] } });
-    f.receive("b", b, { body: "done", done: { request_id: id!, finish_reason: "stop", usage: { prompt_tokens: 3, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] } });
+    f.receive("b", b, {
+      body: "done",
+      done: { request_id: id!, finish_reason: "stop", usage: { prompt_tokens: 3, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [], stop_text: "" },
+    });
     expect(await events).toEqual([
       { type: "text", text: "hello", index: 0 },
       { type: "done", finishReason: "stop", promptTokens: 3, completionTokens: 1, finishReasons: ["stop"], cachedTokens: 0, fingerprint: "fp_test" },
@@ -231,7 +235,10 @@ describe("Fleet routing", () => {
     expect([a.requests().length, b.requests().length]).toEqual([1, 1]);
     const id = b.requests()[0]!;
     f.receive("b", b, { body: "chunk", chunk: { request_id: id, text: "ok", logprobs: [], index: 0, tool_calls: [] } });
-    f.receive("b", b, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] } });
+    f.receive("b", b, {
+      body: "done",
+      done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [], stop_text: "" },
+    });
     expect((await events).map((e) => e.type)).toEqual(["text", "done"]);
     f.close();
   });
@@ -244,7 +251,10 @@ describe("Fleet routing", () => {
     f.receive("a", a, { body: "error", error: { request_id: a.requests()[0]!, code: "draining", message: "draining", retryable: true, usage: null } });
     expect(a.requests()).toHaveLength(2);
     const id = a.requests()[1]!;
-    f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 0, cached_tokens: 0 }, finish_reasons: [] } });
+    f.receive("a", a, {
+      body: "done",
+      done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 0, cached_tokens: 0 }, finish_reasons: [], stop_text: "" },
+    });
     expect((await events).map((e) => e.type)).toEqual(["done"]);
     f.close();
   });
@@ -263,7 +273,10 @@ describe("Fleet routing", () => {
     heartbeat([0]); // freed
     expect(a.requests()).toHaveLength(2); // sent again; with maxAttempts 1, the refusal spent no attempt
     const id = a.requests()[1]!;
-    f.receive("a", a, { body: "done", done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 0, cached_tokens: 0 }, finish_reasons: [] } });
+    f.receive("a", a, {
+      body: "done",
+      done: { request_id: id, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 0, cached_tokens: 0 }, finish_reasons: [], stop_text: "" },
+    });
     expect((await events).map((e) => e.type)).toEqual(["done"]);
     f.close();
   });
@@ -339,7 +352,7 @@ describe("Fleet routing", () => {
     const usage = (p: number, c: number) => ({ prompt_tokens: p, completion_tokens: c, cached_tokens: 0 });
 
     const done = drain(f.submit({ ...request, onUsage: onUsage("done") }));
-    f.receive("a", a, { body: "done", done: { request_id: a.requests()[0]!, finish_reason: "stop", usage: usage(7, 3), finish_reasons: [] } });
+    f.receive("a", a, { body: "done", done: { request_id: a.requests()[0]!, finish_reason: "stop", usage: usage(7, 3), finish_reasons: [], stop_text: "" } });
     await done;
 
     const ac = new AbortController();
@@ -402,10 +415,10 @@ describe("Fleet routing", () => {
     expect(f.snapshot()).toHaveLength(1);
     // The request had no text yet: it moved to the new stream; the old stream's stragglers are ignored.
     const id = fresh.requests()[0]!;
-    f.receive("a", old, { body: "done", done: { request_id: id, finish_reason: "stop", usage: null, finish_reasons: [] } });
+    f.receive("a", old, { body: "done", done: { request_id: id, finish_reason: "stop", usage: null, finish_reasons: [], stop_text: "" } });
     f.receive("a", fresh, {
       body: "done",
-      done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 }, finish_reasons: [] },
+      done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 1, completion_tokens: 2, cached_tokens: 0 }, finish_reasons: [], stop_text: "" },
     });
     expect(await events).toEqual([
       { type: "done", finishReason: "length", promptTokens: 1, completionTokens: 2, finishReasons: ["length"], cachedTokens: 0, fingerprint: "fp_test" },

@@ -568,6 +568,8 @@ export class Fleet {
             finishReasons: done.finish_reasons.length > 0 ? done.finish_reasons : [done.finish_reason],
             cachedTokens: used.cachedTokens,
             fingerprint: pool?.fingerprint ?? "",
+            // a stop text is only ever one the request gave (what else a node names is dropped)
+            ...(done.stop_text && job.request.sampling?.stop?.includes(done.stop_text) ? { stopText: done.stop_text } : {}),
           };
         });
         return;

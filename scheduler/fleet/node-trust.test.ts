@@ -40,7 +40,7 @@ async function answered(f: Fleet, id: string, link: RecordingLink, usage: { prom
   const events = drain(f.submit({ ...request, onUsage: (u) => told?.push(`${u.promptTokens}+${u.completionTokens}`) }));
   const rid = link.requests().at(-1)!;
   f.receive(id, link, { body: "chunk", chunk: { request_id: rid, text: "hello", logprobs: [], index: 0, tool_calls: [] } });
-  f.receive(id, link, { body: "done", done: { request_id: rid, finish_reason: "stop", usage, finish_reasons: [] } });
+  f.receive(id, link, { body: "done", done: { request_id: rid, finish_reason: "stop", usage, finish_reasons: [], stop_text: "" } });
   return (await events).find((e) => e.type === "done") as Extract<CompletionEvent, { type: "done" }>;
 }
 
@@ -120,6 +120,29 @@ describe("what a node sends for one request is bounded in all", () => {
 });
 
 describe("a node's last message is the answer its request asked for", () => {
+  it("a stop text it names is kept only when the request gave it", async () => {
+    const f = fleet();
+    const link = new RecordingLink();
+    f.attach(servingNode("n", 4, { capabilities: ["sampling", "stop_text"] }), link);
+    const ended = async (stopText: string) => {
+      const events = drain(f.submit({ ...request, sampling: { stop: ["END", "STOP"] }, nameStop: true }));
+      const rid = link.requests().at(-1)!;
+      f.receive("n", link, { body: "done", done: { request_id: rid, finish_reason: "stop", usage: null, finish_reasons: [], stop_text: stopText } });
+      return (await events).find((e) => e.type === "done") as Extract<CompletionEvent, { type: "done" }>;
+    };
+    expect((await ended("STOP")).stopText).toBe("STOP");
+    expect((await ended("anything else")).stopText).toBeUndefined();
+    expect((await ended("")).stopText).toBeUndefined();
+    f.close();
+  });
+
+  it("a request that must name its stop text goes only to a node that names it", async () => {
+    const f = fleet();
+    f.attach(servingNode("old", 4, { capabilities: ["sampling"] }), new RecordingLink());
+    expect(() => f.submit({ ...request, sampling: { stop: ["END"] }, nameStop: true })).toThrow(/supports stop_text/);
+    f.close();
+  });
+
   it("a completion answered with embeddings, or embeddings answered with a completion's done: the request fails naming the node, the node gets a cancel, a count and a strike", async () => {
     const f = fleet();
     const link = new RecordingLink();
@@ -133,7 +156,7 @@ describe("a node's last message is the answer its request asked for", () => {
     const rid2 = link.requests().at(-1)!;
     f.receive("liar", link, {
       body: "done",
-      done: { request_id: rid2, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] },
+      done: { request_id: rid2, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [], stop_text: "" },
     });
     await expect(embeddings).rejects.toThrow("the node (liar) answered an embeddings request with a completion's end");
     expect(f.rejectedReports()).toEqual([{ node: "liar", kind: "answer_kind", count: 2 }]);
@@ -242,7 +265,7 @@ describe("routing weighs what the scheduler observes", () => {
       f.receive(id, link, { body: "chunk", chunk: { request_id: rid, text: "x", logprobs: [], index: 0, tool_calls: [] } });
       f.receive(id, link, {
         body: "done",
-        done: { request_id: rid, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] },
+        done: { request_id: rid, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [], stop_text: "" },
       });
     };
     // without observations, by the share in use: the 64-slot claim first, then the idle one
@@ -280,7 +303,7 @@ describe("routing weighs what the scheduler observes", () => {
       text("honest", honest, rid);
       f.receive("honest", honest, {
         body: "done",
-        done: { request_id: rid, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [] },
+        done: { request_id: rid, finish_reason: "stop", usage: { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 }, finish_reasons: [], stop_text: "" },
       });
     }
     // both idle, 8 slots each: 8 requests split evenly (its 1 ms TTFT counted, it would take all 8)

@@ -28,6 +28,11 @@ export interface CompletionRequest {
   /** Choices to generate (`n`; default 1): the request holds this many slots of one pool. */
   n?: number;
   /**
+   * The answer names the stop text (`sampling.stop`) that ended it (Anthropic's `stop_sequence`):
+   * only agents that report it (`stop_text`) serve the request. Not sent to agents.
+   */
+  nameStop?: boolean;
+  /**
    * The account the request is for: waiting requests are queued per account and the queues served
    * round-robin, so one account's flood cannot starve another. Requests without one share a queue.
    * Never sent to agents.
@@ -71,6 +76,8 @@ export type CompletionEvent =
       cachedTokens: number;
       /** The serving pool's `system_fingerprint` ("" from an agent that sends none). */
       fingerprint: string;
+      /** The request's stop text (`sampling.stop`) that ended the first choice, when the node says one did (only one of the request's). */
+      stopText?: string;
     };
 
 /** What the fleet needs from one connected agent's stream (the gRPC server implements it). */

@@ -7,6 +7,7 @@ export interface CompletionDone {
   'finish_reason'?: (string);
   'usage'?: (_kiln_v1_Usage | null);
   'finish_reasons'?: (string)[];
+  'stop_text'?: (string);
 }
 
 export interface CompletionDone__Output {
@@ -14,4 +15,5 @@ export interface CompletionDone__Output {
   'finish_reason': (string);
   'usage': (_kiln_v1_Usage__Output | null);
   'finish_reasons': (string)[];
+  'stop_text': (string);
 }
