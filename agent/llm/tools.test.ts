@@ -116,6 +116,16 @@ describe("function calling", () => {
     expect(result.text).toBe(text);
   });
 
+  it("auto with stop texts: a text reply ends at the first, which the result names", async () => {
+    const options = { tools: [weather], temperature: 0, maxTokens: 30 };
+    const { result: full } = await callWith(options);
+    expect(full.choices[0]!.toolCalls).toBeUndefined(); // the greedy reply is text
+    expect(full.text.length).toBeGreaterThan(4);
+    const stop = full.text.slice(2, 4);
+    const { result } = await callWith({ ...options, sampling: { stop: ["\u0000never", stop] } });
+    expect(result).toMatchObject({ text: full.text.slice(0, full.text.indexOf(stop)), finishReason: "stop", stopText: stop });
+  });
+
   it("renders an assistant's call and the tool message answering it into the prompt, in order", () => {
     const pool = engine.modelPools[0]!;
     const history = toHistory([
