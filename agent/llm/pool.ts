@@ -115,14 +115,17 @@ export class ModelPool {
     const gate = spec ? new SpeculationGate(spec.speculation) : undefined;
     let draftContext: LlamaContext | undefined;
     try {
-      if (spec?.draftModel)
+      if (spec?.draftModel) {
         draftContext = await spec.draftModel.createContext({
           sequences: options.sequences,
           contextSize: Math.min(contextSize, spec.draftModel.trainContextSize),
           threads: options.threads,
           ...(options.batchSize ? { batchSize: options.batchSize } : {}),
         });
+        ensureDraftFits(context, draftContext);
+      }
     } catch (err) {
+      await draftContext?.dispose();
       await context.dispose();
       throw err;
     }
@@ -329,4 +332,19 @@ function sharedPrefix(a: readonly Token[], b: readonly Token[]): number {
   let i = 0;
   while (i < n && a[i] === b[i]) i++;
   return i;
+}
+
+/**
+ * Refuses a draft whose vocabulary cannot draft for the model (its type, special tokens or tokens
+ * differ: llama.cpp's own rules), at load: node-llama-cpp checks it only when the draft first
+ * predicts, so a model would report ready and then fail every request allowed to speculate.
+ */
+function ensureDraftFits(context: LlamaContext, draft: LlamaContext): void {
+  type Binding = { ensureDraftContextIsCompatibleForSpeculative(draft: Binding): void };
+  const binding = (c: LlamaContext) => (c as unknown as { _ctx: Binding })._ctx;
+  try {
+    binding(context).ensureDraftContextIsCompatibleForSpeculative(binding(draft));
+  } catch (err) {
+    throw new Error(`its draft model cannot draft for it: ${(err as Error).message}`);
+  }
 }

@@ -189,6 +189,24 @@ describe("speculative decoding on the tiny model", () => {
     }
   });
 
+  it("refuses at load a draft whose vocabulary cannot draft for the model, naming why (not ready, then failing every request)", async () => {
+    // the tiny model's own vocabulary with another end-of-generation token: llama.cpp's special tokens differ
+    const vocabulary = await vocabularyFromGguf(TINY_MODEL);
+    const eos = vocabulary.metadata["tokenizer.ggml.eos_token_id"]!;
+    const other = { ...vocabulary, metadata: { ...vocabulary.metadata, "tokenizer.ggml.eos_token_id": { ...eos, value: (eos.value as number) === 2 ? 3 : 2 } } };
+    const draft = join(tempDir(), "mismatched-draft.gguf");
+    await writeTinyLlama(draft, { ...TEST_MODELS.tiny.options, seed: 9, vocabulary: other as typeof vocabulary });
+    const loading = LlmEngine.load({
+      models: [{ id: "m", path: TINY_MODEL, speculative: { kind: "draft", source: draft } }],
+      sequences: 1,
+      contextSize: 512,
+      threads: 1,
+      gpu: "cpu",
+      logger: createLogger("test", "silent"),
+    });
+    await expect(loading).rejects.toThrow(/its draft model cannot draft for it: .*special tokens must match/);
+  });
+
   it("a turn that begins with the gate off never asks the predictor (node-llama-cpp's plain path), and its tokens count toward the next probe", async () => {
     const engine = await LlmEngine.load({
       models: [{ id: "m", path: TINY_MODEL, speculative: { kind: "lookup" } }],
