@@ -17,6 +17,8 @@ import { LlmEngine } from "./engine.js";
 import { parseSpeculation } from "../../core/speculation.js";
 import { GatedTokenPredictor, SPECULATION_RULE, SpeculationGate, type Speculation } from "./speculative.js";
 import { generateTurn, renderRawPrompt } from "./turn.js";
+import { watchBinding } from "../../test/helpers/binding.js";
+import { installedAddon } from "../../core/prebuilt.js";
 
 const STORIES = process.env.KILN_TEST_DATA ? join(process.env.KILN_TEST_DATA, "models", "stories260K.gguf") : undefined;
 const realData = STORIES !== undefined && existsSync(STORIES);
@@ -272,10 +274,17 @@ describe("speculative decoding on the tiny model", () => {
       // a token the greedy output never holds: every prediction of it is refuted
       const never = [...model.iterateAllTokens()].find((t) => !tokens.has(t) && !model.isEogToken(t) && model.detokenize([t]).length > 0)!;
       const gate = new SpeculationGate({ kind: "lookup" });
-      const sequence = context.getSequence({ tokenPredictor: new GatedTokenPredictor(gate, new Wrong(never)) });
+      const gated = new GatedTokenPredictor(gate, new Wrong(never));
+      const sequence = context.getSequence({ tokenPredictor: gated });
+      const asked = vi.spyOn(gated, "predictTokens");
+      let loops = 0;
+      const unwatch = watchBinding(context, ["generateTokens"], () => loops++);
       try {
         const ours = await generateTurn(sequence, prompt, { maxTokens: 150, temperature: 0 });
         expect(ours.text).toBe(plain.text);
+        // once off, the rest of the turn went on without the predictor: the plain path, a lone sequence in the native loop
+        expect(asked.mock.calls.length).toBe(2);
+        if (installedAddon()) expect(loops).toBeGreaterThan(0);
         // 2 steps of 4 refuted predictions (SPECULATION_RULE turns it off after 6 refused); then nothing is predicted for offTokens (256) tokens
         const judged = 2 * 4;
         expect([gate.validated, gate.refuted, gate.turnedOff, gate.on]).toEqual([0, judged, 1, false]);
@@ -287,6 +296,7 @@ describe("speculative decoding on the tiny model", () => {
         await generateTurn(sequence, prompt, { maxTokens: 40, temperature: 0.8, sampling: { seed: 7 } });
         expect(gate.refuted).toBe(judged);
       } finally {
+        unwatch();
         sequence.dispose();
       }
     });

@@ -202,6 +202,19 @@ export class GatedTokenPredictor extends TokenPredictor {
     super();
   }
 
+  /**
+   * Asked by Kiln's patch (`_speculativeEvaluate`) between two tokens of a turn that began
+   * speculating: true lets the rest of the turn go on without the predictor, on the plain path,
+   * once the gate has turned off in it and the generation is one that may speculate (for one that
+   * may not, a seeded sample say, another sampler would change its tokens). The turn then counts as
+   * a bypassed one (`endTurn`; its tokens before the hand-off are counted twice toward the next probe).
+   */
+  kilnHandOff(): boolean {
+    if (!this.allowed || this.gate.on) return false;
+    this.kilnBypass = true;
+    return true;
+  }
+
   /** A turn on this predictor's sequence begins: it speculates only if the gate is on now. */
   beginTurn(): void {
     this.kilnBypass = !this.gate.on;
