@@ -38,6 +38,8 @@ describe("generateTurn", () => {
     expect(prompt.stops.isStopToken(end[0]!)).toBe(true);
     // the literal text of the trigger stops too, and a partial one is held back
     expect(prompt.stops.scan("once <|im_end|> more")).toEqual({ stopAt: 5, safe: 5, matched: "<|im_end|>" });
+    // a request's stop text starting where a trigger of the template's does is the one named
+    expect(prompt.stops.with(["<|im"]).scan("once <|im_end|> more")).toEqual({ stopAt: 5, safe: 5, matched: "<|im" });
     expect(prompt.stops.scan("once <|im_")).toEqual({ stopAt: -1, safe: 5 });
     expect(prompt.stops.scan("once upon")).toEqual({ stopAt: -1, safe: 9 });
   });

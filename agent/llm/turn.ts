@@ -131,10 +131,10 @@ export class StopTriggers {
     return new StopTriggers(tokens, texts);
   }
 
-  /** These triggers and the texts `more` (a request's `stop`). */
+  /** These triggers and the texts `more` (a request's `stop`), listed first: a tie in `scan` goes to them. */
   with(more: readonly string[] = []): StopTriggers {
     const texts = more.filter((t) => t.length > 0);
-    return texts.length ? new StopTriggers(this.tokens, [...this.texts, ...texts]) : this;
+    return texts.length ? new StopTriggers(this.tokens, [...texts, ...this.texts]) : this;
   }
 
   isStopToken(token: Token): boolean {

@@ -307,6 +307,12 @@ export class Fleet {
    * queue the request waits in when every slot is busy.
    */
   submit(request: CompletionRequest, signal?: AbortSignal, traceId = ""): AsyncIterable<CompletionEvent> {
+    // a stop text to name is a preference: while the model is served, but by no node that names it (older
+    // agents), the stops are not sent, and the scheduler's own match of them in the relayed text ends the reply
+    if (request.nameStop && !this.serves(request.model, requiredCapabilities(request))) {
+      const unnamed = withoutNamedStops(request);
+      if (this.serves(unnamed.model, requiredCapabilities(unnamed))) request = unnamed;
+    }
     const needs = requiredCapabilities(request);
     const placed = this.options.placement?.model(request.model);
     if (placed && !this.serves(request.model, needs)) return this.submitPlaced(request, placed, needs, signal, traceId);
@@ -1384,4 +1390,11 @@ function toClientError(code: string, message: string, started: boolean): ApiErro
   // the agent's message starts with the field at fault ("input[2]: …"), which becomes the error's param
   if (CHAT_CLIENT_FAULTS.has(code) && !started) return new InvalidRequestError(relayedCode(code), message);
   return new UpstreamError(relayedCode(code) || WIRE.agentError, message);
+}
+
+/** `request` without the stop texts it would have its node name (`nameStop`): for nodes that cannot. */
+function withoutNamedStops(request: CompletionRequest): CompletionRequest {
+  const { nameStop: _nameStop, sampling, ...rest } = request;
+  const { stop: _stop, ...kept } = sampling ?? {};
+  return Object.keys(kept).length > 0 ? { ...rest, sampling: kept } : rest;
 }

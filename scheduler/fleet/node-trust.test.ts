@@ -136,10 +136,19 @@ describe("a node's last message is the answer its request asked for", () => {
     f.close();
   });
 
-  it("a request that must name its stop text goes only to a node that names it", async () => {
+  it("a request whose stop text must be named goes to a node that names it; with none serving the model (older agents), to another without its stops", () => {
     const f = fleet();
-    f.attach(servingNode("old", 4, { capabilities: ["sampling"] }), new RecordingLink());
-    expect(() => f.submit({ ...request, sampling: { stop: ["END"] }, nameStop: true })).toThrow(/supports stop_text/);
+    const old = new RecordingLink();
+    f.attach(servingNode("old", 1, { capabilities: ["sampling"] }), old);
+    void drain(f.submit({ ...request, sampling: { stop: ["END"], topK: 5 }, nameStop: true })).catch(() => undefined);
+    expect(old.sent.at(-1)!.completion).toMatchObject({ top_k: 5 });
+    expect(old.sent.at(-1)!.completion).not.toHaveProperty("stop"); // the scheduler matches the stops itself
+    const named = new RecordingLink();
+    f.attach(servingNode("new", 1, { capabilities: ["sampling", "stop_text"] }), named);
+    void drain(f.submit({ ...request, sampling: { stop: ["END"] }, nameStop: true })).catch(() => undefined);
+    expect(named.sent.at(-1)!.completion).toMatchObject({ stop: ["END"] });
+    void drain(f.submit({ ...request, sampling: { stop: ["END"] }, nameStop: true })).catch(() => undefined);
+    expect(old.requests()).toHaveLength(1); // the named one waits for the node that names it
     f.close();
   });
 
