@@ -209,7 +209,7 @@ describe("speculative decoding on the tiny model", () => {
     await expect(loading).rejects.toThrow(/its draft model cannot draft for it: .*special tokens must match/);
   });
 
-  it("a turn that begins with the gate off never asks the predictor (node-llama-cpp's plain path), and its tokens count toward the next probe", async () => {
+  it("a turn that begins with the gate off, or whose options never speculate, never asks the predictor (node-llama-cpp's plain path); a gated-off turn's tokens count toward the next probe", async () => {
     const engine = await LlmEngine.load({
       models: [{ id: "m", path: TINY_MODEL, speculative: { kind: "lookup" } }],
       sequences: 1,
@@ -229,7 +229,10 @@ describe("speculative decoding on the tiny model", () => {
         generated += (await engine.generate("m", { prompt: PROMPTS[0]! }, { temperature: 0, maxTokens: 100 })).completionTokens;
       }
       expect(asked).not.toHaveBeenCalled();
-      expect(gate.on).toBe(true); // the probe: the next turn speculates
+      expect(gate.on).toBe(true); // the probe: the next turn speculates, unless its options never do
+      await engine.generate("m", { prompt: PROMPTS[0]! }, { temperature: 0, maxTokens: 20, sampling: { repeatPenalty: 1.5 } });
+      await engine.generate("m", { prompt: PROMPTS[0]! }, { temperature: 0.8, maxTokens: 20, sampling: { seed: 3 } });
+      expect(asked).not.toHaveBeenCalled();
       await engine.generate("m", { prompt: PROMPTS[0]! }, { temperature: 0, maxTokens: 20 });
       expect(asked).toHaveBeenCalled();
     } finally {

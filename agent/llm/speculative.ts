@@ -187,13 +187,8 @@ export class GatedTokenPredictor extends TokenPredictor {
   private seenValidated = 0;
   private seenRefuted = 0;
 
-  /**
-   * Set for a turn that began with the gate off (`beginTurn`): node-llama-cpp (Kiln's patch,
-   * `evaluateWithMetadata`) then evaluates the turn without the predictor, on its plain path (for a
-   * lone sequence the addon's native loop). A predictor that predicts nothing still costs its
-   * speculative path, which sets the sampler up for every token: 14 % of a tiny model's speed.
-   */
-  kilnBypass = false;
+  /** The turn under way went without the predictor (`kilnBypasses`) or left it (`kilnHandOff`): `endTurn` counts its tokens. */
+  private bypassed = false;
 
   constructor(
     readonly gate: SpeculationGate,
@@ -211,22 +206,35 @@ export class GatedTokenPredictor extends TokenPredictor {
    */
   kilnHandOff(): boolean {
     if (!this.allowed || this.gate.on) return false;
-    this.kilnBypass = true;
+    this.bypassed = true;
     return true;
   }
 
-  /** A turn on this predictor's sequence begins: it speculates only if the gate is on now. */
+  /**
+   * Asked by Kiln's patch (`evaluateWithMetadata`) as a generation begins with `options`: true to
+   * evaluate it without the predictor, on node-llama-cpp's plain path (for a lone sequence the
+   * addon's native loop), when the gate is off or the options never speculate (`unsafeFor`). A
+   * predictor that predicts nothing still costs the speculative path, which sets the sampler up for
+   * every token: 14 % of a tiny model's speed.
+   */
+  kilnBypasses(options: Readonly<Record<string, unknown>>): boolean {
+    if (this.gate.on && unsafeFor(options) === undefined) return false;
+    this.bypassed = true;
+    return true;
+  }
+
+  /** A turn on this predictor's sequence begins. */
   beginTurn(): void {
-    this.kilnBypass = !this.gate.on;
+    this.bypassed = false;
   }
 
   /**
-   * The turn ended having generated `tokens`. A turn that bypassed the predictor counts them toward
-   * the gate's next probe here (a turn that did not counted them as they came, in `pushTokens`).
+   * The turn ended having generated `tokens`. A turn that went without the predictor counts them
+   * toward the gate's next probe here (one that used it counted them as they came, in `pushTokens`).
    */
   endTurn(tokens: number): void {
-    if (this.kilnBypass) this.gate.generated(tokens);
-    this.kilnBypass = false;
+    if (this.bypassed) this.gate.generated(tokens);
+    this.bypassed = false;
   }
 
   /** Counts of the target sequence not yet given to the gate. */
