@@ -5,9 +5,10 @@
  * A statement that finds no transaction runs at once, in the caller's turn (one promise, no
  * AsyncLocalStorage: on Node 20 that puts a hook on every promise of the process, a cost every
  * request of the gateway would pay). So a statement sent through the store from inside a
- * transaction's body, rather than through the body's runner, cannot be told from one sent from
- * elsewhere: it waits for the transaction, which waits for it. Such a wait ends after
- * `transactionWaitMs` with an error naming the mistake, and the transaction rolls back.
+ * transaction's body, rather than through the body's runner, is told from one sent from elsewhere
+ * only before the body's first await (it is refused at once); after that it waits for the
+ * transaction, which waits for it, until `transactionWaitMs` ends the wait with an error and the
+ * transaction rolls back.
  */
 import type { Statement } from "better-sqlite3";
 import { openDatabase, type Db } from "../../core/sqlite.js";
@@ -16,6 +17,9 @@ import type { SqlRunner, SqlValue, Store } from "./sql.js";
 
 /** Prepared statements kept; past it they are prepared again. */
 const MAX_STATEMENTS = 512;
+
+/** A statement sent through the store, not the transaction's runner, from inside a transaction's body. */
+const INSIDE_TRANSACTION = "a statement inside a transaction must go through the transaction's runner (through the store it waits for the transaction for ever)";
 
 /** How long a statement waits for a transaction to end before failing (default of `transactionWaitMs`). */
 export const TRANSACTION_WAIT_MS = 30_000;
@@ -44,6 +48,8 @@ export class SqliteStore implements Store {
   private seenDataVersion: unknown;
   /** Statements of this store that may have written, and other connections' commits seen: `changeCount`. */
   private changes = 0;
+  /** A transaction's body runs its first turn (before its first await). */
+  private inBodyTurn = false;
 
   constructor(
     readonly location: string,
@@ -97,13 +103,22 @@ export class SqliteStore implements Store {
 
   /** (A `lock` needs nothing here: BEGIN IMMEDIATE already runs one writing transaction at a time.) */
   async transaction<T>(body: (tx: SqlRunner) => Promise<T>, _options?: { lock?: string }): Promise<T> {
+    if (this.inBodyTurn) throw new Error(INSIDE_TRANSACTION);
     while (this.busy) await this.transactionEnd(); // claimed in the same turn it is seen free (as in inTurn)
     let end!: () => void;
     this.busy = new Promise((resolve) => (end = resolve));
     try {
       this.db.exec("BEGIN IMMEDIATE");
       try {
-        const result = await body(this.direct);
+        // a statement sent through the store before the body's first await is refused at once (later ones meet the deadline)
+        this.inBodyTurn = true;
+        let running: Promise<T>;
+        try {
+          running = body(this.direct);
+        } finally {
+          this.inBodyTurn = false;
+        }
+        const result = await running;
         this.db.exec("COMMIT");
         return result;
       } catch (err) {
@@ -127,6 +142,7 @@ export class SqliteStore implements Store {
    * none, at once: the caller's one promise is the statement's.
    */
   private inTurn<R>(statement: () => Promise<R>): Promise<R> {
+    if (this.inBodyTurn) return Promise.reject(new Error(INSIDE_TRANSACTION));
     if (!this.busy) return statement();
     return (async () => {
       while (this.busy) await this.transactionEnd();
@@ -142,7 +158,7 @@ export class SqliteStore implements Store {
         () =>
           reject(
             new Error(
-              `a statement waited ${this.transactionWaitMs} ms for a transaction to end: a statement inside a transaction must go through the transaction's runner (through the store it waits for the transaction for ever)`,
+              `a statement waited ${this.transactionWaitMs} ms for a transaction to end (a statement sent through the store from inside a transaction's body, instead of through the transaction's runner, waits for it for ever)`,
             ),
           ),
         this.transactionWaitMs,

@@ -185,8 +185,16 @@ describe.each(engines)("the store on %s, refusals", (engine, newDb) => {
       const inner = store.transaction(async () => {
         await store.run("INSERT INTO settings (name, value) VALUES ('x', '1')");
       });
-      if (engine === "SQLite") await expect(inner).rejects.toThrow(/must go through the transaction's runner/);
-      else await inner; // PostgreSQL: another pooled connection, committed on its own
+      // after the body's first await: it waits for the transaction (SQLite), until the deadline
+      const later = store.transaction(async (tx) => {
+        await tx.get("SELECT 1 AS one");
+        await store.run("INSERT INTO settings (name, value) VALUES ('y', '1')");
+      });
+      if (engine === "SQLite") {
+        await expect(inner).rejects.toThrow(/must go through the transaction's runner/);
+        await expect(later).rejects.toThrow(/waited 300 ms for a transaction to end/);
+        expect(await store.get("SELECT COUNT(*) AS n FROM settings WHERE name IN ('x', 'y')")).toEqual({ n: 0 });
+      } else await Promise.all([inner, later]); // PostgreSQL: another pooled connection, committed on its own
     } finally {
       await store.close();
     }
