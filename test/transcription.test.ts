@@ -62,7 +62,8 @@ describe("POST /api/process", () => {
   });
 
   it("tells the phase, in order, and an ETA that falls while progress rises within a phase (measured, not a first guess)", async () => {
-    const res = await upload(t.base, [makeMedia(media, "lecture.flac", { seconds: 300 })], { temperature_increment: "0" });
+    // long enough that the transcribing phase reads several whole seconds of ETA before its tail of 1 s, under a loaded suite too
+    const res = await upload(t.base, [makeMedia(media, "lecture.flac", { seconds: 900 })], { temperature_increment: "0" });
     const { view, samples } = await waitForJob(t.base, res.body.job_id, 120_000);
     expect(view.status, view.error).toBe("completed");
     expect(view.phase).toBeNull();
