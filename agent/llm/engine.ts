@@ -370,7 +370,6 @@ export class LlmEngine {
           await gatedPredictor(slot)?.forget(); // nor in its draft's cache
           slot.scope = scope;
         }
-        gatedPredictor(slot)?.beginTurn();
       }
       if (tools) {
         const turn = await generateToolTurn(slots[0]!.sequence, pool.chatWrapper, history!, tools.functions, prompt.tokens, {

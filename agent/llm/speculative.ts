@@ -223,11 +223,6 @@ export class GatedTokenPredictor extends TokenPredictor {
     return true;
   }
 
-  /** A turn on this predictor's sequence begins. */
-  beginTurn(): void {
-    this.bypassed = false;
-  }
-
   /**
    * The turn ended having generated `tokens`. A turn that went without the predictor counts them
    * toward the gate's next probe here (one that used it counted them as they came, in `pushTokens`).
