@@ -191,7 +191,7 @@ describe("KeyService, what it remembers", () => {
     await expect((await KeyService.open(db, "a-signing-secret-of-at-least-32-characters")).authenticate(bearer(token))).rejects.toMatchObject({ code: "expired_api_key" }); // as jose has it
   });
 
-  it("a remembered key's row is not read again while the store has not changed (SQLite); a revocation from another connection is refused at the next request", async () => {
+  it("a remembered key's row is not read again while the store has not changed (SQLite); a revocation from another connection is refused at the next request (in a later turn of the event loop, as a request from a socket comes)", async () => {
     const { id, token } = await keys.create({ account: "acme", tier: "pro" });
     await keys.authenticate(bearer(token));
     const get = vi.spyOn(db, "get");
@@ -205,6 +205,7 @@ describe("KeyService, what it remembers", () => {
       } finally {
         await other.close();
       }
+      await new Promise(setImmediate);
       await expect(keys.authenticate(bearer(token))).rejects.toMatchObject({ code: "revoked_api_key" });
     } finally {
       get.mockRestore();

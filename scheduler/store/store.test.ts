@@ -89,7 +89,7 @@ describe.each(engines)("the store on %s", (engine, newDb) => {
     }
   });
 
-  it("changeCount (SQLite) changes with this store's writes, a transaction (even rolled back) and another connection's commit; not with a read", async () => {
+  it("changeCount (SQLite) changes with this store's writes, a transaction (even rolled back) and another connection's commit (from the next turn of the event loop); not with a read", async () => {
     const db = newDb();
     const store = await openStore(db, { logger });
     const other = await openStore(db, { logger });
@@ -116,8 +116,14 @@ describe.each(engines)("the store on %s", (engine, newDb) => {
       ).rejects.toThrow("rolled back");
       expect(changed()).toBe(true);
       await other.run("UPDATE settings SET value = '2' WHERE name = 'a'");
+      await new Promise(setImmediate);
       expect(changed()).toBe(true);
       expect(changed()).toBe(false);
+      // a second commit, a turn after the first was seen
+      await new Promise(setImmediate);
+      await other.run("UPDATE settings SET value = '3' WHERE name = 'a'");
+      await new Promise(setImmediate);
+      expect(changed()).toBe(true);
     } finally {
       await other.close();
       await store.close();
