@@ -12,6 +12,7 @@
  */
 import type { Statement } from "better-sqlite3";
 import { openDatabase, type Db } from "../../core/sqlite.js";
+import { oncePerTurn } from "../../core/per-turn.js";
 import { migrations } from "./migrations.js";
 import type { SqlRunner, SqlValue, Store } from "./sql.js";
 
@@ -46,11 +47,6 @@ export class SqliteStore implements Store {
   /** `PRAGMA data_version`: changes when another connection commits (this one's commits are counted in `changes`). */
   private readonly dataVersion: Statement;
   private seenDataVersion: unknown;
-  /** `data_version` was read in this turn of the event loop (`changeCount`); cleared by `nextTurn`. */
-  private versionReadThisTurn = false;
-  private readonly nextTurn = () => {
-    this.versionReadThisTurn = false;
-  };
   /** Statements of this store that may have written, and other connections' commits seen: `changeCount`. */
   private changes = 0;
   /** A transaction's body runs its first turn (before its first await). */
@@ -87,17 +83,18 @@ export class SqliteStore implements Store {
    * refused request's time on the gateway) is read once per turn, not at every request of a turn.
    */
   changeCount(): number {
-    if (!this.versionReadThisTurn) {
-      this.versionReadThisTurn = true;
-      setImmediate(this.nextTurn);
-      const version: unknown = this.dataVersion.get();
-      if (version !== this.seenDataVersion) {
-        this.seenDataVersion = version;
-        this.changes++;
-      }
-    }
+    this.readDataVersion();
     return this.changes;
   }
+
+  /** Counts another connection's commit seen since the last read (`changeCount`): once per turn. */
+  private readonly readDataVersion = oncePerTurn(() => {
+    const version: unknown = this.dataVersion.get();
+    if (version !== this.seenDataVersion) {
+      this.seenDataVersion = version;
+      this.changes++;
+    }
+  });
 
   get open(): boolean {
     return this.db.open;

@@ -138,6 +138,8 @@ describe("a catalog model being placed", () => {
     const routes = modelRoutes(fleet, operator([{ id: "fam-x", source: "/m/x.gguf", context_size: 512, sequences: 1 }]));
     state("LOADING", 0.4);
     expect(((await get(routes)) as { body: { models: unknown[] } }).body.models).toEqual([expect.objectContaining({ id: "fam-x", status: "loading", progress: 0.4 })]);
+    // the node's report comes in a later turn of the event loop than the listing before it (a listing is built once per turn)
+    await new Promise(setImmediate);
     state("READY", 1);
     const ready = ((await get(routes)) as { body: { models: Record<string, unknown>[] } }).body.models[0]!;
     expect(ready).toMatchObject({ status: "available" });

@@ -6,8 +6,10 @@ import { CATALOG_CREATED, CHAT_MODELS } from "../../../models/catalog.js";
 import { DEFAULT_AUDIO_MODEL, type AgentSnapshot, type Fleet } from "../../fleet/index.js";
 import type { AppEnv } from "../env.js";
 import type { ModelCatalog, ModelStatusSource } from "../../catalog/index.js";
+import { oncePerTurn } from "../../../core/per-turn.js";
 
 const GIB = 1024 ** 3;
+const JSON_TYPE = { "content-type": "application/json" };
 
 /** The strongest hardware among the agents serving a model: its GPU, or the CPU node's memory. */
 function hardwareOf(agents: AgentSnapshot[]): { gpu_type: string; memory_gb: number } {
@@ -52,6 +54,42 @@ export function modelRoutes(fleet: Fleet, catalog: ModelCatalogView, status: Mod
     const created = Math.floor(catalog.updatedAt / 1000);
     return catalog.entries.map((e) => ({ id: e.id, name: e.name ?? e.id, owned_by: e.owned_by ?? "kiln", aliases: e.aliases, created }));
   };
+  /**
+   * `GET /v1/models`' body: built once per turn of the event loop (core/per-turn.ts) and sent as it
+   * is to every listing of that turn, as a load balancer's or dashboard's polls come in bursts.
+   */
+  const listing = oncePerTurn(() => {
+    const agents = fleet.snapshot().filter((a) => !a.draining);
+    const audio = fleet.transcriptionModels().sort((a, b) => (a === DEFAULT_AUDIO_MODEL ? -1 : b === DEFAULT_AUDIO_MODEL ? 1 : a.localeCompare(b)));
+    const chat = listed();
+    return JSON.stringify({
+      object: "list",
+      data: [...chat.map((m) => ({ id: m.id, object: "model", created: m.created, owned_by: m.owned_by })), ...audio.map(audioModel)],
+      models: [
+        ...chat.map((m) => {
+          const serving = agents.filter((a) => a.pools.some((p) => p.modelIds.includes(m.id)));
+          const state = status.statusOf(m.id);
+          const progress = state === "loading" ? status.progressOf?.(m.id) : undefined;
+          return {
+            id: m.id,
+            name: m.name,
+            aliases: m.aliases,
+            status: state,
+            ...(progress !== undefined ? { progress: Math.round(progress * 1000) / 1000 } : {}),
+            ...hardwareOf(serving),
+            capabilities: capabilitiesOf(serving, m.id),
+          };
+        }),
+        ...audio.map((id) => ({
+          id,
+          name: id === DEFAULT_AUDIO_MODEL ? "Whisper (each node's default model)" : `Whisper ${id}`,
+          aliases: [],
+          status: "available",
+          capabilities: ["transcription", "translation"],
+        })),
+      ],
+    });
+  });
   return new Hono<AppEnv>()
     .get("/:id{.+}", (c) => {
       const asked = c.req.param("id");
@@ -61,36 +99,5 @@ export function modelRoutes(fleet: Fleet, catalog: ModelCatalogView, status: Mod
       if (!model) throw new NotFoundError("model_not_found", `model: ${describeValue(asked)} is not a model of this service (see GET /v1/models)`);
       return c.json({ id: asked, object: "model", created: model.created, owned_by: model.owned_by });
     })
-    .get("/", (c) => {
-      const agents = fleet.snapshot().filter((a) => !a.draining);
-      const audio = fleet.transcriptionModels().sort((a, b) => (a === DEFAULT_AUDIO_MODEL ? -1 : b === DEFAULT_AUDIO_MODEL ? 1 : a.localeCompare(b)));
-      const chat = listed();
-      return c.json({
-        object: "list",
-        data: [...chat.map((m) => ({ id: m.id, object: "model", created: m.created, owned_by: m.owned_by })), ...audio.map(audioModel)],
-        models: [
-          ...chat.map((m) => {
-            const serving = agents.filter((a) => a.pools.some((p) => p.modelIds.includes(m.id)));
-            const state = status.statusOf(m.id);
-            const progress = state === "loading" ? status.progressOf?.(m.id) : undefined;
-            return {
-              id: m.id,
-              name: m.name,
-              aliases: m.aliases,
-              status: state,
-              ...(progress !== undefined ? { progress: Math.round(progress * 1000) / 1000 } : {}),
-              ...hardwareOf(serving),
-              capabilities: capabilitiesOf(serving, m.id),
-            };
-          }),
-          ...audio.map((id) => ({
-            id,
-            name: id === DEFAULT_AUDIO_MODEL ? "Whisper (each node's default model)" : `Whisper ${id}`,
-            aliases: [],
-            status: "available",
-            capabilities: ["transcription", "translation"],
-          })),
-        ],
-      });
-    });
+    .get("/", (c) => c.body(listing(), 200, JSON_TYPE));
 }
