@@ -66,6 +66,28 @@ describe("--cors-origin", () => {
     expect((await preflight(open, "https://evil.example")).headers.get("access-control-allow-origin")).toBeNull();
   });
 
+  it("grants a streamed answer (chat completions, Anthropic messages) to an allowed origin, with its exposed headers and Vary: Origin", async () => {
+    const chat = await fetch(url(open, "/v1/chat/completions"), {
+      method: "POST",
+      headers: { origin: APP, authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "hi" }], max_tokens: 2, stream: true }),
+    });
+    const messages = await fetch(url(open, "/v1/messages"), {
+      method: "POST",
+      headers: { origin: APP, "x-api-key": key, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "hi" }], max_tokens: 2, stream: true }),
+    });
+    for (const res of [chat, messages]) {
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toContain("text/event-stream");
+      expect(res.headers.get("access-control-allow-origin")).toBe(APP);
+      expect(res.headers.get("access-control-expose-headers")).toContain("x-request-id");
+      expect(res.headers.get("vary")).toContain("Origin");
+      expect(res.headers.get("x-request-id")).toBeTruthy();
+      expect(await res.text()).toMatch(/\n\n$/);
+    }
+  });
+
   it("is off by default: no CORS header at all", async () => {
     const res = await preflight(closed, APP);
     expect(res.headers.get("access-control-allow-origin")).toBeNull();

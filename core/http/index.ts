@@ -6,4 +6,5 @@ export { bearerToken, parseBearer } from "./bearer.js";
 export { staticFiles } from "./static.js";
 export { readJsonBody } from "./body.js";
 export { setResponseHeader, setResponseHeaders } from "./headers.js";
+export { sseResponse } from "./event-stream.js";
 export { drain } from "./drain.js";

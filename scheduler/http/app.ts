@@ -1,9 +1,9 @@
 /** The scheduler's public HTTP API (Hono): `/v1/chat/completions`, `/v1/responses`, `/v1/completions`, `/v1/embeddings`, `/v1/audio/*`, `/v1/models`, `/v1/mcp`; `/healthz`, `/readyz`, `/metrics`, `/v1/openapi.json`; the dashboard. */
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv, HttpDeps } from "./env.js";
 import { authenticate, rateLimit, tokenQuota } from "./middleware/auth.js";
-import { notFound, onError, parseBearer, requestId } from "../../core/http/index.js";
+import { notFound, onError, parseBearer, requestId, setResponseHeader, setResponseHeaders } from "../../core/http/index.js";
 import { sameSecret } from "../../core/digest.js";
 import { AuthenticationError } from "../../core/errors.js";
 import { audioRoutes } from "./routes/audio.js";
@@ -108,12 +108,26 @@ const EXPOSED_HEADERS = [
  * credentials mode). The request headers a preflight asks for are allowed as asked: the `openai`
  * SDK in a browser sends its own (`X-Stainless-*`, `OpenAI-Organization`, …), and without
  * credentials a header grants nothing the key does not.
+ *
+ * Hono's `cors` answers preflights. Another request's grant is set with `setResponseHeader`, as
+ * every header of an answer is, so that a streamed answer, whose head is written before Hono would
+ * merge headers set on its context (core/http/event-stream.ts), carries it too.
  */
-function apiCors(origins: readonly string[]) {
-  return cors({
-    origin: origins.includes("*") ? "*" : [...origins],
+function apiCors(origins: readonly string[]): MiddlewareHandler<AppEnv> {
+  const any = origins.includes("*");
+  const preflight = cors({
+    origin: any ? "*" : [...origins],
     allowMethods: ["GET", "POST", "PUT", "DELETE", "OPTIONS"],
     exposeHeaders: EXPOSED_HEADERS,
     maxAge: 600,
   });
+  const exposed = EXPOSED_HEADERS.join(",");
+  return (c, next) => {
+    if (c.req.method === "OPTIONS") return preflight(c, next);
+    const origin = c.req.header("origin");
+    const granted = any ? "*" : origin !== undefined && origins.includes(origin) ? origin : undefined;
+    if (granted) setResponseHeaders(c, { "access-control-allow-origin": granted, "access-control-expose-headers": exposed });
+    if (!any) setResponseHeader(c, "vary", "Origin");
+    return next();
+  };
 }

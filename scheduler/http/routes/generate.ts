@@ -26,6 +26,7 @@ import { readJsonBody } from "../../../core/http/index.js";
 import type { Tier } from "../../auth/index.js";
 import type { InflightCounter } from "../../ratelimit/index.js";
 import { setResponseHeader } from "../../../core/http/headers.js";
+import { sseResponse } from "../../../core/http/event-stream.js";
 import { withoutStackTraces } from "../../../core/stackless.js";
 
 /** The per-account cap on completions in flight. */
@@ -276,7 +277,6 @@ export function eventStream(
     release: () => void;
   },
 ): Response {
-  const encoder = new TextEncoder();
   let finished = false;
   const stop = (): void => {
     o.release();
@@ -285,32 +285,26 @@ export function eventStream(
       void o.events.return?.();
     }
   };
-  const readable = new ReadableStream<Uint8Array>({
-    async start(controller) {
+  return sseResponse(
+    c,
+    async (send) => {
       let text = o.opening;
       try {
         let answered = false;
         for (let r = o.first; !r.done && !finished; r = await o.events.next()) {
           answered ||= r.value.type === "done";
-          controller.enqueue(encoder.encode(text + o.eventText(r.value)));
+          send(text + o.eventText(r.value));
           text = "";
         }
         // events that end without a `done` (the fleet refuses another last message): the stream says it failed, not that it ended
         if (!answered && !finished) throw new UpstreamError("agent_error", "the agent ended the completion without finishing it");
       } catch (err) {
         if (!(err instanceof ApiError)) o.logger.error({ err }, "stream failed");
-        if (!finished) controller.enqueue(encoder.encode(text + o.failure(err)));
+        if (!finished) send(text + o.failure(err));
       }
       finished = true;
-      try {
-        controller.close();
-      } catch {
-        /* the client is gone */
-      }
       o.release();
     },
-    cancel: stop,
-  });
-  c.req.raw.signal.addEventListener("abort", stop, { once: true });
-  return c.body(readable, 200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+    stop,
+  );
 }

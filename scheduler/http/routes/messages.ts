@@ -38,6 +38,7 @@ import type { AppEnv } from "../env.js";
 import { rateLimit, tokenQuota } from "../middleware/auth.js";
 import { withPlaces, type GenerationDeps } from "./generate.js";
 import { setResponseHeader, setResponseHeaders } from "../../../core/http/headers.js";
+import { sseResponse } from "../../../core/http/event-stream.js";
 
 export interface MessagesDeps extends GenerationDeps {
   keys: KeyService;
@@ -181,7 +182,6 @@ async function collect(run: Run, answer: AnthropicAnswer) {
 
 /** The answer as Anthropic's server-sent events; a failure after they began is an `error` event, the last. */
 function stream(c: Context<AppEnv>, run: Run, answer: AnthropicAnswer, release: () => void, deps: MessagesDeps): Response {
-  const encoder = new TextEncoder();
   const requestId = c.get("requestId");
   let finished = false;
   const stop = (): void => {
@@ -191,10 +191,11 @@ function stream(c: Context<AppEnv>, run: Run, answer: AnthropicAnswer, release: 
       void run.events.return(undefined);
     }
   };
-  const readable = new ReadableStream<Uint8Array>({
-    async start(controller) {
+  return sseResponse(
+    c,
+    async (write) => {
       const send = (text: string): void => {
-        if (text && !finished) controller.enqueue(encoder.encode(text));
+        if (!finished) write(text);
       };
       let text = sseText(answer.start()); // rides with the first event's, in one write
       try {
@@ -224,17 +225,10 @@ function stream(c: Context<AppEnv>, run: Run, answer: AnthropicAnswer, release: 
         send(text + sseText([errorEvent(body)]));
       }
       finished = true;
-      try {
-        controller.close();
-      } catch {
-        /* the client is gone */
-      }
       release();
     },
-    cancel: stop,
-  });
-  c.req.raw.signal.addEventListener("abort", stop, { once: true });
-  return c.body(readable, 200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+    stop,
+  );
 }
 
 /** `POST /v1/messages/count_tokens`: the prompt's tokens, as a node counts them evaluating it for one greedy token. */
