@@ -155,6 +155,9 @@ export function cacheScope(key: Uint8Array, account: string): string {
   return createHmac("sha256", key).update(`kiln-cache-scope\0${account}`).digest("base64url").slice(0, 22);
 }
 
+/** Accounts whose cache scope a fleet remembers (Fleet.scopeOf). */
+const MAX_REMEMBERED_SCOPES = 10_000;
+
 /** The slots a job holds while it runs: one per choice. */
 const slotsOf = (job: Job): number => job.request.n ?? 1;
 
@@ -228,6 +231,8 @@ export class Fleet {
   /** Transcriptions (`/v1/audio/…`) over the same agents. */
   private readonly audio: AudioRouter;
   private readonly scopeKey: Uint8Array;
+  /** Each account's cache scope as last computed (an HMAC each: about a tenth of a dispatch), the least recent forgotten past MAX_REMEMBERED_SCOPES. */
+  private readonly scopes = new Map<string, string>();
   /** What each pool's slots hold of which conversations (prefixes.ts): a conversation's next turn goes where its cache is. */
   readonly prefixes = new PrefixRecords<PoolState>();
   /**
@@ -1031,6 +1036,16 @@ export class Fleet {
 
   // --- routing ------------------------------------------------------------------------------
 
+  /** `account`'s cache scope (`cacheScope`), remembered. */
+  private scopeOf(account: string): string {
+    let scope = this.scopes.get(account);
+    if (scope === undefined) {
+      if (this.scopes.size >= MAX_REMEMBERED_SCOPES) this.scopes.delete(this.scopes.keys().next().value!);
+      this.scopes.set(account, (scope = cacheScope(this.scopeKey, account)));
+    }
+    return scope;
+  }
+
   /**
    * Sends the job to the pool with a free slot that costs least (`routingCost`); false when there is
    * none. Nodes the job already failed on are passed over while another node serves its model (it
@@ -1039,7 +1054,7 @@ export class Fleet {
   private dispatch(job: Job): boolean {
     let best: { agent: Agent; pool: PoolState & { peak: number } } | undefined;
     let bestLoad = Infinity;
-    const scope = (job.scope ??= cacheScope(this.scopeKey, job.request.account ?? "")); // an HMAC: once per job, not per attempt
+    const scope = (job.scope ??= this.scopeOf(job.request.account ?? ""));
     const prefix = (job.prefix ??= prefixOf(job.request, scope));
     // with a prefix to route by: every pool that could take the job, and its load
     const open = prefix ? new Map<PoolState, { agent: Agent; pool: PoolState & { peak: number }; load: number }>() : undefined;

@@ -369,13 +369,13 @@ describe("cache_scope", () => {
     }
   });
 
-  it("the fleet sends it under its key", () => {
+  it("the fleet sends each account's under its key, the same for an account's every request", () => {
     const key = Buffer.alloc(32, 9);
     const f = fleet({ cacheScopeKey: key });
     const a = new RecordingLink();
-    f.attach(register("a", 1), a);
-    void drain(f.submit({ ...request, account: "acme" }));
-    expect(a.sent.find((m) => m.completion)!.completion!.cache_scope).toBe(cacheScope(key, "acme"));
+    f.attach(register("a", 4), a);
+    for (const account of ["acme", "globex", "acme"]) void drain(f.submit({ ...request, account }));
+    expect(a.sent.filter((m) => m.completion).map((m) => m.completion!.cache_scope)).toEqual([cacheScope(key, "acme"), cacheScope(key, "globex"), cacheScope(key, "acme")]);
     f.close();
   });
 });
