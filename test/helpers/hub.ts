@@ -136,7 +136,12 @@ export async function startHub(): Promise<TestHub> {
       // as a real server does: no more is queued than the client takes (a probe that reads only the headers gets little);
       // counted once the client took it
       if (!res.write(f.body.subarray(at, to))) {
-        const drained = await new Promise<boolean>((r) => (res.once("drain", () => r(true)), res.once("close", () => r(false))));
+        const drained = await new Promise<boolean>((r) => {
+          // each wait takes its listeners away again: a long body waits many times on one response
+          const onDrain = () => (res.off("close", onClose), r(true));
+          const onClose = () => (res.off("drain", onDrain), r(false));
+          res.once("drain", onDrain).once("close", onClose);
+        });
         if (!drained) return;
       }
       sent(to - at);
