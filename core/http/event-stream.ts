@@ -8,9 +8,12 @@
  * 2-core machine (docs/performance.md, "Chat generation"). Elsewhere (`app.request()` in tests,
  * other runtimes) the text goes through a `ReadableStream`, with the same events.
  *
- * Headers set for the answer with `setResponseHeader` (request id, rate limits, CORS) are sent with
- * the head either way. Nothing may set headers on Hono's `c.res` before a streamed answer under
- * Node: the head is already written when Hono would merge them.
+ * Headers set for the answer with `setResponseHeader` (request id, rate limits, CORS) before it
+ * begins are sent with the head either way; once it has begun, `setResponseHeader` drops what it is
+ * given. Under Node, nothing may set a header with Hono's `c.header` (before or after `next()`),
+ * nor throw after the route has answered: Hono would then build a second response, whose head the
+ * adapter would try to write into the running stream, and the stream would end with an error. Every
+ * middleware of both servers sets its headers with `setResponseHeader` before `next()`.
  */
 import type { ServerResponse } from "node:http";
 import type { Context } from "hono";
@@ -20,9 +23,10 @@ const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache
 
 /**
  * Answers `c` with the server-sent events `pump` sends: `send(text)` writes one event's text (or
- * several events', in one write); the answer ends when `pump`'s promise settles (it must do its
- * own error handling: a rejection only ends the answer). `cancel` is called, once, when the client
- * goes away before the end; `send` then writes nothing.
+ * several events', in one write); the answer ends when `pump`'s promise settles. `cancel` is
+ * called, once, when the client goes away before the end (or was gone already), and when `pump`
+ * rejects (it should answer its own failures with an error event: a rejection only ends the
+ * answer); `send` then writes nothing.
  */
 export function sseResponse(c: Context, pump: (send: (text: string) => void) => Promise<void>, cancel: () => void): Response {
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
@@ -33,7 +37,9 @@ export function sseResponse(c: Context, pump: (send: (text: string) => void) => 
       cancel();
     }
   };
-  c.req.raw.signal.addEventListener("abort", gone, { once: true }); // under Node: the response closed before its end
+  const signal = c.req.raw.signal; // under Node: aborted when the response closes before its end
+  if (signal.aborted) gone();
+  else signal.addEventListener("abort", gone, { once: true });
   if (outgoing) {
     outgoing.writeHead(200, SSE_HEADERS); // merged with the headers set on `outgoing` before
     const end = (): void => {
@@ -42,7 +48,7 @@ export function sseResponse(c: Context, pump: (send: (text: string) => void) => 
     };
     void pump((text) => {
       if (!ended && text) outgoing.write(text);
-    }).then(end, end);
+    }).then(end, () => (gone(), end()));
     return RESPONSE_ALREADY_SENT;
   }
   const encoder = new TextEncoder();
@@ -58,7 +64,7 @@ export function sseResponse(c: Context, pump: (send: (text: string) => void) => 
       };
       void pump((text) => {
         if (!ended && text) controller.enqueue(encoder.encode(text));
-      }).then(end, end);
+      }).then(end, () => (gone(), end()));
     },
     cancel: gone,
   });

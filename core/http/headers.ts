@@ -13,10 +13,15 @@
 import type { ServerResponse } from "node:http";
 import type { Context } from "hono";
 
-/** Sets response header `name` to `value` for the answer `c` will give (its name in lower case, as Hono sends it). */
+/**
+ * Sets response header `name` to `value` for the answer `c` will give (its name in lower case, as
+ * Hono sends it). Once the answer's head is written (a streamed answer under way) it is dropped:
+ * the client can no longer get it, and Hono's `c.header` would break the stream (event-stream.ts).
+ */
 export function setResponseHeader(c: Context, name: string, value: string): void {
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
-  if (outgoing && !outgoing.headersSent && !c.finalized) outgoing.setHeader(name.toLowerCase(), value);
+  if (outgoing?.headersSent) return;
+  if (outgoing && !c.finalized) outgoing.setHeader(name.toLowerCase(), value);
   else c.header(name, value);
 }
 

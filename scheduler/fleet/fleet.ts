@@ -231,7 +231,7 @@ export class Fleet {
   /** Transcriptions (`/v1/audio/…`) over the same agents. */
   private readonly audio: AudioRouter;
   private readonly scopeKey: Uint8Array;
-  /** Each account's cache scope as last computed (an HMAC each: about a tenth of a dispatch), the least recent forgotten past MAX_REMEMBERED_SCOPES. */
+  /** Each account's cache scope as computed (an HMAC each: about a tenth of a dispatch), the earliest remembered forgotten first past MAX_REMEMBERED_SCOPES. */
   private readonly scopes = new Map<string, string>();
   /** What each pool's slots hold of which conversations (prefixes.ts): a conversation's next turn goes where its cache is. */
   readonly prefixes = new PrefixRecords<PoolState>();

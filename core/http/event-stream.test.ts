@@ -1,0 +1,142 @@
+/** sseResponse: server-sent events written to Node's response under @hono/node-server, through a web stream elsewhere. */
+import { Hono } from "hono";
+import { afterEach, describe, expect, it } from "vitest";
+import { sseResponse } from "./event-stream.js";
+import { setResponseHeader } from "./headers.js";
+import { listenHttp, type HttpListener } from "./listen.js";
+
+const event = (n: number) => `data: ${n}\n\n`;
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+let server: HttpListener | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function listen(app: Hono): Promise<string> {
+  server = await listenHttp(app.fetch, { host: "127.0.0.1", port: 0 });
+  return `http://127.0.0.1:${server.address.port}`;
+}
+
+describe("sseResponse under Node", () => {
+  it("sends the headers set before it with the head, then each event as the pump sends it", async () => {
+    const app = new Hono().get("/", (c) => {
+      setResponseHeader(c, "x-before", "1");
+      return sseResponse(
+        c,
+        async (send) => {
+          for (let n = 0; n < 3; n++) {
+            send(event(n));
+            await tick();
+          }
+        },
+        () => undefined,
+      );
+    });
+    const res = await fetch(await listen(app));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    expect(res.headers.get("x-before")).toBe("1");
+    expect(await res.text()).toBe(event(0) + event(1) + event(2));
+  });
+
+  it("drops a header set once the stream has begun, and the stream goes on to its end", async () => {
+    const app = new Hono();
+    app.use("*", async (c, next) => {
+      await next();
+      setResponseHeader(c, "x-after", "1"); // the head is written: nothing can carry it now
+    });
+    app.get("/", (c) =>
+      sseResponse(
+        c,
+        async (send) => {
+          send(event(0));
+          await tick();
+          send(event(1));
+        },
+        () => undefined,
+      ),
+    );
+    const res = await fetch(await listen(app));
+    expect(res.headers.get("x-after")).toBeNull();
+    expect(await res.text()).toBe(event(0) + event(1));
+  });
+
+  it("calls cancel once when the client goes away mid-stream; what the pump sends after is dropped", async () => {
+    let cancels = 0;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const app = new Hono().get("/", (c) =>
+      sseResponse(
+        c,
+        async (send) => {
+          send(event(0));
+          await held;
+          send(event(1));
+        },
+        () => cancels++,
+      ),
+    );
+    const client = new AbortController();
+    const res = await fetch(await listen(app), { signal: client.signal });
+    const reader = res.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe(event(0));
+    client.abort();
+    for (let i = 0; i < 200 && cancels === 0; i++) await tick();
+    release();
+    await tick();
+    expect(cancels).toBe(1);
+  });
+});
+
+describe("sseResponse through a web stream (app.request)", () => {
+  it("answers the pump's events, then ends", async () => {
+    const app = new Hono().get("/", (c) =>
+      sseResponse(
+        c,
+        async (send) => {
+          send(event(0));
+          await tick();
+          send(event(1));
+        },
+        () => undefined,
+      ),
+    );
+    const res = await app.request("/");
+    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    expect(await res.text()).toBe(event(0) + event(1));
+  });
+
+  it("calls cancel at once for a client gone before the answer began, and sends nothing", async () => {
+    let cancels = 0;
+    const app = new Hono().get("/", (c) =>
+      sseResponse(
+        c,
+        async (send) => send(event(0)),
+        () => cancels++,
+      ),
+    );
+    const res = await app.request("/", { signal: AbortSignal.abort() });
+    expect(cancels).toBe(1);
+    expect(await res.text()).toBe("");
+  });
+
+  it("calls cancel when the pump rejects, and ends the answer with what it sent", async () => {
+    let cancels = 0;
+    const app = new Hono().get("/", (c) =>
+      sseResponse(
+        c,
+        async (send) => {
+          send(event(0));
+          await tick();
+          throw new Error("a fault of the pump");
+        },
+        () => cancels++,
+      ),
+    );
+    const res = await app.request("/");
+    expect(await res.text()).toBe(event(0));
+    expect(cancels).toBe(1);
+  });
+});
