@@ -10,7 +10,9 @@ const dist = (path: string) => pathToFileURL(resolve("dist", path)).href;
 function runWithGuard(body: string): { lines: Record<string, unknown>[]; stdout: string; status: number | null } {
   const script = `
     import { onShutdown } from ${JSON.stringify(dist("cli/shutdown.js"))};
-    import { withContext } from ${JSON.stringify(dist("core/context.js"))};
+    import { duringWork } from ${JSON.stringify(dist("core/context.js"))};
+    /** A job that runs for a while and, meanwhile, does \`fault\`. */
+    const job = (id, fault) => duringWork({ job: id }, () => new Promise((done) => setTimeout(() => { fault(); setTimeout(done, 1000); }, 10)));
     import { createLogger } from ${JSON.stringify(dist("core/log.js"))};
     const logger = createLogger("test", "info");
     onShutdown(logger, async () => { process.stdout.write("drained\\n"); });
@@ -24,8 +26,8 @@ function runWithGuard(body: string): { lines: Record<string, unknown>[]; stdout:
 }
 
 describe("onShutdown", () => {
-  it("logs an unhandled rejection with the job it came from, drains, and exits 1", () => {
-    const { lines, stdout, status } = runWithGuard(`withContext({ job: "job-42" }, () => setTimeout(() => { Promise.reject(new Error("boom")); }, 10));`);
+  it("logs an unhandled rejection with the job running then, drains, and exits 1", () => {
+    const { lines, stdout, status } = runWithGuard(`job("job-42", () => Promise.reject(new Error("boom")));`);
     const fault = lines.find((l) => String(l.msg).startsWith("unhandled rejection"));
     expect(fault).toMatchObject({ level: 50, job: "job-42", msg: "unhandled rejection: draining and exiting (this is a bug in Kiln; please report it)" });
     expect((fault!.err as { message: string }).message).toBe("boom");
@@ -33,11 +35,20 @@ describe("onShutdown", () => {
     expect(status).toBe(1);
   });
 
-  it("logs an uncaught exception with the job it came from, drains, and exits 1", () => {
-    const { lines, stdout, status } = runWithGuard(`withContext({ job: "job-7" }, () => setTimeout(() => { throw new Error("thrown"); }, 10));`);
+  it("logs an uncaught exception with the job running then, drains, and exits 1", () => {
+    const { lines, stdout, status } = runWithGuard(`job("job-7", () => { throw new Error("thrown"); });`);
     expect(lines.find((l) => String(l.msg).startsWith("uncaught exception"))).toMatchObject({ level: 50, job: "job-7" });
     expect(stdout).toMatch(/drained\n/);
     expect(status).toBe(1);
+  });
+
+  it("names every job running when several run, and none once a job has ended", () => {
+    const several = runWithGuard(`job("job-1", () => {}); job("job-2", () => Promise.reject(new Error("boom")));`);
+    expect(several.lines.find((l) => String(l.msg).startsWith("unhandled rejection"))).toMatchObject({ running: [{ job: "job-1" }, { job: "job-2" }] });
+    const ended = runWithGuard(`duringWork({ job: "job-9" }, async () => {}).then(() => setTimeout(() => Promise.reject(new Error("late")), 10));`);
+    const fault = ended.lines.find((l) => String(l.msg).startsWith("unhandled rejection"))!;
+    expect(fault).not.toHaveProperty("job");
+    expect(fault).not.toHaveProperty("running");
   });
 
   it("drains and exits 0 on SIGTERM", () => {

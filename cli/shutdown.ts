@@ -1,10 +1,10 @@
 /**
  * How a Kiln process ends: on SIGINT/SIGTERM it drains (`close`) and exits 0; on a fault nothing
- * caught (an unhandled rejection, an uncaught exception) it logs the fault with the request or job
- * it came from, drains the same way and exits 1, so a supervisor restarts it. A second signal, or a
- * fault during the drain, exits at once.
+ * caught (an unhandled rejection, an uncaught exception) it logs the fault with the jobs running
+ * then (core/context.ts), drains the same way and exits 1, so a supervisor restarts it. A second
+ * signal, or a fault during the drain, exits at once.
  */
-import { currentContext } from "../core/context.js";
+import { runningWork } from "../core/context.js";
 import type { Logger } from "../core/log.js";
 
 /** Longest a drain after a fault may take before the process exits regardless. */
@@ -30,8 +30,8 @@ export function onShutdown(logger: Logger, close: () => Promise<void>, exit: (co
   const onFault =
     (kind: string) =>
     (err: unknown): void => {
-      // The handler runs in the context of the work that failed (AsyncLocalStorage): its job id, if a job's.
-      logger.error({ ...currentContext(), err }, `${kind}: draining and exiting (this is a bug in Kiln; please report it)`);
+      // with the work running then (core/context.ts): the job, when one ran
+      logger.error({ ...runningWork(), err }, `${kind}: draining and exiting (this is a bug in Kiln; please report it)`);
       // After a fault the drain itself may hang: the process exits anyway, for its supervisor to restart it.
       setTimeout(() => exit(1), FAULT_EXIT_MS).unref();
       stop(1);

@@ -15,7 +15,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/p
 import { dirname, join } from "node:path";
 import { ConflictError, NotFoundError, ServiceUnavailableError, TooManyRequestsError } from "../../core/errors.js";
 import type { ErrorCode } from "../../core/error-codes.js";
-import { withContext } from "../../core/context.js";
+import { duringWork } from "../../core/context.js";
 import { matchesDigest, sha256Hex } from "../../core/digest.js";
 import type { Logger } from "../../core/log.js";
 import { AudioError, EngineError, JobAbortedError } from "../asr/errors.js";
@@ -525,7 +525,7 @@ export class JobService {
       if (id === undefined) return;
       this.computing++;
       const job: Running = { cancel: new AbortController(), slot: true, done: Promise.resolve() };
-      job.done = withContext({ job: id }, () => this.execute(id, job.cancel.signal))
+      job.done = duringWork({ job: id }, () => this.execute(id, job.cancel.signal))
         .catch((err: unknown) => {
           this.options.logger.error({ job: id, err }, "transcription job runner failed");
         })

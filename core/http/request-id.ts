@@ -9,7 +9,7 @@ export interface RequestIdEnv {
 
 /**
  * Takes the caller's `x-request-id` (when sane) or makes one, and echoes it on the response. The
- * rest of the request does not run in a `withContext` of its id: on Node 20 AsyncLocalStorage puts
+ * rest of the request does not run in an AsyncLocalStorage context of its id: on Node 20 that puts
  * a hook on every promise the process makes from then on, which cost the gateway about a fifth of
  * its requests per second (docs/performance.md). A fault a request leaves behind is logged with
  * its stack, not its id.
