@@ -136,6 +136,22 @@ describe("the openai client against kiln dev", () => {
     ).toBe(events.at(-1)!.text!.trim());
   });
 
+  it("stream: the head carries the request's headers (request id, ignored fields), and the events end with the done", async () => {
+    const form = new FormData();
+    form.set("model", "whisper-1");
+    form.set("stream", "true");
+    form.set("a_future_field", "1");
+    form.set("file", new Blob([readFileSync(AUDIO)]), "speech.mp3");
+    const res = await fetch(`${base}/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(res.headers.get("x-kiln-ignored-fields")).toBe("a_future_field");
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+    const text = await res.text();
+    expect(text).toMatch(/^data: \{"type":"transcript\.text\.delta"/);
+    expect(text).toMatch(/data: \{"type":"transcript\.text\.done"[^\n]*\n\n$/);
+  });
+
   it("translations: the translate task, in each format", async () => {
     // the fabricated model's noise fails every fallback test: without the fallback (Kiln's extra field) it decodes once
     const short = () =>

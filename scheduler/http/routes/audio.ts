@@ -16,9 +16,8 @@ import { freeBytes } from "../../../core/disk.js";
 import type { IncomingMessage } from "node:http";
 import busboy from "busboy";
 import { Hono, type Context } from "hono";
-import { streamSSE } from "hono/streaming";
 import { InsufficientStorageError, InvalidRequestError, ApiError, PayloadTooLargeError, ServiceUnavailableError, UpstreamError } from "../../../core/errors.js";
-import { drain } from "../../../core/http/index.js";
+import { drain, setResponseHeader, setResponseHeaders, sseResponse } from "../../../core/http/index.js";
 import type { Logger } from "../../../core/log.js";
 import { CONTENT_TYPES, render } from "../../../speech/formats.js";
 import { jsonBody, streamEvents, textBody, verboseBody } from "../../../speech/openai.js";
@@ -76,7 +75,7 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
       let releaseUpload: (() => void) | undefined;
       try {
         release = await deps.cap.inflight.acquire(account, deps.cap.maxInflight[tier]);
-        if (deps.quota) for (const [k, v] of Object.entries(await deps.quota.check(account, tier))) c.header(k, v);
+        if (deps.quota) setResponseHeaders(c, await deps.quota.check(account, tier));
         const declared = Number(c.req.header("content-length") ?? NaN);
         if (declared > deps.maxFileBytes + FORM_OVERHEAD)
           throw new PayloadTooLargeError("file_too_large", `file: the request's ${declared} bytes are more than the ${formatBytes(deps.maxFileBytes)} limit`);
@@ -105,7 +104,8 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
         // the audio seconds of a transcription that completes go to the account's usage
         const owner = { account, keyId, model: form.model, kind: "transcription" as const, requestId: c.get("requestId") };
         const events = meterAudio(received.events, deps.usage, owner);
-        if (form.ignored.length > 0) c.header(IGNORED_FIELDS_HEADER, ignoredFieldsHeader(form.ignored));
+        // set on Node's response, as a streamed answer's head is written before Hono would merge its own (core/http/event-stream.ts)
+        if (form.ignored.length > 0) setResponseHeader(c, IGNORED_FIELDS_HEADER, ignoredFieldsHeader(form.ignored));
         if (form.stream) {
           streaming = true;
           return stream(c, events, abort, finish);
@@ -114,7 +114,7 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
         return respond(c, form, transcript);
       } catch (err) {
         if (err instanceof ApiError && !req.readableEnded) {
-          c.header("Connection", "close"); // refused mid-upload: the rest is not read
+          setResponseHeader(c, "Connection", "close"); // refused mid-upload: the rest is not read
           await drain(req);
         }
         throw err;
@@ -139,32 +139,36 @@ export function audioRoutes(deps: AudioDeps): Hono<AppEnv> {
 
   /** The SSE answer: a delta per finished segment, then the whole text; the request's cleanup runs when it ends. */
   function stream(c: Context<AppEnv>, events: AsyncIterable<AudioEvent>, abort: AbortController, done: () => Promise<void>): Response {
-    return streamSSE(c, async (sse) => {
-      sse.onAbort(() => abort.abort());
-      // a comment now and then while the agent works: proxies close connections that stay quiet
-      const ping = setInterval(() => void sse.write(": ping\n\n").catch(() => undefined), STREAM_PING_MS);
-      let first = true;
-      try {
-        for await (const event of events) {
-          if (event.type === "segments") {
-            for (const s of event.segments) {
-              const text = s.text.trim();
-              if (!text) continue;
-              await sse.writeSSE({ data: JSON.stringify(streamEvents.delta(first ? text : ` ${text}`)) });
-              first = false;
+    const data = (body: unknown, event?: string): string => `${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(body)}\n\n`;
+    return sseResponse(
+      c,
+      async (send) => {
+        // a comment now and then while the agent works: proxies close connections that stay quiet
+        const ping = setInterval(() => send(": ping\n\n"), STREAM_PING_MS);
+        let first = true;
+        try {
+          for await (const event of events) {
+            if (event.type === "segments") {
+              for (const s of event.segments) {
+                const text = s.text.trim();
+                if (!text) continue;
+                send(data(streamEvents.delta(first ? text : ` ${text}`)));
+                first = false;
+              }
+            } else {
+              send(data(streamEvents.done(event.transcript)));
             }
-          } else {
-            await sse.writeSSE({ data: JSON.stringify(streamEvents.done(event.transcript)) });
           }
+        } catch (err) {
+          const e = err instanceof ApiError ? err : new UpstreamError("agent_error", "the transcription failed");
+          send(data(e.toBody(), "error"));
+        } finally {
+          clearInterval(ping);
+          await done();
         }
-      } catch (err) {
-        const e = err instanceof ApiError ? err : new UpstreamError("agent_error", "the transcription failed");
-        await sse.writeSSE({ event: "error", data: JSON.stringify(e.toBody()) });
-      } finally {
-        clearInterval(ping);
-        await done();
-      }
-    });
+      },
+      () => abort.abort(),
+    );
   }
 }
 
