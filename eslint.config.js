@@ -1,4 +1,5 @@
-// ESLint: only the import-cycle check. Prettier owns the layout and tsc the types, so no other rules run here.
+// ESLint: the import-cycle check, and in the scheduler no response header set with Hono's `c.header`. Prettier owns
+// the layout and tsc the types, so no other rules run here.
 // The resolver works from the files alone (no type information), which keeps the lint fast; `.js` in an import
 // specifier is looked up as the `.ts` file beside it, as NodeNext writes them.
 import tseslint from "typescript-eslint";
@@ -26,6 +27,21 @@ export default [
     },
     rules: {
       "import-x/no-cycle": ["error", { ignoreExternal: true }],
+    },
+  },
+  {
+    // A streamed answer's head is written to Node's response before Hono would merge the headers of
+    // `c.header` (core/http/event-stream.ts): they would be lost, or break the stream once it runs.
+    files: ["scheduler/**/*.ts"],
+    ignores: ["**/*.test.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "CallExpression[callee.type='MemberExpression'][callee.property.name='header'][arguments.length>=2]",
+          message: "Set response headers with setResponseHeader (core/http/headers.ts): a streamed answer's head does not carry Hono's c.header.",
+        },
+      ],
     },
   },
 ];
