@@ -48,6 +48,33 @@ function placer(registry: Registry, sizes: Record<string, number>, catalog: Plac
 }
 
 describe("Placer", () => {
+  it("passes over a node a load failed on for avoidMs only: then it is placed on again", async () => {
+    let now = 1_000_000;
+    const registry = new Registry(new Map([["a", { devices: [24 * GB], replicas: [] }]]));
+    const catalog = [model("m"), model("n")];
+    const p = new Placer({
+      view: registry,
+      model: (id) => catalog.find((m) => m.id === id),
+      models: () => catalog,
+      size: async () => 10 * GB,
+      avoidMs: 60_000,
+      now: () => now,
+      logger: createLogger("test", "silent"),
+    });
+    p.failed("a", "m", "out of memory");
+    await p.ensure("m");
+    expect(registry.orders).toEqual([]); // the only node is passed over: the request waits
+    now += 59_000;
+    p.failed("a", "n", "out of memory"); // a later failure, of another model, forgets none that still holds
+    await p.ensure("m");
+    expect(registry.orders).toEqual([]);
+    now += 1_001;
+    await p.ensure("m");
+    expect(registry.orders).toEqual(["load m on a"]);
+    await p.ensure("n"); // n's failure still holds
+    expect(registry.orders).toEqual(["load m on a"]);
+  });
+
   it("orders one load for a cold model, and none while that one loads", async () => {
     const registry = new Registry(
       new Map([
