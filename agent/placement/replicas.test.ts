@@ -31,7 +31,7 @@ afterAll(async () => {
   await hub?.close();
 });
 
-function replicas(budget = 500 * MB, offline = false) {
+function replicas(budget = 500 * MB, offline = false, unloadGraceMs?: number) {
   const reports: ReplicaReport[] = [];
   const r = new Replicas({
     engine,
@@ -40,6 +40,7 @@ function replicas(budget = 500 * MB, offline = false) {
     budgetBytes: budget,
     report: (x) => reports.push(x),
     offline,
+    ...(unloadGraceMs !== undefined ? { unloadGraceMs } : {}),
     logger: createLogger("test", "silent"),
   });
   const until = async (phase: string, id: string) => {
@@ -65,6 +66,30 @@ describe("Replicas", () => {
     expect(reports.at(-1)).toMatchObject({ modelId: "fam-a", phase: "unloaded" });
     expect(engine.serves("fam-a")).toBe(false);
     expect(r.offered()[0]!.freeBytes).toBe(500 * MB);
+  });
+
+  it("an unload waits for the replica's running requests within the grace, and stops them past it", { timeout: 20_000 }, async () => {
+    const { r, reports, until } = replicas(500 * MB, false, 1_000);
+    const busy = async (id: string) => {
+      r.load({ modelId: id, source: "hf:acme/tiny-GGUF/tiny.gguf", contextSize: 256, sequences: 1, split: [100 * MB] });
+      await until("ready", id);
+      const pool = engine.modelPools.find((p) => p.modelIds.includes(id))!;
+      return { pool, slot: await pool.acquire() }; // a request running on the replica
+    };
+    const unloaded = (id: string) => reports.some((x) => x.modelId === id && x.phase === "unloaded");
+
+    const within = await busy("grace-within");
+    const first = r.unload("grace-within");
+    await new Promise((res) => setTimeout(res, 200));
+    expect(unloaded("grace-within")).toBe(false); // it waits for the request
+    within.pool.release(within.slot);
+    await first;
+    expect(unloaded("grace-within")).toBe(true);
+
+    await busy("grace-past"); // its request never ends
+    await r.unload("grace-past"); // past the grace, it is stopped
+    expect(unloaded("grace-past")).toBe(true);
+    expect(engine.serves("grace-past")).toBe(false);
   });
 
   it("refuses an order it cannot carry out, naming why: a relative path, a split for other devices, more than is free", () => {

@@ -80,10 +80,11 @@ export interface ReplicasOptions {
   report: (report: ReplicaReport) => void;
   /** `--offline`: an hf: source must be in --models-dir already; nothing is downloaded. Default false. */
   offline?: boolean;
+  /** How long an unload waits for the replica's requests to end before it stops them. Default `UNLOAD_GRACE_MS` (60 s). */
+  unloadGraceMs?: number;
   logger: Logger;
 }
 
-/** How long an unload waits for the replica's requests to end before it stops them. */
 const UNLOAD_GRACE_MS = 60_000;
 
 /** Bounds on what a load order may ask: the link's own checks, whatever the scheduler sends. */
@@ -151,7 +152,7 @@ export class Replicas {
       replica.stop.abort();
       await replica.done;
       // its requests may finish within the grace; past it they are stopped (a stuck request does not hold the memory)
-      await this.options.engine.removeModel(modelId, AbortSignal.timeout(UNLOAD_GRACE_MS)).catch((err: unknown) => {
+      await this.options.engine.removeModel(modelId, AbortSignal.timeout(this.options.unloadGraceMs ?? UNLOAD_GRACE_MS)).catch((err: unknown) => {
         this.options.logger.error({ model: modelId, err: (err as Error).message }, "unloading a replica failed");
       });
       if (this.replicas.get(modelId) === replica) this.replicas.delete(modelId);
