@@ -44,6 +44,9 @@ import { ChunkBatcher, type Piece, type WireLogprob } from "./coalesce.js";
 import { KILN_VERSION } from "../../core/version.js";
 import { WIRE } from "../../core/wire-codes.js";
 
+/** The least a drain waits, once its work is done, for the scheduler to end the stream after reading all of it. */
+const DRAIN_END_MS = 5_000;
+
 export interface FleetLinkOptions {
   scheduler: HostPort;
   /** How to dial the scheduler (TLS, see `config/tls.ts`); default plaintext. */
@@ -180,15 +183,19 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     const until = Date.now() + deadlineMs;
     const busy = () => this.running.size + (this.options.transcriptions?.active ?? 0);
     while (busy() > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    // Let the last messages (a final `done`) reach the scheduler before the stream goes away.
+    // The last messages (a final `done`) must reach the scheduler before the stream goes away: this
+    // side's end follows them, and the scheduler ends its side once it has read it. Until then a
+    // cancel would drop what a busy scheduler has not read yet ('finish' only says the end was queued).
     const stream = this.stream;
     if (stream && !stream.destroyed) {
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, 1000);
-        stream.once("finish", () => {
+        const done = (): void => {
           clearTimeout(timer);
+          stream.off("status", done).off("error", done).off("close", done);
           resolve();
-        });
+        };
+        const timer = setTimeout(done, Math.max(DRAIN_END_MS, until - Date.now()));
+        stream.once("status", done).once("error", done).once("close", done);
         stream.end();
       });
     }
@@ -487,7 +494,7 @@ export class FleetLink extends EventEmitter<{ state: [LinkState] }> {
     // Work from a lost stream cannot be delivered; the scheduler re-routes or fails it.
     for (const ac of this.running.values()) ac.abort();
     this.options.transcriptions?.dropAll(this);
-    if (this.state === "stopped") return;
+    if (this.state === "stopped" || this.draining) return; // a draining link does not dial again
     this.setState("disconnected");
     const delay = this.backoff.next();
     this.options.logger.info({ delayMs: delay }, "scheduler link down; reconnecting");
