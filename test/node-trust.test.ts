@@ -15,6 +15,7 @@ import { connectLiar, LIE, type LiarLink, type LiarOptions } from "../scripts/li
 import { fleetProto, NODE_TOKEN_METADATA } from "../proto/index.js";
 import { httpBase, inProcessAgent, inProcessScheduler, MODEL_ID, NODE_TOKEN, postChat, until } from "./helpers/fleet.js";
 import { wavFile } from "../scripts/lib/media.js";
+import { STOP_USAGE_WAIT_MS } from "../scheduler/http/routes/messages.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -330,4 +331,30 @@ describe("a message cannot stop the scheduler", () => {
     expect(scheduler.fleet.snapshot().map((a) => a.nodeId)).toEqual(["honest"]);
     expect((await postChat(httpBase(scheduler), token, { model: MODEL_ID, messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).status).toBe(200);
   });
+});
+
+describe("a reply cut at a stop sequence by the scheduler", () => {
+  it(
+    "waits STOP_USAGE_WAIT_MS for the node's count of what it generated, then fails the request (Anthropic's api_error, naming why) and bills nothing it cannot count",
+    { timeout: 30_000 },
+    async () => {
+      const scheduler = await inProcessScheduler();
+      cleanups.push(() => scheduler.close());
+      // an older agent's pool (no stop_text capability): the scheduler matches the stop itself; this node then never answers the cancel
+      const silent = liar(scheduler, "silent", { flood: { chunks: 3, bytes: 8 } });
+      expect(await silent.outcome).toBe("registered");
+      const token = await key(scheduler, "stopped");
+      const started = Date.now();
+      const res = await fetch(`${httpBase(scheduler)}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": token, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+        body: JSON.stringify({ model: MODEL_ID, max_tokens: 64, stop_sequences: ["xx"], messages: [{ role: "user", content: "Hi" }] }),
+      });
+      const waited = Date.now() - started;
+      expect(res.status).toBe(500); // Anthropic's api_error: the node's fault, not the client's
+      expect(await res.json()).toMatchObject({ type: "error", error: { type: "api_error", message: expect.stringMatching(/did not say what it had generated/) } });
+      expect(waited).toBeGreaterThanOrEqual(STOP_USAGE_WAIT_MS - 100); // it waited for the count, not less
+      expect((await usageOf(scheduler, token)).completion_tokens).toBe(0);
+    },
+  );
 });
