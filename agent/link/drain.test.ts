@@ -4,15 +4,13 @@
  * server in this process that stops reading while the agent drains; the engine is real (the
  * fabricated tiny model).
  */
-import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../core/log.js";
-import { fleetProto, type AgentMessage__Output, type SchedulerMessage } from "../../proto/index.js";
+import type { AgentMessage__Output } from "../../proto/index.js";
+import { bareScheduler, linkTo, type SchedulerCall } from "../../test/helpers/bare-scheduler.js";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
 import { LlmEngine } from "../llm/index.js";
-import { FleetLink } from "./index.js";
 
-type Call = grpc.ServerDuplexStream<AgentMessage__Output, SchedulerMessage>;
 const logger = createLogger("test", "silent");
 
 let engine: LlmEngine;
@@ -26,39 +24,30 @@ afterAll(async () => {
 describe("FleetLink.drain", () => {
   it("ends the link only once the scheduler has read the running completion's done, however slowly it reads", { timeout: 30_000 }, async () => {
     const seen: AgentMessage__Output[] = [];
-    let call!: Call;
+    let call!: SchedulerCall;
     let drainAsked!: () => void;
     const draining = new Promise<void>((r) => (drainAsked = r));
-    const server = new grpc.Server();
-    server.addService(fleetProto().kiln.v1.Fleet.service, {
-      Connect: (c: Call) => {
-        call = c;
-        c.on("data", (m: AgentMessage__Output) => {
-          seen.push(m);
-          if (m.register) {
-            c.write({ registered: { node_id: m.register.node_id, heartbeat_interval_ms: 60_000, accepts_chunks: true } });
-            c.write({
-              completion: { request_id: "long", trace_id: "t", model: "famB-v3.1", messages: [{ role: "user", content: "a long story" }], max_tokens: 1500, temperature: 0 },
-            });
-          }
-          if (m.draining) {
-            c.pause(); // a busy scheduler: it reads nothing more for a while
-            drainAsked();
-          }
-          if (m.done || m.error) c.end();
-        });
-        c.on("end", () => c.end());
-      },
+    const server = await bareScheduler((c) => {
+      call = c;
+      c.on("data", (m: AgentMessage__Output) => {
+        seen.push(m);
+        if (m.register) {
+          c.write({ registered: { node_id: m.register.node_id, heartbeat_interval_ms: 60_000, accepts_chunks: true } });
+          c.write({
+            completion: { request_id: "long", trace_id: "t", model: "famB-v3.1", messages: [{ role: "user", content: "a long story" }], max_tokens: 1500, temperature: 0 },
+          });
+        }
+        if (m.draining) {
+          c.pause(); // a busy scheduler: it reads nothing more for a while
+          drainAsked();
+        }
+        if (m.done || m.error) c.end();
+      });
+      c.on("end", () => c.end());
     });
-    const port = await new Promise<number>((ok, fail) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? fail(err) : ok(p))));
-    const link = new FleetLink({
-      scheduler: { host: "127.0.0.1", port },
-      nodeToken: "t",
-      nodeId: "n",
+    const link = linkTo(server.port, {
       engine,
-      hardware: { compute: "cpu", gpus: [], cpu_model: "test", cpu_cores: 2, memory_total_bytes: 0, cuda_available: false, disk_path: "", disk_total_bytes: 0 },
       streamIntervalMs: 0, // a message per piece: many messages behind the paused reader
-      logger,
     });
     try {
       link.start();
@@ -71,7 +60,7 @@ describe("FleetLink.drain", () => {
       expect(seen.find((m) => m.done)?.done).toMatchObject({ request_id: "long", finish_reason: "length" });
     } finally {
       await link.stop();
-      server.forceShutdown();
+      server.close();
     }
   });
 });

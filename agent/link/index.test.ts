@@ -3,52 +3,45 @@
  * agent writes depends on what the scheduler's Registered says it reads.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import * as grpc from "@grpc/grpc-js";
 import { createLogger } from "../../core/log.js";
-import { fleetProto, type AgentMessage__Output, type SchedulerMessage } from "../../proto/index.js";
+import type { AgentMessage__Output } from "../../proto/index.js";
+import { bareScheduler, linkTo } from "../../test/helpers/bare-scheduler.js";
 import { LlmEngine } from "../llm/index.js";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
-import { FleetLink } from "./index.js";
-
-type Call = grpc.ServerDuplexStream<AgentMessage__Output, SchedulerMessage>;
 
 /**
  * Serves one agent: answers its Register (saying whether it reads `chunks`), sends it `requests`
  * completions at once and resolves with every message it wrote once each has its done.
  */
 async function scheduler(acceptsChunks: boolean | undefined, requests: number): Promise<{ port: number; messages: Promise<AgentMessage__Output[]>; close: () => void }> {
-  const server = new grpc.Server();
   let resolve!: (m: AgentMessage__Output[]) => void;
   const messages = new Promise<AgentMessage__Output[]>((ok) => {
     resolve = ok;
   });
-  server.addService(fleetProto().kiln.v1.Fleet.service, {
-    Connect: (call: Call) => {
-      const seen: AgentMessage__Output[] = [];
-      call.on("data", (m: AgentMessage__Output) => {
-        seen.push(m);
-        if (m.register) {
-          // An older scheduler's Registered has no accepts_chunks field at all.
-          call.write({ registered: { node_id: m.register.node_id, heartbeat_interval_ms: 60_000, ...(acceptsChunks === undefined ? {} : { accepts_chunks: acceptsChunks }) } });
-          for (let i = 0; i < requests; i++) {
-            call.write({
-              completion: {
-                request_id: `r${i}`,
-                trace_id: `t${i}`,
-                model: "famB-v3.1",
-                messages: [{ role: "user", content: `Story ${i}: once upon a time` }],
-                max_tokens: 48,
-                temperature: 0,
-              },
-            });
-          }
+  const served = await bareScheduler((call) => {
+    const seen: AgentMessage__Output[] = [];
+    call.on("data", (m: AgentMessage__Output) => {
+      seen.push(m);
+      if (m.register) {
+        // An older scheduler's Registered has no accepts_chunks field at all.
+        call.write({ registered: { node_id: m.register.node_id, heartbeat_interval_ms: 60_000, ...(acceptsChunks === undefined ? {} : { accepts_chunks: acceptsChunks }) } });
+        for (let i = 0; i < requests; i++) {
+          call.write({
+            completion: {
+              request_id: `r${i}`,
+              trace_id: `t${i}`,
+              model: "famB-v3.1",
+              messages: [{ role: "user", content: `Story ${i}: once upon a time` }],
+              max_tokens: 48,
+              temperature: 0,
+            },
+          });
         }
-        if (seen.filter((x) => x.done || x.error).length === requests) resolve(seen);
-      });
-    },
+      }
+      if (seen.filter((x) => x.done || x.error).length === requests) resolve(seen);
+    });
   });
-  const port = await new Promise<number>((ok, fail) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? fail(err) : ok(p))));
-  return { port, messages, close: () => server.forceShutdown() };
+  return { ...served, messages };
 }
 
 /** Each request's text, from single chunks and batched chunks alike. */
@@ -78,13 +71,8 @@ describe("FleetLink and the scheduler's Registered", () => {
 
   async function run(acceptsChunks: boolean | undefined): Promise<AgentMessage__Output[]> {
     const s = await scheduler(acceptsChunks, 3);
-    const link = new FleetLink({
-      scheduler: { host: "127.0.0.1", port: s.port },
-      nodeToken: "t",
-      nodeId: "n",
+    const link = linkTo(s.port, {
       engine,
-      hardware: { compute: "cpu", gpus: [], cpu_model: "test", cpu_cores: 2, memory_total_bytes: 0, cuda_available: false, disk_path: "", disk_total_bytes: 0 },
-      logger: createLogger("test", "silent"),
       // Short enough that 48 tokens span several flushes, each carrying the text of all three completions.
       streamIntervalMs: 2,
     });

@@ -5,19 +5,17 @@
  * real (the fabricated tiny model, pulled from a hub on loopback, loaded into the engine).
  */
 import { readFileSync } from "node:fs";
-import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../core/log.js";
 import { ModelHub } from "../../hub/index.js";
 import { WhisperCatalog } from "../../models/whisper.js";
-import { fleetProto, type AgentMessage__Output, type SchedulerMessage } from "../../proto/index.js";
+import type { AgentMessage__Output } from "../../proto/index.js";
+import { bareScheduler, linkTo } from "../../test/helpers/bare-scheduler.js";
 import { TINY_MODEL, tempDir } from "../../test/helpers/fleet.js";
 import { startHub, type TestHub } from "../../test/helpers/hub.js";
 import { LlmEngine } from "../llm/index.js";
 import { Replicas, type ReplicaReport } from "../placement/index.js";
-import { FleetLink } from "./index.js";
 
-type Call = grpc.ServerDuplexStream<AgentMessage__Output, SchedulerMessage>;
 const MB = 1e6;
 const logger = createLogger("test", "silent");
 
@@ -53,28 +51,19 @@ describe("FleetLink's Register and the replicas", () => {
     let registerSeen!: () => void;
     const registered = new Promise<void>((r) => (registerSeen = r));
     let reply!: () => void;
-    const server = new grpc.Server();
-    server.addService(fleetProto().kiln.v1.Fleet.service, {
-      Connect: (call: Call) => {
-        call.on("data", (m: AgentMessage__Output) => {
-          seen.push(m);
-          if (m.register) {
-            const nodeId = m.register.node_id;
-            reply = () => call.write({ registered: { node_id: nodeId, heartbeat_interval_ms: 60_000, accepts_chunks: true } });
-            registerSeen();
-          }
-        });
-      },
+    const server = await bareScheduler((call) => {
+      call.on("data", (m: AgentMessage__Output) => {
+        seen.push(m);
+        if (m.register) {
+          const nodeId = m.register.node_id;
+          reply = () => call.write({ registered: { node_id: nodeId, heartbeat_interval_ms: 60_000, accepts_chunks: true } });
+          registerSeen();
+        }
+      });
     });
-    const port = await new Promise<number>((ok, fail) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? fail(err) : ok(p))));
-    const link = new FleetLink({
-      scheduler: { host: "127.0.0.1", port },
-      nodeToken: "t",
-      nodeId: "n",
+    const link = linkTo(server.port, {
       engine,
       replicas,
-      hardware: { compute: "cpu", gpus: [], cpu_model: "test", cpu_cores: 2, memory_total_bytes: 0, cuda_available: false, disk_path: "", disk_total_bytes: 0 },
-      logger,
     });
     try {
       link.start();
@@ -98,7 +87,7 @@ describe("FleetLink's Register and the replicas", () => {
       ]);
     } finally {
       await link.stop();
-      server.forceShutdown();
+      server.close();
       await replicas.unload("kept");
       await replicas.unload("arriving");
     }

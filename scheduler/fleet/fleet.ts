@@ -314,11 +314,12 @@ export class Fleet {
   submit(request: CompletionRequest, signal?: AbortSignal, traceId = ""): AsyncIterable<CompletionEvent> {
     // a stop text to name is a preference: while the model is served, but by no node that names it (older
     // agents), the stops are not sent, and the scheduler's own match of them in the relayed text ends the reply
-    if (request.nameStop && !this.serves(request.model, requiredCapabilities(request))) {
+    let needs = requiredCapabilities(request);
+    if (request.nameStop && !this.serves(request.model, needs)) {
       const unnamed = withoutNamedStops(request);
-      if (this.serves(unnamed.model, requiredCapabilities(unnamed))) request = unnamed;
+      const unnamedNeeds = requiredCapabilities(unnamed);
+      if (this.serves(unnamed.model, unnamedNeeds)) [request, needs] = [unnamed, unnamedNeeds];
     }
-    const needs = requiredCapabilities(request);
     const placed = this.options.placement?.model(request.model);
     if (placed && !this.serves(request.model, needs)) return this.submitPlaced(request, placed, needs, signal, traceId);
     if (!this.serves(request.model, needs)) {
