@@ -35,8 +35,10 @@
  * - added time to first token: `--ttft-samples` short requests a round, direct, fleet and the relay
  *   floor taking turns request by request (one sample a round from the 128-token runs was all noise).
  *   The relay floor (`lib/relay-floor.ts`, benchmark-only) is the fleet's topology with none of
- *   Kiln's code: a bare HTTP server relaying over Kiln's proto to an echo agent. Its time to first
- *   token is what the four trips between processes cost here, a lower bound for the added time;
+ *   Kiln's code: a bare HTTP server relaying over Kiln's proto to an echo agent, which on the CPU
+ *   first reads as much memory as the model's weights, as the prompt's evaluation does, and whose
+ *   time for that is taken out. Its time to first token is what the four trips between processes
+ *   cost here, a lower bound for the added time;
  * - generation speed, the quantity llama-bench's `tg` reports: tokens after the first ÷ the time
  *   from the first to the end of the stream. The end-to-end tokens/s also counts the prompt's
  *   evaluation and the request's trip, which llama-bench leaves out.
@@ -49,7 +51,7 @@ import { Agent, request } from "node:http";
 import { promisify } from "node:util";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, statSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { createLogger } from "../core/log.js";
 import { LlmEngine } from "../agent/llm/index.js";
@@ -61,7 +63,7 @@ import { freePort } from "./lib/run.js";
 import { buildTools, provideCudaBackend, vocabGguf } from "./build-llama.js";
 import { defaultModelDir, REALISTIC_LLAMA, writeWithVocabulary } from "../fabricate/index.js";
 import { ensureTestModel } from "../fabricate/index.js";
-import { startRelayFloor } from "./lib/relay-floor.js";
+import { evaluationMs, startRelayFloor } from "./lib/relay-floor.js";
 import { benchTurns } from "./lib/turns.js";
 import { benchSpeculative } from "./lib/speculative.js";
 
@@ -172,8 +174,11 @@ async function startDirect(modelPath: string, a: Args): Promise<Side> {
   };
 }
 
-/** Streamed chat completions against an OpenAI-style server at `base` (…/v1), over one keep-alive pool. */
-function sseClient(base: string, key: string, model: string): One {
+/**
+ * Streamed chat completions against an OpenAI-style server at `base` (…/v1), over one keep-alive pool.
+ * `ownMs(text)`: the server's own time in a stream, taken out of its time to first token (the relay floor's evaluation).
+ */
+function sseClient(base: string, key: string, model: string, ownMs?: (text: string) => number): One {
   const url = new URL(`${base}/chat/completions`);
   const agent = new Agent({ keepAlive: true });
   const attempt = (i: number, maxTokens: number, retry: boolean): Promise<Stream> =>
@@ -203,7 +208,8 @@ function sseClient(base: string, key: string, model: string): One {
           res.on("end", () => {
             if (res.statusCode !== 200) return fail(new Error(`HTTP ${res.statusCode} ${text}`));
             const usage = /"completion_tokens":(\d+)/.exec(text);
-            resolve({ tokens: usage ? Number(usage[1]) : 0, ttft, rest: performance.now() - start - ttft });
+            const own = ownMs?.(text) ?? 0;
+            resolve({ tokens: usage ? Number(usage[1]) : 0, ttft: ttft - own, rest: performance.now() - start - ttft });
           });
         },
       );
@@ -392,8 +398,9 @@ async function main(): Promise<void> {
     sides.set("fleet", await startFleet(modelPath, a));
     for (const ms of a.intervals) sides.set(`fleet ${ms} ms`, await startFleet(modelPath, a, ms));
     if (tools) sides.set("llama-server", await startLlamaServer(tools.server, modelPath, a));
-    const relayFloor = await startRelayFloor();
-    floor = { one: sseClient(relayFloor.base, "none", MODEL_ID), close: relayFloor.close };
+    // on the CPU the echo reads as much memory as the model's weights before it answers, as the prompt's evaluation does
+    const relayFloor = await startRelayFloor(a.gpu ? {} : { evaluation: { bytes: statSync(modelPath).size, threads: a.threads } });
+    floor = { one: sseClient(relayFloor.base, "none", MODEL_ID, evaluationMs), close: relayFloor.close };
     for (const side of [...sides.values(), floor]) await side.one(0, a.tokens); // warm-up
 
     // samples.get(side).get(streams)[round]
@@ -463,7 +470,7 @@ async function main(): Promise<void> {
           `1 stream: added median TTFT = ${added.toFixed(2)} ms (target < 2 ms; fleet ${median(fleet).toFixed(2)} ms, direct ${median(direct).toFixed(2)} ms over ${ttftTriples.length} short requests each, taking turns; median of the triples' differences ${median(ttftTriples.map((p) => p[1] - p[0])).toFixed(2)} ms)`,
         );
         console.log(
-          `1 stream: relay floor TTFT = ${median(relay).toFixed(2)} ms (the four trips between processes with no Kiln code, echo agent; p25 ${quantile(relay, 0.25).toFixed(2)}, p75 ${quantile(relay, 0.75).toFixed(2)}); Kiln's own share of the added TTFT = ${(added - median(relay)).toFixed(2)} ms`,
+          `1 stream: relay floor TTFT = ${median(relay).toFixed(2)} ms (the four trips between processes with no Kiln code${a.gpu ? "" : ", after the echo's evaluation, its time taken out"}; p25 ${quantile(relay, 0.25).toFixed(2)}, p75 ${quantile(relay, 0.75).toFixed(2)}); Kiln's own share of the added TTFT = ${(added - median(relay)).toFixed(2)} ms`,
         );
       }
       const gen = (name: string) => of(name, 1).map((s) => mean(s.genRates));

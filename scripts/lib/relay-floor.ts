@@ -2,24 +2,27 @@
  * The relay floor, a benchmark-only stand-in for the fleet (not part of the product): the same
  * topology as `kiln dev` with none of Kiln's code. A bare `node:http` server takes the request,
  * passes it as a `CompletionRequest` of Kiln's proto over a grpc-js `Fleet/Connect` stream to an
- * echo agent in a third process, which answers at once with one chunk of text and its done; the
- * server relays them to the client as OpenAI server-sent events. No authentication, validation,
- * routing, model or framework.
+ * echo agent in a third process, which answers with one chunk of text and its done; the server
+ * relays them to the client as OpenAI server-sent events. No authentication, validation, routing,
+ * model or framework.
  *
  * Its time to first token is what the path's four trips between processes cost on the machine
  * (client → server → agent → server → client), a lower bound for the fleet's added time to first
- * token: the echo answers at once, so its way back runs warm, where the fleet's follows the
- * prompt's evaluation.
+ * token. By default the echo answers at once, so that its way back runs with the caches as the
+ * trip in left them. A prompt's evaluation on the CPU reads every weight of the model first, and
+ * the fleet's way back then runs with caches that hold none of its code or data: with
+ * `evaluation`, the echo first reads as many bytes on as many threads (its "evaluation"), and
+ * answers with the milliseconds that took as its text, which the client subtracts from its time
+ * to first token as the fleet's time is taken net of direct's (`evaluationMs`).
  *
  * `startRelayFloor()` forks this file twice (roles `relay` and `echo`, chosen by `argv[2]`).
  */
 import { fork, type ChildProcess } from "node:child_process";
+import { Worker } from "node:worker_threads";
 import { createServer, type ServerResponse } from "node:http";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { fleetProto, type AgentMessage__Output, type SchedulerMessage, type SchedulerMessage__Output, type AgentMessage } from "../../proto/index.js";
-
-const ECHO_TEXT = " Once";
 
 /** The relay's ports, sent to the parent once both servers listen. */
 interface RelayPorts {
@@ -69,7 +72,45 @@ async function relay(): Promise<void> {
   process.send!(ports);
 }
 
-function echo(grpcPort: number): void {
+/**
+ * Reads `bytes` of memory, a cache line at a time, on `threads` threads (this one and `threads` − 1
+ * workers), as a CPU prompt evaluation reads the model's weights; returns how to run it once, in ms.
+ */
+function evaluation(bytes: number, threads: number): () => number {
+  let sink = 0; // what was read, kept so that the reads are not optimized away
+  const memory = new Uint8Array(new SharedArrayBuffer(bytes)).fill(1);
+  const control = new Int32Array(new SharedArrayBuffer(8)); // [generation, threads done]
+  const slice = Math.ceil(bytes / threads / 64) * 64;
+  const read = (from: number): number => {
+    let sum = 0;
+    for (let i = from; i < Math.min(from + slice, bytes); i += 64) sum += memory[i]!;
+    return sum;
+  };
+  const workerCode = `
+    const { workerData: { memory, control, from, slice } } = require("node:worker_threads");
+    const bytes = new Uint8Array(memory), ctl = new Int32Array(control);
+    for (let generation = 0; ; ) {
+      Atomics.wait(ctl, 0, generation);
+      generation = Atomics.load(ctl, 0);
+      let sum = 0;
+      for (let i = from; i < Math.min(from + slice, bytes.length); i += 64) sum += bytes[i];
+      globalThis.sink = sum;
+      Atomics.add(ctl, 1, 1);
+      Atomics.notify(ctl, 1);
+    }`;
+  for (let t = 1; t < threads; t++) new Worker(workerCode, { eval: true, workerData: { memory: memory.buffer, control: control.buffer, from: t * slice, slice } }).unref();
+  return () => {
+    const start = performance.now();
+    Atomics.store(control, 1, 0);
+    Atomics.add(control, 0, 1);
+    Atomics.notify(control, 0);
+    sink = read(0);
+    for (let done; (done = Atomics.load(control, 1)) < threads - 1;) Atomics.wait(control, 1, done);
+    return performance.now() - start;
+  };
+}
+
+function echo(grpcPort: number, evaluate: (() => number) | undefined): void {
   const Fleet = fleetProto().kiln.v1.Fleet;
   const client = new Fleet(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
   const stream: grpc.ClientDuplexStream<AgentMessage, SchedulerMessage__Output> = client.Connect();
@@ -77,7 +118,8 @@ function echo(grpcPort: number): void {
     if (m.registered) process.send!("ready");
     if (!m.completion) return;
     const id = m.completion.request_id;
-    stream.write({ chunk: { request_id: id, text: ECHO_TEXT } });
+    const ms = evaluate?.() ?? 0;
+    stream.write({ chunk: { request_id: id, text: ms.toFixed(4) } });
     stream.write({ done: { request_id: id, finish_reason: "length", usage: { prompt_tokens: 0, completion_tokens: 1 } } });
   });
   stream.write({ register: { node_id: "relay-floor-echo", agent_version: "0", pools: [] } });
@@ -90,12 +132,21 @@ function message<T>(child: ChildProcess): Promise<T> {
   });
 }
 
-/** Starts the relay and the echo agent; resolves to the relay's API base (…/v1) and a stop function. */
-export async function startRelayFloor(): Promise<{ base: string; close: () => Promise<void> }> {
+export interface RelayFloorOptions {
+  /** What the echo reads before it answers, as a prompt's evaluation reads the weights (default: nothing, it answers at once). */
+  evaluation?: { bytes: number; threads: number };
+}
+
+/**
+ * Starts the relay and the echo agent; resolves to the relay's API base (…/v1) and a stop function.
+ * Each answer's text is the echo's evaluation in ms (`evaluationMs`), "0.0000" without one.
+ */
+export async function startRelayFloor(options: RelayFloorOptions = {}): Promise<{ base: string; close: () => Promise<void> }> {
   const self = fileURLToPath(import.meta.url);
   const relayChild = fork(self, ["relay"], { stdio: "inherit" });
   const ports = await message<RelayPorts>(relayChild);
-  const echoChild = fork(self, ["echo", String(ports.grpc)], { stdio: "inherit" });
+  const { bytes = 0, threads = 1 } = options.evaluation ?? {};
+  const echoChild = fork(self, ["echo", String(ports.grpc), String(bytes), String(threads)], { stdio: "inherit" });
   await message<string>(echoChild);
   const stopChild = (child: ChildProcess) =>
     new Promise<void>((ok) => {
@@ -112,7 +163,18 @@ export async function startRelayFloor(): Promise<{ base: string; close: () => Pr
   };
 }
 
+/** The echo's evaluation in ms, from the text of a relay floor's answer. */
+export function evaluationMs(text: string): number {
+  const ms = Number(/"content":"([\d.]+)"/.exec(text)?.[1]);
+  if (!Number.isFinite(ms)) throw new Error(`relay floor: no evaluation time in ${JSON.stringify(text.slice(0, 200))}`);
+  return ms;
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.send) {
   if (process.argv[2] === "relay") void relay();
-  else if (process.argv[2] === "echo") echo(Number(process.argv[3]));
+  else if (process.argv[2] === "echo") {
+    const bytes = Number(process.argv[4]),
+      threads = Number(process.argv[5]);
+    echo(Number(process.argv[3]), bytes > 0 ? evaluation(bytes, threads) : undefined);
+  }
 }
