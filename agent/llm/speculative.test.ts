@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { getLlama, TokenPredictor, type Llama, type LlamaContext, type LlamaModel, type Token } from "node-llama-cpp";
+import { getLlama, InputLookupTokenPredictor, TokenPredictor, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import { createLogger } from "../../core/log.js";
 import { TEST_MODELS } from "../../fabricate/index.js";
 import { vocabularyFromGguf, writeTinyLlama } from "../../fabricate/tiny-llama.js";
@@ -141,6 +141,24 @@ describe("the gate's rule", () => {
     expect(gate.on).toBe(false);
     gate.generated(100);
     expect(gate.on).toBe(true); // back to offTokens
+  });
+
+  it("counts each token of a turn that handed off once toward the next probe: those before the hand-off as they came, the rest at its end", () => {
+    const gate = new SpeculationGate(lookup, { ...SPECULATION_RULE, offTokens: 10 });
+    const predictor = new GatedTokenPredictor(gate, new InputLookupTokenPredictor());
+    // what the predictor reads of the target sequence: its counts of validated and refuted predictions
+    const target = { tokenPredictions: { validated: 0, refuted: 0 } } as unknown as LlamaContextSequence;
+    void predictor.reset({ targetSequence: target, stateTokens: [1, 2, 3] as Token[], evaluateOptions: {} });
+    steps(gate, 3, 0, 2); // the gate turns off during the turn
+    expect(gate.on).toBe(false);
+    predictor.pushTokens([4, 5, 6, 7] as Token[]); // 4 tokens on the speculative path after it turned off
+    expect(predictor.kilnHandOff()).toBe(true);
+    predictor.endTurn(7); // 3 more on the plain path
+    expect(gate.on).toBe(false); // 7 of the 10 tokens off counted, not 11
+    gate.generated(2);
+    expect(gate.on).toBe(false);
+    gate.generated(1);
+    expect(gate.on).toBe(true);
   });
 
   it("refuses a rule whose acceptances or error rate make no test", () => {

@@ -189,6 +189,8 @@ export class GatedTokenPredictor extends TokenPredictor {
 
   /** The turn under way went without the predictor (`kilnBypasses`) or left it (`kilnHandOff`): `endTurn` counts its tokens. */
   private bypassed = false;
+  /** Tokens of the turn under way the gate was told of as they came (`pushTokens`), before any hand-off. */
+  private counted = 0;
 
   constructor(
     readonly gate: SpeculationGate,
@@ -202,7 +204,7 @@ export class GatedTokenPredictor extends TokenPredictor {
    * speculating: true lets the rest of the turn go on without the predictor, on the plain path,
    * once the gate has turned off in it and the generation is one that may speculate (for one that
    * may not, a seeded sample say, another sampler would change its tokens). The turn then counts as
-   * a bypassed one (`endTurn`; its tokens before the hand-off are counted twice toward the next probe).
+   * a bypassed one: `endTurn` counts its tokens after the hand-off (those before, `pushTokens` did).
    */
   kilnHandOff(): boolean {
     if (!this.allowed || this.gate.on) return false;
@@ -224,12 +226,14 @@ export class GatedTokenPredictor extends TokenPredictor {
   }
 
   /**
-   * The turn ended having generated `tokens`. A turn that went without the predictor counts them
-   * toward the gate's next probe here (one that used it counted them as they came, in `pushTokens`).
+   * The turn ended having generated `tokens`. Those of a turn that went without the predictor, or
+   * after it left it, count toward the gate's next probe here (the others were counted as they came,
+   * in `pushTokens`).
    */
   endTurn(tokens: number): void {
-    if (this.bypassed) this.gate.generated(tokens);
+    if (this.bypassed) this.gate.generated(Math.max(0, tokens - this.counted));
     this.bypassed = false;
+    this.counted = 0;
   }
 
   /** Counts of the target sequence not yet given to the gate. */
@@ -263,6 +267,7 @@ export class GatedTokenPredictor extends TokenPredictor {
   pushTokens(tokens: Token[]): void {
     this.state.push(...tokens);
     this.gate.generated(tokens.length);
+    this.counted += tokens.length;
     if (this.inSync) this.inner.pushTokens(tokens);
   }
 
