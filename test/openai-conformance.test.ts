@@ -6,8 +6,9 @@
  * First: the vendored subset is whole and says where it comes from.
  *
  * Shapes: chat completions (plain and with a call) and their stream chunks, legacy completions and
- * their chunks, embeddings, models (one and the list), errors of every status (each code's class, and
- * 400/401/404/413/429/503 and 500 on the wire), audio json and verbose_json (transcriptions and
+ * their chunks, embeddings, models (one and the list), errors (every code's body as its status's
+ * class makes it, with the registry's type; 400/401/404/413/429/503 on the wire; an unexpected
+ * failure's 500 from the error handler), audio json and verbose_json (transcriptions and
  * translations) and transcription stream events, and the Responses API (a response, a call, every
  * stream event, the failure events). Where the document and OpenAI's wire differ, the case says so
  * where it allows for it.
@@ -17,7 +18,19 @@ import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentHandle } from "../agent/index.js";
 import { ERROR_CODES, type ErrorCode } from "../core/error-codes.js";
-import { ApiError, InvalidRequestError, type ErrorType } from "../core/errors.js";
+import {
+  ApiError,
+  AuthenticationError,
+  ConflictError,
+  InsufficientStorageError,
+  InvalidRequestError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PermissionError,
+  ServiceUnavailableError,
+  TooManyRequestsError,
+  UpstreamError,
+} from "../core/errors.js";
 import { onError, type RequestIdEnv } from "../core/http/index.js";
 import { createLogger } from "../core/log.js";
 import { ResponseWriter } from "../scheduler/chat/responses.js";
@@ -70,10 +83,24 @@ describe("the vendored schemas", () => {
 });
 
 describe("every error status", () => {
-  const CLASS_OF: Partial<Record<number, (code: ErrorCode) => ApiError>> = { 400: (code) => new InvalidRequestError(code, "temperature: expected a number") };
-  it.each(Object.entries(ERROR_CODES).filter(([, info]) => info.status !== null))("%s's body", (code, info) => {
-    const make = CLASS_OF[info.status!] ?? ((c: ErrorCode) => new ApiError(info.status!, info.type as ErrorType, c, `${c}: what happened`));
-    conformsError(make(code as ErrorCode).toBody(), code);
+  /** What the product throws for each status (500: ApiError itself, as the MCP sandbox's failure; an unexpected failure's body below). */
+  const CLASS_OF: Partial<Record<number, (code: ErrorCode) => ApiError>> = {
+    400: (code) => new InvalidRequestError(code, "temperature: expected a number"),
+    401: (code) => new AuthenticationError(code, `${code}: what happened`),
+    403: (code) => new PermissionError(code, `${code}: what happened`),
+    404: (code) => new NotFoundError(code, `${code}: what happened`),
+    409: (code) => new ConflictError(code, `${code}: what happened`),
+    413: (code) => new PayloadTooLargeError(code, `${code}: what happened`),
+    429: (code) => new TooManyRequestsError(code, `${code}: what happened`),
+    502: (code) => new UpstreamError(code, `${code}: what happened`),
+    503: (code) => new ServiceUnavailableError(code, `${code}: what happened`),
+    507: () => new InsufficientStorageError("insufficient_storage: what happened"),
+    500: (code) => new ApiError(500, "server_error", code, `${code}: what happened`),
+  };
+  it.each(Object.entries(ERROR_CODES).filter(([, info]) => info.status !== null))("%s's body, from its status's class, with the registry's type", (code, info) => {
+    const body = CLASS_OF[info.status!]!(code as ErrorCode).toBody();
+    expect(body.error.type).toBe(info.type);
+    conformsError(body, code);
   });
 
   it("500: an unexpected failure's body", async () => {
