@@ -5,9 +5,8 @@
  * `GET /api/models` — behind the agent token and each job's handle (`./access.ts`).
  */
 import type { HttpBindings } from "@hono/node-server";
-import { streamSSE } from "hono/streaming";
 import { Hono, type MiddlewareHandler } from "hono";
-import { bearerToken, drain, notFound, onError, requestId, type RequestIdEnv } from "../../core/http/index.js";
+import { bearerToken, drain, notFound, onError, requestId, sseResponse, type RequestIdEnv } from "../../core/http/index.js";
 import ipaddr from "ipaddr.js";
 import { InFlightLimitError, InvalidRequestError, ApiError, PayloadTooLargeError, PermissionError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
@@ -220,40 +219,42 @@ export function createAgentApp(deps: AgentHttpDeps): Hono<AgentEnv> {
       },
       after,
     );
-    return streamSSE(c, async (stream) => {
-      let open = true;
-      stream.onAbort(() => {
-        open = false;
-        unsubscribe();
-        wake?.();
-      });
-      try {
-        while (open) {
-          const event = queue.shift();
-          if (!event) {
-            // a comment now and then: idle connections are closed after --http-idle (a queued job, a long chunk)
-            const ping = await new Promise<boolean>((resolve) => {
-              const timer = setTimeout(() => resolve(true), EVENTS_PING_MS);
-              wake = () => {
-                clearTimeout(timer);
-                resolve(false);
-              };
-            });
-            wake = undefined;
-            if (ping && open) await stream.write(": ping\n\n");
-            continue;
+    let open = true;
+    const close = (): void => {
+      open = false;
+      unsubscribe();
+      wake?.();
+    };
+    return sseResponse(
+      c,
+      async (send, drained) => {
+        try {
+          while (open) {
+            const event = queue.shift();
+            if (!event) {
+              // a comment now and then: idle connections are closed after --http-idle (a queued job, a long chunk)
+              const ping = await new Promise<boolean>((resolve) => {
+                const timer = setTimeout(() => resolve(true), EVENTS_PING_MS);
+                wake = () => {
+                  clearTimeout(timer);
+                  resolve(false);
+                };
+              });
+              wake = undefined;
+              if (ping) send(": ping\n\n");
+              continue;
+            }
+            const data = JSON.stringify(event.type === "segment" ? event.segment : { ...event, type: undefined });
+            // a reader that lags is waited for: meanwhile progress waits in the queue, only the latest
+            if (!send(`event: ${event.type}\ndata: ${data}\n${event.type === "segment" ? `id: ${event.segment.id}\n` : ""}\n`)) await drained();
+            if (event.type === "done") break;
           }
-          await stream.writeSSE({
-            event: event.type,
-            data: JSON.stringify(event.type === "segment" ? event.segment : { ...event, type: undefined }),
-            ...(event.type === "segment" ? { id: String(event.segment.id) } : {}),
-          });
-          if (event.type === "done") break;
+        } finally {
+          unsubscribe();
         }
-      } finally {
-        unsubscribe();
-      }
-    });
+      },
+      close,
+    );
   });
 
   app.get("/api/result/:id", async (c) => {

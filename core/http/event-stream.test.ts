@@ -47,6 +47,49 @@ describe("sseResponse under Node", () => {
     expect(await res.text()).toBe(event(0) + event(1) + event(2));
   });
 
+  it("tells a pump that the client lags, and drained() waits until the client has read what waited", async () => {
+    const piece = `data: ${"x".repeat(64 * 1024)}\n\n`;
+    const pieces = 1000; // 64 MB: more than the socket's buffers hold
+    let sent = 0;
+    let waiting = false;
+    const app = new Hono().get("/", (c) =>
+      sseResponse(
+        c,
+        async (send, drained) => {
+          for (; sent < pieces;) {
+            sent++;
+            if (!send(piece)) {
+              waiting = true;
+              await drained();
+              waiting = false;
+            }
+          }
+          send(event(1));
+        },
+        () => undefined,
+      ),
+    );
+    const base = await listen(app);
+    const { request } = await import("node:http");
+    const res = await new Promise<import("node:http").IncomingMessage>((resolve) => request(base, resolve).end());
+    res.pause(); // the client reads nothing for a while
+    await new Promise((r) => setTimeout(r, 200));
+    const stuck = sent;
+    await new Promise((r) => setTimeout(r, 100));
+    expect([waiting, sent]).toEqual([true, stuck]); // the pump waits in drained(), not sending
+    expect(stuck).toBeLessThan(pieces);
+    let bytes = 0;
+    let tail = "";
+    res.setEncoding("utf8").on("data", (d: string) => {
+      bytes += d.length;
+      tail = (tail + d).slice(-20);
+    });
+    res.resume();
+    await new Promise((r) => res.on("end", r));
+    expect(bytes).toBe(pieces * piece.length + event(1).length); // everything, once read
+    expect(tail.endsWith(event(1))).toBe(true);
+  });
+
   it("drops a header set once the stream has begun, and the stream goes on to its end", async () => {
     const app = new Hono();
     app.use("*", async (c, next) => {
@@ -99,7 +142,9 @@ describe("sseResponse through a web stream (app.request)", () => {
     const app = new Hono().get("/", (c) =>
       sseResponse(
         c,
-        async (send) => send(event(0)),
+        async (send) => {
+          send(event(0));
+        },
         () => cancels++,
       ),
     );

@@ -22,13 +22,21 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } as const;
 
 /**
- * Answers `c` with the server-sent events `pump` sends: `send(text)` writes one event's text (or
- * several events', in one write); the answer ends when `pump`'s promise settles. `cancel` is
- * called, once, when the client goes away before the end (or was gone already), and when `pump`
- * rejects (it should answer its own failures with an error event: a rejection only ends the
- * answer); `send` then writes nothing.
+ * How a pump writes: `send(text)` writes one event's text (or several events', in one write) and
+ * returns false once the client lags (what was sent waits in memory beyond the socket's
+ * high-water mark); `drained()` resolves when that has gone out (or the answer has ended). A pump
+ * whose events are bounded (a completion's, by its tokens) may ignore both; one that may run for
+ * hours waits for `drained()` when `send` returns false, and keeps what it has not sent its own way.
  */
-export function sseResponse(c: Context, pump: (send: (text: string) => void) => Promise<void>, cancel: () => void): Response {
+export type SsePump = (send: (text: string) => boolean, drained: () => Promise<void>) => Promise<void>;
+
+/**
+ * Answers `c` with the server-sent events `pump` sends; the answer ends when `pump`'s promise
+ * settles. `cancel` is called, once, when the client goes away before the end (or was gone
+ * already), and when `pump` rejects (it should answer its own failures with an error event: a
+ * rejection only ends the answer); `send` then writes nothing.
+ */
+export function sseResponse(c: Context, pump: SsePump, cancel: () => void): Response {
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   let ended = false;
   const gone = (): void => {
@@ -46,9 +54,17 @@ export function sseResponse(c: Context, pump: (send: (text: string) => void) => 
       ended = true;
       outgoing.end();
     };
-    void pump((text) => {
-      if (!ended && text) outgoing.write(text);
-    }).then(end, () => (gone(), end()));
+    const drained = (): Promise<void> =>
+      ended || !outgoing.writableNeedDrain
+        ? Promise.resolve()
+        : new Promise((resolve) => {
+            const done = (): void => {
+              outgoing.off("drain", done).off("close", done);
+              resolve();
+            };
+            outgoing.on("drain", done).on("close", done);
+          });
+    void pump((text) => (ended || !text ? true : outgoing.write(text)), drained).then(end, () => (gone(), end()));
     return RESPONSE_ALREADY_SENT;
   }
   const encoder = new TextEncoder();
@@ -62,9 +78,14 @@ export function sseResponse(c: Context, pump: (send: (text: string) => void) => 
           /* the client is gone */
         }
       };
-      void pump((text) => {
-        if (!ended && text) controller.enqueue(encoder.encode(text));
-      }).then(end, () => (gone(), end()));
+      // the reader pulls at its pace: nothing here waits for it
+      void pump(
+        (text) => {
+          if (!ended && text) controller.enqueue(encoder.encode(text));
+          return true;
+        },
+        () => Promise.resolve(),
+      ).then(end, () => (gone(), end()));
     },
     cancel: gone,
   });
