@@ -707,8 +707,7 @@ export class Fleet {
       // once per replica (a node repeating it gets no second order), and that node is passed over for the model
       if (agent.placed.replicas.get(model)?.state === "unloading") return;
       this.log.warn({ node: agent.nodeId, model, why: refused }, "a replica's report refused; it is unloaded");
-      agent.placed.unloading(model);
-      agent.link.send({ unload_model: { model_id: model } });
+      this.orderUnload(agent, model);
       this.placer?.failed(agent.nodeId, model, refused);
       return;
     }
@@ -734,8 +733,7 @@ export class Fleet {
       for (const [model, r] of a.placed.replicas) {
         if (r.state !== "loading" || now - r.progressAt < LOAD_STALL_MS) continue;
         this.log.warn({ node: a.nodeId, model }, "a replica made no progress loading; it is unloaded and placed elsewhere");
-        a.placed.unloading(model);
-        a.link.send({ unload_model: { model_id: model } });
+        this.orderUnload(a, model);
         this.placer?.failed(a.nodeId, model, "no progress loading");
       }
     }
@@ -757,6 +755,16 @@ export class Fleet {
     if (pool.slots !== entry.sequences) return `${pool.slots} slots; the catalog's entry has ${entry.sequences} sequences`;
     if (pool.context_size > entry.contextSize) return `a context of ${pool.context_size} tokens; the catalog's entry has ${entry.contextSize}`;
     return undefined;
+  }
+
+  /**
+   * Orders `agent` to unload its replica of `model`: the replica counts as unloading from now, and
+   * its pool takes no new request (those it runs finish on the node).
+   */
+  private orderUnload(agent: Agent, model: string): void {
+    agent.placed.unloading(model);
+    this.dropPool(agent, model);
+    agent.link.send({ unload_model: { model_id: model } });
   }
 
   /** Removes the pool serving `model` from `agent` (its running requests finish on the node; their slots are no longer counted). */
@@ -823,10 +831,7 @@ export class Fleet {
       },
       unload: (node, model) => {
         const agent = this.agents.get(node);
-        if (!agent) return;
-        agent.placed.unloading(model);
-        this.dropPool(agent, model); // it takes no new request from now (those it runs finish on the node)
-        agent.link.send({ unload_model: { model_id: model } });
+        if (agent) this.orderUnload(agent, model);
       },
     };
   }

@@ -1,7 +1,7 @@
 /**
  * What a placeable node reports of its replicas, taken only within bounds: reports of models it was
- * never given, or may not offer, change nothing; a refused READY is answered once; a READY told again
- * keeps the pool's count of requests; a load that stands still is given up. (The node's token is
+ * never given, or may not offer, change nothing; a refused READY is answered once, and takes the
+ * replica's pool out of routing; a READY told again keeps the pool's count of requests; a load that stands still is given up. (The node's token is
  * the recording link's `offers` and `maxSlots`.)
  */
 import { describe, expect, it, vi } from "vitest";
@@ -73,6 +73,18 @@ describe("a placeable node's replica reports", () => {
     for (let i = 0; i < 50; i++) f.receive("n1", link, { body: "model_state", model_state: report("m-a", "READY", { slots: 7 }) });
     expect(unloads(link)).toEqual(["m-a"]);
     expect(f.serves("m-a")).toBe(false);
+  });
+
+  it("answer a READY told again with a pool now refused by unloading the replica: its pool takes no new request", () => {
+    const f = fleet();
+    const link = tokenLink();
+    f.attach(register("n1"), link);
+    f.receive("n1", link, { body: "model_state", model_state: report("m-a", "READY") });
+    expect(f.serves("m-a")).toBe(true);
+    f.receive("n1", link, { body: "model_state", model_state: report("m-a", "READY", { slots: 7 }) });
+    expect(unloads(link)).toEqual(["m-a"]);
+    expect(f.serves("m-a")).toBe(false);
+    f.close();
   });
 
   it("keep the pool, and the requests it counts, when READY is told again", async () => {
