@@ -4,11 +4,13 @@
  * hash. Tokens are shown once at creation and stored only as SHA-256.
  *
  * A token whose signature and hash have been checked once is remembered (bounded), so a repeat
- * request only checks its expiry and reads its key row again (revocation, from any process that
- * shares the database, still takes effect at once). That one statement joins the key's
- * account, so the tier and requests-per-minute figure a key grants are always the account's
- * current ones: re-tiering an account (`kiln keys create` with another tier) applies to its
- * existing keys at the next request. Verifying with jose on every request cost
+ * request only checks its expiry, and reads its key row again only when the database may have
+ * changed since (`Store.changeCount`: SQLite sees another process's commit from the next turn of
+ * the event loop; PostgreSQL once its trigger's notification arrives, a few ms, and reads at every
+ * request while it cannot listen). The row's statement joins the key's account, so the tier and
+ * requests-per-minute figure a key grants are always the account's current ones: a revocation, or
+ * re-tiering an account (`kiln keys create` with another tier), from any process that shares the
+ * database, applies to its existing keys from then on. Verifying with jose on every request cost
  * about 0.5 ms of each completion's time to first token: WebCrypto's HMAC runs on libuv's pool.
  */
 import { createHmac, randomBytes, webcrypto } from "node:crypto";
@@ -85,8 +87,8 @@ export class KeyService {
   /** The secret imported once as an HMAC key: verifying with raw bytes would import it on every request. */
   private verifyKey: Promise<webcrypto.CryptoKey> | undefined;
   /**
-   * Tokens whose signature and hash matched: token → key id and expiry (epoch seconds), and, where
-   * the store counts its changes (`Store.changeCount`: SQLite), the key's record as last read and
+   * Tokens whose signature and hash matched: token → key id and expiry (epoch seconds), and, while
+   * the store counts its changes (`Store.changeCount`), the key's record as last read and
    * the count then: while the count holds, no row can have changed (a revocation by this process
    * or by `kiln keys revoke` in another), and the record stands without a read.
    */

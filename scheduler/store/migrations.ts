@@ -14,12 +14,17 @@ interface Types {
   bytes: string;
   /** A row id the database assigns. */
   rowId: string;
+  /** Which engine: for what only one of them has (PostgreSQL's triggers that notify). */
+  dialect: Dialect;
 }
 
 const TYPES: Record<Dialect, Types> = {
-  sqlite: { int: "INTEGER", real: "REAL", bytes: "BLOB", rowId: "INTEGER PRIMARY KEY" },
-  postgres: { int: "BIGINT", real: "DOUBLE PRECISION", bytes: "BYTEA", rowId: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" },
+  sqlite: { int: "INTEGER", real: "REAL", bytes: "BLOB", rowId: "INTEGER PRIMARY KEY", dialect: "sqlite" },
+  postgres: { int: "BIGINT", real: "DOUBLE PRECISION", bytes: "BYTEA", rowId: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", dialect: "postgres" },
 };
+
+/** The PostgreSQL channel a commit that changes keys or accounts notifies. */
+export const KEYS_CHANNEL = "kiln_keys";
 
 const MIGRATIONS: ((t: Types) => string)[] = [
   (t) => `CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -94,6 +99,15 @@ const MIGRATIONS: ((t: Types) => string)[] = [
      owner TEXT NOT NULL,
      until_ms ${t.int} NOT NULL
    );`,
+  // PostgreSQL: a commit that changes keys or accounts notifies KEYS_CHANNEL, so that every scheduler's
+  // remembered key records (scheduler/auth/keys.ts) are read again (PostgresStore.changeCount). SQLite
+  // counts changes in the process (PRAGMA data_version) and needs nothing.
+  (t) =>
+    t.dialect === "postgres"
+      ? `CREATE FUNCTION kiln_keys_changed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('${KEYS_CHANNEL}', ''); RETURN NULL; END $$;
+   CREATE TRIGGER api_keys_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON api_keys FOR EACH STATEMENT EXECUTE FUNCTION kiln_keys_changed();
+   CREATE TRIGGER accounts_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON accounts FOR EACH STATEMENT EXECUTE FUNCTION kiln_keys_changed();`
+      : `SELECT 1;`,
 ];
 
 /** The migrations as `dialect` runs them. */

@@ -8,7 +8,7 @@ import pg from "pg";
 import { ConfigError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import { withoutPassword } from "../../core/net.js";
-import { migrations } from "./migrations.js";
+import { KEYS_CHANNEL, migrations } from "./migrations.js";
 import { numberedPlaceholders, type SqlRunner, type SqlValue, type Store } from "./sql.js";
 
 /** Any number: the advisory lock every Kiln scheduler takes to migrate ("kiln" in ASCII). */
@@ -34,12 +34,20 @@ export interface PostgresStoreOptions {
   logger: Logger;
 }
 
-function runner(client: pg.Pool | pg.PoolClient, observe: <R>(p: Promise<R>) => Promise<R>): SqlRunner {
+/** `wrote()` is called before and after every `run` (a statement that may write), so that `changeCount` moves across it. */
+function runner(client: pg.Pool | pg.PoolClient, observe: <R>(p: Promise<R>) => Promise<R>, wrote: () => void): SqlRunner {
   const query = (sql: string, params: readonly SqlValue[] = []) => observe(client.query(numberedPlaceholders(sql), params as unknown[]));
   return {
     all: async <T>(sql: string, params?: readonly SqlValue[]) => (await query(sql, params)).rows as T[],
     get: async <T>(sql: string, params?: readonly SqlValue[]) => (await query(sql, params)).rows[0] as T | undefined,
-    run: async (sql: string, params?: readonly SqlValue[]) => ({ changes: (await query(sql, params)).rowCount ?? 0 }),
+    run: async (sql: string, params?: readonly SqlValue[]) => {
+      wrote();
+      try {
+        return { changes: (await query(sql, params)).rowCount ?? 0 };
+      } finally {
+        wrote();
+      }
+    },
   };
 }
 
@@ -64,13 +72,25 @@ export class PostgresStore implements Store {
   /** False from a statement that lost its connection until one succeeds again. */
   private reachable = true;
   private recheck: NodeJS.Timeout | undefined;
+  /**
+   * `changeCount`'s number: this store's writes, and the notifications of KEYS_CHANNEL the listener
+   * got (another scheduler's commit, or `kiln keys` in another process).
+   */
+  private changes = 0;
+  /** The connection that LISTENs on KEYS_CHANNEL, while it does. */
+  private listener: pg.Client | undefined;
+  private relisten: NodeJS.Timeout | undefined;
 
   private constructor(private readonly options: PostgresStoreOptions) {
     this.location = withoutPassword(options.url);
     this.pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types, connectionTimeoutMillis: 10_000 });
     // an idle connection the server drops is an 'error' on the pool: logged, the next query opens another
     this.pool.on("error", (err) => options.logger.warn({ err: err.message }, "postgres: an idle connection failed"));
-    this.pooled = runner(this.pool, (p) => this.observe(p));
+    this.pooled = runner(
+      this.pool,
+      (p) => this.observe(p),
+      () => this.changes++,
+    );
   }
 
   /** Connects, applies the migrations the database lacks, and returns the store; throws when the server cannot be reached. */
@@ -78,6 +98,7 @@ export class PostgresStore implements Store {
     const store = new PostgresStore(options);
     try {
       await store.migrate();
+      await store.listen();
     } catch (err) {
       await store.close();
       if (err instanceof ConfigError) throw err;
@@ -104,6 +125,15 @@ export class PostgresStore implements Store {
     return this.pooled.run(sql, params);
   }
 
+  /**
+   * Moves with this store's writes (before and after each) and with every notification of a commit
+   * that changed keys or accounts; undefined while no connection listens for those (from a lost
+   * listener until a new one listens, when it moves once more for what it may have missed).
+   */
+  changeCount(): number | undefined {
+    return this.listener ? this.changes : undefined;
+  }
+
   async transaction<T>(body: (tx: SqlRunner) => Promise<T>, options: { lock?: string } = {}): Promise<T> {
     return this.withClient(async (client) => {
       await client.query("BEGIN");
@@ -115,12 +145,20 @@ export class PostgresStore implements Store {
         });
       let result: T;
       try {
-        result = await body(runner(client, (p) => this.observe(p)));
+        this.changes++;
+        result = await body(
+          runner(
+            client,
+            (p) => this.observe(p),
+            () => this.changes++,
+          ),
+        );
       } catch (err) {
         await client.query("ROLLBACK").catch(() => undefined); // the body's error is the one to tell
         throw err;
       }
       await client.query("COMMIT");
+      this.changes++;
       return result;
     });
   }
@@ -129,7 +167,44 @@ export class PostgresStore implements Store {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.recheck);
-    await this.pool.end();
+    clearTimeout(this.relisten);
+    const listener = this.listener;
+    this.listener = undefined;
+    await Promise.all([this.pool.end(), listener?.end().catch(() => undefined)]);
+  }
+
+  /**
+   * Opens a connection of its own that LISTENs on KEYS_CHANNEL. When it fails (at open, or later),
+   * `changeCount` answers undefined and it is tried again every RECHECK_MS.
+   */
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.options.url, connectionTimeoutMillis: 10_000 });
+    let gone = false;
+    const lost = (err?: Error): void => {
+      if (gone) return;
+      gone = true;
+      if (this.listener === client) this.listener = undefined;
+      void client.end().catch(() => undefined);
+      if (this.closed) return;
+      this.options.logger.warn({ err: err?.message ?? "connection ended" }, "postgres: the key notifications' connection is lost; keys are read at every request until it is back");
+      this.relisten ??= setTimeout(() => {
+        this.relisten = undefined;
+        void this.listen();
+      }, RECHECK_MS).unref();
+    };
+    client.on("notification", () => this.changes++);
+    client.on("error", lost);
+    client.on("end", () => lost());
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${KEYS_CHANNEL}`);
+    } catch (err) {
+      lost(err as Error);
+      return;
+    }
+    if (gone || this.closed) return void client.end().catch(() => undefined);
+    this.changes++; // what changed while nothing listened
+    this.listener = client;
   }
 
   /**

@@ -35,12 +35,14 @@ export interface Store extends SqlRunner {
    */
   transaction<T>(body: (tx: SqlRunner) => Promise<T>, options?: { lock?: string }): Promise<T>;
   /**
-   * A number that changes whenever the database may have changed since it was last taken, by a
-   * statement of this store or by another connection (another process), so a row read while it
-   * held a value is still the row while it still does. Only where that is cheap, with no round
-   * trip (SQLite); absent otherwise, and the rows must be read again.
+   * A number that changes whenever a row of `api_keys` or `accounts` may have changed since it was
+   * last taken, by a statement of this store or by another connection (another process), so such a
+   * row read while it held a value is still the row while it still does. Only where that costs no
+   * round trip: SQLite counts every change (`PRAGMA data_version`); PostgreSQL, its own writes and
+   * the notifications of those tables' triggers, and answers undefined while it cannot listen for
+   * them. Undefined (or absent): the rows must be read again.
    */
-  changeCount?(): number;
+  changeCount?(): number | undefined;
   close(): Promise<void>;
 }
 

@@ -94,7 +94,7 @@ describe.each(engines)("the store on %s", (engine, newDb) => {
     const store = await openStore(db, { logger });
     const other = await openStore(db, { logger });
     try {
-      if (engine !== "SQLite") return expect(store.changeCount).toBeUndefined();
+      if (engine !== "SQLite") return;
       const count = () => store.changeCount!();
       let last = count();
       const changed = () => {
@@ -124,6 +124,53 @@ describe.each(engines)("the store on %s", (engine, newDb) => {
       await other.run("UPDATE settings SET value = '3' WHERE name = 'a'");
       await new Promise(setImmediate);
       expect(changed()).toBe(true);
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+
+  it("changeCount (PostgreSQL) moves with this store's writes and another scheduler's commit to keys or accounts (once notified), not with a read or another table's commit; undefined while nothing listens", async () => {
+    if (engine === "SQLite") return;
+    const db = newDb();
+    const store = await openStore(db, { logger });
+    const other = await openStore(db, { logger });
+    try {
+      let last = store.changeCount!();
+      /** Waits up to `ms` for the count to move; whether it did. */
+      const moves = async (ms = 0): Promise<boolean> => {
+        const deadline = Date.now() + ms;
+        for (;;) {
+          const now = store.changeCount!();
+          if (now !== last) {
+            last = now;
+            return true;
+          }
+          if (Date.now() >= deadline) return false;
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      };
+      expect(last).toBeTypeOf("number");
+      await store.get("SELECT * FROM api_keys");
+      expect(await moves()).toBe(false);
+      await store.run("INSERT INTO settings (name, value) VALUES ('a', '1')"); // this store's own write, whatever the table
+      expect(await moves()).toBe(true);
+      await other.run("INSERT INTO accounts (name, tier, rpm, created_at) VALUES ('acct', 'pro', NULL, 0)");
+      expect(await moves(5000)).toBe(true); // the trigger's notification
+      await other.run("UPDATE settings SET value = '2' WHERE name = 'a'");
+      expect(await moves(300)).toBe(false); // no key or account changed
+      await other.run("UPDATE accounts SET tier = 'free' WHERE name = 'acct'");
+      expect(await moves(5000)).toBe(true);
+      // the listening connection killed: the count is unknown until a new one listens, then it has moved
+      await other.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()");
+      const deadline = Date.now() + 5000;
+      while (store.changeCount!() !== undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      expect(store.changeCount!()).toBeUndefined();
+      while (store.changeCount!() === undefined && Date.now() < deadline + 5000) await new Promise((r) => setTimeout(r, 50));
+      expect(store.changeCount!()).toBeTypeOf("number");
+      expect(await moves()).toBe(true);
+      await other.run("UPDATE accounts SET tier = 'pro' WHERE name = 'acct'");
+      expect(await moves(5000)).toBe(true); // and it hears the notifications again
     } finally {
       await other.close();
       await store.close();
