@@ -213,7 +213,8 @@ export class LlmEngine {
   }
 
   /** One GGUF file loaded into a pool of `shape.sequences` slots, on the GPUs as `shape.split` plans (bytes per device). */
-  private async open(id: string, file: string, shape: ReplicaShape, signal?: AbortSignal): Promise<ModelPool> {
+  /** `onProgress`: the share of the model's weights loaded, from node-llama-cpp, as it grows (not the draft's). */
+  private async open(id: string, file: string, shape: ReplicaShape, signal?: AbortSignal, onProgress?: (loaded: number) => void): Promise<ModelPool> {
     const llama = await this.backend();
     const started = performance.now();
     // a split GGUF's other parts must be there beside its first
@@ -229,9 +230,11 @@ export class LlmEngine {
       if (gpus > 1 && !loadedBinaries().kilnAddon)
         throw new ModelLoadError(id, file, new Error("node-llama-cpp's own addon is loaded, not Kiln's build, and it cannot place a model on chosen GPUs (npm run build:llama)"));
     }
-    const model = await llama.loadModel({ modelPath: file, ...layout, ...(signal ? { loadSignal: signal } : {}) }).catch((err: unknown) => {
-      throw new ModelLoadError(id, file, err);
-    });
+    const model = await llama
+      .loadModel({ modelPath: file, ...layout, ...(signal ? { loadSignal: signal } : {}), ...(onProgress ? { onLoadProgress: onProgress } : {}) })
+      .catch((err: unknown) => {
+        throw new ModelLoadError(id, file, err);
+      });
     const { folder, kilnAddon } = loadedBinaries();
     const build = `${llama.llamaCppRelease.release}/${llama.gpu || "cpu"}/${folder ?? "?"}${kilnAddon ? "+kiln" : ""}`;
     const { speculative, ...rest } = shape;
@@ -273,12 +276,13 @@ export class LlmEngine {
 
   /**
    * Loads a replica the scheduler placed: `ids` served from `path` with its own context and slots.
-   * Its pool goes last in `modelPools`. Refused when one of the ids is served already.
+   * Its pool goes last in `modelPools`. Refused when one of the ids is served already. `onProgress`
+   * hears the share of the weights loaded as it grows.
    */
-  async addModel(ids: readonly string[], path: string, shape: ReplicaShape, signal?: AbortSignal): Promise<ModelPool> {
+  async addModel(ids: readonly string[], path: string, shape: ReplicaShape, signal?: AbortSignal, onProgress?: (loaded: number) => void): Promise<ModelPool> {
     const served = ids.find((id) => this.byId.has(id));
     if (served) throw new LlmEngineError("model_already_loaded", `"${served}" is served already`);
-    const pool = await this.open(ids[0]!, splitParts(resolve(path))[0]!, shape, signal);
+    const pool = await this.open(ids[0]!, splitParts(resolve(path))[0]!, shape, signal, onProgress);
     if (ids.some((id) => this.byId.has(id))) {
       await pool.dispose(); // loaded twice at once: the first one stays
       throw new LlmEngineError("model_already_loaded", `"${ids[0]}" is served already`);

@@ -68,6 +68,23 @@ describe("Replicas", () => {
     expect(r.offered()[0]!.freeBytes).toBe(500 * MB);
   });
 
+  it("reports the weights' load as progress, in steps of at least 1 %, rising to 0.99 and then READY", async () => {
+    const { r, reports, until } = replicas();
+    r.load({ modelId: "progress", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [100 * MB] });
+    try {
+      await until("ready", "progress");
+      const loading = reports.filter((x) => x.modelId === "progress" && x.phase === "loading").map((x) => x.progress);
+      expect(loading[0]).toBe(0); // the order taken
+      const steps = loading.slice(1);
+      expect(steps.length).toBeGreaterThan(2); // node-llama-cpp's progress as the weights load, not one jump at the end
+      for (const [i, p] of steps.entries()) expect(p - (loading[i] ?? 0)).toBeGreaterThanOrEqual(0.01);
+      expect(Math.max(...steps)).toBeLessThanOrEqual(0.99);
+      expect(reports.filter((x) => x.modelId === "progress").at(-1)).toMatchObject({ phase: "ready", progress: 1 });
+    } finally {
+      await r.unload("progress");
+    }
+  });
+
   it("an unload waits for the replica's running requests within the grace, and stops them past it", { timeout: 20_000 }, async () => {
     const { r, reports, until } = replicas(500 * MB, false, 1_000);
     const busy = async (id: string) => {
@@ -161,7 +178,8 @@ describe("Replicas", () => {
     r.load({ modelId: "again", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [100 * MB] });
     await unloading;
     while (reports.filter((x) => x.phase === "ready").length < 2) await new Promise((res) => setTimeout(res, 10));
-    expect(reports.map((x) => x.phase)).toEqual(["loading", "ready", "unloaded", "loading", "ready"]);
+    // each load's progress is a run of "loading" reports
+    expect(reports.map((x) => x.phase).filter((phase, i, all) => phase !== all[i - 1])).toEqual(["loading", "ready", "unloaded", "loading", "ready"]);
     expect(engine.serves("again")).toBe(true);
     await r.unload("again");
   });

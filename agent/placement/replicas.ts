@@ -87,6 +87,15 @@ export interface ReplicasOptions {
 
 const UNLOAD_GRACE_MS = 60_000;
 
+/**
+ * A load's progress is reported each time it has grown by this much: a download (to 0.9 of it), then
+ * the weights read into memory (to LOADED_AT), then READY. The scheduler takes a load with no
+ * progress for ten minutes as stalled: a step of 1 % keeps one that moves from being taken so.
+ */
+const PROGRESS_STEP = 0.01;
+/** The progress once every weight is loaded, before the contexts are made and the replica is READY. */
+const LOADED_AT = 0.99;
+
 /** Bounds on what a load order may ask: the link's own checks, whatever the scheduler sends. */
 const MAX_CONTEXT = 1_048_576;
 const MAX_SEQUENCES = 256;
@@ -182,7 +191,11 @@ export class Replicas {
       }
       const path = await this.localFile(replica, request.source, draftFromHub ? 0.1 : 0, 0.9);
       const shape = { contextSize: request.contextSize, sequences: request.sequences, split: request.split, ...(speculative ? { speculative } : {}) };
-      await this.options.engine.addModel([request.modelId], path, shape, stop.signal);
+      // the weights' load is the rest of the progress: a model read from a slow disk for minutes is seen moving, not stalled
+      const from = request.source.startsWith("hf:") ? 0.9 : draftFromHub ? 0.1 : 0;
+      await this.options.engine.addModel([request.modelId], path, shape, stop.signal, (loaded) => {
+        this.progressed(replica, from + (LOADED_AT - from) * loaded);
+      });
       if (stop.signal.aborted) return; // unload() removes it
       replica.phase = "ready";
       replica.progress = 1;
@@ -215,13 +228,7 @@ export class Replicas {
     } else if (source.startsWith("hf:")) {
       const pulled = await this.options.hub.pull(source, {
         signal: stop.signal,
-        onProgress: (p) => {
-          const progress = from + (p.totalBytes > 0 ? ((to - from) * p.downloadedBytes) / p.totalBytes : 0);
-          if (progress - replica.progress >= 0.05) {
-            replica.progress = progress;
-            this.options.report(this.reportOf(replica));
-          }
-        },
+        onProgress: (p) => this.progressed(replica, from + (p.totalBytes > 0 ? ((to - from) * p.downloadedBytes) / p.totalBytes : 0)),
       });
       path = pulled.path;
     }
@@ -229,6 +236,13 @@ export class Replicas {
     const file = await stat(path).catch(() => undefined);
     if (!file?.isFile()) throw new Error(`${path} is not a regular file on this node`);
     return path;
+  }
+
+  /** A loading replica's progress grew to `progress`: reported once it has grown by PROGRESS_STEP since the last report. */
+  private progressed(replica: Replica, progress: number): void {
+    if (replica.phase !== "loading" || progress - replica.progress < PROGRESS_STEP) return;
+    replica.progress = progress;
+    this.options.report(this.reportOf(replica));
   }
 
   private reportOf(replica: Replica): ReplicaReport {
