@@ -105,8 +105,8 @@ const MIGRATIONS: ((t: Types) => string)[] = [
   (t) =>
     t.dialect === "postgres"
       ? `CREATE FUNCTION kiln_keys_changed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('${KEYS_CHANNEL}', ''); RETURN NULL; END $$;
-   CREATE TRIGGER api_keys_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON api_keys FOR EACH STATEMENT EXECUTE FUNCTION kiln_keys_changed();
-   CREATE TRIGGER accounts_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON accounts FOR EACH STATEMENT EXECUTE FUNCTION kiln_keys_changed();`
+   CREATE TRIGGER api_keys_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON api_keys FOR EACH STATEMENT EXECUTE PROCEDURE kiln_keys_changed();
+   CREATE TRIGGER accounts_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON accounts FOR EACH STATEMENT EXECUTE PROCEDURE kiln_keys_changed();`
       : `SELECT 1;`,
 ];
 

@@ -4,6 +4,7 @@
  * version reached is a row of `kiln_schema`. 64-bit integers and sums come back as JavaScript
  * numbers (Unix ms and token counts stay far below 2^53), bytes as Buffers, as from SQLite.
  */
+import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { ConfigError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
@@ -31,6 +32,12 @@ export interface PostgresStoreOptions {
   url: string;
   /** Connections in the pool. Default 10. */
   poolSize?: number;
+  /**
+   * How often the connection that listens for key changes is checked by a notification of its own,
+   * in ms. Unheard for 3 beats, it is not trusted (keys are read at every request); for 10, it is
+   * replaced. Default 1000.
+   */
+  heartbeatMs?: number;
   logger: Logger;
 }
 
@@ -62,6 +69,9 @@ function connectionLost(err: unknown): boolean {
 
 /** How often a store that lost its server tries it again, for readiness (ms). */
 const RECHECK_MS = 2000;
+/** A listener that heard no heartbeat for this many beats is not trusted (rows are read); for LOST_AFTER_BEATS, it is replaced. */
+const DEAF_AFTER_BEATS = 3;
+const LOST_AFTER_BEATS = 10;
 
 export class PostgresStore implements Store {
   readonly dialect = "postgres";
@@ -77,9 +87,22 @@ export class PostgresStore implements Store {
    * got (another scheduler's commit, or `kiln keys` in another process).
    */
   private changes = 0;
-  /** The connection that LISTENs on KEYS_CHANNEL, while it does. */
+  /** The connection that LISTENs on KEYS_CHANNEL, while it does; and one still connecting. */
   private listener: pg.Client | undefined;
+  private connecting: pg.Client | undefined;
   private relisten: NodeJS.Timeout | undefined;
+  /** This store's own channel, which its heartbeat notifies through the pool and its listener hears. */
+  private readonly beatChannel = `kiln_beat_${randomBytes(8).toString("hex")}`;
+  private beat: NodeJS.Timeout | undefined;
+  private get beatMs(): number {
+    return this.options.heartbeatMs ?? 1000;
+  }
+  /** When the listener last heard the heartbeat (performance.now()). */
+  private heardAt = 0;
+  /** Whether `changeCount` last answered undefined for want of a heartbeat. */
+  private deaf = false;
+  /** Closes the listener as lost, and tries another. */
+  private dropListener: ((why: string) => void) | undefined;
 
   private constructor(private readonly options: PostgresStoreOptions) {
     this.location = withoutPassword(options.url);
@@ -131,7 +154,18 @@ export class PostgresStore implements Store {
    * listener until a new one listens, when it moves once more for what it may have missed).
    */
   changeCount(): number | undefined {
-    return this.listener ? this.changes : undefined;
+    if (!this.listener) return undefined;
+    // a connection cut without a word (a dead host, a NAT's timeout, a pooler that drops notifications)
+    // stops the heartbeat: the rows are read until it is heard again
+    if (performance.now() - this.heardAt > DEAF_AFTER_BEATS * this.beatMs) {
+      this.deaf = true;
+      return undefined;
+    }
+    if (this.deaf) {
+      this.deaf = false;
+      this.changes++; // what changed while it heard nothing
+    }
+    return this.changes;
   }
 
   async transaction<T>(body: (tx: SqlRunner) => Promise<T>, options: { lock?: string } = {}): Promise<T> {
@@ -144,13 +178,16 @@ export class PostgresStore implements Store {
           throw err;
         });
       let result: T;
+      let wrote = false;
       try {
-        this.changes++;
         result = await body(
           runner(
             client,
             (p) => this.observe(p),
-            () => this.changes++,
+            () => {
+              wrote = true;
+              this.changes++;
+            },
           ),
         );
       } catch (err) {
@@ -158,7 +195,7 @@ export class PostgresStore implements Store {
         throw err;
       }
       await client.query("COMMIT");
-      this.changes++;
+      if (wrote) this.changes++; // a row read between its last statement and the commit is the old one
       return result;
     });
   }
@@ -168,43 +205,61 @@ export class PostgresStore implements Store {
     this.closed = true;
     clearTimeout(this.recheck);
     clearTimeout(this.relisten);
-    const listener = this.listener;
-    this.listener = undefined;
-    await Promise.all([this.pool.end(), listener?.end().catch(() => undefined)]);
+    clearInterval(this.beat);
+    const clients = [this.listener, this.connecting];
+    this.listener = this.connecting = undefined;
+    await Promise.all([this.pool.end(), ...clients.map((c) => c?.end().catch(() => undefined))]);
   }
 
   /**
-   * Opens a connection of its own that LISTENs on KEYS_CHANNEL. When it fails (at open, or later),
-   * `changeCount` answers undefined and it is tried again every RECHECK_MS.
+   * Opens a connection of its own that LISTENs on KEYS_CHANNEL, and on this store's heartbeat
+   * channel, which the pool notifies every `heartbeatMs`: `changeCount` trusts the listener only
+   * while it has heard a beat within DEAF_AFTER_BEATS of them. When the connection fails (at open,
+   * or later) or stays deaf for LOST_AFTER_BEATS, `changeCount` answers undefined and a new one is
+   * tried every RECHECK_MS.
    */
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.options.url, connectionTimeoutMillis: 10_000 });
+    const client = new pg.Client({ connectionString: this.options.url, connectionTimeoutMillis: 10_000, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+    this.connecting = client;
     let gone = false;
-    const lost = (err?: Error): void => {
+    const lost = (why: string): void => {
       if (gone) return;
       gone = true;
       if (this.listener === client) this.listener = undefined;
+      if (this.connecting === client) this.connecting = undefined;
       void client.end().catch(() => undefined);
       if (this.closed) return;
-      this.options.logger.warn({ err: err?.message ?? "connection ended" }, "postgres: the key notifications' connection is lost; keys are read at every request until it is back");
+      this.options.logger.warn({ err: why }, "postgres: the key notifications' connection is lost; keys are read at every request until it is back");
       this.relisten ??= setTimeout(() => {
         this.relisten = undefined;
         void this.listen();
       }, RECHECK_MS).unref();
     };
-    client.on("notification", () => this.changes++);
-    client.on("error", lost);
-    client.on("end", () => lost());
+    client.on("notification", (n) => {
+      if (n.channel === this.beatChannel) this.heardAt = performance.now();
+      else this.changes++;
+    });
+    client.on("error", (err) => lost(err.message));
+    client.on("end", () => lost("connection ended"));
     try {
       await client.connect();
       await client.query(`LISTEN ${KEYS_CHANNEL}`);
+      await client.query(`LISTEN ${this.beatChannel}`);
     } catch (err) {
-      lost(err as Error);
+      lost((err as Error).message);
       return;
     }
+    if (this.connecting === client) this.connecting = undefined;
     if (gone || this.closed) return void client.end().catch(() => undefined);
     this.changes++; // what changed while nothing listened
+    this.heardAt = performance.now();
     this.listener = client;
+    this.dropListener = lost;
+    this.beat ??= setInterval(() => {
+      if (this.listener && performance.now() - this.heardAt > LOST_AFTER_BEATS * this.beatMs) this.dropListener?.(`no heartbeat heard for ${LOST_AFTER_BEATS} beats`);
+      // a read for the pool (it writes no row: `changeCount` does not move for it)
+      if (this.listener) void this.pooled.get("SELECT pg_notify(?, '')", [this.beatChannel]).catch(() => undefined);
+    }, this.beatMs).unref();
   }
 
   /**

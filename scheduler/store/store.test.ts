@@ -3,7 +3,7 @@
  * throwaway server (Debian's binaries; skipped visibly where absent).
  */
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../core/log.js";
 import { createPostgresDatabase, postgresServerUrl } from "../../test/helpers/db.js";
 import { postgresBin, startPostgres, type Postgres } from "../../test/helpers/postgres.js";
@@ -11,6 +11,9 @@ import { tempDir } from "../../test/helpers/temp.js";
 import { migrations } from "./migrations.js";
 import { openStore } from "./index.js";
 import { numberedPlaceholders } from "./sql.js";
+import { PostgresStore } from "./postgres.js";
+import { createServer, connect, type AddressInfo, type Socket } from "node:net";
+import { until } from "../../scripts/lib/run.js";
 import { randomBytes } from "node:crypto";
 import { AccountSecrets, MAX_SECRETS_PER_ACCOUNT } from "../mcp/secrets.js";
 import { McpStore } from "../mcp/store.js";
@@ -174,6 +177,49 @@ describe.each(engines)("the store on %s", (engine, newDb) => {
     } finally {
       await other.close();
       await store.close();
+    }
+  });
+
+  it("changeCount (PostgreSQL) stops trusting a listening connection cut without a word (its heartbeat unheard), and listens again on a new one", async () => {
+    if (engine === "SQLite") return;
+    const db = new URL(newDb());
+    const server = { port: Number(db.port), host: db.hostname };
+    // a loopback proxy in front of the server, whose connections can be silenced: no close, no error, nothing through
+    const silenced = new Set<Socket>();
+    const sockets: Socket[] = [];
+    const proxy = createServer((client) => {
+      const upstream = connect(server.port, server.host);
+      sockets.push(client);
+      const pass = (from: Socket, to: Socket) => from.on("data", (d: Buffer) => silenced.has(client) || to.write(d));
+      pass(client, upstream);
+      pass(upstream, client);
+      const end = () => (client.destroy(), upstream.destroy());
+      client.on("error", end).on("close", end);
+      upstream.on("error", end).on("close", end);
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+    db.port = String((proxy.address() as AddressInfo).port);
+    db.hostname = "127.0.0.1";
+    const warned: string[] = [];
+    const watched = createLogger("test", "silent");
+    vi.spyOn(watched, "warn").mockImplementation((...args: unknown[]) => void warned.push(String(args.at(-1))));
+    const store = await PostgresStore.open({ url: db.href, logger: watched, heartbeatMs: 100 });
+    try {
+      expect(store.changeCount()).toBeTypeOf("number");
+      // the listener is the last connection opened (the pool's first one ran the migrations, and carries the heartbeat)
+      const listening = sockets.slice(-1);
+      for (const s of listening) silenced.add(s);
+      await until(() => store.changeCount() === undefined, 5000, "the unheard heartbeat");
+      expect(warned).toEqual([]); // distrusted while it is still the listener (after 3 beats), before it is given up (after 10)
+      await until(() => warned.length > 0, 5000, "the listener given up");
+      expect(warned[0]).toMatch(/lost/);
+      // a new connection listens (10 beats unheard: replaced), and the count is trusted again
+      await until(() => store.changeCount() !== undefined, 10_000, "a new listener");
+      expect(sockets.length).toBeGreaterThan(listening.length);
+    } finally {
+      await store.close();
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => proxy.close(r));
     }
   });
 

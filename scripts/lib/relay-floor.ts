@@ -98,14 +98,23 @@ function evaluation(bytes: number, threads: number): () => number {
       Atomics.add(ctl, 1, 1);
       Atomics.notify(ctl, 1);
     }`;
-  for (let t = 1; t < threads; t++) new Worker(workerCode, { eval: true, workerData: { memory: memory.buffer, control: control.buffer, from: t * slice, slice } }).unref();
+  for (let t = 1; t < threads; t++) {
+    const worker = new Worker(workerCode, { eval: true, workerData: { memory: memory.buffer, control: control.buffer, from: t * slice, slice } });
+    worker.on("error", (err) => {
+      console.error(`relay floor: an evaluation thread failed: ${err.message}`);
+      process.exit(1);
+    });
+    worker.unref();
+  }
   return () => {
     const start = performance.now();
     Atomics.store(control, 1, 0);
     Atomics.add(control, 0, 1);
     Atomics.notify(control, 0);
     sink = read(0);
-    for (let done; (done = Atomics.load(control, 1)) < threads - 1;) Atomics.wait(control, 1, done);
+    for (let done; (done = Atomics.load(control, 1)) < threads - 1;) {
+      if (Atomics.wait(control, 1, done, 10_000) === "timed-out") throw new Error("relay floor: an evaluation thread did not answer in 10 s");
+    }
     return performance.now() - start;
   };
 }
@@ -132,8 +141,11 @@ function message<T>(child: ChildProcess): Promise<T> {
   });
 }
 
+/** The most the echo reads as its evaluation (a model's weights beyond it sweep the caches no more). */
+const MAX_EVALUATION_BYTES = 1024 ** 3;
+
 export interface RelayFloorOptions {
-  /** What the echo reads before it answers, as a prompt's evaluation reads the weights (default: nothing, it answers at once). */
+  /** What the echo reads before it answers (at most 1 GiB), as a prompt's evaluation reads the weights (default: nothing, it answers at once). */
   evaluation?: { bytes: number; threads: number };
 }
 
@@ -146,8 +158,13 @@ export async function startRelayFloor(options: RelayFloorOptions = {}): Promise<
   const relayChild = fork(self, ["relay"], { stdio: "inherit" });
   const ports = await message<RelayPorts>(relayChild);
   const { bytes = 0, threads = 1 } = options.evaluation ?? {};
-  const echoChild = fork(self, ["echo", String(ports.grpc), String(bytes), String(threads)], { stdio: "inherit" });
-  await message<string>(echoChild);
+  // far more than the CPU's caches hold, and within one typed array (and the machine's memory)
+  const read = Math.min(bytes, MAX_EVALUATION_BYTES);
+  const echoChild = fork(self, ["echo", String(ports.grpc), String(read), String(threads)], { stdio: "inherit" });
+  await message<string>(echoChild).catch((err: unknown) => {
+    relayChild.kill("SIGTERM");
+    throw err;
+  });
   const stopChild = (child: ChildProcess) =>
     new Promise<void>((ok) => {
       if (child.exitCode !== null) return ok();
