@@ -1,7 +1,8 @@
 /** sseResponse: server-sent events written to Node's response under @hono/node-server, through a web stream elsewhere. */
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
-import { sseResponse } from "./event-stream.js";
+import { MAX_LAG_BYTES, sseResponse } from "./event-stream.js";
+import { until } from "../../scripts/lib/run.js";
 import { setResponseHeader } from "./headers.js";
 import { listenHttp, type HttpListener } from "./listen.js";
 
@@ -88,6 +89,41 @@ describe("sseResponse under Node", () => {
     await new Promise((r) => res.on("end", r));
     expect(bytes).toBe(pieces * piece.length + event(1).length); // everything, once read
     expect(tail.endsWith(event(1))).toBe(true);
+  });
+
+  it("drops a client more than MAX_LAG_BYTES behind, as one that went away: cancel is called, the rest is not held", async () => {
+    const piece = `data: ${"x".repeat(64 * 1024)}\n\n`;
+    const pieces = 1024; // 64 MB that a client never reads
+    let cancels = 0;
+    let sentBeforeCancel = -1;
+    const app = new Hono().get("/", (c) =>
+      sseResponse(
+        c,
+        async (send) => {
+          for (let n = 0; n < pieces; n++) {
+            send(piece);
+            if (cancels > 0 && sentBeforeCancel < 0) sentBeforeCancel = n + 1;
+            if (n % 64 === 0) await tick(); // the socket takes what it can meanwhile
+          }
+        },
+        () => cancels++,
+      ),
+    );
+    const base = await listen(app);
+    const { request } = await import("node:http");
+    const res = await new Promise<import("node:http").IncomingMessage>((resolve) => request(base, resolve).end());
+    res.pause(); // reads nothing for now
+    await until(() => cancels > 0, 10_000, "the lagging client dropped");
+    expect(cancels).toBe(1);
+    expect(sentBeforeCancel * piece.length).toBeGreaterThan(MAX_LAG_BYTES);
+    // its connection was closed: reading now, it gets what the sockets held, then the end, not the rest
+    let bytes = 0;
+    const closed = new Promise((r) => res.socket.on("close", r));
+    res.on("data", (d: Buffer) => (bytes += d.length)).on("error", () => undefined);
+    res.resume();
+    await closed;
+    expect(bytes).toBeLessThan(pieces * piece.length);
+    expect(sentBeforeCancel).toBeLessThan(pieces);
   });
 
   it("drops a header set once the stream has begun, and the stream goes on to its end", async () => {

@@ -22,11 +22,20 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } as const;
 
 /**
+ * The most a client may fall behind an answer, in bytes written and not yet taken by the socket:
+ * past it, it is dropped as if it had gone away (`cancel`: a completion stops generating). Above the
+ * largest event a node may send (a 4 MiB piece of text and log probabilities) and what a slow link
+ * falls behind an honest stream; what a client that never reads would make the server hold, on
+ * every stream it keeps open, is otherwise bounded only by `max_tokens`.
+ */
+export const MAX_LAG_BYTES = 16 * 1024 ** 2;
+
+/**
  * How a pump writes: `send(text)` writes one event's text (or several events', in one write) and
  * returns false once the client lags (what was sent waits in memory beyond the socket's
  * high-water mark); `drained()` resolves when that has gone out (or the answer has ended). A pump
- * whose events are bounded (a completion's, by its tokens) may ignore both; one that may run for
- * hours waits for `drained()` when `send` returns false, and keeps what it has not sent its own way.
+ * may ignore both: a client more than MAX_LAG_BYTES behind is dropped. One that may run for hours
+ * waits for `drained()` when `send` returns false, and keeps what it has not sent its own way.
  */
 export type SsePump = (send: (text: string) => boolean, drained: () => Promise<void>) => Promise<void>;
 
@@ -64,7 +73,15 @@ export function sseResponse(c: Context, pump: SsePump, cancel: () => void): Resp
             };
             outgoing.on("drain", done).on("close", done);
           });
-    void pump((text) => (ended || !text ? true : outgoing.write(text)), drained).then(end, () => (gone(), end()));
+    const send = (text: string): boolean => {
+      if (ended || !text) return true;
+      if (outgoing.write(text) || outgoing.writableLength <= MAX_LAG_BYTES) return outgoing.writableLength <= outgoing.writableHighWaterMark;
+      // a client this far behind is dropped, as one that went away: what it has not read would all wait in memory
+      gone();
+      outgoing.destroy();
+      return false;
+    };
+    void pump(send, drained).then(end, () => (gone(), end()));
     return RESPONSE_ALREADY_SENT;
   }
   const encoder = new TextEncoder();
