@@ -38,8 +38,8 @@ describe("speculative decoding per catalog entry, placed by the fleet", () => {
       { id: "fam-plain", source: TINY_MODEL, ...SHAPE },
     ]);
     scheduler = await inProcessScheduler({ catalog, hubUrl: hub.url, queueTimeout: "60" });
-    // room for the three replicas
-    agent = await inProcessAgent(scheduler, { serve: [], nodeId: "node-spec", memoryBudget: String(Math.floor(size * 3.5)), hubUrl: hub.url, offline: "false", modelsDir });
+    // room for the three replicas and fam-draft's draft model (a copy of the model: its size again)
+    agent = await inProcessAgent(scheduler, { serve: [], nodeId: "node-spec", memoryBudget: String(Math.floor(size * 4.5)), hubUrl: hub.url, offline: "false", modelsDir });
     await until(() => scheduler.fleet.snapshot().length === 1, 15_000, "the agent to join");
     key = (await scheduler.keys.create({ account: "speculative", tier: "pro" })).token;
   }, 60_000);

@@ -7,6 +7,7 @@ import { TINY_MODEL } from "../../test/helpers/fleet.js";
 import { tempDir } from "../../test/helpers/temp.js";
 import type { PlacedModel } from "../placement/index.js";
 import { catalogPlacement } from "./placement.js";
+import { estimateReplica } from "../placement/index.js";
 import type { ModelCatalog } from "./service.js";
 
 const hub = { url: "http://127.0.0.1:9" } as unknown as HubSource; // never asked: the sources are paths
@@ -39,5 +40,18 @@ describe("catalogPlacement's sizes", () => {
     expect(placement.size(shape(TINY_MODEL))).toBe(one);
     expect(placement.size({ ...shape(TINY_MODEL), contextSize: 1024 })).not.toBe(one);
     expect(await one).toBeGreaterThan(0);
+  });
+
+  it("counts a draft model beside the replica: another file's own estimate, the model as its own draft its context only", async () => {
+    const placement = catalogPlacement({} as ModelCatalog, hub);
+    const other = join(tempDir(), "draft.gguf");
+    copyFileSync(TINY_MODEL, other);
+    const own = await estimateReplica(TINY_MODEL, shape(TINY_MODEL));
+    const plain = await placement.size(shape(TINY_MODEL));
+    expect(plain).toBe(own.bytes);
+    expect(await placement.size({ ...shape(TINY_MODEL), speculative: `draft:${other}` })).toBe(own.bytes + (await estimateReplica(other, shape(other))).bytes);
+    expect(own.contextBytes).toBeGreaterThan(0);
+    expect(await placement.size({ ...shape(TINY_MODEL), speculative: `draft:${TINY_MODEL}` })).toBe(own.bytes + own.contextBytes);
+    expect(await placement.size({ ...shape(TINY_MODEL), speculative: "lookup" })).toBe(own.bytes); // prompt lookup loads nothing
   });
 });

@@ -40,13 +40,20 @@ export function catalogPlacement(catalog: ModelCatalog, hub: HubSource, claims?:
     models: () => (catalog.active ? catalog.entries.map(placedModel) : []),
     size: (model) => {
       if (model.memoryBytes !== undefined) return Promise.resolve(model.memoryBytes);
-      const key = JSON.stringify([model.source, model.contextSize, model.sequences]);
+      const draft = model.speculative?.startsWith("draft:") ? model.speculative.slice("draft:".length) : undefined;
+      const key = JSON.stringify([model.source, model.contextSize, model.sequences, draft]);
       let size = sizes.get(key);
       if (!size) {
         size = (async () => {
           const signal = AbortSignal.timeout(HEADER_TIMEOUT_MS);
-          const at = await headerLocation(model.source, hub, signal);
-          return (await estimateReplica(at.file, model, { ...(at.headers ? { headers: at.headers } : {}), signal })).bytes;
+          const estimate = async (source: string) => {
+            const at = await headerLocation(source, hub, signal);
+            return estimateReplica(at.file, model, { ...(at.headers ? { headers: at.headers } : {}), signal });
+          };
+          const own = await estimate(model.source);
+          if (draft === undefined) return own.bytes;
+          // a draft model loads beside the replica with a context of the same shape; the model as its own draft adds that context only
+          return own.bytes + (draft === model.source ? own.contextBytes : (await estimate(draft)).bytes);
         })();
         sizes.set(key, size);
         // a failure is remembered a minute, then tried again: listings and waiting requests do not ask the hub each time

@@ -20,6 +20,8 @@ export interface ReplicaShape {
 
 export interface ReplicaSize {
   bytes: number;
+  /** Of `bytes`, what the contexts take (KV cache and compute buffers): a second context on the same weights takes this much more. */
+  contextBytes: number;
   /** The context the replica gets: the catalog's, capped at the model's trained context. */
   contextSize: number;
 }
@@ -42,9 +44,11 @@ export async function estimateReplica(file: string, shape: ReplicaShape, options
   const run = (gpuLayers: number) => {
     const model = insights.estimateModelResourceRequirements({ gpuLayers });
     const context = insights.estimateContextResourceRequirements({ contextSize, modelGpuLayers: gpuLayers, sequences: shape.sequences });
-    return model.cpuRam + model.gpuVram + context.cpuRam + context.gpuVram;
+    return { bytes: model.cpuRam + model.gpuVram + context.cpuRam + context.gpuVram, contextBytes: context.cpuRam + context.gpuVram };
   };
-  return { bytes: Math.ceil(Math.max(run(0), run(layers))), contextSize };
+  const [cpu, gpu] = [run(0), run(layers)];
+  const larger = cpu.bytes >= gpu.bytes ? cpu : gpu;
+  return { bytes: Math.ceil(larger.bytes), contextBytes: Math.ceil(larger.contextBytes), contextSize };
 }
 
 /** Where a catalog source's GGUF header is read from: a hub URL (`hf:` references), or the path itself. */
