@@ -2,7 +2,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../core/log.js";
 import { ModelHub } from "../../hub/index.js";
 import { WhisperCatalog } from "../../models/whisper.js";
@@ -82,6 +82,39 @@ describe("Replicas", () => {
       expect(reports.filter((x) => x.modelId === "progress").at(-1)).toMatchObject({ phase: "ready", progress: 1 });
     } finally {
       await r.unload("progress");
+    }
+  });
+
+  it("reports any gain of a load's progress once a minute has passed without a report, however small", async () => {
+    vi.useFakeTimers({ toFake: ["performance"] });
+    try {
+      // a load whose weights come in slower than 1 % a minute (node-llama-cpp's calls, as a huge file from a slow disk makes them)
+      const slow = Object.create(engine) as LlmEngine;
+      slow.addModel = (ids, path, shape, signal, onProgress) => {
+        onProgress?.(0.001); // under a step, just after the last report: not reported
+        vi.advanceTimersByTime(61_000);
+        onProgress?.(0.002); // still under a step, but a minute on: reported
+        return engine.addModel(ids, path, shape, signal);
+      };
+      const reports: ReplicaReport[] = [];
+      const r = new Replicas({
+        engine: slow,
+        hub: models,
+        devices: [{ name: "cpu", totalBytes: 8000 * MB }],
+        budgetBytes: 500 * MB,
+        report: (x) => reports.push(x),
+        logger: createLogger("test", "silent"),
+      });
+      r.load({ modelId: "quiet", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [100 * MB] });
+      while (!reports.some((x) => x.phase === "ready")) await new Promise((res) => setTimeout(res, 10));
+      expect(reports.map((x) => [x.phase, Number(x.progress.toFixed(5))])).toEqual([
+        ["loading", 0],
+        ["loading", 0.00198],
+        ["ready", 1],
+      ]);
+      await r.unload("quiet");
+    } finally {
+      vi.useRealTimers();
     }
   });
 

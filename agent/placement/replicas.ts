@@ -65,6 +65,8 @@ interface Replica {
   /** An unload is under way: its memory counts as freed for the next load, which waits for it. */
   unloading?: Promise<void>;
   progress: number;
+  /** When its progress was last reported (performance.now()). */
+  reportedAt: number;
   stop: AbortController;
   done: Promise<void>;
 }
@@ -90,11 +92,14 @@ const UNLOAD_GRACE_MS = 60_000;
 /**
  * A load's progress is reported each time it has grown by this much: a download (to 0.9 of it), then
  * the weights read into memory (to LOADED_AT), then READY. The scheduler takes a load with no
- * progress for ten minutes as stalled: a step of 1 % keeps one that moves from being taken so.
+ * progress for ten minutes as stalled: steps of 1 %, and any gain after PROGRESS_QUIET_MS, keep one
+ * that moves from being taken so.
  */
 const PROGRESS_STEP = 0.01;
 /** The progress once every weight is loaded, before the contexts are made and the replica is READY. */
 const LOADED_AT = 0.99;
+/** Any gain of progress is reported once this long has passed without a report (ms). */
+const PROGRESS_QUIET_MS = 60_000;
 
 /** Bounds on what a load order may ask: the link's own checks, whatever the scheduler sends. */
 const MAX_CONTEXT = 1_048_576;
@@ -146,7 +151,7 @@ export class Replicas {
         split: [],
       });
     }
-    const replica: Replica = { request, phase: "loading", progress: 0, stop: new AbortController(), done: Promise.resolve() };
+    const replica: Replica = { request, phase: "loading", progress: 0, reportedAt: performance.now(), stop: new AbortController(), done: Promise.resolve() };
     this.replicas.set(request.modelId, replica);
     this.options.report(this.reportOf(replica));
     replica.done = this.run(replica);
@@ -238,10 +243,17 @@ export class Replicas {
     return path;
   }
 
-  /** A loading replica's progress grew to `progress`: reported once it has grown by PROGRESS_STEP since the last report. */
+  /**
+   * A loading replica's progress grew to `progress`: reported once it has grown by PROGRESS_STEP
+   * since the last report, or by anything after PROGRESS_QUIET_MS without one (a load so long that
+   * its steps come further apart than the scheduler's patience).
+   */
   private progressed(replica: Replica, progress: number): void {
-    if (replica.phase !== "loading" || progress - replica.progress < PROGRESS_STEP) return;
+    if (replica.phase !== "loading" || replica.stop.signal.aborted || progress <= replica.progress) return;
+    const now = performance.now();
+    if (progress - replica.progress < PROGRESS_STEP && now - replica.reportedAt < PROGRESS_QUIET_MS) return;
     replica.progress = progress;
+    replica.reportedAt = now;
     this.options.report(this.reportOf(replica));
   }
 

@@ -126,6 +126,25 @@ describe("sseResponse under Node", () => {
     expect(sentBeforeCancel).toBeLessThan(pieces);
   });
 
+  it("sends one event larger than MAX_LAG_BYTES whole to a client that reads: the event in hand is not its lag", async () => {
+    const big = `data: ${"y".repeat(MAX_LAG_BYTES + 1024 * 1024)}\n\n`;
+    let cancels = 0;
+    const app = new Hono().get("/", (c) =>
+      sseResponse(
+        c,
+        async (send) => {
+          send(big);
+          await tick();
+          send(event(1));
+        },
+        () => cancels++,
+      ),
+    );
+    const text = await (await fetch(await listen(app))).text();
+    expect(cancels).toBe(0);
+    expect(text.length).toBe(big.length + event(1).length);
+  });
+
   it("drops a header set once the stream has begun, and the stream goes on to its end", async () => {
     const app = new Hono();
     app.use("*", async (c, next) => {

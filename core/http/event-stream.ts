@@ -23,10 +23,10 @@ const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache
 
 /**
  * The most a client may fall behind an answer, in bytes written and not yet taken by the socket:
- * past it, it is dropped as if it had gone away (`cancel`: a completion stops generating). Above the
- * largest event a node may send (a 4 MiB piece of text and log probabilities) and what a slow link
- * falls behind an honest stream; what a client that never reads would make the server hold, on
- * every stream it keeps open, is otherwise bounded only by `max_tokens`.
+ * once that much, and the answer's largest event, wait, the next event drops it as if it had gone
+ * away (`cancel`: a completion stops generating). One large event never drops a client that reads;
+ * far above what a slow link falls behind an honest stream. What a client that never reads would make
+ * the server hold, on every stream it keeps open, is otherwise bounded only by `max_tokens`.
  */
 export const MAX_LAG_BYTES = 16 * 1024 ** 2;
 
@@ -73,13 +73,21 @@ export function sseResponse(c: Context, pump: SsePump, cancel: () => void): Resp
             };
             outgoing.on("drain", done).on("close", done);
           });
+    /** The most one event of this answer has added to what waits for the client. */
+    let largest = 0;
     const send = (text: string): boolean => {
       if (ended || !text) return true;
-      if (outgoing.write(text) || outgoing.writableLength <= MAX_LAG_BYTES) return outgoing.writableLength <= outgoing.writableHighWaterMark;
-      // a client this far behind is dropped, as one that went away: what it has not read would all wait in memory
-      gone();
-      outgoing.destroy();
-      return false;
+      // a client this far behind is dropped, as one that went away: what it has not read would all wait
+      // in memory (beyond the budget, room for the largest event: one large event is not a lagging client)
+      if (outgoing.writableLength > MAX_LAG_BYTES + largest) {
+        gone();
+        outgoing.destroy();
+        return false;
+      }
+      const before = outgoing.writableLength;
+      const ok = outgoing.write(text);
+      largest = Math.max(largest, outgoing.writableLength - before);
+      return ok;
     };
     void pump(send, drained).then(end, () => (gone(), end()));
     return RESPONSE_ALREADY_SENT;

@@ -49,9 +49,14 @@ describe("catalogPlacement's sizes", () => {
     const own = await estimateReplica(TINY_MODEL, shape(TINY_MODEL));
     const plain = await placement.size(shape(TINY_MODEL));
     expect(plain).toBe(own.bytes);
-    expect(await placement.size({ ...shape(TINY_MODEL), speculative: `draft:${other}` })).toBe(own.bytes + (await estimateReplica(other, shape(other))).bytes);
+    // the draft's context no longer than the replica's, as the agent makes it
+    expect(await placement.size({ ...shape(TINY_MODEL), speculative: `draft:${other}` })).toBe(
+      own.bytes + (await estimateReplica(other, { ...shape(other), contextSize: own.contextSize })).bytes,
+    );
     expect(own.contextBytes).toBeGreaterThan(0);
     expect(await placement.size({ ...shape(TINY_MODEL), speculative: `draft:${TINY_MODEL}` })).toBe(own.bytes + own.contextBytes);
     expect(await placement.size({ ...shape(TINY_MODEL), speculative: "lookup" })).toBe(own.bytes); // prompt lookup loads nothing
+    // a draft only the nodes have (the scheduler cannot read its header): the model alone, not a size that fails
+    expect(await placement.size({ ...shape(TINY_MODEL), speculative: "draft:/on/the/nodes/only.gguf" })).toBe(own.bytes);
   });
 });

@@ -46,14 +46,20 @@ export function catalogPlacement(catalog: ModelCatalog, hub: HubSource, claims?:
       if (!size) {
         size = (async () => {
           const signal = AbortSignal.timeout(HEADER_TIMEOUT_MS);
-          const estimate = async (source: string) => {
-            const at = await headerLocation(source, hub, signal);
-            return estimateReplica(at.file, model, { ...(at.headers ? { headers: at.headers } : {}), signal });
-          };
-          const own = await estimate(model.source);
+          const located = (source: string) => headerLocation(source, hub, signal);
+          const [at, draftAt] = await Promise.all([located(model.source), draft === undefined ? undefined : located(draft).catch(() => undefined)]);
+          const own = await estimateReplica(at.file, model, { ...(at.headers ? { headers: at.headers } : {}), signal });
           if (draft === undefined) return own.bytes;
-          // a draft model loads beside the replica with a context of the same shape; the model as its own draft adds that context only
-          return own.bytes + (draft === model.source ? own.contextBytes : (await estimate(draft)).bytes);
+          // the model as its own draft (two references to one file) adds a second context on the same weights
+          if (draftAt?.file === at.file) return own.bytes + own.contextBytes;
+          // a draft loads beside the replica with a context of the same shape, no longer than the replica's
+          const drafted = draftAt
+            ? await estimateReplica(draftAt.file, { ...model, contextSize: own.contextSize }, { ...(draftAt.headers ? { headers: draftAt.headers } : {}), signal }).catch(
+                () => undefined,
+              )
+            : undefined;
+          // a draft the scheduler cannot read (a path on the nodes only): the model alone is counted, as memory_bytes can correct
+          return own.bytes + (drafted?.bytes ?? 0);
         })();
         sizes.set(key, size);
         // a failure is remembered a minute, then tried again: listings and waiting requests do not ask the hub each time

@@ -201,4 +201,4 @@ export class Placer {
 }
 
 /** What a model's size depends on: a catalog edit of any of it is a new size. */
-const sizeKey = (m: PlacedModel) => JSON.stringify([m.id, m.source, m.contextSize, m.sequences, m.memoryBytes ?? null]);
+const sizeKey = (m: PlacedModel) => JSON.stringify([m.id, m.source, m.contextSize, m.sequences, m.memoryBytes ?? null, m.speculative ?? null]);
