@@ -59,4 +59,17 @@ describe("catalogPlacement's sizes", () => {
     // a draft only the nodes have (the scheduler cannot read its header): the model alone, not a size that fails
     expect(await placement.size({ ...shape(TINY_MODEL), speculative: "draft:/on/the/nodes/only.gguf" })).toBe(own.bytes);
   });
+
+  it("reads a draft's header again a minute after it could not, and then counts it", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const placement = catalogPlacement({} as ModelCatalog, hub);
+    const later = join(tempDir(), "draft-later.gguf"); // not there yet
+    const drafted = { ...shape(TINY_MODEL), speculative: `draft:${later}` };
+    const own = await estimateReplica(TINY_MODEL, shape(TINY_MODEL));
+    expect(await placement.size(drafted)).toBe(own.bytes);
+    copyFileSync(TINY_MODEL, later);
+    expect(await placement.size(drafted)).toBe(own.bytes); // the model alone stands for a minute
+    await vi.advanceTimersByTimeAsync(60_001);
+    expect(await placement.size(drafted)).toBe(own.bytes + (await estimateReplica(later, { ...shape(later), contextSize: own.contextSize })).bytes);
+  });
 });

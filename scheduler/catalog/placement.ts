@@ -58,7 +58,9 @@ export function catalogPlacement(catalog: ModelCatalog, hub: HubSource, claims?:
                 () => undefined,
               )
             : undefined;
-          // a draft the scheduler cannot read (a path on the nodes only): the model alone is counted, as memory_bytes can correct
+          // a draft the scheduler cannot read (a path on the nodes only, a hub that failed): the model alone is counted
+          // (memory_bytes can correct it), and the draft's header is tried again a minute later
+          if (!drafted) setTimeout(() => sizes.get(key) === size && sizes.delete(key), SIZE_RETRY_MS).unref();
           return own.bytes + (drafted?.bytes ?? 0);
         })();
         sizes.set(key, size);
