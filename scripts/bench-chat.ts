@@ -51,7 +51,7 @@ import { Agent, request } from "node:http";
 import { promisify } from "node:util";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { existsSync, mkdirSync, mkdtempSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { createLogger } from "../core/log.js";
 import { LlmEngine } from "../agent/llm/index.js";
@@ -125,6 +125,22 @@ interface Stream {
 interface Side {
   one: One;
   close: () => Promise<void>;
+  /** The process whose main thread (event loop) serves it: the benchmark's own for direct. */
+  pid?: number;
+}
+
+/**
+ * CPU ms a process's main thread has used (user and system, from /proc at 100 ticks a second; NaN
+ * where there is no /proc). The event loop's work takes a core from the compute threads of a CPU node.
+ */
+function mainThreadCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
 }
 
 const prompt = (i: number) => `Story number ${i}: once upon a time`;
@@ -276,7 +292,7 @@ async function startFleet(modelPath: string, a: Args, streamInterval?: number): 
     await stop(child);
     throw new Error("kiln dev exited before printing its dev key");
   }
-  return { one: sseClient(base, key, MODEL_ID), close: () => stop(child) };
+  return { one: sseClient(base, key, MODEL_ID), close: () => stop(child), ...(child.pid ? { pid: child.pid } : {}) };
 }
 
 /**
@@ -410,14 +426,22 @@ async function main(): Promise<void> {
     const ttftTriples: [number, number, number][] = [];
     const ttftSides = [sides.get("direct")!, sides.get("fleet")!, floor];
     const names = [...sides.keys()];
+    /** One stream's event-loop CPU (ms) and tokens, per side: its server's main thread, and this process's (the client; direct's own loop). */
+    const loops = new Map(names.map((name) => [name, { server: 0, client: 0, tokens: 0 }]));
     for (let r = 0; r < a.rounds; r++) {
       for (const c of a.streams) {
         for (let k = 0; k < names.length; k++) {
           const name = names[(r + k) % names.length]!;
-          samples
-            .get(name)!
-            .get(c)!
-            .push(await round(sides.get(name)!.one, c, r, a.tokens));
+          const side = sides.get(name)!;
+          const [server, client] = [side.pid ? mainThreadCpuMs(side.pid) : NaN, mainThreadCpuMs(process.pid)];
+          const sample = await round(side.one, c, r, a.tokens);
+          samples.get(name)!.get(c)!.push(sample);
+          if (c === 1) {
+            const loop = loops.get(name)!;
+            loop.server += side.pid ? mainThreadCpuMs(side.pid) - server : 0;
+            loop.client += mainThreadCpuMs(process.pid) - client;
+            loop.tokens += sample.tokens;
+          }
         }
       }
       for (let k = 0; k < a.ttftSamples; k++) {
@@ -473,6 +497,12 @@ async function main(): Promise<void> {
           `1 stream: relay floor TTFT = ${median(relay).toFixed(2)} ms (the four trips between processes with no Kiln code${a.gpu ? "" : ", after the echo's evaluation, its time taken out"}; p25 ${quantile(relay, 0.25).toFixed(2)}, p75 ${quantile(relay, 0.75).toFixed(2)}); Kiln's own share of the added TTFT = ${(added - median(relay)).toFixed(2)} ms`,
         );
       }
+      const perToken = (ms: number, tokens: number) => ((ms * 1000) / tokens).toFixed(0);
+      const [direct, fleet] = [loops.get("direct")!, loops.get("fleet")!];
+      if (!Number.isNaN(direct.client) && fleet.tokens > 0)
+        console.log(
+          `1 stream, event loops' CPU a token (main threads, from /proc, 10 ms ticks): direct ${perToken(direct.client, direct.tokens)} µs; fleet: kiln dev ${perToken(fleet.server, fleet.tokens)} µs, the client ${perToken(fleet.client, fleet.tokens)} µs (on a CPU node each takes a core from the compute threads)`,
+        );
       const gen = (name: string) => of(name, 1).map((s) => mean(s.genRates));
       console.log(
         `1 stream, generation speed (tokens after the first ÷ time after the first, mean of rounds): direct ${mean(gen("direct")).toFixed(1)}, fleet ${mean(gen("fleet")).toFixed(1)} tok/s${server ? `, llama-server ${mean(gen("llama-server")).toFixed(1)} (fleet ÷ llama-server ${(mean(gen("fleet")) / mean(gen("llama-server"))).toFixed(3)}: both sample and detokenize every token, which llama-bench does not)` : ""}`,
@@ -497,6 +527,12 @@ async function main(): Promise<void> {
         );
       }
       if (a.gpu && a.streams.includes(1)) {
+        const perToken = (ms: number, tokens: number) => ((ms * 1000) / tokens).toFixed(0);
+        const [direct, fleet] = [loops.get("direct")!, loops.get("fleet")!];
+        if (!Number.isNaN(direct.client) && fleet.tokens > 0)
+          console.log(
+            `1 stream, event loops' CPU a token (main threads, from /proc, 10 ms ticks): direct ${perToken(direct.client, direct.tokens)} µs; fleet: kiln dev ${perToken(fleet.server, fleet.tokens)} µs, the client ${perToken(fleet.client, fleet.tokens)} µs (on a CPU node each takes a core from the compute threads)`,
+          );
         const gen = (name: string) => of(name, 1).map((s) => mean(s.genRates));
         console.log(`1 stream on the GPU: fleet generation speed ÷ llama-server's = ${(mean(gen("fleet")) / mean(gen("llama-server"))).toFixed(3)} (target ≥ 0.95)`);
       }
