@@ -51,7 +51,7 @@ import { Agent, request } from "node:http";
 import { promisify } from "node:util";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, statSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { createLogger } from "../core/log.js";
 import { LlmEngine } from "../agent/llm/index.js";
@@ -59,7 +59,7 @@ import { loadedBinaries } from "../agent/llm/binaries.js";
 import { defaultThreads, installedCpuBackend } from "../core/cpu.js";
 import { installedAddon } from "../core/prebuilt.js";
 import { argValue, median, quantile } from "./lib/cli.js";
-import { freePort } from "./lib/run.js";
+import { cpuSeconds, freePort } from "./lib/run.js";
 import { buildTools, provideCudaBackend, vocabGguf } from "./build-llama.js";
 import { defaultModelDir, REALISTIC_LLAMA, writeWithVocabulary } from "../fabricate/index.js";
 import { ensureTestModel } from "../fabricate/index.js";
@@ -125,22 +125,8 @@ interface Stream {
 interface Side {
   one: One;
   close: () => Promise<void>;
-  /** The process whose main thread (event loop) serves it: the benchmark's own for direct. */
+  /** The child process whose main thread (event loop) serves it; absent for direct, which runs in this one. */
   pid?: number;
-}
-
-/**
- * CPU ms a process's main thread has used (user and system, from /proc at 100 ticks a second; NaN
- * where there is no /proc). The event loop's work takes a core from the compute threads of a CPU node.
- */
-function mainThreadCpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return NaN;
-  }
 }
 
 const prompt = (i: number) => `Story number ${i}: once upon a time`;
@@ -426,20 +412,23 @@ async function main(): Promise<void> {
     const ttftTriples: [number, number, number][] = [];
     const ttftSides = [sides.get("direct")!, sides.get("fleet")!, floor];
     const names = [...sides.keys()];
-    /** One stream's event-loop CPU (ms) and tokens, per side: its server's main thread, and this process's (the client; direct's own loop). */
+    /** One stream's event-loop CPU (s) and tokens, per side: its server's main thread, and this process's (the client; direct's own loop). */
     const loops = new Map(names.map((name) => [name, { server: 0, client: 0, tokens: 0 }]));
     for (let r = 0; r < a.rounds; r++) {
       for (const c of a.streams) {
         for (let k = 0; k < names.length; k++) {
           const name = names[(r + k) % names.length]!;
           const side = sides.get(name)!;
-          const [server, client] = [side.pid ? mainThreadCpuMs(side.pid) : NaN, mainThreadCpuMs(process.pid)];
+          // the event loops' CPU (s): the side's server's main thread, and this process's (the client; direct's own loop)
+          const loopCpu = () => [cpuSeconds(side.pid, true) ?? NaN, cpuSeconds(process.pid, true) ?? NaN] as const;
+          const before = loopCpu();
           const sample = await round(side.one, c, r, a.tokens);
           samples.get(name)!.get(c)!.push(sample);
           if (c === 1) {
+            const [server, client] = loopCpu();
             const loop = loops.get(name)!;
-            loop.server += side.pid ? mainThreadCpuMs(side.pid) - server : 0;
-            loop.client += mainThreadCpuMs(process.pid) - client;
+            loop.server += server - before[0];
+            loop.client += client - before[1];
             loop.tokens += sample.tokens;
           }
         }
@@ -497,7 +486,7 @@ async function main(): Promise<void> {
           `1 stream: relay floor TTFT = ${median(relay).toFixed(2)} ms (the four trips between processes with no Kiln code${a.gpu ? "" : ", after the echo's evaluation, its time taken out"}; p25 ${quantile(relay, 0.25).toFixed(2)}, p75 ${quantile(relay, 0.75).toFixed(2)}); Kiln's own share of the added TTFT = ${(added - median(relay)).toFixed(2)} ms`,
         );
       }
-      const perToken = (ms: number, tokens: number) => ((ms * 1000) / tokens).toFixed(0);
+      const perToken = (seconds: number, tokens: number) => ((seconds * 1e6) / tokens).toFixed(0);
       const [direct, fleet] = [loops.get("direct")!, loops.get("fleet")!];
       if (!Number.isNaN(direct.client) && fleet.tokens > 0)
         console.log(
@@ -527,7 +516,7 @@ async function main(): Promise<void> {
         );
       }
       if (a.gpu && a.streams.includes(1)) {
-        const perToken = (ms: number, tokens: number) => ((ms * 1000) / tokens).toFixed(0);
+        const perToken = (seconds: number, tokens: number) => ((seconds * 1e6) / tokens).toFixed(0);
         const [direct, fleet] = [loops.get("direct")!, loops.get("fleet")!];
         if (!Number.isNaN(direct.client) && fleet.tokens > 0)
           console.log(

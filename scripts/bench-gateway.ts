@@ -40,7 +40,7 @@
  *   npm run bench:gateway -- --bare [--seconds 10] [--concurrency 32] [--rounds 1] [--probes LIST] [--cpu-prof DIR]
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Agent, request } from "undici";
@@ -49,6 +49,7 @@ import { KeyService } from "../scheduler/auth/index.js";
 import { openStore } from "../scheduler/store/index.js";
 import type { BareAnswer } from "./lib/bare-http.js";
 import { argValue, median, quantile } from "./lib/cli.js";
+import { cpuSeconds } from "./lib/run.js";
 import { postgresBin, redisBin, startPostgres, startRedis } from "./lib/servers.js";
 
 const seconds = Number(argValue(process.argv, "--seconds") ?? "10");
@@ -219,20 +220,6 @@ function startBare(answers: BareAnswer[]): Promise<{ child: ChildProcess; port: 
       if (m) ok({ child, port: Number(m[1]) });
     });
   });
-}
-
-/**
- * CPU seconds (user and system) process `pid` has used, from Linux's /proc (clock ticks taken as
- * 1/100 s, Linux's USER_HZ); undefined elsewhere. Beside requests per second, CPU per request is
- * what the server itself spends, which other work on a shared machine disturbs less.
- */
-function cpuSeconds(pid: number | undefined): number | undefined {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime and stime: fields 14 and 15 of stat
-  } catch {
-    return undefined;
-  }
 }
 
 /** `load` on one server, with the CPU its process spent per request (µs). */

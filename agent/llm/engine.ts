@@ -212,8 +212,11 @@ export class LlmEngine {
     return llama.gpu ? llama.getGpuDevices() : [];
   }
 
-  /** One GGUF file loaded into a pool of `shape.sequences` slots, on the GPUs as `shape.split` plans (bytes per device). */
-  /** `onProgress`: the share of the model's weights loaded, from node-llama-cpp, as it grows (not the draft's). */
+  /**
+   * One GGUF file loaded into a pool of `shape.sequences` slots, on the GPUs as `shape.split` plans
+   * (bytes per device). `onProgress` hears the share of the model's weights loaded, from
+   * node-llama-cpp, as it grows (not the draft's).
+   */
   private async open(id: string, file: string, shape: ReplicaShape, signal?: AbortSignal, onProgress?: (loaded: number) => void): Promise<ModelPool> {
     const llama = await this.backend();
     const started = performance.now();

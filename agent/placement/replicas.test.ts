@@ -31,10 +31,10 @@ afterAll(async () => {
   await hub?.close();
 });
 
-function replicas(budget = 500 * MB, offline = false, unloadGraceMs?: number) {
+function replicas(budget = 500 * MB, offline = false, unloadGraceMs?: number, loadingEngine: LlmEngine = engine) {
   const reports: ReplicaReport[] = [];
   const r = new Replicas({
-    engine,
+    engine: loadingEngine,
     hub: models,
     devices: [{ name: "cpu", totalBytes: 8000 * MB }],
     budgetBytes: budget,
@@ -96,17 +96,9 @@ describe("Replicas", () => {
         onProgress?.(0.002); // still under a step, but a minute on: reported
         return engine.addModel(ids, path, shape, signal);
       };
-      const reports: ReplicaReport[] = [];
-      const r = new Replicas({
-        engine: slow,
-        hub: models,
-        devices: [{ name: "cpu", totalBytes: 8000 * MB }],
-        budgetBytes: 500 * MB,
-        report: (x) => reports.push(x),
-        logger: createLogger("test", "silent"),
-      });
+      const { r, reports, until } = replicas(500 * MB, false, undefined, slow);
       r.load({ modelId: "quiet", source: TINY_MODEL, contextSize: 256, sequences: 1, split: [100 * MB] });
-      while (!reports.some((x) => x.phase === "ready")) await new Promise((res) => setTimeout(res, 10));
+      await until("ready", "quiet");
       expect(reports.map((x) => [x.phase, Number(x.progress.toFixed(5))])).toEqual([
         ["loading", 0],
         ["loading", 0.00198],

@@ -1,7 +1,8 @@
 /** sseResponse: server-sent events written to Node's response under @hono/node-server, through a web stream elsewhere. */
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
-import { MAX_LAG_BYTES, sseResponse } from "./event-stream.js";
+import { request, type IncomingMessage } from "node:http";
+import { MAX_LAG_BYTES, sseResponse, type SsePump } from "./event-stream.js";
 import { until } from "../../scripts/lib/run.js";
 import { setResponseHeader } from "./headers.js";
 import { listenHttp, type HttpListener } from "./listen.js";
@@ -24,6 +25,16 @@ afterEach(async () => {
 async function listen(app: Hono): Promise<string> {
   server = await listenHttp(app.fetch, { host: "127.0.0.1", port: 0 });
   return `http://127.0.0.1:${server.address.port}`;
+}
+
+/** An app whose one route answers with `pump`'s events, `cancel` told when the client goes. */
+const sseApp = (pump: SsePump, cancel: () => void = () => undefined): Hono => new Hono().get("/", (c) => sseResponse(c, pump, cancel));
+
+/** A request to `base` whose answer the client does not read yet (its socket paused). */
+async function pausedClient(base: string): Promise<IncomingMessage> {
+  const res = await new Promise<IncomingMessage>((resolve) => request(base, resolve).end());
+  res.pause();
+  return res;
 }
 
 describe("sseResponse under Node", () => {
@@ -53,27 +64,19 @@ describe("sseResponse under Node", () => {
     const pieces = 1000; // 64 MB: more than the socket's buffers hold
     let sent = 0;
     let waiting = false;
-    const app = new Hono().get("/", (c) =>
-      sseResponse(
-        c,
-        async (send, drained) => {
-          for (; sent < pieces;) {
-            sent++;
-            if (!send(piece)) {
-              waiting = true;
-              await drained();
-              waiting = false;
-            }
-          }
-          send(event(1));
-        },
-        () => undefined,
-      ),
-    );
+    const app = sseApp(async (send, drained) => {
+      for (; sent < pieces;) {
+        sent++;
+        if (!send(piece)) {
+          waiting = true;
+          await drained();
+          waiting = false;
+        }
+      }
+      send(event(1));
+    });
     const base = await listen(app);
-    const { request } = await import("node:http");
-    const res = await new Promise<import("node:http").IncomingMessage>((resolve) => request(base, resolve).end());
-    res.pause(); // the client reads nothing for a while
+    const res = await pausedClient(base); // the client reads nothing for a while
     await new Promise((r) => setTimeout(r, 200));
     const stuck = sent;
     await new Promise((r) => setTimeout(r, 100));
@@ -91,28 +94,40 @@ describe("sseResponse under Node", () => {
     expect(tail.endsWith(event(1))).toBe(true);
   });
 
+  it("ends drained()'s wait when the client goes away: a pump waiting for a lagging reader is not left waiting for ever", async () => {
+    const piece = `data: ${"x".repeat(64 * 1024)}\n\n`;
+    let waiting = false;
+    let waited = false;
+    const app = sseApp(async (send, drained) => {
+      while (send(piece));
+      waiting = true;
+      await drained();
+      waited = true;
+    });
+    const res = await pausedClient(await listen(app));
+    await until(() => waiting, 5000, "the pump to wait");
+    // the socket's buffers take 64 KiB and more: the pump waits until the client reads, which it never will
+    res.socket.destroy();
+    await until(() => waited, 5000, "drained() to end with the client gone");
+  });
+
   it("drops a client more than MAX_LAG_BYTES behind, as one that went away: cancel is called, the rest is not held", async () => {
     const piece = `data: ${"x".repeat(64 * 1024)}\n\n`;
     const pieces = 1024; // 64 MB that a client never reads
     let cancels = 0;
     let sentBeforeCancel = -1;
-    const app = new Hono().get("/", (c) =>
-      sseResponse(
-        c,
-        async (send) => {
-          for (let n = 0; n < pieces; n++) {
-            send(piece);
-            if (cancels > 0 && sentBeforeCancel < 0) sentBeforeCancel = n + 1;
-            if (n % 64 === 0) await tick(); // the socket takes what it can meanwhile
-          }
-        },
-        () => cancels++,
-      ),
+    const app = sseApp(
+      async (send) => {
+        for (let n = 0; n < pieces; n++) {
+          send(piece);
+          if (cancels > 0 && sentBeforeCancel < 0) sentBeforeCancel = n + 1;
+          if (n % 64 === 0) await tick(); // the socket takes what it can meanwhile
+        }
+      },
+      () => cancels++,
     );
     const base = await listen(app);
-    const { request } = await import("node:http");
-    const res = await new Promise<import("node:http").IncomingMessage>((resolve) => request(base, resolve).end());
-    res.pause(); // reads nothing for now
+    const res = await pausedClient(base); // reads nothing for now
     await until(() => cancels > 0, 10_000, "the lagging client dropped");
     expect(cancels).toBe(1);
     expect(sentBeforeCancel * piece.length).toBeGreaterThan(MAX_LAG_BYTES);
@@ -129,16 +144,13 @@ describe("sseResponse under Node", () => {
   it("sends one event larger than MAX_LAG_BYTES whole to a client that reads: the event in hand is not its lag", async () => {
     const big = `data: ${"y".repeat(MAX_LAG_BYTES + 1024 * 1024)}\n\n`;
     let cancels = 0;
-    const app = new Hono().get("/", (c) =>
-      sseResponse(
-        c,
-        async (send) => {
-          send(big);
-          await tick();
-          send(event(1));
-        },
-        () => cancels++,
-      ),
+    const app = sseApp(
+      async (send) => {
+        send(big);
+        await tick();
+        send(event(1));
+      },
+      () => cancels++,
     );
     const text = await (await fetch(await listen(app))).text();
     expect(cancels).toBe(0);
@@ -161,16 +173,13 @@ describe("sseResponse under Node", () => {
     let cancels = 0;
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    const app = new Hono().get("/", (c) =>
-      sseResponse(
-        c,
-        async (send) => {
-          send(event(0));
-          await held;
-          send(event(1));
-        },
-        () => cancels++,
-      ),
+    const app = sseApp(
+      async (send) => {
+        send(event(0));
+        await held;
+        send(event(1));
+      },
+      () => cancels++,
     );
     const client = new AbortController();
     const res = await fetch(await listen(app), { signal: client.signal });
@@ -186,7 +195,7 @@ describe("sseResponse under Node", () => {
 
 describe("sseResponse through a web stream (app.request)", () => {
   it("answers the pump's events, then ends", async () => {
-    const app = new Hono().get("/", (c) => sseResponse(c, twoEvents, () => undefined));
+    const app = sseApp(twoEvents);
     const res = await app.request("/");
     expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
     expect(await res.text()).toBe(event(0) + event(1));
@@ -194,14 +203,11 @@ describe("sseResponse through a web stream (app.request)", () => {
 
   it("calls cancel at once for a client gone before the answer began, and sends nothing", async () => {
     let cancels = 0;
-    const app = new Hono().get("/", (c) =>
-      sseResponse(
-        c,
-        async (send) => {
-          send(event(0));
-        },
-        () => cancels++,
-      ),
+    const app = sseApp(
+      async (send) => {
+        send(event(0));
+      },
+      () => cancels++,
     );
     const res = await app.request("/", { signal: AbortSignal.abort() });
     expect(cancels).toBe(1);
@@ -210,16 +216,13 @@ describe("sseResponse through a web stream (app.request)", () => {
 
   it("calls cancel when the pump rejects, and ends the answer with what it sent", async () => {
     let cancels = 0;
-    const app = new Hono().get("/", (c) =>
-      sseResponse(
-        c,
-        async (send) => {
-          send(event(0));
-          await tick();
-          throw new Error("a fault of the pump");
-        },
-        () => cancels++,
-      ),
+    const app = sseApp(
+      async (send) => {
+        send(event(0));
+        await tick();
+        throw new Error("a fault of the pump");
+      },
+      () => cancels++,
     );
     const res = await app.request("/");
     expect(await res.text()).toBe(event(0));

@@ -15,6 +15,7 @@
  */
 import { createHmac, randomBytes, webcrypto } from "node:crypto";
 import { sha256Hex } from "../../core/digest.js";
+import { rememberAtMost } from "../../core/bounded.js";
 import { parseBearer } from "../../core/http/bearer.js";
 import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
 import { AuthenticationError, InvalidRequestError } from "../../core/errors.js";
@@ -193,9 +194,8 @@ export class KeyService {
     const row = jti ? await this.keyRow(jti) : undefined;
     if (!row || row.token_sha256 !== sha256Hex(token))
       throw withoutStackTraces(() => new AuthenticationError("invalid_api_key", "Authorization: the API key is not known to this service"));
-    if (this.verified.size >= VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
     const verified: VerifiedToken = { jti: row.id, exp };
-    this.verified.set(token, verified);
+    rememberAtMost(this.verified, token, verified, VERIFIED_TOKENS);
     return this.remember(verified, this.active(row), count);
   }
 

@@ -44,28 +44,29 @@ export function catalogPlacement(catalog: ModelCatalog, hub: HubSource, claims?:
       const key = JSON.stringify([model.source, model.contextSize, model.sequences, draft]);
       let size = sizes.get(key);
       if (!size) {
+        // an estimate that failed, or left the draft out, stands a minute: listings and waiting requests do not ask the hub each time
+        const forgetLater = (): void => void setTimeout(() => sizes.get(key) === size && sizes.delete(key), SIZE_RETRY_MS).unref();
         size = (async () => {
           const signal = AbortSignal.timeout(HEADER_TIMEOUT_MS);
-          const located = (source: string) => headerLocation(source, hub, signal);
-          const [at, draftAt] = await Promise.all([located(model.source), draft === undefined ? undefined : located(draft).catch(() => undefined)]);
-          const own = await estimateReplica(at.file, model, { ...(at.headers ? { headers: at.headers } : {}), signal });
+          const estimate = (at: { file: string; headers?: Record<string, string> }, shape: PlacedModel) =>
+            estimateReplica(at.file, shape, { ...(at.headers ? { headers: at.headers } : {}), signal });
+          const [at, draftAt] = await Promise.all([
+            headerLocation(model.source, hub, signal),
+            draft === undefined ? undefined : headerLocation(draft, hub, signal).catch(() => undefined),
+          ]);
+          const own = await estimate(at, model);
           if (draft === undefined) return own.bytes;
           // the model as its own draft (two references to one file) adds a second context on the same weights
           if (draftAt?.file === at.file) return own.bytes + own.contextBytes;
           // a draft loads beside the replica with a context of the same shape, no longer than the replica's
-          const drafted = draftAt
-            ? await estimateReplica(draftAt.file, { ...model, contextSize: own.contextSize }, { ...(draftAt.headers ? { headers: draftAt.headers } : {}), signal }).catch(
-                () => undefined,
-              )
-            : undefined;
+          const drafted = draftAt && (await estimate(draftAt, { ...model, contextSize: own.contextSize }).catch(() => undefined));
           // a draft the scheduler cannot read (a path on the nodes only, a hub that failed): the model alone is counted
-          // (memory_bytes can correct it), and the draft's header is tried again a minute later
-          if (!drafted) setTimeout(() => sizes.get(key) === size && sizes.delete(key), SIZE_RETRY_MS).unref();
+          // (memory_bytes can correct it) until the draft's header is tried again
+          if (!drafted) forgetLater();
           return own.bytes + (drafted?.bytes ?? 0);
         })();
         sizes.set(key, size);
-        // a failure is remembered a minute, then tried again: listings and waiting requests do not ask the hub each time
-        size.catch(() => setTimeout(() => sizes.get(key) === size && sizes.delete(key), SIZE_RETRY_MS).unref());
+        size.catch(forgetLater);
       }
       return size;
     },

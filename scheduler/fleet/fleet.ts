@@ -30,6 +30,7 @@ import { completionReceiveBound, completionTokenBound, MAX_CONTEXT_SIZE, promptT
 import { NodeReplicas } from "./replicas.js";
 import { fastest, NodeSpeed, slowness } from "./speed.js";
 import { relayedCode } from "../../core/error-codes.js";
+import { rememberAtMost } from "../../core/bounded.js";
 
 export interface FleetOptions {
   /** Requests that may wait for a slot, all accounts together; more are refused with 503. */
@@ -88,10 +89,7 @@ export interface Distrust {
 const MAX_DISTRUST_KEYS = 10_000;
 
 /** Sets `key` in `map`, forgetting its oldest entry beyond MAX_DISTRUST_KEYS. */
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  map.set(key, value);
-  if (map.size > MAX_DISTRUST_KEYS) map.delete(map.keys().next().value!);
-}
+const remember = <V>(map: Map<string, V>, key: string, value: V): void => rememberAtMost(map, key, value, MAX_DISTRUST_KEYS);
 
 /** (node, kind) pairs counted at most; a new pair beyond them counts under node "(other)". */
 const MAX_REJECTED_SERIES = 1000;
@@ -1045,10 +1043,7 @@ export class Fleet {
   /** `account`'s cache scope (`cacheScope`), remembered. */
   private scopeOf(account: string): string {
     let scope = this.scopes.get(account);
-    if (scope === undefined) {
-      if (this.scopes.size >= MAX_REMEMBERED_SCOPES) this.scopes.delete(this.scopes.keys().next().value!);
-      this.scopes.set(account, (scope = cacheScope(this.scopeKey, account)));
-    }
+    if (scope === undefined) rememberAtMost(this.scopes, account, (scope = cacheScope(this.scopeKey, account)), MAX_REMEMBERED_SCOPES);
     return scope;
   }
 
@@ -1219,8 +1214,7 @@ export class Fleet {
   /** Marks `account` as served now: it goes to the back of the round-robin. */
   private served(account: string): void {
     this.lastServed.delete(account);
-    this.lastServed.set(account, ++this.tick);
-    if (this.lastServed.size > SERVED_ACCOUNTS) this.lastServed.delete(this.lastServed.keys().next().value!);
+    rememberAtMost(this.lastServed, account, ++this.tick, SERVED_ACCOUNTS);
   }
 
   private retry(job: Job, why: string): void {

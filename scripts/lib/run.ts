@@ -1,6 +1,6 @@
 /** Running other programs from the build and benchmark scripts. */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { closeSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createServer, type AddressInfo } from "node:net";
 
@@ -70,4 +70,22 @@ export function stopped(child: ChildProcess): Promise<void> {
     child.once("exit", () => ok());
     child.kill("SIGTERM");
   });
+}
+
+/**
+ * CPU seconds (user and system) process `pid` has used, or only its main thread's with `mainThread`
+ * (its event loop, for a Node process), from Linux's /proc (clock ticks taken as 1/100 s, Linux's
+ * USER_HZ); undefined elsewhere. Beside requests or tokens per second, CPU per request or token is
+ * what a server itself spends, which other work on a shared machine disturbs less.
+ */
+export function cpuSeconds(pid: number | undefined, mainThread = false): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const fields = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8")
+      .split(") ")[1]!
+      .split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime and stime: fields 14 and 15 of stat
+  } catch {
+    return undefined;
+  }
 }

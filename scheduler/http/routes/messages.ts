@@ -193,10 +193,7 @@ function stream(c: Context<AppEnv>, run: Run, answer: AnthropicAnswer, release: 
   };
   return sseResponse(
     c,
-    async (write) => {
-      const send = (text: string): void => {
-        if (!finished) write(text);
-      };
+    async (send) => {
       let text = sseText(answer.start()); // rides with the first event's, in one write
       try {
         let ended = false;
