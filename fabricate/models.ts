@@ -7,6 +7,8 @@
  * - `tiny-chat-split-00001-of-00002.gguf`, `…-00002-of-00002.gguf`: the same model (the same weights)
  *   split in two as llama.cpp's gguf-split writes it (what a hub serves for a model too large for one file).
  * - `bench-45m.gguf` (with `--bench`): ~45 M parameters, big enough that compute dominates (benchmarks).
+ * - `tiny-wide-vocab.gguf`: the tiny model's shape with Llama 3's vocabulary size (128,256 tokens, filler
+ *   words after the byte-level ones), where sampling a token costs what it costs on a real model.
  * - `llama-3.2-1b-shape-f16.gguf` (with `--realistic VOCAB.gguf`): Llama-3.2-1B's shape (2048 wide, 16
  *   layers, 32 heads over 8 KV heads, 8192 feed-forward, RoPE base 500 000) with a real tokenizer
  *   (llama.cpp's `models/ggml-vocab-llama-bpe.gguf`, Llama 3's), untied output: ~1.5 B parameters in
@@ -31,6 +33,7 @@ import { writeTinyWhisper } from "./tiny-whisper.js";
 export const TEST_MODELS = {
   tiny: { file: "tiny-chat.gguf", options: { embedding: 64, layers: 2, heads: 4, name: "kiln-tiny-chat" } },
   bench: { file: "bench-45m.gguf", options: { embedding: 768, layers: 6, heads: 12, feedForward: 2048, name: "kiln-bench-45m" } },
+  wideVocab: { file: "tiny-wide-vocab.gguf", options: { embedding: 64, layers: 2, heads: 4, vocabularySize: 128_256, name: "kiln-tiny-wide-vocab" } },
 } satisfies Record<string, { file: string; options: TinyLlamaOptions }>;
 
 /** Llama-3.2-1B's shape, for the GPU benchmarks (random weights, a real tokenizer given at writing). */

@@ -20,6 +20,11 @@ export interface TinyLlamaOptions {
   ropeFreqBase?: number;
   /** The tokenizer: default the byte-level SentencePiece vocabulary with ChatML; or one read from a real GGUF (`vocabularyFromGguf`). */
   vocabulary?: Vocabulary;
+  /**
+   * With the default vocabulary: pad it with filler words to this many tokens, a real model's size (Llama 3's
+   * 128,256), since sampling a token reads every token's logit. Default none (262 tokens).
+   */
+  vocabularySize?: number;
   /** Feed-forward width. Default 4 × embedding. */
   feedForward?: number;
   /** Trained context length written to the metadata. Default 2048. */
@@ -46,7 +51,7 @@ const TOKEN_NORMAL = 1,
  * The vocabulary: <unk>, <s>, </s>, the 256 byte tokens, "▁" (SentencePiece's escaped space, so that
  * spaces detokenize back to spaces), then ChatML's two control tokens.
  */
-export function byteVocabulary(): { tokens: string[]; types: number[]; scores: number[]; imEnd: number } {
+export function byteVocabulary(size = 0): { tokens: string[]; types: number[]; scores: number[]; imEnd: number } {
   const tokens = ["<unk>", "<s>", "</s>"];
   const types = [TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_CONTROL];
   for (let b = 0; b < 256; b++) {
@@ -55,7 +60,13 @@ export function byteVocabulary(): { tokens: string[]; types: number[]; scores: n
   }
   tokens.push("\u2581", "<|im_start|>", "<|im_end|>");
   types.push(TOKEN_NORMAL, TOKEN_CONTROL, TOKEN_CONTROL);
-  return { tokens, types, scores: tokens.map(() => 0), imEnd: tokens.length - 1 };
+  const imEnd = tokens.length - 1;
+  // filler words after the tokens above, so that those keep their ids
+  for (let i = 0; tokens.length < size; i++) {
+    tokens.push(`\u2581w${i.toString(36)}`);
+    types.push(TOKEN_NORMAL);
+  }
+  return { tokens, types, scores: tokens.map(() => 0), imEnd };
 }
 
 /** A tokenizer as GGUF metadata (`tokenizer.*` keys) and its size. */
@@ -65,8 +76,8 @@ export interface Vocabulary {
 }
 
 /** The default vocabulary as metadata: byte-level SentencePiece, ChatML. */
-function byteVocabularyMetadata(): Vocabulary {
-  const vocab = byteVocabulary();
+function byteVocabularyMetadata(size?: number): Vocabulary {
+  const vocab = byteVocabulary(size);
   return {
     size: vocab.tokens.length,
     metadata: {
@@ -146,7 +157,7 @@ function tinyLlama(options: TinyLlamaOptions): { meta: Record<string, MetadataVa
   const feedForward = options.feedForward ?? embedding * 4;
   const type = options.type ?? "f32";
   const normal = normalSource(options.seed ?? 1);
-  const vocabulary = options.vocabulary ?? byteVocabularyMetadata();
+  const vocabulary = options.vocabulary ?? byteVocabularyMetadata(options.vocabularySize);
   const nVocab = vocabulary.size;
 
   const meta: Record<string, MetadataValue> = {

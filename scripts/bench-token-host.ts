@@ -3,6 +3,7 @@
  * engine, against llama.cpp's own tools, every side in one run on the same GGUF file and machine.
  *
  *   npm run bench:token-host -- --model stories260K.gguf [--threads N] [--tokens 200] [--rounds 5] [--requests 3] [--streams 4,8] [--no-reference]
+ *   npm run bench:token-host -- --wide-vocab --streams 32 --no-reference
  *
  * A model whose decode takes well under a millisecond (stories260K: 5 layers, 64 wide) makes the host
  * work most of a token's time, as a GPU's fast decode does. The sides:
@@ -23,7 +24,13 @@
  * with marks on the binding: the decode call (the worker's decode and sampling, and the two thread
  * hand-offs) and the JavaScript from its result to the next decode call. The native loop's and the
  * batch path's texts are compared: they must be the same. With `--streams`, that many streams at once
- * too, the loop allowed and not (it runs only once a single stream is left): aggregate tokens/s.
+ * too, the loop allowed and not (it runs only once a single stream is left), and the batch's tokens
+ * sampled on one thread instead of the context's threads (the decode's worker samples a batch's
+ * tokens on up to that many at once, patches/npm): aggregate tokens/s.
+ *
+ * `--wide-vocab` runs the fabricated tiny model with Llama 3's vocabulary size (128,256 tokens): its
+ * decode is cheap and sampling a token reads 128 k logits, as on a GPU with a real model, where with
+ * many streams the sampling on the host takes as long as the decode of the batch.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { request } from "node:http";
@@ -42,10 +49,13 @@ import { freePort } from "./lib/run.js";
 
 const MODEL_ID = "m";
 const CONTEXT = 2048;
-const SLOTS = 8;
+/** Sequences of the engine's context: 8, or the most `--streams` when more. */
+const MIN_SLOTS = 8;
 
 interface Args {
   model?: string;
+  /** The fabricated tiny model with Llama 3's vocabulary size, when no `model`. */
+  wideVocab: boolean;
   threads: number;
   tokens: number;
   rounds: number;
@@ -59,6 +69,7 @@ function parseArgs(argv: string[]): Args {
   const model = argValue(argv, "--model");
   return {
     ...(model ? { model: resolve(model) } : {}),
+    wideVocab: argv.includes("--wide-vocab"),
     threads: Number(argValue(argv, "--threads") ?? defaultThreads()),
     tokens: Number(argValue(argv, "--tokens") ?? 200),
     rounds: Number(argValue(argv, "--rounds") ?? 5),
@@ -120,7 +131,7 @@ class Marks {
 async function startEngine(modelPath: string, a: Args) {
   const engine = await LlmEngine.load({
     models: [{ id: MODEL_ID, path: modelPath }],
-    sequences: SLOTS,
+    sequences: Math.max(MIN_SLOTS, ...a.streams),
     contextSize: CONTEXT,
     threads: a.threads,
     gpu: "cpu",
@@ -128,8 +139,9 @@ async function startEngine(modelPath: string, a: Args) {
   });
   const context = engine.modelPools[0]!.context;
   const marks = new Marks(context);
-  const one = async (i: number, native: boolean): Promise<Stream> => {
-    (context as unknown as { _kilnNativeGeneration: boolean })._kilnNativeGeneration = native;
+  /** `samplingThreads`: the most threads a batch's tokens are sampled on (0: the context's threads). */
+  const one = async (i: number, native: boolean, samplingThreads = 0): Promise<Stream> => {
+    Object.assign(context, { _kilnNativeGeneration: native, _kilnSamplingThreads: samplingThreads });
     const start = performance.now();
     let first = NaN;
     const r = await engine.generate(
@@ -230,7 +242,7 @@ const spread = (xs: number[]) => `median ${median(xs).toFixed(3)}, rounds ${Math
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
-  const modelPath = a.model ?? (await ensureTestModel("tiny"));
+  const modelPath = a.model ?? (await ensureTestModel(a.wideVocab ? "wideVocab" : "tiny"));
   const tools = a.reference ? buildTools() : undefined;
   const engine = await startEngine(modelPath, a);
   const loaded = loadedBinaries();
@@ -284,18 +296,24 @@ async function main(): Promise<void> {
     console.log(`native loop and batch path texts: ${same ? "the same" : "DIFFERENT"}`);
     if (!same) process.exitCode = 1;
     for (const c of a.streams) {
-      // c streams at once, the loop allowed or not, taking turns round by round: aggregate tokens/s
-      const aggregate = { on: [] as number[], off: [] as number[] };
+      // c streams at once, taking turns round by round: as configured; the native loop not allowed (it runs only
+      // once a single stream is left); the batch's tokens sampled on one thread. Aggregate tokens/s.
+      const variants = { configured: [true, 0], "batch path only": [false, 0], "sampling on one thread": [true, 1] } as const;
+      const names = Object.keys(variants) as (keyof typeof variants)[];
+      const aggregate = new Map(names.map((name) => [name, [] as number[]]));
       for (let r = 0; r < a.rounds; r++) {
-        for (const native of r % 2 ? [true, false] : [false, true]) {
+        for (let k = 0; k < names.length; k++) {
+          const name = names[(r + k) % names.length]!;
+          const [native, samplingThreads] = variants[name];
           const start = performance.now();
-          const streams = await Promise.all(Array.from({ length: c }, (_, s) => engine.one(1000 + r * c + s, native)));
-          aggregate[native ? "on" : "off"].push(streams.reduce((n, x) => n + x.tokens, 0) / ((performance.now() - start) / 1000));
+          const streams = await Promise.all(Array.from({ length: c }, (_, s) => engine.one(1000 + r * c + s, native, samplingThreads)));
+          aggregate.get(name)!.push(streams.reduce((n, x) => n + x.tokens, 0) / ((performance.now() - start) / 1000));
         }
       }
-      console.log(
-        `${c} streams, aggregate tok/s: loop allowed ${median(aggregate.on).toFixed(0)}, batch path only ${median(aggregate.off).toFixed(0)}; ratio ${spread(aggregate.on.map((v, r) => v / aggregate.off[r]!))}`,
-      );
+      const base = aggregate.get("configured")!;
+      const against = (name: keyof typeof variants) =>
+        `${name} ${median(aggregate.get(name)!).toFixed(0)} (configured ÷ it ${spread(base.map((v, r) => v / aggregate.get(name)![r]!))})`;
+      console.log(`${c} streams, aggregate tok/s: configured ${median(base).toFixed(0)}; ${against("batch path only")}; ${against("sampling on one thread")}`);
     }
   } finally {
     await server?.close();

@@ -21,7 +21,9 @@
  *
  * Then node-llama-cpp's addon itself (about 25 s per folder, for the CPU folder and the CUDA and
  * Vulkan ones where installed): `patches/npm` makes its decode worker also sample
- * the batch's next tokens, which saves a thread-pool round trip per generated token. Its sources ship
+ * the batch's next tokens, which saves a thread-pool round trip per generated token, on up to the
+ * context's threads at once when the batch's sequences have many candidates to read (a large
+ * vocabulary, many streams). Its sources ship
  * in the package; `scripts/llama-addon/CMakeLists.txt` compiles them against the bundled release's
  * headers and links the libraries already in the prebuilt folder, so llama.cpp itself stays
  * node-llama-cpp's build. node-llama-cpp's own addon is kept as `llama-addon.stock.node`; the
@@ -137,7 +139,7 @@ function addonSourcesDir(): string {
 
 /**
  * Builds node-llama-cpp's addon from its sources (patched by `patches/npm`: the decode worker also
- * samples the batch's tokens) against the bundled release's headers, linked to the llama.cpp and
+ * samples the batch's tokens, on several threads when there are many) against the bundled release's headers, linked to the llama.cpp and
  * ggml libraries already in `dir`, node-llama-cpp's prebuilt folder; about 25 s on two cores.
  * `sources` is the sources' hash, for the stamp. Returns the built file once it loads with every
  * symbol resolved.

@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
+import { ensureTestModel } from "../../fabricate/index.js";
 import { watchBinding } from "../../test/helpers/binding.js";
 import { CPU_BACKEND_FILE, installedCpuBackend, physicalCores, x86Features } from "../../core/cpu.js";
 import { installedAddon } from "../../core/prebuilt.js";
@@ -88,6 +89,62 @@ describe("CPU backend", () => {
           const sampled = await generate(makeOptions, true);
           expect(calls.sampleToken - before.sampleToken).toBe(40);
           expect(presampled).toEqual(sampled);
+        }
+        await context.dispose();
+      } finally {
+        await llama.dispose();
+      }
+    },
+  );
+
+  it.skipIf(!addon)(
+    `the decode worker samples a batch's tokens on several threads at once, each sequence's as it samples alone${addon ? "" : " (skipped: not installed here; npm install builds it on Linux with cmake and Node's headers)"}`,
+    async () => {
+      // Llama 3's vocabulary size: 4 sequences' candidates make work for the context's 2 threads
+      const llama = await getLlama({ gpu: false, build: "never" });
+      try {
+        const model = await llama.loadModel({ modelPath: await ensureTestModel("wideVocab") });
+        const context = await model.createContext({ contextSize: 512, sequences: 4, threads: 2 });
+        const sampledOn: number[] = [];
+        watchBinding(context, ["decodeBatch"], (_name, _args, result) => {
+          void (result as Promise<unknown>).then(
+            (tokens) => {
+              if (Array.isArray(tokens)) sampledOn.push((tokens as unknown as { samplingThreads: number }).samplingThreads);
+            },
+            () => undefined,
+          );
+        });
+        const sequences = Array.from({ length: 4 }, () => context.getSequence());
+        type Options = { temperature: number; seed?: number; repeatPenalty?: { penalty: number; punishTokens: () => Token[] } };
+        // the 4 sequences at once, each with its own prompt and options; tokens per sequence
+        const generate = async (makeOptions: (s: number, tokens: Token[]) => Options, samplingThreads: number): Promise<Token[][]> => {
+          Object.assign(context, { _kilnSamplingThreads: samplingThreads });
+          return Promise.all(
+            sequences.map(async (sequence, s) => {
+              await sequence.clearHistory();
+              const tokens: Token[] = [];
+              for await (const token of sequence.evaluate(model.tokenize(`once upon a time ${s}`), { ...makeOptions(s, tokens), yieldEogToken: true })) {
+                tokens.push(token);
+                if (tokens.length === 24) break;
+              }
+              return tokens;
+            }),
+          );
+        };
+        const cases: ((s: number, tokens: Token[]) => Options)[] = [
+          () => ({ temperature: 0 }),
+          (s) => ({ temperature: 0.8, seed: 42 + s }),
+          (_s, tokens) => ({ temperature: 0, repeatPenalty: { penalty: 1.5, punishTokens: () => tokens.slice(-8) } }),
+        ];
+        for (const makeOptions of cases) {
+          sampledOn.length = 0;
+          const together = await generate(makeOptions, 0);
+          expect(sampledOn.filter((threads) => threads === 2).length).toBeGreaterThan(10);
+          sampledOn.length = 0;
+          const oneByOne = await generate(makeOptions, 1);
+          expect(new Set(sampledOn)).toEqual(new Set([1]));
+          expect(together).toEqual(oneByOne);
+          expect(together.every((tokens) => tokens.length === 24)).toBe(true);
         }
         await context.dispose();
       } finally {
