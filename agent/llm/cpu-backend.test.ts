@@ -76,7 +76,7 @@ describe("CPU backend", () => {
           return tokens;
         };
         const cases: ((tokens: Token[]) => Options)[] = [
-          () => ({ temperature: 0 }),
+          () => ({ temperature: 0 }), // greedy alone: the worker reads the logits' largest, copying no candidates
           () => ({ temperature: 0.8, seed: 42 }),
           // a function node-llama-cpp calls for every token: the configuration is applied again each time
           (tokens) => ({ temperature: 0, repeatPenalty: { penalty: 1.5, punishTokens: () => tokens.slice(-8) } }),
