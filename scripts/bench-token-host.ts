@@ -3,7 +3,7 @@
  * engine, against llama.cpp's own tools, every side in one run on the same GGUF file and machine.
  *
  *   npm run bench:token-host -- --model stories260K.gguf [--threads N] [--tokens 200] [--rounds 5] [--requests 3] [--streams 4,8] [--no-reference]
- *   npm run bench:token-host -- --wide-vocab --streams 32 --no-reference
+ *   npm run bench:token-host -- --wide-vocab --streams 32 --no-reference [--temperature 0.8]
  *
  * A model whose decode takes well under a millisecond (stories260K: 5 layers, 64 wide) makes the host
  * work most of a token's time, as a GPU's fast decode does. The sides:
@@ -56,6 +56,8 @@ interface Args {
   model?: string;
   /** The fabricated tiny model with Llama 3's vocabulary size, when no `model`. */
   wideVocab: boolean;
+  /** Sampling temperature (0: greedy); above 0 each request samples with its index as its seed, so sides still compare their texts. */
+  temperature: number;
   threads: number;
   tokens: number;
   rounds: number;
@@ -70,6 +72,7 @@ function parseArgs(argv: string[]): Args {
   return {
     ...(model ? { model: resolve(model) } : {}),
     wideVocab: argv.includes("--wide-vocab"),
+    temperature: Number(argValue(argv, "--temperature") ?? 0),
     threads: Number(argValue(argv, "--threads") ?? defaultThreads()),
     tokens: Number(argValue(argv, "--tokens") ?? 200),
     rounds: Number(argValue(argv, "--rounds") ?? 5),
@@ -149,7 +152,8 @@ async function startEngine(modelPath: string, a: Args) {
       { prompt: prompt(i) },
       {
         maxTokens: a.tokens,
-        temperature: 0,
+        temperature: a.temperature,
+        ...(a.temperature > 0 ? { sampling: { seed: i } } : {}),
         onText: () => {
           if (!Number.isNaN(first)) return;
           first = performance.now();
@@ -247,7 +251,7 @@ async function main(): Promise<void> {
   const engine = await startEngine(modelPath, a);
   const loaded = loadedBinaries();
   console.log(
-    `model ${modelPath}\nCPU, ${a.threads} threads (${cpus().length} cores); addon ${loaded.kilnAddon ? "Kiln's build" : "node-llama-cpp's own (no native loop)"}, ggml backends ${loaded.backends.join(", ")}; ${a.tokens} tokens a request, ${a.requests} requests a side a round, ${a.rounds} rounds\n`,
+    `model ${modelPath}\nCPU, ${a.threads} threads (${cpus().length} cores); addon ${loaded.kilnAddon ? "Kiln's build" : "node-llama-cpp's own (no native loop)"}, ggml backends ${loaded.backends.join(", ")}; ${a.tokens} tokens a request (${a.temperature > 0 ? `temperature ${a.temperature}, seeded` : "greedy"}), ${a.requests} requests a side a round, ${a.rounds} rounds\n`,
   );
   const server = tools ? await startLlamaServer(tools.server, modelPath, a) : undefined;
   try {

@@ -1,6 +1,6 @@
 /** Which CPU backend and addon node-llama-cpp loads, on the real binding. */
 import { describe, expect, it } from "vitest";
-import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
+import { getLlama, LlamaGrammarEvaluationState, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { TINY_MODEL } from "../../test/helpers/fleet.js";
 import { ensureTestModel } from "../../fabricate/index.js";
 import { watchBinding } from "../../test/helpers/binding.js";
@@ -115,7 +115,13 @@ describe("CPU backend", () => {
           );
         });
         const sequences = Array.from({ length: 4 }, () => context.getSequence());
-        type Options = { temperature: number; seed?: number; repeatPenalty?: { penalty: number; punishTokens: () => Token[] } };
+        type Options = {
+          temperature: number;
+          seed?: number;
+          repeatPenalty?: { penalty: number; punishTokens: () => Token[] };
+          grammarEvaluationState?: LlamaGrammarEvaluationState;
+        };
+        const grammar = await llama.createGrammarForJsonSchema({ type: "object", properties: { a: { type: "string" } } });
         // the 4 sequences at once, each with its own prompt and options; tokens per sequence
         const generate = async (makeOptions: (s: number, tokens: Token[]) => Options, samplingThreads: number): Promise<Token[][]> => {
           Object.assign(context, { _kilnSamplingThreads: samplingThreads });
@@ -135,6 +141,8 @@ describe("CPU backend", () => {
           () => ({ temperature: 0 }),
           (s) => ({ temperature: 0.8, seed: 42 + s }),
           (_s, tokens) => ({ temperature: 0, repeatPenalty: { penalty: 1.5, punishTokens: () => tokens.slice(-8) } }),
+          // each sequence's own grammar state
+          () => ({ temperature: 0, grammarEvaluationState: new LlamaGrammarEvaluationState({ model, grammar }) }),
         ];
         for (const makeOptions of cases) {
           sampledOn.length = 0;
@@ -146,6 +154,12 @@ describe("CPU backend", () => {
           expect(together).toEqual(oneByOne);
           expect(together.every((tokens) => tokens.length === 24)).toBe(true);
         }
+        // one grammar state for every sequence: their samplers would change it at once, so they sample one by one
+        const shared = new LlamaGrammarEvaluationState({ model, grammar });
+        sampledOn.length = 0;
+        await generate(() => ({ temperature: 0, grammarEvaluationState: shared }), 0);
+        expect(sampledOn.length).toBeGreaterThan(10);
+        expect(new Set(sampledOn)).toEqual(new Set([1]));
         await context.dispose();
       } finally {
         await llama.dispose();
