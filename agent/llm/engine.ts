@@ -18,6 +18,7 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
+import { rememberAtMost } from "../../core/bounded.js";
 import { checkToolOrder, type ChatMessage, type ChatRole, type ResponseFormat, type Sampling, type ToolCallDelta, type ToolChoice, type ToolFunction } from "../../core/chat.js";
 import { checkJsonSchema, checkToolParameters, documentedBytes, FUNCTION_NAME, toGrammarSchema } from "../../core/json-schema.js";
 import type { Logger } from "../../core/log.js";
@@ -464,9 +465,8 @@ export class LlmEngine {
         throw new InvalidResponseFormatError(`the grammar for it could not be built (${(err as Error).message})`);
       });
       grammar = building;
-      if (this.grammars.size >= GRAMMAR_CACHE) this.grammars.delete(this.grammars.keys().next().value!);
     }
-    this.grammars.set(key, grammar);
+    rememberAtMost(this.grammars, key, grammar, GRAMMAR_CACHE);
     return grammar;
   }
 
