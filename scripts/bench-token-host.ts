@@ -4,6 +4,7 @@
  *
  *   npm run bench:token-host -- --model stories260K.gguf [--threads N] [--tokens 200] [--rounds 5] [--requests 3] [--streams 4,8] [--no-reference]
  *   npm run bench:token-host -- --wide-vocab --streams 32 --no-reference [--temperature 0.8]
+ *   npm run bench:token-host -- --gpu --model FILE --threads 8 --streams 32   (on a CUDA machine: scripts/gpu/device.sh host)
  *
  * A model whose decode takes well under a millisecond (stories260K: 5 layers, 64 wide) makes the host
  * work most of a token's time, as a GPU's fast decode does. The sides:
@@ -30,7 +31,8 @@
  *
  * `--wide-vocab` runs the fabricated tiny model with Llama 3's vocabulary size (128,256 tokens): its
  * decode is cheap and sampling a token reads 128 k logits, as on a GPU with a real model, where with
- * many streams the sampling on the host takes as long as the decode of the batch.
+ * many streams the sampling on the host takes as long as the decode of the batch. `--gpu` runs every side
+ * on CUDA (`-ngl 99` for llama.cpp's tools, built with CUDA as bench-chat's `--gpu` builds them).
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { request } from "node:http";
@@ -43,7 +45,7 @@ import { defaultThreads } from "../core/cpu.js";
 import { LlmEngine } from "../agent/llm/index.js";
 import { loadedBinaries } from "../agent/llm/binaries.js";
 import { ensureTestModel } from "../fabricate/index.js";
-import { buildTools } from "./build-llama.js";
+import { buildTools, provideCudaBackend } from "./build-llama.js";
 import { argValue, median } from "./lib/cli.js";
 import { freePort } from "./lib/run.js";
 
@@ -56,6 +58,8 @@ interface Args {
   model?: string;
   /** The fabricated tiny model with Llama 3's vocabulary size, when no `model`. */
   wideVocab: boolean;
+  /** Every side on CUDA. */
+  gpu: boolean;
   /** Sampling temperature (0: greedy); above 0 each request samples with its index as its seed, so sides still compare their texts. */
   temperature: number;
   threads: number;
@@ -72,6 +76,7 @@ function parseArgs(argv: string[]): Args {
   return {
     ...(model ? { model: resolve(model) } : {}),
     wideVocab: argv.includes("--wide-vocab"),
+    gpu: argv.includes("--gpu"),
     temperature: Number(argValue(argv, "--temperature") ?? 0),
     threads: Number(argValue(argv, "--threads") ?? defaultThreads()),
     tokens: Number(argValue(argv, "--tokens") ?? 200),
@@ -137,7 +142,7 @@ async function startEngine(modelPath: string, a: Args) {
     sequences: Math.max(MIN_SLOTS, ...a.streams),
     contextSize: CONTEXT,
     threads: a.threads,
-    gpu: "cpu",
+    gpu: a.gpu ? "cuda" : "cpu",
     logger: createLogger("bench", "silent"),
   });
   const context = engine.modelPools[0]!.context;
@@ -167,9 +172,14 @@ async function startEngine(modelPath: string, a: Args) {
   return { one, marks, close: () => engine.dispose() };
 }
 
+/** llama.cpp's tools' flags for every layer on the GPU, with `--gpu`. */
+const offload = (a: Args): string[] => (a.gpu ? ["-ngl", "99"] : []);
+
 /** llama-bench's tg at `threads`, tokens/s. */
-async function llamaBench(bin: string, modelPath: string, threads: number, tokens: number): Promise<number> {
-  const res = await promisify(execFile)(bin, ["-m", modelPath, "-t", String(threads), "-p", "0", "-n", String(tokens), "-r", "1", "-o", "json"], { encoding: "utf8" });
+async function llamaBench(bin: string, modelPath: string, a: Args): Promise<number> {
+  const res = await promisify(execFile)(bin, ["-m", modelPath, "-t", String(a.threads), "-p", "0", "-n", String(a.tokens), "-r", "1", "-o", "json", ...offload(a)], {
+    encoding: "utf8",
+  });
   const rows = JSON.parse(res.stdout) as { n_gen: number; avg_ts: number }[];
   return rows.find((r) => r.n_gen > 0)!.avg_ts;
 }
@@ -185,9 +195,13 @@ function stop(child: ChildProcess): Promise<void> {
 /** llama-server with one slot, streamed on its raw `/completion` endpoint. */
 async function startLlamaServer(bin: string, modelPath: string, a: Args) {
   const port = await freePort();
-  const child = spawn(bin, ["-m", modelPath, "-np", "1", "-c", String(CONTEXT), "-t", String(a.threads), "--host", "127.0.0.1", "--port", String(port), "--no-webui"], {
-    stdio: "ignore",
-  });
+  const child = spawn(
+    bin,
+    ["-m", modelPath, "-np", "1", "-c", String(CONTEXT), "-t", String(a.threads), "--host", "127.0.0.1", "--port", String(port), "--no-webui", ...offload(a)],
+    {
+      stdio: "ignore",
+    },
+  );
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`llama-server exited (${child.exitCode})`);
@@ -206,7 +220,14 @@ async function startLlamaServer(bin: string, modelPath: string, a: Args) {
   }
   const one = (i: number): Promise<Stream> =>
     new Promise((ok, fail) => {
-      const body = JSON.stringify({ prompt: prompt(i), n_predict: a.tokens, temperature: 0, stream: true, cache_prompt: false });
+      const body = JSON.stringify({
+        prompt: prompt(i),
+        n_predict: a.tokens,
+        temperature: a.temperature,
+        ...(a.temperature > 0 ? { seed: i } : {}),
+        stream: true,
+        cache_prompt: false,
+      });
       // a connection per request: llama-server closes a streamed response's, and a kept-alive socket would be reused dead
       const req = request(
         `${base}/completion`,
@@ -247,11 +268,12 @@ const spread = (xs: number[]) => `median ${median(xs).toFixed(3)}, rounds ${Math
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const modelPath = a.model ?? (await ensureTestModel(a.wideVocab ? "wideVocab" : "tiny"));
-  const tools = a.reference ? buildTools() : undefined;
+  const tools = a.reference ? buildTools({ cuda: a.gpu }) : undefined;
+  if (a.gpu && tools?.cudaBackend) provideCudaBackend(tools.cudaBackend);
   const engine = await startEngine(modelPath, a);
   const loaded = loadedBinaries();
   console.log(
-    `model ${modelPath}\nCPU, ${a.threads} threads (${cpus().length} cores); addon ${loaded.kilnAddon ? "Kiln's build" : "node-llama-cpp's own (no native loop)"}, ggml backends ${loaded.backends.join(", ")}; ${a.tokens} tokens a request (${a.temperature > 0 ? `temperature ${a.temperature}, seeded` : "greedy"}), ${a.requests} requests a side a round, ${a.rounds} rounds\n`,
+    `model ${modelPath}\n${a.gpu ? "CUDA (-ngl 99 for llama.cpp's tools)" : "CPU"}, ${a.threads} threads (${cpus().length} cores); addon ${loaded.kilnAddon ? "Kiln's build" : "node-llama-cpp's own (no native loop)"} (folder ${loaded.folder ?? "?"}), ggml backends ${loaded.backends.join(", ")}; ${a.tokens} tokens a request (${a.temperature > 0 ? `temperature ${a.temperature}, seeded` : "greedy"}), ${a.requests} requests a side a round, ${a.rounds} rounds\n`,
   );
   const server = tools ? await startLlamaServer(tools.server, modelPath, a) : undefined;
   try {
@@ -271,7 +293,7 @@ async function main(): Promise<void> {
         perRound.get(name)!.push(rate(streams));
         texts.get(name)!.push(...streams.map((s) => s.text));
       }
-      if (tools) perRound.get("llama-bench")!.push(await llamaBench(tools.bench, modelPath, a.threads, a.tokens));
+      if (tools) perRound.get("llama-bench")!.push(await llamaBench(tools.bench, modelPath, a));
       process.stderr.write(`round ${r + 1}/${a.rounds} done\n`);
     }
     const rows = [...perRound].filter(([, rates]) => rates.length > 0);

@@ -9,13 +9,16 @@
 #                               # CUDA is compiled: the tools are built for ggml's modules and use it (~1 min)
 #   bash .gpu/device.sh chat    # bench-chat --gpu: the fleet, node-llama-cpp directly, llama-bench and
 #                               # llama-server on a Llama-3.2-1B-shape Q4_K_M model, 1/8/32 streams
+#   bash .gpu/device.sh host    # bench-token-host --gpu on chat's model (run chat first): one stream in the
+#                               # native loop and on the batch path against llama-bench and llama-server, and 32
+#                               # streams against the same engine sampling on one thread (about 2 minutes)
 #   bash .gpu/device.sh asr-setup   # whisper-cli from the same whisper.cpp and ggml, for ggml's modules, with
 #                                   # setup's libggml-cuda.so beside it (under a minute: no CUDA compiled again);
 #                                   # carry .gpu/ffmpeg.xz with this call (it did not fit the first)
 #   bash .gpu/device.sh asr     # bench-asr --gpu: Kiln's pipeline with whisper on CUDA and on the CPU,
 #                               # whisper-cli on CUDA, a small-size whisper, 60 s of audio
 #
-# Results go to $OUT (bench-chat-gpu.txt, bench-asr-gpu.txt, and the build log on failure) when the device sets it.
+# Results go to $OUT (bench-chat-gpu.txt, bench-token-host-gpu.txt, bench-asr-gpu.txt, and the build log on failure) when the device sets it.
 # A setup that compiled CUDA also leaves $OUT/libggml-cuda-<release>.so.xz: keep it in .gpu-cache/ (ignored
 # by git) and pack.sh carries it to the next lending, whose setup then compiles no CUDA.
 set -euo pipefail
@@ -42,6 +45,11 @@ case "${1:-}" in
   chat)
     node dist/scripts/bench-chat.js --gpu --threads "${THREADS:-8}" --rounds "${ROUNDS:-3}" --ttft-samples 5 2>&1 | tee "$out/bench-chat-gpu.txt"
     ;;
+  host)
+    model=.kiln/test-models/llama-3.2-1b-shape-q4_k_m.gguf
+    [ -f "$model" ] || { echo "device.sh: no $model; run chat first (it makes the model)" >&2; exit 1; }
+    node dist/scripts/bench-token-host.js --gpu --model "$model" --threads "${THREADS:-8}" --streams 32 --rounds "${ROUNDS:-3}" --requests 1 --tokens 128 --temperature 0.8 2>&1 | tee "$out/bench-token-host-gpu.txt"
+    ;;
   asr-setup)
     node dist/scripts/build-whisper.js --cli --cuda || { tail -40 "$P/.cache/build-whisper.log" > "$out/build-whisper.log"; exit 1; }
     ;;
@@ -49,5 +57,5 @@ case "${1:-}" in
     command -v ffmpeg >/dev/null || { echo "device.sh: no ffmpeg; carry .gpu/ffmpeg.xz with the asr-setup call" >&2; exit 1; }
     node dist/scripts/bench-asr.js --gpu --threads "${THREADS:-8}" --rounds "${ROUNDS:-3}" 2>&1 | tee "$out/bench-asr-gpu.txt"
     ;;
-  *) echo "usage: bash .gpu/device.sh setup|chat|asr-setup|asr" >&2; exit 2 ;;
+  *) echo "usage: bash .gpu/device.sh setup|chat|host|asr-setup|asr" >&2; exit 2 ;;
 esac
