@@ -58,7 +58,7 @@ import { LlmEngine } from "../agent/llm/index.js";
 import { loadedBinaries } from "../agent/llm/binaries.js";
 import { defaultThreads, installedCpuBackend } from "../core/cpu.js";
 import { installedAddon } from "../core/prebuilt.js";
-import { argValue, median, quantile } from "./lib/cli.js";
+import { argValue, median, quantile, spread } from "./lib/cli.js";
 import { cpuSeconds, freePort } from "./lib/run.js";
 import { buildTools, provideCudaBackend, vocabGguf } from "./build-llama.js";
 import { defaultModelDir, REALISTIC_LLAMA, writeWithVocabulary } from "../fabricate/index.js";
@@ -345,7 +345,6 @@ const add = (x: Sample, y: Sample): Sample => ({
   genRates: [...x.genRates, ...y.genRates],
 });
 const mean = (xs: number[]) => xs.reduce((n, x) => n + x, 0) / xs.length;
-const spread = (xs: number[]) => `median ${median(xs).toFixed(3)}, rounds ${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`;
 
 /** Slots of every server side: 8 on CPU; on a GPU, the largest stream count (at least 8). */
 const slots = (a: Args): number => (a.gpu ? Math.max(8, ...a.streams) : 8);

@@ -46,7 +46,7 @@ import { LlmEngine } from "../agent/llm/index.js";
 import { loadedBinaries } from "../agent/llm/binaries.js";
 import { ensureTestModel } from "../fabricate/index.js";
 import { buildTools, provideCudaBackend } from "./build-llama.js";
-import { argValue, median } from "./lib/cli.js";
+import { argValue, median, spread } from "./lib/cli.js";
 import { freePort } from "./lib/run.js";
 
 const MODEL_ID = "m";
@@ -263,7 +263,6 @@ async function startLlamaServer(bin: string, modelPath: string, a: Args) {
 
 const rate = (streams: Stream[]) => streams.reduce((n, s) => n + s.tokens - 1, 0) / (streams.reduce((t, s) => t + s.rest, 0) / 1000);
 const µs = (tokensPerSecond: number) => 1e6 / tokensPerSecond;
-const spread = (xs: number[]) => `median ${median(xs).toFixed(3)}, rounds ${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`;
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));

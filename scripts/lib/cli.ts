@@ -17,3 +17,6 @@ export function quantile(xs: readonly number[], q: number): number {
 }
 
 export const median = (xs: readonly number[]): number => quantile(xs, 0.5);
+
+/** Per-round ratios as a benchmark prints them: their median and their range. */
+export const spread = (xs: readonly number[]): string => `median ${median(xs).toFixed(3)}, rounds ${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`;
