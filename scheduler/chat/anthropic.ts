@@ -9,7 +9,7 @@
  * saying which one (or whether it was the model's own end), and Anthropic's answer names it. The
  * route cancels the generation on the node when a match is found (routes/messages.ts).
  */
-import { randomBytes } from "node:crypto";
+import { randomId } from "../../core/ids.js";
 import { checkToolOrder, type ChatMessage, type Sampling, type ToolCall, type ToolCallDelta } from "../../core/chat.js";
 import { ERROR_CODES, isErrorCode } from "../../core/error-codes.js";
 import { InvalidRequestError, UpstreamError, type ApiError } from "../../core/errors.js";
@@ -215,8 +215,8 @@ export function endOf(done: { finishReason: string; promptTokens: number; comple
   return { stopReason, stopSequence: done.stopText ?? null, promptTokens: done.promptTokens, completionTokens: done.completionTokens, cachedTokens: done.cachedTokens };
 }
 
-export const messageId = (): string => `msg_${randomBytes(18).toString("base64url")}`;
-export const toolUseId = (): string => `toolu_${randomBytes(18).toString("base64url")}`;
+export const messageId = (): string => `msg_${randomId(18)}`;
+export const toolUseId = (): string => `toolu_${randomId(18)}`;
 
 /**
  * Anthropic's `usage`: the prompt split into what the slot's KV cache held (`cache_read_input_tokens`)

@@ -3,7 +3,7 @@
  * chat template, continued. The request's schema (shared generation fields plus `prompt`, `echo`,
  * the legacy `logprobs` count), its validation, and the `text_completion` bodies it answers with.
  */
-import { randomBytes } from "node:crypto";
+import { randomId } from "../../core/ids.js";
 import { z } from "zod";
 import { MAX_CHOICES } from "../../core/chat.js";
 import { issueCode, parseBody } from "../../core/schema.js";
@@ -94,7 +94,7 @@ export function validateLegacyCompletion(body: unknown, models: ModelNames = BUI
 }
 
 export function legacyCompletionId(): string {
-  return `cmpl-${randomBytes(12).toString("base64url")}`;
+  return `cmpl-${randomId(12)}`;
 }
 
 /**

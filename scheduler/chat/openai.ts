@@ -1,5 +1,5 @@
 /** The OpenAI-compatible shapes of chat completions (README, "API"). */
-import { randomBytes } from "node:crypto";
+import { randomId } from "../../core/ids.js";
 import type { ToolCall } from "../../core/chat.js";
 import type { TokenLogprob } from "../fleet/index.js";
 
@@ -23,12 +23,12 @@ export interface Done {
 }
 
 export function completionId(): string {
-  return `chatcmpl-${randomBytes(12).toString("base64url")}`;
+  return `chatcmpl-${randomId(12)}`;
 }
 
 /** A function call's id, as the client sends it back with the call's result. */
 export function toolCallId(): string {
-  return `call_${randomBytes(12).toString("base64url")}`;
+  return `call_${randomId(12)}`;
 }
 
 export function usage(done: Done): Usage {

@@ -11,14 +11,14 @@
  * `.output_item.done`; then `response.completed` (or `response.incomplete` at max_output_tokens). A
  * failure after the stream began: `error`, then `response.failed`.
  */
-import { randomBytes } from "node:crypto";
+import { randomId } from "../../core/ids.js";
 import type { ToolCallDelta } from "../../core/chat.js";
 import { toolCallId, type Done } from "./openai.js";
 import type { ResponseEcho } from "./responses-schema.js";
 
 /** `resp_` and 48 hex digits, as OpenAI's ids look. */
-export const responseId = (): string => `resp_${randomBytes(24).toString("hex")}`;
-const itemId = (prefix: "msg" | "fc"): string => `${prefix}_${randomBytes(24).toString("hex")}`;
+export const responseId = (): string => `resp_${randomId(24, "hex")}`;
+const itemId = (prefix: "msg" | "fc"): string => `${prefix}_${randomId(24, "hex")}`;
 
 /** One answer's identity: its id, creation time (Unix seconds) and the model name the client sent. */
 export interface ResponseIdentity {
