@@ -224,7 +224,8 @@ async function startLlamaServer(bin: string, modelPath: string, a: Args) {
         prompt: prompt(i),
         n_predict: a.tokens,
         temperature: a.temperature,
-        ...(a.temperature > 0 ? { seed: i } : {}),
+        // seeded, with node-llama-cpp's sampling defaults (top-k 40, top-p 0.95, no min-p) in place of llama-server's min-p 0.05
+        ...(a.temperature > 0 ? { seed: i, top_k: 40, top_p: 0.95, min_p: 0 } : {}),
         stream: true,
         cache_prompt: false,
       });
