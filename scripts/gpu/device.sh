@@ -11,7 +11,8 @@
 #                               # llama-server on a Llama-3.2-1B-shape Q4_K_M model, 1/8/32 streams
 #   bash .gpu/device.sh host    # bench-token-host --gpu on chat's model (run chat first): one stream in the
 #                               # native loop and on the batch path against llama-bench and llama-server, and 32
-#                               # streams against the same engine sampling on one thread (about 2 minutes)
+#                               # streams against the same engine sampling on one thread; then one stream with
+#                               # --threads 1 (about 3 minutes)
 #   bash .gpu/device.sh asr-setup   # whisper-cli from the same whisper.cpp and ggml, for ggml's modules, with
 #                                   # setup's libggml-cuda.so beside it (under a minute: no CUDA compiled again);
 #                                   # carry .gpu/ffmpeg.xz with this call (it did not fit the first)
@@ -49,6 +50,8 @@ case "${1:-}" in
     model=.kiln/test-models/llama-3.2-1b-shape-q4_k_m.gguf
     [ -f "$model" ] || { echo "device.sh: no $model; run chat first (it makes the model)" >&2; exit 1; }
     node dist/scripts/bench-token-host.js --gpu --model "$model" --threads "${THREADS:-8}" --streams 32 --rounds "${ROUNDS:-3}" --requests 1 --tokens 128 --temperature 0.8 2>&1 | tee "$out/bench-token-host-gpu.txt"
+    # one stream greedily with one thread: the graphs' CPU part (the input embeddings' rows) then wakes no pool threads
+    node dist/scripts/bench-token-host.js --gpu --model "$model" --threads 1 --rounds "${ROUNDS:-3}" --requests 1 --tokens 128 2>&1 | tee -a "$out/bench-token-host-gpu.txt"
     ;;
   asr-setup)
     node dist/scripts/build-whisper.js --cli --cuda || { tail -40 "$P/.cache/build-whisper.log" > "$out/build-whisper.log"; exit 1; }
