@@ -3,8 +3,8 @@
  * chat template, continued. The request's schema (shared generation fields plus `prompt`, `echo`,
  * the legacy `logprobs` count), its validation, and the `text_completion` bodies it answers with.
  */
-import { randomId } from "../../core/ids.js";
 import { z } from "zod";
+import { randomId } from "../../core/ids.js";
 import { MAX_CHOICES } from "../../core/chat.js";
 import { issueCode, parseBody } from "../../core/schema.js";
 import { describeValue } from "../../core/validate.js";
