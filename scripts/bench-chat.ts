@@ -60,7 +60,7 @@ import { defaultThreads, installedCpuBackend } from "../core/cpu.js";
 import { installedAddon } from "../core/prebuilt.js";
 import { argValue, median, quantile, spread } from "./lib/cli.js";
 import { cpuSeconds, freePort } from "./lib/run.js";
-import { buildTools, provideCudaBackend, vocabGguf } from "./build-llama.js";
+import { buildTools, offloadFlags, provideCudaBackend, vocabGguf } from "./build-llama.js";
 import { defaultModelDir, REALISTIC_LLAMA, writeWithVocabulary } from "../fabricate/index.js";
 import { ensureTestModel } from "../fabricate/index.js";
 import { evaluationMs, startRelayFloor } from "./lib/relay-floor.js";
@@ -287,7 +287,7 @@ async function startFleet(modelPath: string, a: Args, streamInterval?: number): 
  * past the servers' own timeouts, and the next request would find them closed.
  */
 async function llamaBench(bin: string, modelPath: string, threads: number[], tokens: number, gpu: boolean): Promise<Map<number, number>> {
-  const res = await promisify(execFile)(bin, ["-m", modelPath, "-t", threads.join(","), "-p", "0", "-n", String(tokens), "-r", "1", "-o", "json", ...(gpu ? ["-ngl", "99"] : [])], {
+  const res = await promisify(execFile)(bin, ["-m", modelPath, "-t", threads.join(","), "-p", "0", "-n", String(tokens), "-r", "1", "-o", "json", ...offloadFlags(gpu)], {
     encoding: "utf8",
     maxBuffer: 16 * 1024 * 1024,
   }).catch((err: Error & { stderr?: string }) => {
@@ -316,7 +316,7 @@ async function startLlamaServer(bin: string, modelPath: string, a: Args): Promis
       "--port",
       String(port),
       "--no-webui",
-      ...(a.gpu ? ["-ngl", "99"] : []),
+      ...offloadFlags(a.gpu),
     ],
     { stdio: "ignore" },
   );
@@ -515,12 +515,6 @@ async function main(): Promise<void> {
         );
       }
       if (a.gpu && a.streams.includes(1)) {
-        const perToken = (seconds: number, tokens: number) => ((seconds * 1e6) / tokens).toFixed(0);
-        const [direct, fleet] = [loops.get("direct")!, loops.get("fleet")!];
-        if (!Number.isNaN(direct.client) && fleet.tokens > 0)
-          console.log(
-            `1 stream, event loops' CPU a token (main threads, from /proc, 10 ms ticks): direct ${perToken(direct.client, direct.tokens)} µs; fleet: kiln dev ${perToken(fleet.server, fleet.tokens)} µs, the client ${perToken(fleet.client, fleet.tokens)} µs (on a CPU node each takes a core from the compute threads)`,
-          );
         const gen = (name: string) => of(name, 1).map((s) => mean(s.genRates));
         console.log(`1 stream on the GPU: fleet generation speed ÷ llama-server's = ${(mean(gen("fleet")) / mean(gen("llama-server"))).toFixed(3)} (target ≥ 0.95)`);
       }

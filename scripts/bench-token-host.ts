@@ -45,7 +45,7 @@ import { defaultThreads } from "../core/cpu.js";
 import { LlmEngine } from "../agent/llm/index.js";
 import { loadedBinaries } from "../agent/llm/binaries.js";
 import { ensureTestModel } from "../fabricate/index.js";
-import { buildTools, provideCudaBackend } from "./build-llama.js";
+import { buildTools, offloadFlags, provideCudaBackend } from "./build-llama.js";
 import { argValue, median, spread } from "./lib/cli.js";
 import { freePort } from "./lib/run.js";
 
@@ -172,12 +172,9 @@ async function startEngine(modelPath: string, a: Args) {
   return { one, marks, close: () => engine.dispose() };
 }
 
-/** llama.cpp's tools' flags for every layer on the GPU, with `--gpu`. */
-const offload = (a: Args): string[] => (a.gpu ? ["-ngl", "99"] : []);
-
 /** llama-bench's tg at `threads`, tokens/s. */
 async function llamaBench(bin: string, modelPath: string, a: Args): Promise<number> {
-  const res = await promisify(execFile)(bin, ["-m", modelPath, "-t", String(a.threads), "-p", "0", "-n", String(a.tokens), "-r", "1", "-o", "json", ...offload(a)], {
+  const res = await promisify(execFile)(bin, ["-m", modelPath, "-t", String(a.threads), "-p", "0", "-n", String(a.tokens), "-r", "1", "-o", "json", ...offloadFlags(a.gpu)], {
     encoding: "utf8",
   });
   const rows = JSON.parse(res.stdout) as { n_gen: number; avg_ts: number }[];
@@ -197,7 +194,7 @@ async function startLlamaServer(bin: string, modelPath: string, a: Args) {
   const port = await freePort();
   const child = spawn(
     bin,
-    ["-m", modelPath, "-np", "1", "-c", String(CONTEXT), "-t", String(a.threads), "--host", "127.0.0.1", "--port", String(port), "--no-webui", ...offload(a)],
+    ["-m", modelPath, "-np", "1", "-c", String(CONTEXT), "-t", String(a.threads), "--host", "127.0.0.1", "--port", String(port), "--no-webui", ...offloadFlags(a.gpu)],
     {
       stdio: "ignore",
     },

@@ -272,6 +272,9 @@ export function ggmlSource(): string {
   return join(source("llama.cpp"), "ggml");
 }
 
+/** llama.cpp's tools' flags for every layer on the GPU (with `gpu`), as the benchmarks run them there. */
+export const offloadFlags = (gpu: boolean): string[] => (gpu ? ["-ngl", "99"] : []);
+
 /** A tokenizer-only GGUF from llama.cpp's source (`models/ggml-vocab-<name>.gguf`, e.g. `llama-bpe`: Llama 3's). */
 export function vocabGguf(name: string): string {
   return join(source("llama.cpp"), "models", `ggml-vocab-${name}.gguf`);

@@ -96,6 +96,10 @@ const UNLOAD_GRACE_MS = 60_000;
  * that moves from being taken so.
  */
 const PROGRESS_STEP = 0.01;
+/** The progress once a draft from the hub is downloaded (its download is the first tenth). */
+const DRAFT_DOWNLOADED_AT = 0.1;
+/** The progress once the model is downloaded from the hub (its weights' load is the rest). */
+const DOWNLOADED_AT = 0.9;
 /** The progress once every weight is loaded, before the contexts are made and the replica is READY. */
 const LOADED_AT = 0.99;
 /** Any gain of progress is reported once this long has passed without a report (ms). */
@@ -189,15 +193,16 @@ export class Replicas {
       // a draft from the hub first (the first tenth of the progress): it is small, and a wrong one fails the load before the model's download
       const draftFromHub = speculative?.kind === "draft" && speculative.source.startsWith("hf:");
       if (speculative?.kind === "draft") {
-        const draft = await this.localFile(replica, speculative.source, 0, 0.1).catch((err: unknown) => {
+        const draft = await this.localFile(replica, speculative.source, 0, DRAFT_DOWNLOADED_AT).catch((err: unknown) => {
           throw new Error(`speculative: the draft model: ${(err as Error).message}`);
         });
         speculative = { kind: "draft", source: draft };
       }
-      const path = await this.localFile(replica, request.source, draftFromHub ? 0.1 : 0, 0.9);
+      const downloadFrom = draftFromHub ? DRAFT_DOWNLOADED_AT : 0;
+      const path = await this.localFile(replica, request.source, downloadFrom, DOWNLOADED_AT);
       const shape = { contextSize: request.contextSize, sequences: request.sequences, split: request.split, ...(speculative ? { speculative } : {}) };
       // the weights' load is the rest of the progress: a model read from a slow disk for minutes is seen moving, not stalled
-      const from = request.source.startsWith("hf:") ? 0.9 : draftFromHub ? 0.1 : 0;
+      const from = request.source.startsWith("hf:") ? DOWNLOADED_AT : downloadFrom;
       await this.options.engine.addModel([request.modelId], path, shape, stop.signal, (loaded) => {
         this.progressed(replica, from + (LOADED_AT - from) * loaded);
       });
