@@ -30,7 +30,7 @@ import { Transcriber, WhisperPool } from "../agent/asr/index.js";
 import type { WhisperCompute } from "../agent/asr/engine/backend.js";
 import { ffmpegPath } from "../agent/asr/ffmpeg.js";
 import { createLogger } from "../core/log.js";
-import { buildTools, provideCudaBackend } from "./build-llama.js";
+import { buildTools } from "./build-llama.js";
 import { buildWhisper, buildWhisperCli } from "./build-whisper.js";
 import { argValue, median } from "./lib/cli.js";
 import { makeAudio, toneBursts } from "./lib/media.js";
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   const wav = join(work, "audio-16k.wav");
   execFileSync(ffmpegPath(), ["-v", "error", "-y", "-i", audio, "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", wav]);
 
-  if (gpu) provideCudaBackend(buildTools({ cuda: true }).cudaBackend!); // a packed project lacks the 159 MB prebuilt module
+  if (gpu) buildTools({ cuda: true }); // with it, node-llama-cpp's CUDA module (a packed project lacks the 159 MB prebuilt)
   buildWhisper(); // the addon for every prebuilt folder (a no-op when installed)
   const cli = buildWhisperCli({ cuda: gpu });
 

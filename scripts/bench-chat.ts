@@ -60,7 +60,7 @@ import { defaultThreads, installedCpuBackend } from "../core/cpu.js";
 import { installedAddon } from "../core/prebuilt.js";
 import { argValue, median, quantile, spread } from "./lib/cli.js";
 import { cpuSeconds, freePort } from "./lib/run.js";
-import { buildTools, offloadFlags, provideCudaBackend, vocabGguf } from "./build-llama.js";
+import { buildTools, offloadFlags, vocabGguf } from "./build-llama.js";
 import { defaultModelDir, REALISTIC_LLAMA, writeWithVocabulary } from "../fabricate/index.js";
 import { ensureTestModel } from "../fabricate/index.js";
 import { evaluationMs, startRelayFloor } from "./lib/relay-floor.js";
@@ -380,7 +380,6 @@ async function main(): Promise<void> {
     return benchTurns({ modelPath, turns: a.turns, conversations: a.conversations, replyTokens: 32, lastPromptTokens: 1900 });
   }
   const tools = a.reference || a.gpu ? buildTools({ cuda: a.gpu }) : undefined;
-  if (a.gpu && tools?.cudaBackend) provideCudaBackend(tools.cudaBackend);
   const modelPath = a.model ?? (a.gpu ? await realisticModel(tools!.quantize) : await ensureTestModel(a.benchModel ? "bench" : "tiny"));
   const backend = installedCpuBackend();
   console.log(

@@ -45,7 +45,7 @@ import { defaultThreads } from "../core/cpu.js";
 import { LlmEngine } from "../agent/llm/index.js";
 import { loadedBinaries } from "../agent/llm/binaries.js";
 import { ensureTestModel } from "../fabricate/index.js";
-import { buildTools, offloadFlags, provideCudaBackend } from "./build-llama.js";
+import { buildTools, offloadFlags } from "./build-llama.js";
 import { argValue, median, spread } from "./lib/cli.js";
 import { freePort } from "./lib/run.js";
 
@@ -265,8 +265,9 @@ const µs = (tokensPerSecond: number) => 1e6 / tokensPerSecond;
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const modelPath = a.model ?? (await ensureTestModel(a.wideVocab ? "wideVocab" : "tiny"));
-  const tools = a.reference ? buildTools({ cuda: a.gpu }) : undefined;
-  if (a.gpu && tools?.cudaBackend) provideCudaBackend(tools.cudaBackend);
+  // with --gpu the tools' build also gives node-llama-cpp its CUDA module, references or not
+  const built = a.reference || a.gpu ? buildTools({ cuda: a.gpu }) : undefined;
+  const tools = a.reference ? built : undefined;
   const engine = await startEngine(modelPath, a);
   const loaded = loadedBinaries();
   console.log(

@@ -229,8 +229,17 @@ export interface LlamaTools {
  * needing `nvcc`). With `cuda` and `KILN_CUDA_MODULE` naming a `libggml-cuda.so` an earlier run built
  * from the same release, no CUDA is compiled: the tools are built for ggml's backend modules and that
  * module is put beside them (ggml loads it at run time, as it loads the one it would have built).
+ * With `cuda`, node-llama-cpp's CUDA folder is also given that module when it lacks one (a packed copy
+ * of the project leaves out the 159 MB prebuilt), so that Kiln's engine runs on CUDA beside the tools;
+ * throws when node-llama-cpp's CUDA binaries are not installed.
  */
 export function buildTools(options: { cuda?: boolean } = {}): LlamaTools {
+  const tools = findOrBuildTools(options);
+  if (tools.cudaBackend) provideCudaBackend(tools.cudaBackend);
+  return tools;
+}
+
+function findOrBuildTools(options: { cuda?: boolean }): LlamaTools {
   const src = source("llama.cpp");
   const build = join(src, options.cuda ? "build-cuda" : "build");
   const bin = join(build, "bin");
@@ -257,11 +266,8 @@ export function buildTools(options: { cuda?: boolean } = {}): LlamaTools {
   return tools;
 }
 
-/**
- * Puts a CUDA backend module built from the same release into node-llama-cpp's CUDA folder when
- * that folder lacks one (a packed copy of the project leaves out the 159 MB prebuilt).
- */
-export function provideCudaBackend(file: string): void {
+/** Puts a CUDA backend module built from the same release into node-llama-cpp's CUDA folder when that folder lacks one. */
+function provideCudaBackend(file: string): void {
   const dir = prebuiltBinsDir("cuda");
   if (!dir) throw new Error("node-llama-cpp's CUDA binaries (@node-llama-cpp/linux-x64-cuda) are not installed");
   if (!existsSync(join(dir, "libggml-cuda.so"))) copyFileSync(file, join(dir, "libggml-cuda.so"));
