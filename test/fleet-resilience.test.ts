@@ -59,8 +59,10 @@ describe("agent lost mid-flight", () => {
     while (seen.split("data:").length < 3) seen += decoder.decode((await reader.read()).value);
     const victim = scheduler.fleet.snapshot().find((s) => s.pools[0]!.inflight === 1)!.nodeId;
 
-    // The other node gets a request of its own; two more wait in the queue.
-    const onSurvivor = postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "b" }], max_tokens: 300, temperature: 0 });
+    // The other node gets a long request of its own (the whole context: ~0.6 s on an idle machine, where
+    // 300 tokens took 80 ms and a loaded CI machine's two queued requests arrived after it had ended); two
+    // more wait in the queue.
+    const onSurvivor = postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: "tell me a long story" }], max_tokens: 2000, temperature: 0 });
     await until(() => scheduler.fleet.snapshot().every((s) => s.pools[0]!.inflight === 1), 5000, "both agents busy");
     const queued = [1, 2].map((i) => postChat(base, key, { model: MODEL_ID, messages: [{ role: "user", content: `q${i}` }], max_tokens: 8 }));
     await until(() => scheduler.fleet.queued === 2, 5000, "two queued requests");
