@@ -224,16 +224,23 @@ describe("completions", () => {
 
   it("8 concurrent requests on 4 sequences all complete, never more than 4 generating at once", async () => {
     const pool = agent.engine.modelPools[0]!;
-    pool.peakBusy = 0;
     const prompts = Array.from({ length: 8 }, (_, i) => user(`request ${i}`));
     const wants: string[] = [];
     for (const p of prompts) wants.push((await expected(p, 48)).text);
     expect(new Set(wants).size, "the prompts' reference texts differ").toBe(8);
-    const results = await Promise.all(prompts.map((messages) => ok({ max_tokens: 48, temperature: 0, messages })));
+    const answer = (maxTokens: number) => Promise.all(prompts.map((messages) => ok({ max_tokens: maxTokens, temperature: 0, messages })));
+    pool.peakBusy = 0;
+    const results = await answer(48);
     for (const r of results) expect(r.status).toBe(200);
     // Each answer is its own prompt's text: none swapped, mixed or garbled by the batching.
     expect(results.map((r) => r.body.choices[0].message.content)).toEqual(wants);
-    expect(pool.peakBusy).toBe(4); // batched: 4 at once, and no more
+    expect(pool.peakBusy).toBeLessThanOrEqual(4);
+    // Batched: 4 at once, and no more. Long answers (300 tokens; their texts depend on which
+    // sequences share a batch when): 48 tokens take ~13 ms alone in the native loop, which a loaded
+    // machine may spend before the fourth request arrives.
+    pool.peakBusy = 0;
+    for (const r of await answer(300)) expect(r.status).toBe(200);
+    expect(pool.peakBusy).toBe(4);
     const snap = scheduler.fleet.snapshot()[0]!;
     expect(snap.pools[0]!.peakInflight).toBeLessThanOrEqual(4);
     expect(snap.pools[0]!.inflight).toBe(0);

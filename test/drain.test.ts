@@ -27,7 +27,8 @@ describe("drain on SIGTERM", () => {
     const res = await fetch(`${base}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "a long story" }], max_tokens: 1500, temperature: 0, stream: true }),
+      // the whole context greedily (~0.5 s): it still streams while the drain is told and new work refused
+      body: JSON.stringify({ model: MODEL_ID, messages: [{ role: "user", content: "tell me a long story" }], max_tokens: 2000, temperature: 0, stream: true }),
     });
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();

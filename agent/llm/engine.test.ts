@@ -144,7 +144,7 @@ describe("LlmEngine under load", () => {
     busy = await LlmEngine.load({
       models: [{ id: "famB-v3.1", path: TINY_MODEL }],
       sequences: 3,
-      contextSize: 1024,
+      contextSize: 2048,
       threads: 1,
       gpu: "cpu",
       logger: createLogger("test", "silent"),
@@ -158,7 +158,8 @@ describe("LlmEngine under load", () => {
     // every slot holds a conversation, so the next request on any of them must first erase its tokens
     await Promise.all(["one", "two", "three"].map((t) => ask(t, 4)));
     let longDone = 0;
-    const long = [ask("a long story", 600).then(() => longDone++), ask("another long story", 600).then(() => longDone++)];
+    // long enough (1,500 tokens, ~0.5 s batched) that a loaded machine's stalls cannot outlast them
+    const long = [ask("a long story", 1500).then(() => longDone++), ask("another long story", 1500).then(() => longDone++)];
     await new Promise((r) => setTimeout(r, 30));
     let firstText = -1;
     await ask("a short answer", 2, () => {

@@ -33,7 +33,8 @@ const calls = { generateTokens: 0, stopGeneratingTokens: 0 };
 beforeAll(async () => {
   llama = await getLlama({ gpu: false, build: "never", maxThreads: 2 });
   model = await llama.loadModel({ modelPath: TINY_MODEL });
-  context = await model.createContext({ sequences: 2, contextSize: 512, threads: 1 });
+  // room for a sequence to generate long enough (1,500 tokens, ~0.3 s) that another's request arrives while it does
+  context = await model.createContext({ sequences: 2, contextSize: 2048, threads: 1 });
   wrapper = resolveChatWrapper(model);
   watchBinding(context, ["generateTokens", "stopGeneratingTokens"], (name) => calls[name as keyof typeof calls]++);
 });
@@ -133,7 +134,7 @@ describe.skipIf(!addon)("the native generation loop (Kiln's addon)", () => {
       // each alone, on the batch path
       setNative(false);
       await a.clearHistory();
-      const aloneA = await generateTurn(a, prompt("Once upon a time"), { maxTokens: 200, temperature: 0 });
+      const aloneA = await generateTurn(a, prompt("Once upon a time"), { maxTokens: 1500, temperature: 0 });
       await b.clearHistory();
       const aloneB = await generateTurn(b, prompt("The dog"), { maxTokens: 20, temperature: 0 });
       setNative(true);
@@ -145,7 +146,7 @@ describe.skipIf(!addon)("the native generation loop (Kiln's addon)", () => {
       let bFirstTextAt = -1;
       let started: Promise<TurnResult> | undefined;
       const ofA = await generateTurn(a, prompt("Once upon a time"), {
-        maxTokens: 200,
+        maxTokens: 1500,
         temperature: 0,
         onText: () => {
           textsOfA++;
@@ -166,7 +167,7 @@ describe.skipIf(!addon)("the native generation loop (Kiln's addon)", () => {
       expect(ofA).toEqual(aloneA);
       expect(ofB).toEqual(aloneB);
       expect(calls.stopGeneratingTokens).toBeGreaterThan(stops);
-      // B's first text came while A was still generating, not after A's 200 tokens
+      // B's first text came while A was still generating, not after A's 1,500 tokens
       expect(bFirstTextAt).toBeGreaterThan(bStartedAt);
       expect(bFirstTextAt).toBeLessThan(textsOfA);
     } finally {
@@ -225,7 +226,8 @@ describe.skipIf(!addon)("the native generation loop (Kiln's addon)", () => {
     // threads for three contexts at once (the shared instance has one, which the three would take in turns)
     const wide = await getLlama({ gpu: false, build: "never", maxThreads: 3 });
     const wideModel = await wide.loadModel({ modelPath: TINY_MODEL });
-    const contexts = await Promise.all([0, 1, 2].map(() => wideModel.createContext({ sequences: 1, contextSize: 256, threads: 1 })));
+    // generations long enough (1,500 tokens, ~0.3 s) that the three overlap however the loops start
+    const contexts = await Promise.all([0, 1, 2].map(() => wideModel.createContext({ sequences: 1, contextSize: 2048, threads: 1 })));
     let running = 0;
     let most = 0;
     let loops = 0;
@@ -237,7 +239,7 @@ describe.skipIf(!addon)("the native generation loop (Kiln's addon)", () => {
       });
     try {
       const texts = await Promise.all(
-        contexts.map((c) => generateTurn(c.getSequence(), renderPrompt(model, wrapper, history("Once upon a time")), { maxTokens: 200, temperature: 0 })),
+        contexts.map((c) => generateTurn(c.getSequence(), renderPrompt(model, wrapper, history("Once upon a time")), { maxTokens: 1500, temperature: 0 })),
       );
       expect(new Set(texts.map((t) => t.text)).size).toBe(1); // the same on whichever path
       expect(loops).toBeGreaterThan(0);
