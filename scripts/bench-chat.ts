@@ -46,7 +46,7 @@
  * vCPUs `fetch` (undici) spends about 2 ms of CPU per request beside the server under test,
  * which lands in the server's time to first token.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { Agent, request } from "node:http";
 import { promisify } from "node:util";
 import { cpus, tmpdir } from "node:os";
@@ -59,7 +59,7 @@ import { loadedBinaries } from "../agent/llm/binaries.js";
 import { defaultThreads, installedCpuBackend } from "../core/cpu.js";
 import { installedAddon } from "../core/prebuilt.js";
 import { argValue, median, quantile, spread } from "./lib/cli.js";
-import { cpuSeconds, freePort } from "./lib/run.js";
+import { cpuSeconds, freePort, stopped } from "./lib/run.js";
 import { buildTools, offloadFlags, vocabGguf } from "./build-llama.js";
 import { defaultModelDir, REALISTIC_LLAMA, writeWithVocabulary } from "../fabricate/index.js";
 import { ensureTestModel } from "../fabricate/index.js";
@@ -226,14 +226,6 @@ function sseClient(base: string, key: string, model: string, ownMs?: (text: stri
   return (i, maxTokens) => attempt(i, maxTokens, true);
 }
 
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((ok) => {
-    if (child.exitCode !== null) return ok();
-    child.once("exit", () => ok());
-    child.kill("SIGTERM");
-  });
-}
-
 /** `kiln dev` serving the model; `streamInterval` overrides its `--stream-interval` default. */
 async function startFleet(modelPath: string, a: Args, streamInterval?: number): Promise<Side> {
   const child = spawn(
@@ -275,10 +267,10 @@ async function startFleet(modelPath: string, a: Args, streamInterval?: number): 
     }
   }
   if (!key) {
-    await stop(child);
+    await stopped(child);
     throw new Error("kiln dev exited before printing its dev key");
   }
-  return { one: sseClient(base, key, MODEL_ID), close: () => stop(child), ...(child.pid ? { pid: child.pid } : {}) };
+  return { one: sseClient(base, key, MODEL_ID), close: () => stopped(child), ...(child.pid ? { pid: child.pid } : {}) };
 }
 
 /**
@@ -329,12 +321,12 @@ async function startLlamaServer(bin: string, modelPath: string, a: Args): Promis
     );
     if (ok) break;
     if (i > 600) {
-      await stop(child);
+      await stopped(child);
       throw new Error("llama-server did not become ready in 60 s");
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { one: sseClient(`${base}/v1`, "none", "model"), close: () => stop(child) };
+  return { one: sseClient(`${base}/v1`, "none", "model"), close: () => stopped(child) };
 }
 
 const rate = (s: Sample) => s.tokens / s.seconds;

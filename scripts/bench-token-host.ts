@@ -34,7 +34,7 @@
  * many streams the sampling on the host takes as long as the decode of the batch. `--gpu` runs every side
  * on CUDA (`-ngl 99` for llama.cpp's tools, built with CUDA as bench-chat's `--gpu` builds them).
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { request } from "node:http";
 import { cpus } from "node:os";
 import { resolve } from "node:path";
@@ -47,7 +47,7 @@ import { loadedBinaries } from "../agent/llm/binaries.js";
 import { ensureTestModel } from "../fabricate/index.js";
 import { buildTools, offloadFlags } from "./build-llama.js";
 import { argValue, median, spread } from "./lib/cli.js";
-import { freePort } from "./lib/run.js";
+import { freePort, stopped } from "./lib/run.js";
 
 const MODEL_ID = "m";
 const CONTEXT = 2048;
@@ -181,14 +181,6 @@ async function llamaBench(bin: string, modelPath: string, a: Args): Promise<numb
   return rows.find((r) => r.n_gen > 0)!.avg_ts;
 }
 
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((ok) => {
-    if (child.exitCode !== null) return ok();
-    child.once("exit", () => ok());
-    child.kill("SIGTERM");
-  });
-}
-
 /** llama-server with one slot, streamed on its raw `/completion` endpoint. */
 async function startLlamaServer(bin: string, modelPath: string, a: Args) {
   const port = await freePort();
@@ -210,7 +202,7 @@ async function startLlamaServer(bin: string, modelPath: string, a: Args) {
     )
       break;
     if (i > 600) {
-      await stop(child);
+      await stopped(child);
       throw new Error("llama-server did not become ready in 60 s");
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -256,7 +248,7 @@ async function startLlamaServer(bin: string, modelPath: string, a: Args) {
       req.on("error", fail);
       req.end(body);
     });
-  return { one, close: () => stop(child) };
+  return { one, close: () => stopped(child) };
 }
 
 const rate = (streams: Stream[]) => streams.reduce((n, s) => n + s.tokens - 1, 0) / (streams.reduce((t, s) => t + s.rest, 0) / 1000);

@@ -5,6 +5,7 @@
  * failure, again a minute later).
  */
 import type { OperatorCatalogEntry } from "../../models/operator-catalog.js";
+import { parseSpeculation } from "../../core/speculation.js";
 import type { HubSource } from "../../hub/index.js";
 import type { FleetPlacement } from "../fleet/index.js";
 import { estimateReplica, headerLocation, type PlacedModel } from "../placement/index.js";
@@ -40,7 +41,8 @@ export function catalogPlacement(catalog: ModelCatalog, hub: HubSource, claims?:
     models: () => (catalog.active ? catalog.entries.map(placedModel) : []),
     size: (model) => {
       if (model.memoryBytes !== undefined) return Promise.resolve(model.memoryBytes);
-      const draft = model.speculative?.startsWith("draft:") ? model.speculative.slice("draft:".length) : undefined;
+      const speculation = model.speculative === undefined ? undefined : parseSpeculation(model.speculative);
+      const draft = typeof speculation === "object" && speculation.kind === "draft" ? speculation.source : undefined;
       const key = JSON.stringify([model.source, model.contextSize, model.sequences, draft]);
       let size = sizes.get(key);
       if (!size) {
